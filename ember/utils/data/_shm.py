@@ -1,0 +1,205 @@
+# Batches travel from workers to the main process through reusable shared-memory files ("slots"):
+# the worker copies every array of its batch into a slot and sends only a small description
+# (dtype, shape, offset) through a pipe; the main process copies the arrays out and frees the slot.
+#
+# The main process creates and owns every slot file, so it can unlink them all at shutdown even when a
+# worker was killed. Workers grow a slot with ftruncate when a batch does not fit, and keep it mapped,
+# so pages are touched once and reused, batch after batch.
+from __future__ import annotations
+
+import collections.abc
+import mmap
+import os
+import secrets
+import tempfile
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+
+import ember
+
+_ALIGN = 64
+
+
+def shm_dir() -> str:
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        return "/dev/shm"
+    return tempfile.gettempdir()
+
+
+SLOT_PREFIX = "ember_dl_"
+
+
+class _Ref:
+    """Stands for one array of a batch inside the slot: where it lies and what it was."""
+    __slots__ = ("offset", "dtype", "shape", "is_tensor")
+
+    def __init__(self, offset: int, dtype: np.dtype, shape: tuple, is_tensor: bool) -> None:
+        self.offset, self.dtype, self.shape, self.is_tensor = offset, dtype, shape, is_tensor
+
+    def __reduce__(self):
+        return (_Ref, (self.offset, self.dtype, self.shape, self.is_tensor))
+
+
+def _map_structure(obj: Any, fn: Callable[[Any], Any]) -> Any:
+    """Apply ``fn`` to every leaf of nested lists / tuples / namedtuples / dicts, keeping container types."""
+    if ember.is_tensor(obj) or isinstance(obj, (np.ndarray, _Ref)):
+        return fn(obj)
+    if isinstance(obj, collections.abc.Mapping):
+        mapped = {k: _map_structure(v, fn) for k, v in obj.items()}
+        try:
+            return type(obj)(mapped)
+        except TypeError:
+            return mapped
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_map_structure(v, fn) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        mapped_list = [_map_structure(v, fn) for v in obj]
+        return mapped_list if type(obj) is list else type(obj)(mapped_list)
+    return obj
+
+
+def _as_array(x) -> Tuple[np.ndarray, bool]:
+    if isinstance(x, np.ndarray):
+        return x, False
+    data = getattr(x, "_data", None)
+    if not isinstance(data, np.ndarray):
+        data = x.numpy()  # e.g. a device tensor: bring it to the host
+    return data, True
+
+
+class WorkerSlots:
+    """The worker's side: maps slots by name and grows them when a batch does not fit."""
+
+    def __init__(self, directory: str, prefix: str) -> None:
+        self.directory, self.prefix = directory, prefix
+        self.maps: Dict[str, mmap.mmap] = {}
+
+    def _map(self, slot: str, nbytes: int) -> mmap.mmap:
+        m = self.maps.get(slot)
+        if m is not None and len(m) >= nbytes:
+            return m
+        fd = os.open(os.path.join(self.directory, self.prefix + slot), os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            if size < nbytes:
+                size = max(nbytes, 2 * size)
+                os.ftruncate(fd, size)
+            new = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        if m is not None:
+            m.close()
+        self.maps[slot] = new
+        return new
+
+    def pack(self, batch: Any, slot: str) -> Tuple[Any, int]:
+        """Copy the batch's arrays into ``slot``; return the description to send and the slot's size."""
+        arrays: List[np.ndarray] = []
+        refs: List[_Ref] = []
+        total = 0
+
+        def plan(x):
+            nonlocal total
+            arr, is_tensor = _as_array(x)
+            ref = _Ref(total, arr.dtype, arr.shape, is_tensor)
+            arrays.append(arr)
+            refs.append(ref)
+            total += (arr.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+            return ref
+
+        described = _map_structure(batch, plan)
+        if total == 0:
+            return described, 0
+        m = self._map(slot, total)
+        for arr, ref in zip(arrays, refs):
+            dst = np.ndarray(arr.shape, arr.dtype, buffer=m, offset=ref.offset)
+            np.copyto(dst, arr, casting="no")
+        return described, len(m)
+
+    def close(self) -> None:
+        for m in self.maps.values():
+            m.close()
+        self.maps.clear()
+
+
+class SlotPool:
+    """The main process's side: creates, lends, reads and finally unlinks the slot files."""
+
+    def __init__(self) -> None:
+        self.directory = shm_dir()
+        self.prefix = f"{SLOT_PREFIX}{os.getpid()}_{secrets.token_hex(4)}_"
+        self.free: Dict[int, List[str]] = {}
+        self.created: List[str] = []
+        self.maps: Dict[str, mmap.mmap] = {}
+
+    def path(self, slot: str) -> str:
+        return os.path.join(self.directory, self.prefix + slot)
+
+    def acquire(self, worker_id: int) -> str:
+        free = self.free.setdefault(worker_id, [])
+        if free:
+            return free.pop()
+        slot = f"w{worker_id}s{sum(1 for s in self.created if s.startswith(f'w{worker_id}s'))}"
+        fd = os.open(self.path(slot), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        os.close(fd)
+        self.created.append(slot)
+        return slot
+
+    def release(self, worker_id: int, slot: str) -> None:
+        self.free.setdefault(worker_id, []).append(slot)
+
+    def unpack(self, described: Any, slot: str, size: int, pin: bool) -> Any:
+        """Rebuild the batch with arrays copied out of ``slot`` (which can then be reused)."""
+        if size == 0:
+            return _map_structure(described, lambda r: _rebuild(np.empty(r.shape, r.dtype), r.is_tensor, pin))
+        m = self.maps.get(slot)
+        if m is None or len(m) < size:
+            if m is not None:
+                m.close()
+            fd = os.open(self.path(slot), os.O_RDONLY)
+            try:
+                m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+            finally:
+                os.close(fd)
+            self.maps[slot] = m
+
+        def rebuild(r: _Ref):
+            view = np.ndarray(r.shape, r.dtype, buffer=m, offset=r.offset)
+            return _rebuild(view.copy(), r.is_tensor, pin)
+
+        return _map_structure(described, rebuild)
+
+    def close(self) -> None:
+        for m in self.maps.values():
+            try:
+                m.close()
+            except BufferError:  # a view is still alive somewhere; the unlink below still frees the name
+                pass
+        self.maps.clear()
+        for slot in self.created:
+            try:
+                os.unlink(self.path(slot))
+            except FileNotFoundError:
+                pass
+        self.created.clear()
+        self.free.clear()
+
+
+def _rebuild(arr: np.ndarray, is_tensor: bool, pin: bool):
+    if not is_tensor:
+        return arr
+    t = ember.from_numpy(arr)
+    return t.pin_memory() if pin else t
+
+
+def pin_structure(batch: Any) -> Any:
+    """``pin_memory=True`` for batches made in the main process: page-lock every tensor."""
+    def pin(x):
+        if ember.is_tensor(x):
+            return x.pin_memory()
+        return x
+    out = _map_structure(batch, pin)
+    if hasattr(out, "pin_memory") and not ember.is_tensor(out) and callable(out.pin_memory):
+        return out.pin_memory()  # custom batch types, as in torch
+    return out
