@@ -1,0 +1,34 @@
+# The two commands of the README. Each creates .venv when missing and installs what it needs.
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+PIP     := $(VPY) -m pip
+
+.PHONY: demo test test-all bench data clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.core: $(VPY) pyproject.toml
+	$(PIP) install -q -e ".[bf16,io,scipy]"
+	touch $@
+
+$(VENV)/.test: $(VENV)/.core
+	$(PIP) install -q -e ".[bf16,io,scipy,test]"
+	touch $@
+
+demo: $(VENV)/.core
+	$(VPY) -m ember.demo
+
+test: $(VENV)/.test
+	$(VPY) -m pytest
+
+test-all: $(VENV)/.test
+	$(VPY) -m pytest -m ""
+
+bench: $(VENV)/.test
+	$(VPY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,64 @@
+"""Ember: a deep learning framework you can read end to end, with PyTorch's names and habits.
+
+>>> import ember
+>>> x = ember.randn(3, requires_grad=True)
+>>> (x * x).sum().backward()
+>>> bool((x.grad == 2 * x).all())
+True
+"""
+from __future__ import annotations
+
+from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool,
+                     half, float, double, short, int, long, get_default_dtype, set_default_dtype,
+                     promote_types, result_type)
+from ._device import device
+from ._tensor import Tensor
+from . import _tensor_methods  # noqa: F401  (binds the ops as Tensor methods)
+from .ops.math import *  # noqa: F401,F403
+from .ops.math import abs, max, min, pow, round, sum, all, any  # noqa: A004  (torch's names)
+from .ops.shape import *  # noqa: F401,F403
+from .ops.creation import *  # noqa: F401,F403
+from .ops.shape import to_device as _to_device  # noqa: F401
+from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
+                     default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
+                     rand_like, randn_like, randint_like, poisson)
+from . import autograd
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
+    GradientTape, is_inference_mode_enabled
+from . import backends
+from . import cuda
+
+__version__ = "0.1.0"
+
+Size = tuple
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t) -> bool:
+    return t.dtype.is_floating_point
+
+
+def numel(t) -> int:
+    return t.numel()
+
+
+def detach(t):
+    return t.detach()
+
+
+def clone(t):
+    return t.clone()
+
+
+def __getattr__(name):
+    # heavier subpackages load on first use: ember.nn, ember.optim, ember.utils, ...
+    import importlib
+    if name in ("nn", "optim", "utils", "datasets", "transforms", "jit", "keras", "distributed", "tools"):
+        return importlib.import_module(f"ember.{name}")
+    if name in ("save", "load"):
+        from . import serialization
+        return getattr(serialization, name)
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -1,0 +1,45 @@
+"""repr(tensor) in torch's style: tensor([[1., 2.], [3., 4.]], dtype=ember.float64, requires_grad=True)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype
+
+_DEFAULT_SHOWN = ("float32", "int64", "bool")
+
+
+def _formatter(a: np.ndarray):
+    if a.dtype.kind == "b":
+        return {"bool": lambda v: "True" if v else "False"}
+    if a.dtype.kind in "iu":
+        return None
+    finite = a[np.isfinite(a)] if a.size else a
+    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+        fmt = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v).replace("nan", "nan")  # noqa: E731
+    elif finite.size and (np.abs(finite).max() >= 1e8 or np.abs(finite[finite != 0]).min(initial=1) < 1e-4):
+        fmt = lambda v: f"{v:.4e}"  # noqa: E731
+    else:
+        fmt = lambda v: f"{v:.4f}"  # noqa: E731
+    return {"float_kind": fmt}
+
+
+def tensor_repr(t) -> str:
+    a = t.detach().cpu()._data
+    if t.dtype is _dtype.bfloat16 or a.dtype == np.float16:
+        a = a.astype(np.float32)
+    extras = []
+    if t.device.type != "cpu":
+        extras.append(f"device='{t.device}'")
+    if t.dtype.name not in _DEFAULT_SHOWN or (t.dtype.name == "float32" and _dtype.get_default_dtype().name != "float32"):
+        extras.append(f"dtype=ember.{t.dtype.name}")
+    if t._node is not None:
+        extras.append(f"grad_fn=<{t._node.name}Backward>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    if a.size == 0:
+        body = "[]" if a.ndim <= 1 else "[]"
+        extras.insert(0, f"size={tuple(a.shape)}") if a.ndim > 1 else None
+    else:
+        body = np.array2string(a, separator=", ", prefix="tensor(", formatter=_formatter(a),
+                               threshold=1000, edgeitems=3, max_line_width=80)
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"

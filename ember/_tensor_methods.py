@@ -1,0 +1,220 @@
+"""Binds the functions of `ember.ops` to `Tensor` as methods, operators and in-place `_` forms.
+
+Kept apart from `_tensor.py` so the class reads as data + autograd, and the op list reads as a list.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype
+from ._device import device as _device_cls
+from ._tensor import Tensor
+from .autograd.grad_mode import STATE
+from .ops import math as M, shape as S, creation as C
+from .ops.inplace import inplace, check_leaf
+from . import random as R
+
+# ------------------------------------------------------------------ methods that are the functions
+_METHODS = {
+    M: """add sub mul div floor_divide remainder fmod true_divide neg negative pow float_power exp log
+          log1p expm1 log2 log10 exp2 sin cos tan tanh sigmoid sqrt rsqrt erf reciprocal square abs
+          absolute relu floor ceil trunc round frac sign clamp clip maximum minimum lerp addcmul addcdiv
+          eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and logical_or
+          logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not isnan isinf isfinite
+          equal allclose isclose sum mean prod var std amax amin max min argmax argmin all any
+          count_nonzero logsumexp softmax log_softmax cumsum cumprod norm dist matmul mm bmm mv dot
+          vdot inner outer ger addmm""",
+    S: """reshape view contiguous clone permute transpose swapaxes swapdims t squeeze unsqueeze expand
+          expand_as broadcast_to flatten unflatten ravel narrow split chunk tensor_split unbind flip
+          fliplr flipud roll repeat tile repeat_interleave tril triu diagonal diag trace movedim
+          moveaxis index_put index_select gather take_along_dim take scatter scatter_add index_add
+          index_fill masked_fill masked_select masked_scatter nonzero argwhere sort argsort msort topk
+          kthvalue unique""",
+}
+for _mod, _names in _METHODS.items():
+    for _name in _names.split():
+        setattr(Tensor, _name, getattr(_mod, _name))
+Tensor.where = lambda self, condition, other: M.where(condition, self, other)
+Tensor.__getitem__ = S.getitem
+Tensor.__setitem__ = S.setitem
+Tensor.T = property(lambda self: S.permute(self, tuple(range(self.ndim))[::-1]))
+Tensor.mT = property(lambda self: S.transpose(self, -2, -1))
+Tensor.H = property(lambda self: S.t(self))
+Tensor.mH = Tensor.mT
+
+
+# ------------------------------------------------------------------ operators
+def _r(fn):
+    return lambda self, other: fn(other, self)
+
+
+Tensor.__add__ = Tensor.__radd__ = M.add
+Tensor.__sub__, Tensor.__rsub__ = M.sub, _r(M.sub)
+Tensor.__mul__ = Tensor.__rmul__ = M.mul
+Tensor.__truediv__, Tensor.__rtruediv__ = M.div, _r(M.div)
+Tensor.__floordiv__, Tensor.__rfloordiv__ = M.floor_divide, _r(M.floor_divide)
+Tensor.__mod__, Tensor.__rmod__ = M.remainder, _r(M.remainder)
+Tensor.__pow__, Tensor.__rpow__ = M.pow, _r(M.pow)
+Tensor.__matmul__, Tensor.__rmatmul__ = M.matmul, _r(M.matmul)
+Tensor.__neg__ = M.neg
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = M.abs
+Tensor.__invert__ = lambda self: M.logical_not(self) if self.dtype is _dtype.bool else M.bitwise_not(self)
+Tensor.__and__ = Tensor.__rand__ = M.bitwise_and
+Tensor.__or__ = Tensor.__ror__ = M.bitwise_or
+Tensor.__xor__ = Tensor.__rxor__ = M.bitwise_xor
+Tensor.__eq__, Tensor.__ne__ = M.eq, M.ne
+Tensor.__lt__, Tensor.__le__, Tensor.__gt__, Tensor.__ge__ = M.lt, M.le, M.gt, M.ge
+
+
+# ------------------------------------------------------------------ in-place forms
+def _make_inplace(name, fn):
+    def method(self, *args, **kwargs):
+        return inplace(self, lambda s: fn(s, *args, **kwargs), name)
+    method.__name__ = name
+    method.__doc__ = f"In-place {name[:-1]}: writes into this tensor and returns it."
+    return method
+
+
+for _name in """add sub mul div pow neg exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf abs
+                relu floor ceil trunc round sign clamp clip maximum minimum lerp addcmul addcdiv
+                reciprocal square remainder fmod floor_divide masked_fill index_put index_add index_fill
+                scatter scatter_add masked_scatter logical_not tril triu""".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+
+Tensor.__iadd__ = lambda self, o: _view_safe(self, "add_", o)
+Tensor.__isub__ = lambda self, o: _view_safe(self, "sub_", o)
+Tensor.__imul__ = lambda self, o: _view_safe(self, "mul_", o)
+Tensor.__itruediv__ = lambda self, o: _view_safe(self, "div_", o)
+Tensor.__ipow__ = lambda self, o: _view_safe(self, "pow_", o)
+Tensor.__imatmul__ = lambda self, o: self @ o
+
+
+def _view_safe(self, name, other):
+    # `x[i] += v` calls __iadd__ on the view x[i], then x.__setitem__(i, result). On a view of a tensor
+    # that records history, compute out of place and let __setitem__ do the write.
+    if STATE.enabled and self._base is not None and self._base.requires_grad:
+        return getattr(Tensor, name[:-1])(self, other)
+    return getattr(Tensor, name)(self, other)
+
+
+def _write(self, arr_fn, name):
+    """In-place fill from raw values (zero_, fill_, uniform_, ...): no graph, version bumped."""
+    check_leaf(self, name)
+    self._data[...] = arr_fn()
+    if self._node is not None and STATE.enabled:   # overwritten: no longer depends on its history
+        self._node, self.requires_grad = None, False
+    self._bump_version()
+    return self
+
+
+def zero_(self):
+    return _write(self, lambda: 0, "zero_")
+
+
+def fill_(self, value):
+    if isinstance(value, Tensor):
+        value = value.item()
+    return _write(self, lambda: value, "fill_")
+
+
+def copy_(self, src, non_blocking=False):
+    src = src if isinstance(src, Tensor) else C.tensor(src)
+    if STATE.enabled and src.requires_grad:
+        return inplace(self, lambda s: s * 0 + S.to_device(src, self._device).to(self.dtype), "copy_")
+    host = S.to_device(src.detach(), self._device)
+    try:
+        np.broadcast_shapes(host.shape, self.shape)
+    except ValueError:
+        from ._errors import op_error
+        raise op_error("copy_", f"src shape {tuple(src.shape)} is not broadcastable to {tuple(self.shape)}")
+    return _write(self, lambda: host._data.astype(self._data.dtype, copy=False), "copy_")
+
+
+def _rand_(name, sampler):
+    def method(self, *args, generator=None, **kwargs):
+        rng = R._rng(generator)
+        return _write(self, lambda: _to_dev(self, sampler(rng, self.shape, *args, **kwargs)), name)
+    method.__name__ = name
+    return method
+
+
+def _to_dev(self, host):
+    from . import backends
+    host = np.asarray(host, dtype=self._data.dtype)
+    return host if self._device.type == "cpu" else backends.get(self._device.type).to_device(host, self._device)
+
+
+Tensor.zero_ = zero_
+Tensor.fill_ = fill_
+Tensor.copy_ = copy_
+Tensor.uniform_ = _rand_("uniform_", lambda rng, shape, a=0.0, b=1.0: rng.uniform(a, b, shape))
+Tensor.normal_ = _rand_("normal_", lambda rng, shape, mean=0.0, std=1.0: rng.normal(mean, std, shape))
+Tensor.bernoulli_ = _rand_("bernoulli_", lambda rng, shape, p=0.5: rng.random(shape) < p)
+Tensor.exponential_ = _rand_("exponential_", lambda rng, shape, lambd=1.0: rng.exponential(1 / lambd, shape))
+Tensor.geometric_ = _rand_("geometric_", lambda rng, shape, p: rng.geometric(p, shape))
+Tensor.log_normal_ = _rand_("log_normal_", lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape))
+
+
+def _random_(rng, shape, low=0, high=None):
+    if high is None:
+        low, high = 0, (low if low else 2 ** 24)
+    return rng.integers(low, high, shape)
+
+
+Tensor.random_ = _rand_("random_", _random_)
+Tensor.bernoulli = lambda self, p=None, *, generator=None: R.bernoulli(self, p, generator=generator)
+Tensor.multinomial = lambda self, n, replacement=False, *, generator=None: \
+    R.multinomial(self, n, replacement, generator=generator)
+
+
+# ------------------------------------------------------------------ dtype, device, new tensors
+def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+    """Convert dtype and/or device: t.to(ember.float64), t.to('cuda'), t.to(other), t.to('cuda', ember.half)."""
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (_device_cls, str)) and not (isinstance(a, str) and a in _dtype._BY_NAME):
+            device = a
+        elif a is not None:
+            dtype = a
+    out = self
+    if device is not None:
+        out = S.to_device(out, _device_cls(device))
+    if dtype is not None:
+        dt = _dtype.to_dtype(dtype)
+        if out._data.dtype != dt.np:
+            from .ops.primitives import Cast
+            out = Cast.apply(out, dtype=dt.np)
+    if copy and out is self:
+        out = S.clone(self)
+    return out
+
+
+Tensor.to = to
+Tensor.cpu = lambda self: S.to_device(self, "cpu")
+Tensor.cuda = lambda self, device=None, non_blocking=False: \
+    S.to_device(self, _device_cls("cuda", device if isinstance(device, int) else None) if not
+                isinstance(device, (str, _device_cls)) else device)
+Tensor.type_as = lambda self, other: to(self, other.dtype)
+Tensor.view_as = lambda self, other: S.view(self, other.shape)
+Tensor.reshape_as = lambda self, other: S.reshape(self, other.shape)
+for _n, _d in [("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
+               ("bfloat16", _dtype.bfloat16), ("long", _dtype.int64), ("int", _dtype.int32),
+               ("short", _dtype.int16), ("char", _dtype.int8), ("byte", _dtype.uint8), ("bool", _dtype.bool)]:
+    setattr(Tensor, _n, (lambda d: lambda self: to(self, d))(_d))
+
+
+def _new(fn):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad, **kw)
+    return method
+
+
+Tensor.new_zeros = _new(C.zeros)
+Tensor.new_ones = _new(C.ones)
+Tensor.new_empty = _new(C.empty)
+Tensor.new_full = lambda self, size, fill_value, *, dtype=None, device=None, requires_grad=False: \
+    C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_tensor = lambda self, data, *, dtype=None, device=None, requires_grad=False: \
+    C.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)

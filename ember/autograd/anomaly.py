@@ -1,0 +1,74 @@
+"""Anomaly mode: find the first op that produced NaN or Inf, with the user's line.
+
+>>> with ember.autograd.detect_anomaly():
+...     loss.backward()     # raises naming e.g. 'Log' and 'train.py:12' if log(0) made -inf
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._errors import user_frame
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
+
+ENABLED = False
+
+
+def is_anomaly_enabled() -> bool:
+    return ENABLED
+
+
+class set_detect_anomaly:
+    def __init__(self, mode: bool):
+        global ENABLED
+        self._prev, ENABLED = ENABLED, bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global ENABLED
+        ENABLED = self._prev
+        return False
+
+
+class detect_anomaly(set_detect_anomaly):
+    """Context manager (and decorator) that checks every op's forward output and backward grads."""
+
+    def __init__(self, check_nan: bool = True):
+        super().__init__(check_nan)
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with detect_anomaly():
+                return fn(*a, **k)
+        return wrapper
+
+
+def record(node) -> None:
+    node._where = user_frame()
+
+
+def _bad(arr) -> bool:
+    if arr.dtype.kind not in "fc":
+        return False
+    xp = np if isinstance(arr, np.ndarray) else __import__("ember").backends.array_module(arr)
+    return not bool(xp.isfinite(arr).all())
+
+
+def check_forward(node, result) -> None:
+    if _bad(result._data):
+        where = node._where or user_frame()
+        raise RuntimeError(f"anomaly: {node.name} produced NaN or Inf in its forward output "
+                           f"{tuple(result.shape)} (at {where})")
+
+
+def check_backward(node, grads) -> None:
+    for i, g in enumerate(grads):
+        if g is not None and _bad(g._data):
+            raise RuntimeError(f"anomaly: {node.name}Backward returned NaN or Inf in its gradient for "
+                               f"input {i}; the forward op {node.name} was called at "
+                               f"{node._where or '<unknown: enable anomaly mode before the forward>'}")

@@ -1,0 +1,162 @@
+"""Reverse-mode differentiation over the recorded graph.
+
+The walk is iterative (Kahn's algorithm on dependency counts), so a 100,000-op chain works:
+a node runs once every consumer of its outputs has sent its gradient.
+"""
+from __future__ import annotations
+
+from . import anomaly
+from .grad_mode import set_grad_enabled
+
+
+def _fresh(g):
+    """A gradient array safe to store as `.grad`: writeable and owned (not a broadcast view)."""
+    from .._tensor import Tensor
+    a = g._data
+    if a.base is not None or not getattr(a, "flags", None) or not a.flags.writeable:
+        a = a.copy()
+    return Tensor._make(a, g._device)
+
+
+def _call_hooks(hooks, g):
+    for h in hooks:
+        r = h(g)
+        if r is not None:
+            g = r
+    return g
+
+
+def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inputs=None,
+                 accumulate=True):
+    """Propagate `grad_roots` from `roots` back through the graph.
+
+    With `inputs` given, returns their gradients (autograd.grad) and, unless `accumulate`,
+    leaves every `.grad` untouched. Otherwise accumulates into the leaves' `.grad`.
+    """
+    capture = None
+    if inputs is not None:
+        capture = {}
+        for t in inputs:
+            capture[id(t)] = None
+    leaf_grads = {}   # id(leaf) -> [leaf, summed grad], applied at the end
+    with set_grad_enabled(create_graph):
+        # 1. count, for each reachable node, how many edges lead into it
+        deps = {}
+        buffers = {}
+        stack = []
+        for t, g in zip(roots, grad_roots):
+            node = t._node
+            if node is None:       # the root is itself a leaf
+                _send_leaf(t, g, leaf_grads)
+                continue
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node.n_out
+                if node not in deps:
+                    deps[node] = 0
+                    stack.append(node)
+            i = t._out_idx
+            buf[i] = g if buf[i] is None else buf[i] + g
+        seen = set(deps)
+        while stack:
+            node = stack.pop()
+            for e in node.parents:
+                if e is None or e[1] < 0:
+                    continue
+                p = e[0]
+                deps[p] = deps.get(p, 0) + 1
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        # 2. run nodes whose consumers are all done
+        ready = [n for n in buffers if deps[n] == 0]
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node)
+            if node._hooks or node._retained or capture is not None:
+                grads = _node_outputs(node, grads, capture)
+            if node._freed:
+                from .function import _FREED
+                raise RuntimeError(_FREED)
+            if node.n_out > 1:
+                grads = _materialize(node, grads)
+            in_grads = node.backward(*grads)
+            if anomaly.ENABLED:
+                anomaly.check_backward(node, in_grads)
+            if not retain_graph:
+                node.release()
+            for e, g in zip(node.parents, in_grads):
+                if e is None or g is None:
+                    continue
+                p, i = e
+                if i < 0:
+                    _send_leaf(p, g, leaf_grads)
+                    continue
+                buf = buffers.get(p)
+                if buf is None:
+                    buf = buffers[p] = [None] * p.n_out
+                buf[i] = g if buf[i] is None else buf[i] + g
+                deps[p] -= 1
+                if deps[p] == 0:
+                    ready.append(p)
+        # 3. leaves
+        for leaf, g in leaf_grads.values():
+            if leaf._hooks:
+                g = _call_hooks(leaf._hooks, g)
+            if capture is not None and id(leaf) in capture:
+                capture[id(leaf)] = g
+            if accumulate and (capture is None or id(leaf) in capture):
+                _accumulate(leaf, g, create_graph)
+    if capture is not None:
+        return [capture[id(t)] for t in inputs]
+    return None
+
+
+def _send_leaf(leaf, g, leaf_grads):
+    entry = leaf_grads.get(id(leaf))
+    if entry is None:
+        leaf_grads[id(leaf)] = [leaf, g]
+    else:
+        entry[1] = entry[1] + g
+
+
+def _accumulate(leaf, g, create_graph):
+    if leaf.grad is None:
+        leaf.grad = g if create_graph else _fresh(g.detach())
+    elif create_graph or leaf.grad.requires_grad:
+        leaf.grad = leaf.grad + g
+    else:
+        leaf.grad._data += g._data
+        leaf.grad._bump_version()
+
+
+def _node_outputs(node, grads, capture):
+    """Hooks, retain_grad and captured non-leaf inputs, for the gradients of a node's outputs."""
+    grads = list(grads)
+    for i in range(node.n_out):
+        if grads[i] is None:
+            continue
+        if node._hooks and i in node._hooks:
+            grads[i] = _call_hooks(node._hooks[i], grads[i])
+        if node._retained and i in node._retained:
+            t = node._retained[i]()
+            if t is not None:
+                g = grads[i].detach()
+                t.grad = _fresh(g) if t.grad is None else t.grad + g
+                if capture is not None and id(t) in capture:
+                    capture[id(t)] = grads[i]
+        if capture is not None:
+            owner = getattr(node, "_captured", None)
+            if owner and i in owner and id(owner[i]) in capture:
+                capture[id(owner[i])] = grads[i]
+    return grads
+
+
+def _materialize(node, grads):
+    if any(g is None for g in grads) and getattr(node, "_materialize", True):
+        meta = getattr(node, "_out_meta", None)
+        if meta is not None:
+            from .. import zeros
+            return [g if g is not None else zeros(*meta[i][0], dtype=meta[i][1], device=node._device)
+                    for i, g in enumerate(grads)]
+    return grads

@@ -1,0 +1,242 @@
+"""Graph nodes.
+
+`Node` is one recorded operation. It knows where gradients go (`parents`: one edge per input,
+`(node, output_index)` for a computed input, `(leaf_tensor, -1)` for a leaf that requires grad,
+None otherwise) and what backward needs (saved tensors, checked against in-place changes).
+
+`Primitive` is a Node whose forward works on raw arrays (NumPy or CuPy) and whose backward is written
+in Tensor ops, so that gradients are themselves differentiable (double backward). `Function` is the
+public torch-style API: static forward(ctx, ...) and backward(ctx, ...) on Tensors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .grad_mode import STATE
+from . import anomaly
+
+__all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
+          "they have already been freed). Saved intermediate values of the graph are freed when you call "
+          ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+          "graph a second time or if you need to access saved tensors after calling backward.")
+
+
+def _edge(t):
+    if not t.requires_grad:
+        return None
+    node = t._node
+    return (node, t._out_idx) if node is not None else (t, -1)
+
+
+class Node:
+    parents = ()
+    needs_input_grad = ()
+    n_out = 1
+    _saved = ()
+    _saved_versions = ()
+    _out = None           # (array, version counter) of a saved output
+    _freed = False
+    _hooks = None         # {output index: [hook]} for non-leaf tensors' register_hook
+    _retained = None      # {output index: weakref to the tensor} for retain_grad
+    _where = None         # user's source line, recorded in anomaly mode
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name}Backward>"
+
+    # --- saving for backward -------------------------------------------------------------
+    def save_for_backward(self, *tensors):
+        self._saved = tensors
+        self._saved_versions = tuple(t._vc[0] if t is not None and t._vc else 0 for t in tensors)
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        for t, v in zip(self._saved, self._saved_versions):
+            if t is not None and (t._vc[0] if t._vc else 0) != v:
+                raise RuntimeError(
+                    f"one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: [{t.dtype.name} {tuple(t.shape)}], which is output of "
+                    f"{t._node.name + 'Backward' if t._node else 'a leaf'}, is at version "
+                    f"{t._vc[0]}; expected version {v} instead (it was saved by {self.name}). "
+                    f"Hint: replace the in-place op (a method ending in '_', +=, x[...] = ) by its "
+                    f"out-of-place form.")
+        return self._saved
+
+    def saved_output(self):
+        """The forward's output as a Tensor whose grad_fn is this node (no reference cycle)."""
+        from .._tensor import Tensor
+        if self._freed:
+            raise RuntimeError(_FREED)
+        arr, vc, v = self._out
+        if vc[0] != v:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: the output of {self.name} is at version {vc[0]}; expected version {v}.")
+        return Tensor._make(arr, self._device, requires_grad=bool(self.parents), node=self, idx=0)
+
+    def release(self):
+        self._saved = ()
+        self._out = None
+        self._freed = True
+
+    # --- hooks on the node's outputs (non-leaf tensors) ------------------------------------
+    def _add_hook(self, idx, hook):
+        if self._hooks is None:
+            self._hooks = {}
+        self._hooks.setdefault(idx, []).append(hook)
+
+
+class Primitive(Node):
+    """A primitive op: `forward(*arrays) -> array` and `backward(grad) -> tuple of grads`.
+
+    Class flags say what backward needs: `saves_inputs` keeps the input Tensors,
+    `saves_output` keeps the output array (re-wrapped by `saved_output()`).
+    """
+    saves_inputs = False
+    saves_output = False
+    differentiable = True
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        node = cls.__new__(cls)
+        if params:
+            node.__dict__.update(params)
+        t0 = inputs[0]
+        device = t0._device
+        out = node.forward(*[t._data for t in inputs])
+        if isinstance(out, np.generic):  # NumPy returns scalars from 0-d results; keep arrays
+            out = np.asarray(out)
+        from .._tensor import Tensor
+        if not (STATE.enabled and cls.differentiable and any(t.requires_grad for t in inputs)):
+            result = Tensor._make(out, device)
+            if anomaly.ENABLED:
+                anomaly.check_forward(node, result)
+            return result
+        node.parents = tuple(_edge(t) for t in inputs)
+        node.needs_input_grad = tuple(t.requires_grad for t in inputs)
+        node._device = device
+        if cls.saves_inputs:
+            node.save_for_backward(*inputs)
+        result = Tensor._make(out, device, requires_grad=True, node=node, idx=0)
+        if cls.saves_output:
+            result._vc = vc = [0]
+            node._out = (out, vc, 0)
+        if anomaly.ENABLED:
+            anomaly.record(node)
+            anomaly.check_forward(node, result)
+        return result
+
+
+class FunctionCtx(Node):
+    """The `ctx` a custom Function's forward and backward receive (it is the graph node)."""
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_diff = {id(t) for t in tensors}
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def set_materialize_grads(self, value: bool):
+        self._materialize = value
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        if name == "Function" and not bases:
+            return
+        # each Function subclass gets its own node class so grad_fn names read well
+        cls._backward_cls = type(name + "Backward", (_CustomNode,), {"_fn": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Define a differentiable operation with its own forward and backward.
+
+    >>> class MyReLU(ember.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x.clamp(min=0)
+    ...     @staticmethod
+    ...     def backward(ctx, grad_y):
+    ...         x, = ctx.saved_tensors
+    ...         grad_input = grad_y.clone()
+    ...         grad_input[x < 0] = 0
+    ...         return grad_input
+    >>> y = MyReLU.apply(ember.randn(3, requires_grad=True))
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("a Function subclass must define forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("a Function subclass must define backward(ctx, ...)")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from .._tensor import Tensor
+        from .grad_mode import no_grad
+        ctx = cls._backward_cls() if hasattr(cls, "_backward_cls") else _CustomNode()
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        with no_grad():
+            outs = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(outs, tuple)
+        outs_t = (outs,) if single else outs
+        if not (STATE.enabled and any(t.requires_grad for t in tensor_args)):
+            return outs
+        ctx.parents = tuple(_edge(a) if isinstance(a, Tensor) else None for a in args)
+        ctx._device = tensor_args[0]._device if tensor_args else None
+        ctx.n_out = len(outs_t)
+        ctx._out_meta = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else ((), None) for o in outs_t]
+        non_diff = getattr(ctx, "_non_diff", ())
+        dirty = {id(t) for t in getattr(ctx, "_dirty", ())}
+        results = []
+        for i, o in enumerate(outs_t):
+            if not isinstance(o, Tensor):
+                results.append(o)
+                continue
+            if id(o) in dirty:   # modified in place: the input itself now carries this node
+                o._node, o._out_idx, o.requires_grad = ctx, i, True
+                results.append(o)
+                continue
+            is_input = any(o is a for a in tensor_args)
+            if is_input or o._node is not None:  # returned an input or a tracked tensor: wrap a view
+                o = Tensor._make(o._data, o._device)
+            if id(outs_t[i]) in non_diff or not o.dtype.is_floating_point:
+                results.append(o)
+                continue
+            o.requires_grad, o._node, o._out_idx = True, ctx, i
+            results.append(o)
+        if anomaly.ENABLED:
+            anomaly.record(ctx)
+        return results[0] if single else tuple(results)
+
+
+class _CustomNode(FunctionCtx):
+    _fn = Function
+
+    @property
+    def name(self) -> str:
+        return self._fn.__name__
+
+    def backward(self, *grads):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        out = self._fn.backward(self, *grads)
+        if not isinstance(out, tuple):
+            out = (out,)
+        n_in = len(self.parents)
+        if len(out) < n_in:
+            raise RuntimeError(f"function {self.name}.backward returned {len(out)} gradients, "
+                               f"expected {n_in} (one per forward input; None for non-tensors)")
+        return out[:n_in]

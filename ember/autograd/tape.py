@@ -1,0 +1,84 @@
+"""`ember.GradientTape`: TensorFlow's way of asking for gradients, on Ember's autograd.
+
+>>> x = ember.tensor(3.0)
+>>> with ember.GradientTape() as tape:
+...     tape.watch(x)
+...     y = x * x
+>>> tape.gradient(y, x)
+tensor(6.)
+
+Inside the tape, every op records the graph; watched tensors (and every tensor that already
+requires grad) are the sources you can differentiate with respect to.
+"""
+from __future__ import annotations
+
+from .grad_mode import STATE
+
+__all__ = ["GradientTape"]
+
+
+class GradientTape:
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self.persistent = persistent
+        self._watched = []
+        self._used = False
+        self._active = False
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        STATE.enabled = True
+        self._active = True
+        return self
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        self._active = False
+        return False
+
+    def watch(self, tensor) -> None:
+        """Track `tensor` (or a list of them) as a source, without changing it for others."""
+        for t in (tensor if isinstance(tensor, (list, tuple)) else [tensor]):
+            if not t.dtype.is_floating_point:
+                raise TypeError(f"GradientTape.watch: only floating point tensors can be watched, "
+                                f"got {t.dtype.name}")
+            if not t.requires_grad:
+                t.requires_grad = True
+                t._tape_watched = True
+            self._watched.append(t)
+
+    def watched_variables(self):
+        return tuple(self._watched)
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """d(target)/d(sources); sources may be a tensor, list or dict. Unconnected give None (or
+        zeros with unconnected_gradients='zero')."""
+        from . import grad
+        if self._used and not self.persistent:
+            raise RuntimeError("GradientTape.gradient can only be called once on a non-persistent tape; "
+                               "use GradientTape(persistent=True)")
+        self._used = True
+        if isinstance(sources, dict):
+            keys, flat = list(sources), list(sources.values())
+        else:
+            flat = list(sources) if isinstance(sources, (list, tuple)) else [sources]
+        targets = target if isinstance(target, (list, tuple)) else [target]
+        grads = grad(targets, flat, grad_outputs=output_gradients, retain_graph=self.persistent,
+                     allow_unused=True)
+        if unconnected_gradients == "zero":
+            from ..ops.creation import zeros_like
+            grads = [g if g is not None else zeros_like(s) for g, s in zip(grads, flat)]
+        if isinstance(sources, dict):
+            return dict(zip(keys, grads))
+        return list(grads) if isinstance(sources, (list, tuple)) else grads[0]
+
+    def jacobian(self, target, source):
+        """The Jacobian d(target)/d(source) of shape target.shape + source.shape."""
+        from . import grad
+        from ..ops.shape import stack
+        from ..ops.creation import zeros_like
+        flat = target.reshape(-1)
+        rows = []
+        for i in range(flat.shape[0]):
+            g, = grad(flat[i], [source], retain_graph=True, allow_unused=True)
+            rows.append(g if g is not None else zeros_like(source))
+        return stack(rows).reshape(tuple(target.shape) + tuple(source.shape))

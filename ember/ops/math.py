@@ -1,0 +1,681 @@
+"""Math ops: elementwise, comparison, reductions, linear algebra.
+
+Public functions take Tensors or Python scalars, validate at this boundary (errors name the op, the
+operands and the user's line), promote dtypes the way torch does, and call primitives. Composites
+(softmax, var, logsumexp, norm, ...) are written here in Tensor ops and need no backward of their own.
+"""
+from __future__ import annotations
+
+import builtins
+import collections
+import math as _math
+
+import numpy as np
+
+from .. import _dtype
+from .._errors import op_error, describe
+from .._tensor import Tensor
+from ..autograd.grad_mode import STATE
+from ..backends import array_module
+from . import primitives as P
+
+# ------------------------------------------------------------------ operands
+
+
+def _scalar_tensor(v, dtype, device):
+    from .creation import _from_host
+    return _from_host(np.asarray(v, dtype=dtype.np), device)
+
+
+def _as_tensor(x, dtype, device, op):
+    if not isinstance(x, Tensor):
+        if isinstance(x, (np.ndarray, list, tuple)):
+            from .creation import tensor
+            x = tensor(x, device=device)
+        else:
+            return _scalar_tensor(x, dtype, device)
+    if x._device is not device:
+        if x._data.ndim == 0 and x._device.type == "cpu":   # a CPU scalar tensor may join any device
+            from .shape import to_device
+            x = to_device(x, device)
+        else:
+            raise op_error(op, f"expected all tensors to be on the same device, but found at least two "
+                               f"devices, {device} and {x._device}")
+    if x._data.dtype != dtype.np:
+        x = P.Cast.apply(x, dtype=dtype.np)
+    return x
+
+
+def binary_operands(a, b, op):
+    """(a, b) as Tensors of one dtype on one device, by torch's promotion rules."""
+    if type(a) is Tensor and type(b) is Tensor and a._data.dtype == b._data.dtype \
+            and a._device is b._device:
+        return a, b
+    dt = _dtype.result_type(a, b)
+    dev = a._device if isinstance(a, Tensor) else b._device
+    return _as_tensor(a, dt, dev, op), _as_tensor(b, dt, dev, op)
+
+
+def _binary(prim, a, b, op):
+    a, b = binary_operands(a, b, op)
+    try:
+        return prim.apply(a, b)
+    except ValueError as e:
+        if "broadcast" in str(e):
+            raise op_error(op, f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
+                               f"together") from None
+        raise
+
+
+def _float_operands(a, b, op):
+    """Operands for true division: integers become the default float dtype."""
+    a, b = binary_operands(a, b, op)
+    if not a.dtype.is_floating_point:
+        dt = _dtype.get_default_dtype().np
+        a, b = P.Cast.apply(a, dtype=dt), P.Cast.apply(b, dtype=dt)
+    return a, b
+
+
+# ------------------------------------------------------------------ arithmetic
+def add(input, other, *, alpha=1):
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _binary(P.Add, input, other, "add")
+
+
+def sub(input, other, *, alpha=1):
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _binary(P.Sub, input, other, "sub")
+
+
+def mul(input, other):
+    return _binary(P.Mul, input, other, "mul")
+
+
+def div(input, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        a, b = _float_operands(input, other, "div")
+        return P.Div.apply(a, b)
+    if rounding_mode == "trunc":
+        return _binary(P.Div, input, other, "div").trunc() if _is_float(input, other) \
+            else _int_div(input, other, np.trunc)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+def _is_float(*xs):
+    return _dtype.result_type(*xs).is_floating_point
+
+
+def _int_div(a, b, fn):
+    a, b = binary_operands(a, b, "div")
+    xp = array_module(a)
+    return Tensor._make(fn(a._data / b._data).astype(a._data.dtype), a._device)
+
+
+def floor_divide(input, other):
+    a, b = binary_operands(input, other, "floor_divide")
+    xp = array_module(a)
+    return Tensor._make(xp.floor_divide(a._data, b._data), a._device)
+
+
+def remainder(input, other):
+    a, b = binary_operands(input, other, "remainder")
+    out = Tensor._make(array_module(a).remainder(a._data, b._data), a._device)
+    if STATE.enabled and a.requires_grad:   # d/da (a - floor(a/b) b) = 1
+        return a + (out - a).detach()
+    return out
+
+
+fmod = remainder
+
+
+def true_divide(input, other):
+    return div(input, other)
+
+
+def neg(input):
+    return P.Neg.apply(input)
+
+
+negative = neg
+
+
+def pow(input, exponent):
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and isinstance(input, Tensor):
+        if exponent == 1:
+            return input * 1
+        if exponent == 2 and input.dtype.is_floating_point:
+            return input * input
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and isinstance(exponent, float):
+        input = input.float()
+    return _binary(P.Pow, input, exponent, "pow")
+
+
+def float_power(input, exponent):
+    return pow(input.double() if isinstance(input, Tensor) else input, exponent)
+
+
+def _unary(prim, name):
+    def fn(input):
+        if not input.dtype.is_floating_point:
+            input = P.Cast.apply(input, dtype=_dtype.get_default_dtype().np)
+        return prim.apply(input)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} (integer inputs are computed in the default float dtype)."
+    return fn
+
+
+exp = _unary(P.Exp, "exp")
+log = _unary(P.Log, "log")
+log1p = _unary(P.Log1p, "log1p")
+expm1 = _unary(P.Expm1, "expm1")
+sin = _unary(P.Sin, "sin")
+cos = _unary(P.Cos, "cos")
+tan = _unary(P.Tan, "tan")
+tanh = _unary(P.Tanh, "tanh")
+sigmoid = _unary(P.Sigmoid, "sigmoid")
+sqrt = _unary(P.Sqrt, "sqrt")
+erf = _unary(P.Erf, "erf")
+
+
+def log2(input):
+    return log(input) / _math.log(2)
+
+
+def log10(input):
+    return log(input) / _math.log(10)
+
+
+def exp2(input):
+    return pow(2.0, input)
+
+
+def rsqrt(input):
+    return 1 / sqrt(input)
+
+
+def reciprocal(input):
+    return 1 / input
+
+
+def square(input):
+    return input * input
+
+
+def abs(input):
+    return P.Abs.apply(input)
+
+
+absolute = abs
+
+
+def relu(input):
+    return P.Relu.apply(input)
+
+
+def _nondiff(name, fn):
+    """Piecewise-constant ops: the gradient is zero everywhere it exists (as in torch)."""
+    def op(input):
+        out = Tensor._make(fn(array_module(input), input._data), input._device)
+        if STATE.enabled and input.requires_grad:
+            return out + input * 0   # keeps the graph, with a zero gradient
+        return out
+    op.__name__ = name
+    return op
+
+
+floor = _nondiff("floor", lambda xp, a: xp.floor(a) if a.dtype.kind == "f" else a.copy())
+ceil = _nondiff("ceil", lambda xp, a: xp.ceil(a) if a.dtype.kind == "f" else a.copy())
+trunc = _nondiff("trunc", lambda xp, a: xp.trunc(a) if a.dtype.kind == "f" else a.copy())
+sign = _nondiff("sign", lambda xp, a: xp.sign(a))
+frac = None  # defined below as a composite
+
+
+def round(input, *, decimals=0):
+    xp = array_module(input)
+    out = Tensor._make(xp.round(input._data, decimals), input._device)
+    return out + input * 0 if STATE.enabled and input.requires_grad else out
+
+
+def frac(input):  # noqa: F811
+    return input - trunc(input)
+
+
+def clamp(input, min=None, max=None):
+    """Limit values to [min, max]; either bound may be None, a number or a Tensor."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
+        input = input.float()
+    return P.Clamp.apply(input, lo=min, hi=max)
+
+
+clip = clamp
+
+
+def maximum(input, other):
+    return _binary(P.Maximum, input, other, "maximum")
+
+
+def minimum(input, other):
+    return -_binary(P.Maximum, -input, -other if isinstance(other, Tensor) else -other, "minimum")
+
+
+def where(condition, input=None, other=None):
+    """Elements of input where condition holds, else of other. `where(cond)` is nonzero(as_tuple)."""
+    if input is None and other is None:
+        from .shape import nonzero
+        return nonzero(condition, as_tuple=True)
+    a, b = binary_operands(input, other, "where")
+    cond = condition._data if isinstance(condition, Tensor) else condition
+    if cond.dtype != np.bool_:
+        cond = cond.astype(bool)
+    try:
+        return P.Where.apply(a, b, cond=cond)
+    except ValueError:
+        raise op_error("where", f"shapes {tuple(condition.shape)}, {tuple(a.shape)} and "
+                                f"{tuple(b.shape)} cannot be broadcast together") from None
+
+
+def lerp(input, end, weight):
+    return input + weight * (end - input)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 / tensor2
+
+
+# ------------------------------------------------------------------ comparison and logic
+def _compare(name, fn):
+    def op(input, other):
+        a, b = binary_operands(input, other, name)
+        try:
+            return Tensor._make(fn(a._data, b._data), a._device)
+        except ValueError:
+            raise op_error(name, f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
+                                 f"together") from None
+    op.__name__ = name
+    return op
+
+
+eq = _compare("eq", lambda a, b: a == b)
+ne = _compare("ne", lambda a, b: a != b)
+lt = _compare("lt", lambda a, b: a < b)
+le = _compare("le", lambda a, b: a <= b)
+gt = _compare("gt", lambda a, b: a > b)
+ge = _compare("ge", lambda a, b: a >= b)
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+logical_and = _compare("logical_and", lambda a, b: np.logical_and(a, b) if isinstance(a, np.ndarray)
+                       else array_module(a).logical_and(a, b))
+logical_or = _compare("logical_or", lambda a, b: array_module(a).logical_or(a, b))
+logical_xor = _compare("logical_xor", lambda a, b: array_module(a).logical_xor(a, b))
+bitwise_and = _compare("bitwise_and", lambda a, b: a & b)
+bitwise_or = _compare("bitwise_or", lambda a, b: a | b)
+bitwise_xor = _compare("bitwise_xor", lambda a, b: a ^ b)
+
+
+def logical_not(input):
+    return Tensor._make(array_module(input).logical_not(input._data), input._device)
+
+
+def bitwise_not(input):
+    return Tensor._make(~input._data, input._device)
+
+
+def isnan(input):
+    return Tensor._make(array_module(input).isnan(input._data), input._device)
+
+
+def isinf(input):
+    return Tensor._make(array_module(input).isinf(input._data), input._device)
+
+
+def isfinite(input):
+    return Tensor._make(array_module(input).isfinite(input._data), input._device)
+
+
+def equal(input, other) -> bool:
+    return input.shape == other.shape and bool((input._data == other._data).all())
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(array_module(input).allclose(input._data, other._data, rtol, atol, equal_nan))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return Tensor._make(array_module(input).isclose(input._data, other._data, rtol, atol, equal_nan),
+                        input._device)
+
+
+# ------------------------------------------------------------------ reductions
+def _axes(dim, ndim, op):
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:
+        return None
+    out = []
+    for d in dims:
+        if not -builtins.max(ndim, 1) <= d < builtins.max(ndim, 1):
+            raise op_error(op, f"dimension {d} is out of range for a tensor of {ndim} dims", IndexError)
+        out.append(d % ndim if ndim else 0)
+    return tuple(out) if ndim else None
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    axis = _axes(dim, input.ndim, "sum")
+    if dtype is not None:
+        input = input.to(dtype)
+    elif input.dtype.category < 2:   # integer and bool sums accumulate in int64, as torch
+        input = P.Cast.apply(input, dtype=np.dtype(np.int64))
+    return P.Sum.apply(input, axis=axis, keepdims=keepdim)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise op_error("mean", f"could not infer output dtype: input dtype must be floating point, "
+                               f"got {input.dtype.name}; use .float() first")
+    axis = _axes(dim, input.ndim, "mean")
+    n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
+    return P.Sum.apply(input, axis=axis, keepdims=keepdim) / builtins.max(n, 1) if n else \
+        P.Sum.apply(input, axis=axis, keepdims=keepdim) * float("nan")
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    elif input.dtype.category < 2:
+        input = input.long()
+    return P.Prod.apply(input, axis=_axes(dim, input.ndim, "prod"), keepdims=keepdim)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance; `correction` (default 1: Bessel's) or the older `unbiased` flag."""
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    axis = _axes(dim, input.ndim, "var")
+    n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
+    mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
+    d = input - mu
+    return P.Sum.apply(d * d, axis=axis, keepdims=keepdim) / builtins.max(n - correction, 0)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def amax(input, dim=(), keepdim=False):
+    return P.Amax.apply(input, axis=_axes(dim, input.ndim, "amax"), keepdims=keepdim, neg=False)
+
+
+def amin(input, dim=(), keepdim=False):
+    return P.Amax.apply(input, axis=_axes(dim, input.ndim, "amin"), keepdims=keepdim, neg=True)
+
+
+_ValuesIndices = collections.namedtuple("_ValuesIndices", ["values", "indices"])
+
+
+def _max_min(input, dim, keepdim, is_max, other, name):
+    if isinstance(dim, Tensor):
+        other, dim = dim, None
+    if other is not None:
+        return maximum(input, other) if is_max else minimum(input, other)
+    if dim is None:
+        if input._data.size == 0:
+            raise op_error(name, "operation does not have an identity: the input is empty")
+        return P.Amax.apply(input, axis=None, keepdims=False, neg=not is_max) \
+            if input.dtype.is_floating_point else \
+            Tensor._make(input._data.max() if is_max else input._data.min(), input._device)
+    ax = _axes(dim, input.ndim, name)[0] if input.ndim else None
+    xp = array_module(input)
+    if input.ndim == 0:
+        return _ValuesIndices(input * 1, Tensor._make(xp.zeros((), np.int64), input._device))
+    idx = (xp.argmax if is_max else xp.argmin)(input._data, axis=ax)
+    idx_k = xp.expand_dims(idx, ax)
+    values = P.Gather.apply(input, index=idx_k, axis=ax)
+    if not keepdim:
+        values = values.squeeze(ax)
+    indices = Tensor._make((idx_k if keepdim else idx).astype(np.int64), input._device)
+    return _ValuesIndices(values, indices)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    return _max_min(input, dim, keepdim, True, other, "max")
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    return _max_min(input, dim, keepdim, False, other, "min")
+
+
+def argmax(input, dim=None, keepdim=False):
+    xp = array_module(input)
+    if dim is None:
+        return Tensor._make(np.asarray(input._data.argmax(), np.int64) if xp is np
+                            else input._data.argmax().astype(np.int64), input._device)
+    ax = _axes(dim, input.ndim, "argmax")[0]
+    return Tensor._make(xp.asarray(input._data.argmax(axis=ax, keepdims=keepdim), dtype=np.int64), input._device)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return argmax(-input.detach(), dim, keepdim)
+
+
+def all(input, dim=None, keepdim=False):
+    axis = _axes(dim, input.ndim, "all")
+    return Tensor._make(np.asarray(input._data.astype(bool).all(axis=axis, keepdims=keepdim)), input._device)
+
+
+def any(input, dim=None, keepdim=False):
+    axis = _axes(dim, input.ndim, "any")
+    return Tensor._make(np.asarray(input._data.astype(bool).any(axis=axis, keepdims=keepdim)), input._device)
+
+
+def count_nonzero(input, dim=None):
+    return sum(input != 0, dim)
+
+
+def logsumexp(input, dim, keepdim=False):
+    axis = _axes(dim, input.ndim, "logsumexp")
+    m = P.Amax.apply(input.detach(), axis=axis, keepdims=True, neg=False)
+    m = where(isinf(m), 0.0, m)
+    out = log(P.Sum.apply(exp(input - m), axis=axis, keepdims=True)) + m
+    return out if keepdim else out.squeeze(axis if axis is not None else tuple(range(input.ndim)))
+
+
+def softmax(input, dim, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    e = exp(input - P.Amax.apply(input.detach(), axis=(dim % input.ndim,) if input.ndim else None,
+                                 keepdims=True, neg=False))
+    return e / P.Sum.apply(e, axis=(dim % input.ndim,) if input.ndim else None, keepdims=True)
+
+
+def log_softmax(input, dim, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return input - logsumexp(input, dim, keepdim=True)
+
+
+def cumsum(input, dim, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    elif input.dtype.category < 2:
+        input = input.long()
+    return P.Cumsum.apply(input, axis=_axes(dim, input.ndim, "cumsum")[0] if input.ndim else 0)
+
+
+def cumprod(input, dim, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    elif input.dtype.category < 2:
+        input = input.long()
+    return P.Cumprod.apply(input, axis=_axes(dim, input.ndim, "cumprod")[0] if input.ndim else 0)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if p == "fro" or p == 2:
+        return sqrt(sum(input * input, dim, keepdim))
+    if p == float("inf"):
+        return amax(abs(input), dim if dim is not None else (), keepdim)
+    if p == float("-inf"):
+        return amin(abs(input), dim if dim is not None else (), keepdim)
+    if p == 1:
+        return sum(abs(input), dim, keepdim)
+    if p == 0:
+        return sum((input != 0).to(input.dtype), dim, keepdim)
+    return pow(sum(pow(abs(input), p), dim, keepdim), 1.0 / p)
+
+
+def dist(input, other, p=2):
+    return norm(input - other, p)
+
+
+# ------------------------------------------------------------------ linear algebra
+def _check_matmul(op, a, b):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{op}: expected Tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a._device is not b._device:
+        raise op_error(op, f"expected both operands on the same device, got {describe(a)} and {describe(b)}")
+    if a._data.dtype != b._data.dtype:
+        raise op_error(op, f"expected both operands to have the same dtype, got {describe(a)} and "
+                           f"{describe(b)}; convert one with .to(dtype)")
+    if a.ndim == 0 or b.ndim == 0:
+        raise op_error(op, f"both arguments need at least 1 dimension, got shapes {tuple(a.shape)} "
+                           f"and {tuple(b.shape)}")
+    k1 = a.shape[-1]
+    k2 = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if k1 != k2:
+        raise op_error(op, f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
+                           f"({k1} != {k2})")
+
+
+def matmul(input, other):
+    """Matrix product with NumPy/torch semantics: 1-D operands, broadcast batch dims."""
+    _check_matmul("matmul", input, other)
+    a, b = input, other
+    if a.ndim == 1 and b.ndim == 1:
+        return sum(a * b)
+    squeeze = []
+    if a.ndim == 1:
+        a = a.unsqueeze(0)
+        squeeze.append(-2)
+    if b.ndim == 1:
+        b = b.unsqueeze(-1)
+        squeeze.append(-1)
+    try:
+        out = P.MatMul.apply(a, b)
+    except ValueError:
+        raise op_error("matmul", f"batch shapes of {tuple(input.shape)} and {tuple(other.shape)} "
+                                 f"cannot be broadcast together") from None
+    for d in squeeze[::-1] if len(squeeze) == 1 else ():
+        out = out.squeeze(d)
+    return out
+
+
+def mm(input, mat2):
+    _check_matmul("mm", input, mat2)
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise op_error("mm", f"expected 2-D tensors, got shapes {tuple(input.shape)} and {tuple(mat2.shape)}")
+    return P.MatMul.apply(input, mat2)
+
+
+def bmm(input, mat2):
+    _check_matmul("bmm", input, mat2)
+    if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
+        raise op_error("bmm", f"expected 3-D tensors with the same batch size, got shapes "
+                              f"{tuple(input.shape)} and {tuple(mat2.shape)}")
+    return P.MatMul.apply(input, mat2)
+
+
+def mv(input, vec):
+    return matmul(input, vec)
+
+
+def dot(input, other):
+    if input.ndim != 1 or other.ndim != 1:
+        raise op_error("dot", f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.shape != other.shape:
+        raise op_error("dot", f"inconsistent tensor size, expected tensor {tuple(input.shape)} and src "
+                              f"{tuple(other.shape)} to have the same number of elements")
+    return sum(input * other)
+
+
+vdot = dot
+inner = dot
+
+
+def outer(input, vec2):
+    return input.unsqueeze(-1) * vec2.unsqueeze(0)
+
+
+ger = outer
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    out = mm(mat1, mat2)
+    return (beta * input if beta != 1 else input) + (alpha * out if alpha != 1 else out)
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. einsum('bij,bjk->bik', a, b) (explicit letters, no '...')."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    if "..." in eq:
+        raise NotImplementedError("einsum: '...' is not supported; name every dimension")
+    if "->" not in eq:
+        letters = eq.replace(",", "")
+        eq = eq + "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    ins = eq.split("->")[0].split(",")
+    if len(ins) != len(operands):
+        raise op_error("einsum", f"equation {equation!r} names {len(ins)} operands, got {len(operands)}")
+    for s, t in zip(ins, operands):
+        if len(s) != t.ndim:
+            raise op_error("einsum", f"subscripts {s!r} do not match operand of shape {tuple(t.shape)}")
+    dt = _dtype.result_type(*operands)
+    ops = [_as_tensor(t, dt, operands[0]._device, "einsum") for t in operands]
+    try:
+        return P.Einsum.apply(*ops, eq=eq)
+    except ValueError as e:
+        raise op_error("einsum", f"{e}; operand shapes {[tuple(t.shape) for t in operands]}") from None
+
+
+def tensordot(a, b, dims=2):
+    if isinstance(dims, int):
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    sa = list(letters[:a.ndim])
+    sb = list(letters[a.ndim:a.ndim + b.ndim])
+    for i, j in zip(da, db):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in da] + [c for j, c in enumerate(sb) if j not in db]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)

@@ -1,0 +1,619 @@
+"""Shape, movement and indexing ops: views where NumPy gives views, copies otherwise."""
+from __future__ import annotations
+
+import builtins
+import collections
+
+import numpy as np
+
+from .._errors import op_error
+from .._tensor import Tensor
+from ..autograd.grad_mode import STATE
+from ..backends import array_module
+from . import primitives as P
+
+
+def _view_of(out, base):
+    """Mark `out` as a view of `base` when it shares memory: one version counter for both."""
+    if out._data.base is not None:
+        out._vc = base._get_vc()
+        out._base = base._base if base._base is not None else base
+    return out
+
+
+def _dim(d, ndim, op):
+    n = builtins.max(ndim, 1)
+    if not -n <= d < n:
+        raise op_error(op, f"dimension {d} is out of range (expected to be in range of [{-n}, {n - 1}])",
+                       IndexError)
+    return d % n
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def reshape(input, *shape):
+    shape = _shape_arg(shape)
+    if shape == input.shape:
+        return _view_of(P.Reshape.apply(input, shape=shape), input)
+    n = input._data.size
+    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    if shape.count(-1) > 1 or (-1 in shape and (known == 0 or n % known)) or \
+            (-1 not in shape and known != n):
+        raise op_error("reshape", f"shape {list(shape)} is invalid for input of size {n} "
+                                  f"(shape {tuple(input.shape)})")
+    return _view_of(P.Reshape.apply(input, shape=shape), input)
+
+
+def view(input, *shape):
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
+        return input.to(shape[0])   # view(dtype)
+    if not input._data.flags.c_contiguous and _shape_arg(shape) != input.shape:
+        raise op_error("view", f"view size is not compatible with input tensor's size and stride "
+                               f"(shape {tuple(input.shape)}, non-contiguous); use .reshape(...) instead")
+    return reshape(input, *shape)
+
+
+def contiguous(input):
+    if input._data.flags.c_contiguous:
+        return input
+    return P.Clone.apply(input) if input.requires_grad else \
+        Tensor._make(np.ascontiguousarray(input._data) if array_module(input) is np
+                     else array_module(input).ascontiguousarray(input._data), input._device)
+
+
+def clone(input):
+    return P.Clone.apply(input)
+
+
+def permute(input, *dims):
+    dims = _shape_arg(dims)
+    if len(dims) != input.ndim or sorted(d % builtins.max(input.ndim, 1) for d in dims) != list(range(input.ndim)):
+        raise op_error("permute", f"dims {list(dims)} are not a permutation of the {input.ndim} dims of "
+                                  f"a tensor of shape {tuple(input.shape)}")
+    return _view_of(P.Permute.apply(input, dims=tuple(d % input.ndim for d in dims)), input)
+
+
+def transpose(input, dim0, dim1):
+    if input.ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
+        return input
+    d0, d1 = _dim(dim0, input.ndim, "transpose"), _dim(dim1, input.ndim, "transpose")
+    dims = list(range(input.ndim))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return _view_of(P.Permute.apply(input, dims=tuple(dims)), input)
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    if input.ndim > 2:
+        raise op_error("t", f"expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def squeeze(input, dim=None):
+    if dim is None:
+        shape = tuple(s for s in input.shape if s != 1)
+    else:
+        dims = {_dim(d, input.ndim, "squeeze") for d in ((dim,) if isinstance(dim, int) else dim)}
+        shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
+    return input if shape == input.shape else _view_of(P.Reshape.apply(input, shape=shape), input)
+
+
+def unsqueeze(input, dim):
+    d = _dim(dim, input.ndim + 1, "unsqueeze")
+    shape = input.shape[:d] + (1,) + input.shape[d:]
+    return _view_of(P.Reshape.apply(input, shape=shape), input)
+
+
+def expand(input, *sizes):
+    sizes = _shape_arg(sizes)
+    if len(sizes) < input.ndim:
+        raise op_error("expand", f"the number of sizes provided ({len(sizes)}) must be greater or equal "
+                                 f"to the number of dimensions in the tensor ({input.ndim})")
+    lead = len(sizes) - input.ndim
+    shape = tuple(input.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    for i, s in enumerate(input.shape):
+        if s != 1 and s != shape[i + lead]:
+            raise op_error("expand", f"the expanded size {shape[i + lead]} must match the existing size "
+                                     f"{s} at non-singleton dimension {i + lead}; target sizes "
+                                     f"{list(sizes)}, tensor shape {tuple(input.shape)}")
+    if shape == input.shape:
+        return input
+    return _view_of(P.Expand.apply(input, shape=shape), input)
+
+
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, shape):
+    return expand(input, tuple(shape))
+
+
+def broadcast_tensors(*tensors):
+    shape = np.broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    if input.ndim == 0:
+        return reshape(input, 1)
+    s, e = _dim(start_dim, input.ndim, "flatten"), _dim(end_dim, input.ndim, "flatten")
+    shape = input.shape[:s] + (int(np.prod(input.shape[s:e + 1])),) + input.shape[e + 1:]
+    return reshape(input, shape)
+
+
+def unflatten(input, dim, sizes):
+    d = _dim(dim, input.ndim, "unflatten")
+    return reshape(input, input.shape[:d] + tuple(sizes) + input.shape[d + 1:])
+
+
+def ravel(input):
+    return reshape(input, -1)
+
+
+def cat(tensors, dim=0):
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise op_error("cat", "expected a non-empty list of Tensors")
+    from .math import _as_tensor
+    from .. import _dtype
+    # torch skips legacy empty 1-D tensors
+    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    dt = _dtype.result_type(*nonempty)
+    dev = nonempty[0]._device
+    ts = [_as_tensor(t, dt, dev, "cat") for t in nonempty]
+    ref = ts[0]
+    if ref.ndim == 0:
+        raise op_error("cat", "zero-dimensional tensor cannot be concatenated")
+    d = _dim(dim, ref.ndim, "cat")
+    for i, x in enumerate(ts):
+        if x.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(x.shape, ref.shape)) if j != d):
+            raise op_error("cat", f"sizes of tensors must match except in dimension {d}: tensor 0 has "
+                                  f"shape {tuple(ref.shape)}, tensor {i} has shape {tuple(x.shape)}")
+    return P.Cat.apply(*ts, axis=d)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise op_error("stack", "expected a non-empty list of Tensors")
+    for i, x in enumerate(tensors):
+        if x.shape != tensors[0].shape:
+            raise op_error("stack", f"expects each tensor to be equal size, but got {tuple(tensors[0].shape)} "
+                                    f"at entry 0 and {tuple(x.shape)} at entry {i}")
+    d = _dim(dim, tensors[0].ndim + 1, "stack")
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def hstack(tensors):
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+
+
+def _slice_along(input, d, start, stop):
+    key = (slice(None),) * d + (slice(start, stop),)
+    return _view_of(P.Index.apply(input, key=key), input)
+
+
+def narrow(input, dim, start, length):
+    d = _dim(dim, input.ndim, "narrow")
+    if start < 0:
+        start += input.shape[d]
+    if not 0 <= start <= start + length <= input.shape[d]:
+        raise op_error("narrow", f"start ({start}) + length ({length}) exceeds dimension size "
+                                 f"({input.shape[d]})", IndexError)
+    return _slice_along(input, d, start, start + length)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    d = _dim(dim, tensor.ndim, "split")
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and n:
+            raise op_error("split", f"split_size must be positive, got {step}")
+        sizes = [builtins.min(step, n - i) for i in range(0, n, step)] if n else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if builtins.sum(sizes) != n:
+            raise op_error("split", f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                                    f"(dimension {d} of {tuple(tensor.shape)}), but got {sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(_slice_along(tensor, d, start, start + s))
+        start += s
+    return tuple(out)
+
+
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise op_error("chunk", f"chunks must be greater than 0, got {chunks}")
+    n = input.shape[_dim(dim, input.ndim, "chunk")]
+    return split(input, builtins.max(-(-n // chunks), 1), dim)
+
+
+def tensor_split(input, sections, dim=0):
+    d = _dim(dim, input.ndim, "tensor_split")
+    n = input.shape[d]
+    if isinstance(sections, int):
+        q, r = divmod(n, sections)
+        sizes = [q + 1] * r + [q] * (sections - r)
+        return split(input, sizes, d)
+    idx = [0] + list(sections) + [n]
+    return tuple(_slice_along(input, d, a, b) for a, b in zip(idx[:-1], idx[1:]))
+
+
+def unbind(input, dim=0):
+    d = _dim(dim, input.ndim, "unbind")
+    return tuple(_view_of(P.Index.apply(input, key=(slice(None),) * d + (i,)), input)
+                 for i in range(input.shape[d]))
+
+
+def flip(input, dims):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return P.Flip.apply(input, axes=tuple(_dim(d, input.ndim, "flip") for d in dims))
+
+
+def fliplr(input):
+    return flip(input, 1)
+
+
+def flipud(input):
+    return flip(input, 0)
+
+
+def roll(input, shifts, dims=None):
+    if dims is None:
+        return reshape(roll(flatten(input), shifts, 0), input.shape)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return P.Roll.apply(input, shifts=shifts, axes=tuple(_dim(d, input.ndim, "roll") for d in dims))
+
+
+def repeat(input, *sizes):
+    sizes = _shape_arg(sizes)
+    if len(sizes) < input.ndim:
+        raise op_error("repeat", f"number of dimensions of repeat dims ({len(sizes)}) can not be smaller "
+                                 f"than number of dimensions of tensor ({input.ndim})")
+    x = reshape(input, (1,) * (len(sizes) - input.ndim) + input.shape)
+    # repeat = expand a new axis before each dim, then merge: (a, b) x (r, s) -> (r, a, s, b) -> (ra, sb)
+    inter = []
+    for r, s in zip(sizes, x.shape):
+        inter += [1, s]
+    x = reshape(x, inter)
+    target = []
+    for r, s in zip(sizes, x.shape[1::2]):
+        target += [r, s]
+    return reshape(expand(x, target), [r * s for r, s in zip(sizes, x.shape[1::2])])
+
+
+def tile(input, dims):
+    dims = tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def repeat_interleave(input, repeats, dim=None):
+    if dim is None:
+        input, dim = flatten(input), 0
+    d = _dim(dim, input.ndim, "repeat_interleave")
+    idx = np.repeat(np.arange(input.shape[d]), repeats if isinstance(repeats, int) else repeats.numpy())
+    return index_select(input, d, Tensor._make(idx, input._device))
+
+
+def _tri_mask(input, diagonal, lower):
+    xp = array_module(input)
+    n, m = input.shape[-2], input.shape[-1]
+    return (xp.tri(n, m, diagonal, dtype=bool) if lower else ~xp.tri(n, m, diagonal - 1, dtype=bool))
+
+
+def tril(input, diagonal=0):
+    from .math import where
+    return where(Tensor._make(_tri_mask(input, diagonal, True), input._device), input, 0)
+
+
+def triu(input, diagonal=0):
+    from .math import where
+    return where(Tensor._make(_tri_mask(input, diagonal, False), input._device), input, 0)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    xp = array_module(input)
+    n = builtins.min(input.shape[dim1], input.shape[dim2])
+    rows = xp.arange(n)
+    x = movedim(input, (dim1, dim2), (-2, -1))
+    i = rows if offset >= 0 else rows - offset
+    j = rows + offset if offset >= 0 else rows
+    keep = (i < x.shape[-2]) & (j < x.shape[-1])
+    return x[..., Tensor._make(i[keep], input._device), Tensor._make(j[keep], input._device)]
+
+
+def diag(input, diagonal_=0):
+    if input.ndim == 1:
+        n = input.shape[0] + builtins.abs(diagonal_)
+        out = input.new_zeros((n, n))
+        i = np.arange(input.shape[0])
+        r, c = (i, i + diagonal_) if diagonal_ >= 0 else (i - diagonal_, i)
+        return index_put(out, (Tensor._make(r, input._device), Tensor._make(c, input._device)), input)
+    return diagonal(input, diagonal_)
+
+
+def trace(input):
+    return diagonal(input).sum()
+
+
+def movedim(input, source, destination):
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    src = [_dim(s, input.ndim, "movedim") for s in src]
+    dst = [_dim(s, input.ndim, "movedim") for s in dst]
+    order = [i for i in range(input.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+# ------------------------------------------------------------------ indexing
+def _key(key, input):
+    """A NumPy index key from a user key: Tensors become arrays; lists become int arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            if k._device is not input._device and not (k._device.type == "cpu"):
+                raise op_error("index", f"indices on {k._device} for a tensor on {input._device}")
+            a = k._data if k._device is input._device else to_device(k, input._device)._data
+            if a.dtype.kind == "f":
+                raise op_error("index", f"tensors used as indices must be long, int, byte or bool "
+                                        f"tensors, got {k.dtype.name}", IndexError)
+            out.append(a)
+        elif isinstance(k, list):
+            a = np.asarray(k)
+            if a.dtype.kind == "f":
+                raise op_error("index", "lists used as indices must hold integers or bools", IndexError)
+            xp = array_module(input)
+            out.append(a if xp is np else xp.asarray(a))
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def getitem(input, key):
+    k = _key(key, input)
+    try:
+        out = P.Index.apply(input, key=k)
+    except IndexError as e:
+        raise op_error("index", f"{e}; tensor shape {tuple(input.shape)}", IndexError) from None
+    return _view_of(out, input) if P._is_basic(k) else out
+
+
+def index_put(input, indices, values, accumulate=False):
+    """Out-of-place x[indices] = values (or += with accumulate)."""
+    from .math import _as_tensor
+    k = _key(indices, input)
+    v = _as_tensor(values, input.dtype, input._device, "index_put")
+    try:
+        return P.IndexPut.apply(input, v, key=k, accumulate=accumulate)
+    except (IndexError, ValueError) as e:
+        raise op_error("index_put", f"{e}; tensor shape {tuple(input.shape)}, values shape "
+                                    f"{tuple(v.shape)}", type(e)) from None
+
+
+def setitem(input, key, value):
+    from .inplace import inplace
+    inplace(input, lambda s: index_put(s, key, value), "setitem")
+
+
+def index_select(input, dim, index):
+    d = _dim(dim, input.ndim, "index_select")
+    if index.ndim > 1:
+        raise op_error("index_select", f"index must be 1-D, got shape {tuple(index.shape)}", IndexError)
+    return getitem(input, (slice(None),) * d + (index.reshape(-1),))
+
+
+def _index_arr(index, op, input):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}: index must be a Tensor, got {type(index).__name__}")
+    if index.dtype.category != 1:
+        raise op_error(op, f"expected index to be an integer tensor, got {index.dtype.name}")
+    return index._data
+
+
+def gather(input, dim, index):
+    d = _dim(dim, input.ndim, "gather")
+    idx = _index_arr(index, "gather", input)
+    if idx.ndim != input.ndim:
+        raise op_error("gather", f"index {tuple(index.shape)} and input {tuple(input.shape)} must have "
+                                 f"the same number of dimensions")
+    try:
+        return P.Gather.apply(input, index=idx, axis=d)
+    except (IndexError, ValueError) as e:
+        raise op_error("gather", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}",
+                       IndexError) from None
+
+
+def take_along_dim(input, indices, dim=None):
+    if dim is None:
+        return gather(flatten(input), 0, flatten(indices))
+    shape = list(np.broadcast_shapes(tuple(s if i != dim % input.ndim else 1 for i, s in enumerate(input.shape)),
+                                     tuple(s if i != dim % input.ndim else 1 for i, s in enumerate(indices.shape))))
+    shp_in, shp_ix = list(shape), list(shape)
+    shp_in[dim % input.ndim] = input.shape[dim]
+    shp_ix[dim % input.ndim] = indices.shape[dim]
+    return gather(expand(input, shp_in), dim, expand(indices, shp_ix).contiguous())
+
+
+def take(input, index):
+    return getitem(flatten(input), index.reshape(-1)).reshape(index.shape)
+
+
+def _scatter_args(input, dim, index, src, op):
+    from .math import _as_tensor
+    d = _dim(dim, input.ndim, op)
+    idx = _index_arr(index, op, input)
+    s = _as_tensor(src, input.dtype, input._device, op)
+    if s.ndim == 0:
+        s = expand(s, index.shape)
+    if any(i > si for i, si in zip(index.shape, s.shape)):
+        raise op_error(op, f"index {tuple(index.shape)} is larger than src {tuple(s.shape)}")
+    return d, idx, s
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    if src is None:
+        src = value
+    if reduce == "add":
+        return scatter_add(input, dim, index, src)
+    d, idx, s = _scatter_args(input, dim, index, src, "scatter")
+    return P.Scatter.apply(input, s, index=idx, axis=d)
+
+
+def scatter_add(input, dim, index, src):
+    d, idx, s = _scatter_args(input, dim, index, src, "scatter_add")
+    return P.ScatterAdd.apply(input, s, index=idx, axis=d)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    d = _dim(dim, input.ndim, "index_add")
+    if alpha != 1:
+        source = source * alpha
+    return index_put(input, (slice(None),) * d + (index,), source, accumulate=True)
+
+
+def index_fill(input, dim, index, value):
+    d = _dim(dim, input.ndim, "index_fill")
+    return index_put(input, (slice(None),) * d + (index,), value)
+
+
+def masked_fill(input, mask, value):
+    from .math import where
+    if isinstance(value, Tensor) and value.ndim:
+        raise op_error("masked_fill", f"only supports a 0-dimensional value tensor, got shape {tuple(value.shape)}")
+    if mask.dtype.name != "bool":
+        raise op_error("masked_fill", f"expected a bool mask, got {mask.dtype.name}")
+    out = where(mask, value if isinstance(value, Tensor) else Tensor._make(
+        array_module(input).asarray(value, dtype=input._data.dtype), input._device), input)
+    if out.shape != input.shape:
+        raise op_error("masked_fill", f"mask {tuple(mask.shape)} is not broadcastable to {tuple(input.shape)}")
+    return out.to(input.dtype)
+
+
+def masked_select(input, mask):
+    a, m = broadcast_tensors(input, mask)
+    return getitem(a, m)
+
+
+def masked_scatter(input, mask, source):
+    m = expand(mask, input.shape)
+    n = int(m._data.sum())
+    return index_put(input, m, flatten(source)[:n])
+
+
+def nonzero(input, *, as_tuple=False):
+    xp = array_module(input)
+    idx = xp.nonzero(input._data)
+    if as_tuple:
+        return tuple(Tensor._make(i.astype(np.int64), input._device) for i in idx)
+    return Tensor._make(xp.stack(idx, axis=1).astype(np.int64) if idx else xp.zeros((1, 0), np.int64),
+                        input._device)
+
+
+argwhere = nonzero
+
+
+_SortResult = collections.namedtuple("_SortResult", ["values", "indices"])
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    xp = array_module(input)
+    d = _dim(dim, input.ndim, "sort")
+    if input.ndim == 0:
+        return _SortResult(input * 1, Tensor._make(xp.zeros((), np.int64), input._device))
+    a = input._data
+    idx = xp.argsort(-a if descending and a.dtype != np.bool_ else a, axis=d, kind="stable")
+    if descending and a.dtype == np.bool_:
+        idx = xp.argsort(~a, axis=d, kind="stable")
+    values = P.Gather.apply(input, index=idx, axis=d)
+    return _SortResult(values, Tensor._make(idx.astype(np.int64), input._device))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return sort(input.detach(), dim, descending, stable).indices
+
+
+def msort(input):
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    d = _dim(dim, input.ndim, "topk")
+    if not 0 <= k <= (input.shape[d] if input.ndim else 1):
+        raise op_error("topk", f"selected index k={k} out of range for dimension {d} of size "
+                               f"{input.shape[d] if input.ndim else 1}")
+    s = sort(input.detach(), d, descending=largest, stable=True)
+    idx = s.indices._data[(slice(None),) * d + (slice(0, k),)]
+    return _SortResult(P.Gather.apply(input, index=idx, axis=d), Tensor._make(idx, input._device))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    d = _dim(dim, input.ndim, "kthvalue")
+    s = sort(input, d)
+    v = narrow(s.values, d, k - 1, 1)
+    i = narrow(s.indices, d, k - 1, 1)
+    return _SortResult(v if keepdim else squeeze(v, d), i if keepdim else squeeze(i, d))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    xp = array_module(input)
+    res = xp.unique(input._data, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
+    if not isinstance(res, tuple):
+        return Tensor._make(res, input._device)
+    out = [Tensor._make(res[0], input._device)]
+    i = 1
+    if return_inverse:
+        out.append(Tensor._make(res[i].reshape(input.shape if dim is None else -1).astype(np.int64), input._device))
+        i += 1
+    if return_counts:
+        out.append(Tensor._make(res[i].astype(np.int64), input._device))
+    return tuple(out)
+
+
+def searchsorted(sorted_sequence, values, *, right=False):
+    xp = array_module(sorted_sequence)
+    side = "right" if right else "left"
+    if sorted_sequence.ndim == 1:
+        return Tensor._make(xp.searchsorted(sorted_sequence._data, values._data, side).astype(np.int64),
+                            values._device)
+    rows = [xp.searchsorted(s, v, side) for s, v in zip(sorted_sequence._data.reshape(-1, sorted_sequence.shape[-1]),
+                                                        values._data.reshape(-1, values.shape[-1]))]
+    return Tensor._make(xp.stack(rows).reshape(values.shape).astype(np.int64), values._device)
+
+
+def bucketize(input, boundaries, *, right=False):
+    return searchsorted(boundaries, input, right=right)
+
+
+# ------------------------------------------------------------------ dtype and device
+def to_device(input, device):
+    from .._device import device as _dev
+    d = _dev(device)
+    if d is input._device:
+        return input
+    return P.ToDevice.apply(input, d)
