@@ -18,21 +18,22 @@ def _numpy_generator() -> Optional[np.random.Generator]:
 def uniform(low: float, high: float, size: Optional[int] = None) -> Union[float, np.ndarray]:
     """``low + (high - low) * U[0, 1)``; a float, or an array of ``size`` draws."""
     g = _numpy_generator()
-    n = 1 if size is None else size
-    u = g.random(n) if g is not None else np.asarray(ember.rand(n).tolist(), dtype=np.float64)
-    out = low + (high - low) * u
-    return float(out[0]) if size is None else out
+    if size is None:  # the scalar path is the per-sample hot path: one cheap call
+        u = g.random() if g is not None else float(ember.rand(1).item())
+        return low + (high - low) * u
+    u = g.random(size) if g is not None else np.asarray(ember.rand(size).tolist(), dtype=np.float64)
+    return low + (high - low) * u
 
 
 def randint(low: int, high: int, size: Optional[int] = None) -> Union[int, np.ndarray]:
     """Integers in ``[low, high)``; an int, or an array of ``size`` draws."""
     g = _numpy_generator()
-    n = 1 if size is None else size
-    if g is not None:
-        out = g.integers(low, high, n)
-    else:
-        out = np.asarray(ember.randint(low, high, (n,)).tolist(), dtype=np.int64)
-    return int(out[0]) if size is None else out
+    if g is None:
+        out = np.asarray(ember.randint(low, high, (1 if size is None else size,)).tolist(), dtype=np.int64)
+        return int(out[0]) if size is None else out
+    if size is None:
+        return int(g.integers(low, high))
+    return g.integers(low, high, size)
 
 
 def permutation(n: int) -> np.ndarray:

@@ -73,9 +73,18 @@ class Normalize:
 
     def __init__(self, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> None:
         self.mean, self.std, self.inplace = mean, std, inplace
+        self._cache: dict = {}  # dtype -> (mean, std) as (C, 1, 1) arrays: the per-sample hot path
 
     def __call__(self, img):
-        return F.normalize(img, self.mean, self.std, self.inplace)
+        a, wrap = F.unwrap(img)
+        ms = self._cache.get(a.dtype)
+        if ms is None or self.inplace or a.ndim < 3:
+            out = F.normalize(img, self.mean, self.std, self.inplace)  # validates the input and the std
+            if a.dtype.kind == "f":
+                self._cache[a.dtype] = (np.asarray(self.mean, dtype=a.dtype).reshape(-1, 1, 1),
+                                        np.asarray(self.std, dtype=a.dtype).reshape(-1, 1, 1))
+            return out
+        return wrap((a - ms[0]) / ms[1])
 
     def __repr__(self) -> str:
         return f"Normalize(mean={self.mean}, std={self.std})"
