@@ -1,0 +1,71 @@
+"""Adadelta: step sizes from the ratio of running RMS of updates and of gradients."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ember.backends import array_module
+from .optimizer import Optimizer, bump_versions, check_arg, params_with_grad, zeros_state
+
+__all__ = ["Adadelta", "adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta (torch.optim.Adadelta).
+
+    v = rho * v + (1 - rho) * g^2; delta = sqrt(u + eps) / sqrt(v + eps) * g;
+    u = rho * u + (1 - rho) * delta^2; w -= lr * delta.
+
+    >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = ember.optim.Adadelta([w], lr=1.0, rho=0.9)
+    >>> (w * w).sum().backward(); opt.step()
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0, *, maximize: bool = False) -> None:
+        check_arg("Adadelta", lr >= 0.0, "learning rate", lr)
+        check_arg("Adadelta", 0.0 <= rho <= 1.0, "rho value", rho)
+        check_arg("Adadelta", eps >= 0.0, "epsilon value", eps)
+        check_arg("Adadelta", weight_decay >= 0.0, "weight_decay value", weight_decay)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params = params_with_grad(group)
+        if not params:
+            return
+        square_avgs, acc_deltas = [], []
+        for p in params:
+            state = self.state[p]
+            if not state:
+                state["step"] = 0
+                state["square_avg"] = zeros_state(p)
+                state["acc_delta"] = zeros_state(p)
+            state["step"] += 1
+            square_avgs.append(state["square_avg"]._data)
+            acc_deltas.append(state["acc_delta"]._data)
+        adadelta([p._data for p in params], [p.grad._data for p in params], square_avgs, acc_deltas,
+                 lr=group["lr"], rho=group["rho"], eps=group["eps"], weight_decay=group["weight_decay"],
+                 maximize=group["maximize"])
+        bump_versions(params)
+
+
+def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, *, lr: float, rho: float,
+             eps: float, weight_decay: float, maximize: bool) -> None:
+    """One Adadelta step over raw arrays, in place."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp = array_module(p)
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        v, u = square_avgs[i], acc_deltas[i]
+        v *= rho
+        v += (1 - rho) * (g * g)
+        std = xp.sqrt(v + eps)
+        delta = xp.sqrt(u + eps)
+        delta /= std
+        delta *= g
+        u *= rho
+        u += (1 - rho) * (delta * delta)
+        delta *= lr
+        p -= delta

@@ -1,0 +1,76 @@
+"""Adagrad: per-coordinate learning rates from the sum of squared gradients."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ember.backends import array_module
+from .optimizer import Optimizer, bump_versions, check_arg, params_with_grad, zeros_state
+
+__all__ = ["Adagrad", "adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (torch.optim.Adagrad): w -= lr_t * g / (sqrt(sum of g^2) + eps).
+
+    The accumulator starts at `initial_accumulator_value`; `lr_decay` gives
+    lr_t = lr / (1 + (t - 1) * lr_decay).
+
+    >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = ember.optim.Adagrad([w], lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1)
+    >>> (w * w).sum().backward(); opt.step()
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0, eps: float = 1e-10, *,
+                 maximize: bool = False) -> None:
+        check_arg("Adagrad", lr >= 0.0, "learning rate", lr)
+        check_arg("Adagrad", lr_decay >= 0.0, "lr_decay value", lr_decay)
+        check_arg("Adagrad", weight_decay >= 0.0, "weight_decay value", weight_decay)
+        check_arg("Adagrad", initial_accumulator_value >= 0.0, "initial_accumulator_value value",
+                  initial_accumulator_value)
+        check_arg("Adagrad", eps >= 0.0, "epsilon value", eps)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+        super().__init__(params, defaults)
+        # like torch, the state exists from the start (so a state_dict taken before training has it)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["step"] = 0
+                self.state[p]["sum"] = zeros_state(p, group["initial_accumulator_value"])
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params = params_with_grad(group)
+        if not params:
+            return
+        sums, steps = [], []
+        for p in params:
+            state = self.state[p]
+            if not state:  # a group added later
+                state["step"] = 0
+                state["sum"] = zeros_state(p, group["initial_accumulator_value"])
+            state["step"] += 1
+            steps.append(state["step"])
+            sums.append(state["sum"]._data)
+        adagrad([p._data for p in params], [p.grad._data for p in params], sums, steps, lr=group["lr"],
+                lr_decay=group["lr_decay"], weight_decay=group["weight_decay"], eps=group["eps"],
+                maximize=group["maximize"])
+        bump_versions(params)
+
+
+def adagrad(params: list, grads: list, state_sums: list, steps: list[int], *, lr: float, lr_decay: float,
+            weight_decay: float, eps: float, maximize: bool) -> None:
+    """One Adagrad step over raw arrays, in place; `steps[i]` counts this step."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp = array_module(p)
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        clr = lr / (1 + (steps[i] - 1) * lr_decay)
+        total = state_sums[i]
+        total += g * g
+        std = xp.sqrt(total)
+        std += eps
+        xp.divide(g, std, out=std)
+        std *= clr
+        p -= std

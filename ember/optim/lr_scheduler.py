@@ -1,0 +1,545 @@
+"""Learning-rate schedulers (torch.optim.lr_scheduler), with torch's `last_epoch` semantics.
+
+Construction performs an initial step (last_epoch becomes 0 and each group's lr is set); every
+`step()` after `optimizer.step()` advances last_epoch by one and updates the groups' "lr". Most
+schedulers update the current lr recursively (so they compose when chained) and also have a closed
+form used by `SequentialLR` at its milestones.
+"""
+from __future__ import annotations
+
+import math
+import types
+import warnings
+from bisect import bisect_right
+from collections import Counter
+from typing import Any, Callable, Iterable, Sequence
+
+from .optimizer import Optimizer
+
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
+           "LinearLR", "OneCycleLR", "SequentialLR", "ReduceLROnPlateau"]
+
+
+class LRScheduler:
+    """Base class: subclasses implement `get_lr()` (and optionally `_get_closed_form_lr()`).
+
+    >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
+    >>> for epoch in range(100):
+    ...     train_one_epoch(); sched.step()
+    """
+
+    _is_initial = False
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(self).__name__}: expected an Optimizer, got {type(optimizer).__name__}")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"{type(self).__name__}: param_groups[{i}] has no 'initial_lr', which "
+                                   f"resuming with last_epoch={last_epoch} needs; load the optimizer's "
+                                   "state dict first, or start with last_epoch=-1")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def get_lr(self) -> list[float]:
+        """The learning rates for the current `last_epoch` (called by `step`)."""
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list[float]:
+        """The learning rates the last `step()` set, one per param group.
+
+        >>> sched.get_last_lr()
+        [0.1]
+        """
+        return self._last_lr
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch (call after `optimizer.step()`) and set the groups' learning rates."""
+        self._step_count += 1
+        if epoch is not None:
+            warnings.warn("passing an epoch to scheduler.step() is deprecated (as in torch); call "
+                          "step() without arguments", UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            closed_form = getattr(self, "_get_closed_form_lr", None)
+            values = closed_form() if closed_form is not None else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the optimizer.
+
+        >>> ember.save({"sched": sched.state_dict(), "opt": opt.state_dict()}, "ckpt.safetensors")
+        """
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore a dict made by `state_dict()`."""
+        self.__dict__.update(state_dict)
+
+
+def _check_positive_int(scheduler: str, what: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{scheduler}: {what} must be a positive integer, got {value!r}")
+
+
+def _lrs(optimizer: Optimizer) -> list[float]:
+    return [group["lr"] for group in optimizer.param_groups]
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(epoch); one function, or a list with one per param group.
+
+    >>> sched = ember.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.95 ** epoch)
+    """
+
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        n = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != n:
+                raise ValueError(f"LambdaLR: expected {n} lr_lambdas (one per param group), got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"LambdaLR: lr_lambda must be callable, got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain functions are not saved (as in torch); callable objects save their `__dict__`."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        lr_lambdas = state.pop("lr_lambdas")
+        self.__dict__.update(state)
+        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+    def get_lr(self) -> list[float]:
+        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class StepLR(LRScheduler):
+    """Multiply the lr by `gamma` every `step_size` epochs.
+
+    >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
+    """
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
+        _check_positive_int("StepLR", "step_size", step_size)
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return _lrs(self.optimizer)
+        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the lr by `gamma` at each milestone epoch (a repeated milestone counts twice).
+
+    >>> sched = ember.optim.lr_scheduler.MultiStepLR(opt, milestones=[30, 80], gamma=0.1)
+    """
+
+    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch not in self.milestones:
+            return _lrs(self.optimizer)
+        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        milestones = sorted(Counter(self.milestones).elements())
+        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the lr by `gamma` every epoch.
+
+    >>> sched = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+    """
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine annealing from the initial lr to `eta_min` over `T_max` epochs (then back up, periodically).
+
+    lr_t = eta_min + (initial_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2, computed recursively.
+
+    >>> sched = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100, eta_min=1e-5)
+    """
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
+        _check_positive_int("CosineAnnealingLR", "T_max", T_max)
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        t, T, eta_min = self.last_epoch, self.T_max, self.eta_min
+        groups = self.optimizer.param_groups
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        if self._step_count == 1 and t > 0:  # resumed: jump to the closed form
+            return [eta_min + (base - eta_min) * (1 + math.cos(t * math.pi / T)) / 2 for base in self.base_lrs]
+        if (t - 1 - T) % (2 * T) == 0:  # at the bottom of the cosine: start climbing again
+            return [g["lr"] + (base - eta_min) * (1 - math.cos(math.pi / T)) / 2
+                    for base, g in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T)) * (g["lr"] - eta_min)
+                + eta_min for g in groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """Scale the lr linearly from `start_factor` to `end_factor` over `total_iters` epochs (warm-up).
+
+    >>> sched = ember.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=5)
+    """
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1) -> None:
+        if not 0 < start_factor <= 1:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+        if not 0 <= end_factor <= 1:
+            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        _check_positive_int("LinearLR", "total_iters", total_iters)
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in _lrs(self.optimizer)]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _lrs(self.optimizer)
+        delta = self.end_factor - self.start_factor
+        ratio = 1.0 + delta / (self.total_iters * self.start_factor + (self.last_epoch - 1) * delta)
+        return [lr * ratio for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        frac = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * (self.start_factor + (self.end_factor - self.start_factor) * frac) for base in self.base_lrs]
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy: lr rises from max_lr / div_factor to max_lr over `pct_start` of the steps,
+    then anneals to max_lr / (div_factor * final_div_factor); momentum (or Adam's beta1) cycles the
+    other way. Step it after every batch.
+
+    >>> sched = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=1000)
+    """
+
+    def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float], total_steps: int | None = None,
+                 epochs: int | None = None, steps_per_epoch: int | None = None, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: float | Sequence[float] = 0.85, max_momentum: float | Sequence[float] = 0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4, three_phase: bool = False,
+                 last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"OneCycleLR: expected an Optimizer, got {type(optimizer).__name__}")
+        self.optimizer = optimizer
+        if total_steps is not None:
+            _check_positive_int("OneCycleLR", "total_steps", total_steps)
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            _check_positive_int("OneCycleLR", "epochs", epochs)
+            _check_positive_int("OneCycleLR", "steps_per_epoch", steps_per_epoch)
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("OneCycleLR: pass total_steps, or both epochs and steps_per_epoch")
+        if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
+            raise ValueError(f"OneCycleLR: pct_start must be a float in [0, 1], got {pct_start!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
+        self._anneal_func_type = anneal_strategy
+        up_end = float(pct_start * self.total_steps) - 1
+        if three_phase:
+            self._schedule_phases = [
+                dict(end_step=up_end, start_lr="initial_lr", end_lr="max_lr",
+                     start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=float(2 * pct_start * self.total_steps) - 2, start_lr="max_lr",
+                     end_lr="initial_lr", start_momentum="base_momentum", end_momentum="max_momentum"),
+                dict(end_step=self.total_steps - 1, start_lr="initial_lr", end_lr="min_lr",
+                     start_momentum="max_momentum", end_momentum="max_momentum"),
+            ]
+        else:
+            self._schedule_phases = [
+                dict(end_step=up_end, start_lr="initial_lr", end_lr="max_lr",
+                     start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum"),
+            ]
+        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        if last_epoch == -1:
+            for group, lr in zip(optimizer.param_groups, max_lrs):
+                group["initial_lr"] = lr / div_factor
+                group["max_lr"] = lr
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(f"OneCycleLR: cycle_momentum=True needs an optimizer with momentum or "
+                                 f"betas, but {type(optimizer).__name__} has neither; pass cycle_momentum=False")
+            self.use_beta1 = "betas" in optimizer.defaults
+            max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for group, m_max, m_base in zip(optimizer.param_groups, max_momentums, base_momentums):
+                    if self.use_beta1:
+                        group["betas"] = (m_max, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_max
+                    group["max_momentum"] = m_max
+                    group["base_momentum"] = m_base
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start: float, end: float, pct: float) -> float:
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list[float]:
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: tried to step {step} times, but total_steps is {self.total_steps}")
+        lrs = []
+        phases = self._schedule_phases
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, phase in enumerate(phases):
+                end_step = phase["end_step"]
+                if step <= end_step or i == len(phases) - 1:
+                    pct = (step - start_step) / (end_step - start_step)
+                    lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
+                    if self.cycle_momentum:
+                        momentum = self._anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], pct)
+                    break
+                start_step = end_step
+            lrs.append(lr)
+            if self.cycle_momentum:
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+
+def _per_group(name: str, optimizer: Optimizer, value) -> list:
+    n = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"OneCycleLR: expected {n} values for {name} (one per param group), got {len(value)}")
+        return list(value)
+    return [value] * n
+
+
+class SequentialLR(LRScheduler):
+    """Run `schedulers` one after another, switching at the `milestones` epochs.
+
+    >>> warmup = ember.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=5)
+    >>> decay = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=95)
+    >>> sched = ember.optim.lr_scheduler.SequentialLR(opt, [warmup, decay], milestones=[5])
+    """
+
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler], milestones: Sequence[int],
+                 last_epoch: int = -1) -> None:
+        if len(schedulers) < 1:
+            raise ValueError("SequentialLR: expected at least one scheduler, got none")
+        for i, s in enumerate(schedulers):
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(f"SequentialLR: scheduler {i} is a ReduceLROnPlateau, which needs a metric "
+                                 "in step() and so cannot be sequenced")
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise ValueError(f"SequentialLR: scheduler {i} ({type(s).__name__}) belongs to a different "
+                                 "optimizer; all schedulers must share the SequentialLR's optimizer")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: expected {len(schedulers) - 1} milestones for {len(schedulers)} "
+                             f"schedulers, got {len(milestones)}")
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # undo the initial steps the schedulers took when they were built, then let the first one start
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self._undo(self)
+        idx = bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = self._schedulers[idx].get_last_lr()
+
+    def _undo(self, sched) -> None:
+        if hasattr(sched, "_schedulers"):
+            for s in sched._schedulers:
+                self._undo(s)
+        elif hasattr(sched, "last_epoch"):
+            sched.last_epoch -= 1
+
+    def step(self) -> None:  # type: ignore[override]
+        """Advance one epoch; at a milestone the next scheduler starts from its epoch 0."""
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            scheduler._update_lr(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        schedulers = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for s, saved in zip(self._schedulers, schedulers):
+            s.load_state_dict(saved)
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the lr by `factor` when a metric has stopped improving for `patience` epochs.
+
+    >>> sched = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", patience=5)
+    >>> for epoch in range(100):
+    ...     val_loss = validate(); sched.step(val_loss)
+    """
+
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr: float | Sequence[float] = 0, eps: float = 1e-8) -> None:
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau: factor must be < 1.0, got {factor}")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"ReduceLROnPlateau: expected an Optimizer, got {type(optimizer).__name__}")
+        self.factor = factor
+        self.optimizer = optimizer
+        n = len(optimizer.param_groups)
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != n:
+                raise ValueError(f"ReduceLROnPlateau: expected {n} min_lrs (one per param group), got {len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * n
+        self.patience = patience
+        self.cooldown = cooldown
+        self.eps = eps
+        self.last_epoch = 0
+        self._last_lr = _lrs(optimizer)
+        self._init_is_better(mode, threshold, threshold_mode)
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    def _init_is_better(self, mode: str, threshold: float, threshold_mode: str) -> None:
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceLROnPlateau: mode must be 'min' or 'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got {threshold_mode!r}")
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+
+    def _is_better(self, a: float, best: float) -> bool:
+        if self.mode == "min":
+            return a < (best * (1.0 - self.threshold) if self.threshold_mode == "rel" else best - self.threshold)
+        return a > (best * (self.threshold + 1.0) if self.threshold_mode == "rel" else best + self.threshold)
+
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def step(self, metrics, epoch: int | None = None) -> None:  # type: ignore[override]
+        """Record this epoch's metric (a number or a one-element tensor) and maybe reduce the lr."""
+        current = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn("passing an epoch to scheduler.step() is deprecated (as in torch)", UserWarning,
+                          stacklevel=2)
+        self.last_epoch = epoch
+        if self._is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad epochs during the cooldown don't count
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = _lrs(self.optimizer)
+
+    def _reduce_lr(self) -> None:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(f"ReduceLROnPlateau: the optimizer now has {len(groups)} param groups but "
+                                   f"min_lr has {len(self.min_lrs)} entries; update scheduler.min_lrs")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, min_lr in zip(groups, self.min_lrs):
+            old_lr = float(group["lr"])
+            new_lr = max(old_lr * self.factor, min_lr)
+            if old_lr - new_lr > self.eps:
+                group["lr"] = new_lr
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)

@@ -1,0 +1,268 @@
+"""The Optimizer base class: parameter groups, per-parameter state, state dicts.
+
+Each optimizer is a thin class over a pure step function (`sgd`, `adam`, ...) that takes lists of raw
+arrays (NumPy or CuPy) and updates them in place, written once against `xp`. The class only gathers
+the arrays of one parameter group, creates the state the first time a parameter is seen, calls the
+function and bumps the parameters' versions so autograd notices the in-place change.
+"""
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+from ember._tensor import Tensor
+from ember.backends import array_module
+from ember.autograd.grad_mode import enable_grad
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()  # marks a default that every param group must set (SGD's lr)
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    Subclasses pass their defaults (a dict of options) and implement `_update_group(group)`, which
+    applies one step to the parameters of a group.
+
+    >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
+    >>> opt = ember.optim.SGD([{"params": [w], "lr": 0.5}], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w.tolist()
+    [0.0, 0.0]
+    """
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        # per-parameter state; Tensors hash by identity, so they key a dict as torch's do
+        self.state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        name = type(self).__name__
+        if _is_tensor(params):
+            raise TypeError(f"{name}: params must be an iterable of Tensors or dicts, but got a "
+                            f"single Tensor; wrap it in a list: [{name.lower()}_param]")
+        if isinstance(params, dict):
+            raise TypeError(f"{name}: params must be an iterable of Tensors or dicts, but got a dict; "
+                            "pass [dict(params=..., lr=...)] or model.parameters()")
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError(f"{name}: got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    # -- parameter groups --------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own options (missing options take the defaults).
+
+        >>> opt.add_param_group({"params": [head_weight], "lr": 1e-3})
+        """
+        name = type(self).__name__
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{name}.add_param_group: expected a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        if _is_tensor(params):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError(f"{name}: parameters must be an ordered collection (a list or tuple), "
+                            "not a set: the order of a set changes between runs")
+        else:
+            params = list(params)
+        for p in params:
+            if not _is_tensor(p):
+                raise TypeError(f"{name}: can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if getattr(p, "grad_fn", None) is not None:
+                raise ValueError(f"{name}: can't optimize a non-leaf Tensor (shape {tuple(p.shape)}); "
+                                 "optimize the leaf it was computed from, or .detach().requires_grad_()")
+        group = dict(param_group)
+        group["params"] = params
+        for key, default in self.defaults.items():
+            if default is required and key not in group:
+                raise ValueError(f"{name}: parameter group didn't specify a value of required option "
+                                 f"{key!r}")
+            group.setdefault(key, default)
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError(f"{name}: a parameter group contains the same parameter twice")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError(f"{name}: some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    # -- the training loop -------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters (to None by default, as torch does).
+
+        >>> opt.zero_grad()
+        """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad._data.fill(0)
+                    p.grad._bump_version()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Apply one update to every parameter that has a gradient; returns what `closure` returns.
+
+        >>> loss = loss_fn(model(x), y); loss.backward(); opt.step()
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    # -- state dicts -------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in torch's layout: parameters are referred to by their index.
+
+        `{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]}`; the tensors in
+        "state" are the live state tensors (save the dict, or deep-copy it, to keep a snapshot).
+
+        >>> ember.save(opt.state_dict(), "opt.safetensors")
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a dict made by `state_dict()` (ours or one with the same layout).
+
+        Checks that the number of groups and the size of each group match before changing anything;
+        state tensors are copied and cast to the dtype and device of their parameter.
+
+        >>> opt.load_state_dict(ember.load("opt.safetensors"))
+        """
+        name = type(self).__name__
+        if not isinstance(state_dict, dict) or "param_groups" not in state_dict or "state" not in state_dict:
+            raise ValueError(f"{name}.load_state_dict: expected a dict with 'state' and 'param_groups'")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"{name}.load_state_dict: the loaded state dict has {len(saved_groups)} "
+                             f"parameter groups, but the optimizer has {len(self.param_groups)}")
+        for i, (ours, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if len(ours["params"]) != len(saved["params"]):
+                raise ValueError(f"{name}.load_state_dict: parameter group {i} has "
+                                 f"{len(saved['params'])} parameters in the loaded state dict, but "
+                                 f"{len(ours['params'])} in the optimizer")
+        by_index = {}
+        for ours, saved in zip(self.param_groups, saved_groups):
+            for p, idx in zip(ours["params"], saved["params"]):
+                by_index[idx] = p
+        saved_state = state_dict["state"]
+        unknown = [k for k in saved_state if _as_index(k) not in by_index]
+        if unknown:
+            raise ValueError(f"{name}.load_state_dict: state for parameter indices {unknown} that "
+                             "no parameter group refers to")
+        # everything is checked: from here on nothing fails halfway
+        new_state = {}
+        for key, value in saved_state.items():
+            p = by_index[_as_index(key)]
+            new_state[p] = {k: _cast_state(v, p, k) for k, v in value.items()}
+        new_groups = []
+        for ours, saved in zip(self.param_groups, saved_groups):
+            group = {k: copy.deepcopy(v) for k, v in saved.items() if k != "params"}
+            if isinstance(group.get("betas"), list):  # tuples come back from JSON as lists
+                group["betas"] = tuple(group["betas"])
+            group["params"] = ours["params"]
+            new_groups.append(group)
+        self.param_groups[:] = new_groups
+        self.state = defaultdict(dict, new_state)
+
+
+def _is_tensor(x) -> bool:
+    return hasattr(x, "_data") and hasattr(x, "requires_grad")
+
+
+def _as_index(key) -> int:
+    # state dicts that went through JSON (ember.save keeps ints, other tools may not) have str keys
+    return int(key) if isinstance(key, str) and key.lstrip("-").isdigit() else key
+
+
+def _cast_state(value, p, key: str):
+    """A copy of one state value, on the parameter's device (and dtype, for floating state)."""
+    if _is_tensor(value):
+        if key == "step":
+            return value.item()
+        out = value.detach().clone()
+        if out.dtype.is_floating_point and out.dtype != p.dtype:
+            out = out.to(p.dtype)
+        if out.device != p.device:
+            out = out.to(p.device)
+        return out
+    if isinstance(value, list):
+        return [_cast_state(v, p, key) for v in value]
+    return copy.deepcopy(value)
+
+
+def wrap(array, device):
+    """An Ember Tensor (no grad) over a raw backend array on `device`."""
+    return Tensor._make(array, device)
+
+
+def check_arg(optimizer: str, ok: bool, what: str, value) -> None:
+    """Raise `ValueError('SGD: invalid learning rate: -0.1')` unless `ok`."""
+    if not ok:
+        raise ValueError(f"{optimizer}: invalid {what}: {value}")
+
+
+def params_with_grad(group: dict[str, Any]) -> list:
+    """The parameters of a group that received a gradient (the others are skipped, as in torch)."""
+    return [p for p in group["params"] if p.grad is not None]
+
+
+def bump_versions(params) -> None:
+    """Tell autograd the parameters changed in place (saved-tensor checks compare versions)."""
+    for p in params:
+        p._bump_version()
+
+
+def lerp_(start, end, weight: float, xp) -> None:
+    """start += weight * (end - start), in place, rounded the way torch's lerp_ rounds."""
+    diff = xp.subtract(end, start)
+    if weight < 0.5:
+        diff *= weight
+        start += diff
+    else:  # end - (end - start) * (1 - weight): exact at weight == 1
+        diff *= 1 - weight
+        xp.subtract(end, diff, out=start)
+
+
+def zeros_state(p, fill: float = 0.0):
+    """A new state tensor shaped like parameter `p`, on its device, filled with `fill`."""
+    xp = array_module(p)
+    return wrap(xp.full_like(p._data, fill), p.device)

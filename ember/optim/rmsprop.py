@@ -1,0 +1,91 @@
+"""RMSprop: divide the gradient by a running root mean square, optionally centred and with momentum."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ember.backends import array_module
+from .optimizer import Optimizer, bump_versions, check_arg, lerp_, params_with_grad, zeros_state
+
+__all__ = ["RMSprop", "rmsprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop (torch.optim.RMSprop).
+
+    v = alpha * v + (1 - alpha) * g^2; the step is g / (sqrt(v) + eps), where `centered=True`
+    subtracts the square of the running mean gradient from v first; `momentum` accumulates steps.
+
+    >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = ember.optim.RMSprop([w], lr=0.01, centered=True, momentum=0.9)
+    >>> (w * w).sum().backward(); opt.step()
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, *,
+                 maximize: bool = False) -> None:
+        check_arg("RMSprop", lr >= 0.0, "learning rate", lr)
+        check_arg("RMSprop", eps >= 0.0, "epsilon value", eps)
+        check_arg("RMSprop", momentum >= 0.0, "momentum value", momentum)
+        check_arg("RMSprop", weight_decay >= 0.0, "weight_decay value", weight_decay)
+        check_arg("RMSprop", alpha >= 0.0, "alpha value", alpha)
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params = params_with_grad(group)
+        if not params:
+            return
+        momentum, centered = group["momentum"], group["centered"]
+        square_avgs, grad_avgs, bufs = [], [], []
+        for p in params:
+            state = self.state[p]
+            if not state:
+                state["step"] = 0
+                state["square_avg"] = zeros_state(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = zeros_state(p)
+                if centered:
+                    state["grad_avg"] = zeros_state(p)
+            state["step"] += 1
+            square_avgs.append(state["square_avg"]._data)
+            if momentum > 0:
+                bufs.append(state["momentum_buffer"]._data)
+            if centered:
+                grad_avgs.append(state["grad_avg"]._data)
+        rmsprop([p._data for p in params], [p.grad._data for p in params], square_avgs, grad_avgs,
+                bufs, lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+                weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
+                maximize=group["maximize"])
+        bump_versions(params)
+
+
+def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momentum_buffers: list, *,
+            lr: float, alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool,
+            maximize: bool) -> None:
+    """One RMSprop step over raw arrays, in place (`grad_avgs` used when centered, buffers with momentum)."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp = array_module(p)
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        v = square_avgs[i]
+        v *= alpha
+        v += (1 - alpha) * (g * g)
+        if centered:
+            g_avg = grad_avgs[i]
+            lerp_(g_avg, g, 1 - alpha, xp)
+            avg = xp.sqrt(v - g_avg * g_avg)
+        else:
+            avg = xp.sqrt(v)
+        avg += eps
+        xp.divide(g, avg, out=avg)                      # the step direction g / (sqrt(v~) + eps)
+        if momentum > 0:
+            buf = momentum_buffers[i]
+            buf *= momentum
+            buf += avg
+            p -= lr * buf
+        else:
+            avg *= lr
+            p -= avg

@@ -1,0 +1,80 @@
+"""Stochastic gradient descent, with momentum, dampening, Nesterov momentum and weight decay."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ember.backends import array_module
+from .optimizer import Optimizer, bump_versions, check_arg, params_with_grad, required, wrap
+
+__all__ = ["SGD", "sgd"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (torch.optim.SGD).
+
+    With momentum mu and dampening tau: b = mu * b + (1 - tau) * g (b = g on the first step), and the
+    update uses b, or g + mu * b with `nesterov=True`.
+
+    >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> (w * w).sum().backward(); opt.step(); w.tolist()
+    [0.8, -1.6]
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = required, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
+                 maximize: bool = False) -> None:
+        if lr is not required:
+            check_arg("SGD", lr >= 0.0, "learning rate", lr)
+        check_arg("SGD", momentum >= 0.0, "momentum value", momentum)
+        check_arg("SGD", weight_decay >= 0.0, "weight_decay value", weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError(f"SGD: nesterov momentum requires a momentum > 0 and zero dampening, got "
+                             f"momentum={momentum}, dampening={dampening}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params = params_with_grad(group)
+        if not params:
+            return
+        momentum = group["momentum"]
+        bufs = []
+        if momentum != 0:
+            for p in params:
+                buf = self.state[p].get("momentum_buffer")
+                bufs.append(None if buf is None else buf._data)
+        sgd([p._data for p in params], [p.grad._data for p in params], bufs, lr=group["lr"],
+            momentum=momentum, dampening=group["dampening"], weight_decay=group["weight_decay"],
+            nesterov=group["nesterov"], maximize=group["maximize"])
+        if momentum != 0:
+            for p, buf in zip(params, bufs):
+                state = self.state[p]
+                if state.get("momentum_buffer") is None:
+                    state["momentum_buffer"] = wrap(buf, p.device)
+        bump_versions(params)
+
+
+def sgd(params: list, grads: list, momentum_buffers: list, *, lr: float, momentum: float,
+        dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> None:
+    """One SGD step over raw arrays, in place.
+
+    `momentum_buffers[i]` is None before the first step with momentum; it is then filled with a new
+    buffer (a copy of the gradient), which the caller keeps.
+    """
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp = array_module(p)
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        if momentum != 0:
+            buf = momentum_buffers[i]
+            if buf is None:
+                buf = momentum_buffers[i] = xp.array(g, copy=True)
+            else:
+                buf *= momentum
+                buf += (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p -= lr * g

@@ -1,0 +1,144 @@
+"""Every scheduler's learning rates (and OneCycle's momentum) over 25 steps against torch's."""
+import math
+
+import pytest
+import torch
+
+import ember
+from ember.optim import lr_scheduler as ember_sched
+from ember.serialization import load, save
+
+STEPS = 25
+
+
+def make_optimizer(lib, kind="SGD"):
+    w = lib.tensor([1.0], requires_grad=True)
+    b = lib.tensor([2.0], requires_grad=True)
+    groups = [{"params": [w]}, {"params": [b], "lr": 0.05}]
+    if kind == "Adam":
+        return lib.optim.Adam(groups, lr=0.1)
+    return lib.optim.SGD(groups, lr=0.1, momentum=0.9)
+
+
+def lambda_scale(epoch):
+    return 0.9 ** epoch
+
+
+SCHEDULERS = {
+    "StepLR": lambda S, o: S.StepLR(o, step_size=4, gamma=0.5),
+    "MultiStepLR": lambda S, o: S.MultiStepLR(o, milestones=[3, 7, 7, 15], gamma=0.3),
+    "ExponentialLR": lambda S, o: S.ExponentialLR(o, gamma=0.9),
+    "CosineAnnealingLR": lambda S, o: S.CosineAnnealingLR(o, T_max=8, eta_min=0.001),
+    "LinearLR": lambda S, o: S.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=6),
+    "LambdaLR": lambda S, o: S.LambdaLR(o, lambda_scale),
+    "LambdaLR-list": lambda S, o: S.LambdaLR(o, [lambda_scale, lambda e: 1.0 / (1 + e)]),
+    "OneCycleLR": lambda S, o: S.OneCycleLR(o, max_lr=[0.5, 0.2], total_steps=STEPS + 1),
+    "OneCycleLR-linear-3phase": lambda S, o: S.OneCycleLR(o, max_lr=0.4, epochs=3, steps_per_epoch=9,
+                                                          anneal_strategy="linear", three_phase=True),
+    "SequentialLR": lambda S, o: S.SequentialLR(
+        o, [S.LinearLR(o, start_factor=0.1, total_iters=4), S.CosineAnnealingLR(o, T_max=10)], milestones=[5]),
+    "SequentialLR-3": lambda S, o: S.SequentialLR(
+        o, [S.ExponentialLR(o, gamma=0.8), S.StepLR(o, step_size=3), S.MultiStepLR(o, milestones=[2, 4])],
+        milestones=[6, 14]),
+}
+
+
+def lr_history(lib, name, kind="SGD", steps=STEPS):
+    opt = make_optimizer(lib, kind)
+    sched = SCHEDULERS[name](lib.optim.lr_scheduler, opt)
+    rows = [(sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt))]
+    for _ in range(steps):
+        opt.step()
+        sched.step()
+        rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt)))
+    return rows, sched, opt
+
+
+def _momenta(opt):
+    return [g["betas"][0] if "betas" in g else g["momentum"] for g in opt.param_groups]
+
+
+def assert_rows_close(ours, theirs):
+    assert len(ours) == len(theirs)
+    for step, (a, b) in enumerate(zip(ours, theirs)):
+        for x, y in zip(a, b):
+            assert len(x) == len(y)
+            assert all(math.isclose(u, v, rel_tol=1e-12, abs_tol=1e-15) for u, v in zip(x, y)), (step, a, b)
+
+
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_lr_sequence_matches_torch(name):
+    ours, _, _ = lr_history(ember, name)
+    theirs, _, _ = lr_history(torch, name)
+    assert_rows_close(ours, theirs)
+
+
+def test_onecycle_cycles_adam_beta1():
+    ours, _, _ = lr_history(ember, "OneCycleLR", kind="Adam")
+    theirs, _, _ = lr_history(torch, "OneCycleLR", kind="Adam")
+    assert_rows_close(ours, theirs)
+
+
+def plateau_history(lib, **kwargs):
+    opt = make_optimizer(lib)
+    sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6,
+               0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
+    rows = []
+    for m in metrics:
+        opt.step()
+        sched.step(m)
+        rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups]))
+    return rows
+
+
+PLATEAU = [dict(patience=2), dict(mode="max", patience=1, factor=0.5), dict(patience=1, cooldown=2, min_lr=0.02),
+           dict(threshold=0.05, threshold_mode="abs", patience=1, min_lr=[0.01, 0.001])]
+
+
+@pytest.mark.parametrize("kwargs", PLATEAU, ids=[str(i) for i in range(len(PLATEAU))])
+def test_reduce_lr_on_plateau_matches_torch(kwargs):
+    assert_rows_close(plateau_history(ember, **kwargs), plateau_history(torch, **kwargs))
+
+
+@pytest.mark.parametrize("name", ["StepLR", "MultiStepLR", "CosineAnnealingLR", "OneCycleLR", "SequentialLR",
+                                  "LambdaLR"])
+def test_state_dict_round_trip_through_a_checkpoint(name, tmp_path):
+    full, _, _ = lr_history(ember, name)
+    _, sched, opt = lr_history(ember, name, steps=10)
+    path = tmp_path / "sched.safetensors"
+    save({"sched": sched.state_dict(), "opt": opt.state_dict()}, path)
+    ckpt = load(path)
+    opt2 = make_optimizer(ember)
+    sched2 = SCHEDULERS[name](ember.optim.lr_scheduler, opt2)
+    opt2.load_state_dict(ckpt["opt"])
+    sched2.load_state_dict(ckpt["sched"])
+    rows = []
+    for _ in range(STEPS - 10):
+        opt2.step()
+        sched2.step()
+        rows.append((sched2.get_last_lr(), [g["lr"] for g in opt2.param_groups], _momenta(opt2)))
+    assert_rows_close(rows, full[11:])
+
+
+def test_scheduler_arguments_are_checked():
+    opt = make_optimizer(ember)
+    with pytest.raises(ValueError, match="step_size must be a positive integer, got 0"):
+        ember_sched.StepLR(opt, step_size=0)
+    with pytest.raises(ValueError, match="start_factor must be in \\(0, 1\\], got 2"):
+        ember_sched.LinearLR(opt, start_factor=2)
+    with pytest.raises(ValueError, match="expected 2 lr_lambdas"):
+        ember_sched.LambdaLR(opt, [lambda_scale])
+    with pytest.raises(ValueError, match="pass total_steps"):
+        ember_sched.OneCycleLR(opt, max_lr=0.1)
+    with pytest.raises(ValueError, match="factor must be < 1.0, got 2"):
+        ember_sched.ReduceLROnPlateau(opt, factor=2)
+    with pytest.raises(ValueError, match="expected 1 milestones"):
+        ember_sched.SequentialLR(opt, [ember_sched.StepLR(opt, 2), ember_sched.StepLR(opt, 3)], milestones=[])
+    with pytest.raises(KeyError, match="initial_lr"):
+        ember_sched.StepLR(make_optimizer(ember), step_size=2, last_epoch=3)
+    sched = ember_sched.OneCycleLR(opt, max_lr=0.1, total_steps=2)
+    sched.step()
+    sched.step()
+    with pytest.raises(ValueError, match="total_steps is 2"):
+        sched.step()

@@ -1,0 +1,189 @@
+"""The Optimizer base: argument checks, param groups, zero_grad, state_dict layout and loading."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember import optim
+
+
+def leaf(values, dtype=None):
+    return ember.tensor(values, dtype=dtype or ember.float64, requires_grad=True)
+
+
+def one_step(opt, params):
+    opt.zero_grad()
+    sum((p * p).sum() for p in params).backward()
+    opt.step()
+
+
+INVALID = [
+    (optim.SGD, dict(lr=-0.1), "SGD: invalid learning rate: -0.1"),
+    (optim.SGD, dict(lr=0.1, momentum=-1), "SGD: invalid momentum value: -1"),
+    (optim.SGD, dict(lr=0.1, weight_decay=-0.5), "SGD: invalid weight_decay value: -0.5"),
+    (optim.SGD, dict(lr=0.1, nesterov=True), "nesterov momentum requires a momentum > 0"),
+    (optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "zero dampening"),
+    (optim.Adam, dict(lr=-1e-3), "Adam: invalid learning rate: -0.001"),
+    (optim.Adam, dict(betas=(1.0, 0.999)), "Adam: invalid beta parameter at index 0: 1.0"),
+    (optim.Adam, dict(betas=(0.9, -0.1)), "Adam: invalid beta parameter at index 1: -0.1"),
+    (optim.Adam, dict(eps=-1e-8), "Adam: invalid epsilon value: -1e-08"),
+    (optim.AdamW, dict(weight_decay=-0.01), "AdamW: invalid weight_decay value: -0.01"),
+    (optim.RMSprop, dict(alpha=-0.5), "RMSprop: invalid alpha value: -0.5"),
+    (optim.RMSprop, dict(momentum=-0.5), "RMSprop: invalid momentum value: -0.5"),
+    (optim.Adagrad, dict(lr_decay=-1), "Adagrad: invalid lr_decay value: -1"),
+    (optim.Adagrad, dict(initial_accumulator_value=-1), "Adagrad: invalid initial_accumulator_value value: -1"),
+    (optim.Adadelta, dict(rho=1.5), "Adadelta: invalid rho value: 1.5"),
+    (optim.LBFGS, dict(lr=-1), "LBFGS: invalid learning rate: -1"),
+    (optim.LBFGS, dict(line_search_fn="armijo"), "LBFGS: invalid line_search_fn"),
+    (optim.LBFGS, dict(history_size=0), "LBFGS: invalid history_size: 0"),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,message", INVALID, ids=[m for _, _, m in INVALID])
+def test_invalid_arguments_name_the_value(cls, kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cls([leaf([1.0])], **kwargs)
+
+
+def test_params_must_be_an_iterable_of_tensors_or_dicts():
+    w = leaf([1.0])
+    with pytest.raises(TypeError, match="single Tensor"):
+        optim.SGD(w, lr=0.1)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(TypeError, match="can only optimize Tensors"):
+        optim.SGD([w, 3.0], lr=0.1)
+    with pytest.raises(ValueError, match="required option 'lr'"):
+        optim.SGD([w])
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
+    with pytest.raises(ValueError, match="non-leaf"):
+        optim.SGD([w * 2], lr=0.1)
+
+
+def test_param_groups_take_defaults_and_add_param_group():
+    w, b = leaf([1.0, 2.0]), leaf([3.0])
+    opt = optim.SGD([{"params": [w], "lr": 0.5}], lr=0.1, momentum=0.9)
+    opt.add_param_group({"params": b})
+    assert [g["lr"] for g in opt.param_groups] == [0.5, 0.1]
+    assert opt.param_groups[1]["momentum"] == 0.9 and opt.param_groups[1]["params"] == [b]
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [w]})
+
+
+def test_zero_grad_sets_to_none_or_zero():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    assert w.grad is not None and w.grad.tolist() == [0.0, 0.0]
+    opt.zero_grad()
+    assert w.grad is None
+
+
+def test_params_without_grad_are_skipped_and_get_no_state():
+    w, frozen = leaf([1.0, 2.0]), leaf([5.0])
+    opt = optim.Adam([w, frozen], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    assert frozen.tolist() == [5.0] and frozen not in opt.state
+    assert opt.state[w]["step"] == 1
+
+
+def test_step_returns_the_closure_loss():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    assert opt.step(closure).item() == 5.0
+    assert np.allclose(w.tolist(), [0.8, 1.6])
+
+
+def test_state_dict_layout_matches_torch():
+    def build(lib):
+        w = lib.tensor([1.0, -2.0], requires_grad=True)
+        b = lib.tensor([0.5], requires_grad=True)
+        opt = lib.optim.Adam([{"params": [w]}, {"params": [b], "lr": 0.01}], lr=0.1, amsgrad=True)
+        (w * w).sum().backward()
+        (b * b).sum().backward()
+        opt.step()
+        return opt.state_dict()
+
+    ours, theirs = build(ember), build(torch)
+    assert ours["state"].keys() == theirs["state"].keys() == {0, 1}
+    assert ours["state"][0].keys() == theirs["state"][0].keys()
+    assert [g["params"] for g in ours["param_groups"]] == [g["params"] for g in theirs["param_groups"]]
+    for ours_g, theirs_g in zip(ours["param_groups"], theirs["param_groups"]):
+        assert {k: v for k, v in theirs_g.items() if k in ours_g} == ours_g
+    np.testing.assert_allclose(ours["state"][0]["exp_avg_sq"].numpy(), theirs["state"][0]["exp_avg_sq"].numpy(),
+                               rtol=1e-6)
+    assert ours["state"][0]["step"] == theirs["state"][0]["step"].item()
+
+
+def test_load_state_dict_mismatch_raises_and_changes_nothing():
+    w, b = leaf([1.0, 2.0]), leaf([3.0])
+    opt = optim.SGD([w, b], lr=0.1, momentum=0.9)
+    one_step(opt, [w, b])
+    good = opt.state_dict()
+    before_groups = [dict(g) for g in opt.param_groups]
+    before_buf = opt.state[w]["momentum_buffer"].tolist()
+
+    other = optim.SGD([leaf([1.0, 2.0])], lr=0.5, momentum=0.1)
+    one_step(other, other.param_groups[0]["params"])
+    with pytest.raises(ValueError, match="parameter group 0 has 1 parameters in the loaded state dict, but 2"):
+        opt.load_state_dict(other.state_dict())
+    two_groups = optim.SGD([{"params": [leaf([1.0])]}, {"params": [leaf([1.0])]}], lr=0.3)
+    with pytest.raises(ValueError, match="has 2 parameter groups, but the optimizer has 1"):
+        opt.load_state_dict(two_groups.state_dict())
+    bad = {"state": {5: {"momentum_buffer": good["state"][0]["momentum_buffer"]}},
+           "param_groups": good["param_groups"]}
+    with pytest.raises(ValueError, match="indices"):
+        opt.load_state_dict(bad)
+
+    assert opt.param_groups == before_groups
+    assert opt.state[w]["momentum_buffer"].tolist() == before_buf
+
+
+def test_load_state_dict_copies_state_and_keeps_own_params():
+    w = leaf([1.0, 2.0])
+    opt = optim.Adam([w], lr=0.1)
+    one_step(opt, [w])
+    w2 = leaf([1.0, 2.0])
+    opt2 = optim.Adam([w2], lr=0.5)
+    opt2.load_state_dict(opt.state_dict())
+    assert opt2.param_groups[0]["lr"] == 0.1 and opt2.param_groups[0]["params"][0] is w2
+    assert opt2.state[w2]["exp_avg"] is not opt.state[w]["exp_avg"]  # a copy, not shared
+    assert opt2.state[w2]["exp_avg"].tolist() == opt.state[w]["exp_avg"].tolist()
+
+
+def test_load_state_dict_casts_state_to_the_param_dtype():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1, momentum=0.9)
+    one_step(opt, [w])
+    w32 = leaf([1.0, 2.0], dtype=ember.float32)
+    opt32 = optim.SGD([w32], lr=0.1, momentum=0.9)
+    opt32.load_state_dict(opt.state_dict())
+    assert opt32.state[w32]["momentum_buffer"].dtype == ember.float32
+
+
+def test_step_bumps_the_version_so_stale_saved_tensors_are_caught():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    y = (w * w).sum()  # saves w for its backward
+    opt.step()
+    with pytest.raises(RuntimeError):
+        y.backward()
+
+
+def test_float32_stays_float32():
+    w = leaf([1.0, 2.0], dtype=ember.float32)
+    opt = optim.Adam([w], lr=0.1, amsgrad=True)
+    one_step(opt, [w])
+    assert w.dtype == ember.float32
+    assert all(v.dtype == ember.float32 for k, v in opt.state[w].items() if k != "step")

@@ -1,0 +1,125 @@
+"""Every optimizer against torch: 20 steps from the same start on the same loss, one line per case."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((8, 4))
+Y = RNG.standard_normal((8, 3))
+W0 = RNG.standard_normal((4, 3)) * 0.5
+B0 = RNG.standard_normal((3,)) * 0.1
+
+
+def loss_fn(w, b):
+    # a small linear regression plus a quartic term, so curvature changes along the trajectory
+    x, y = _const(w, X), _const(w, Y)
+    r = x @ w + b - y
+    return (r * r).mean() + 0.05 * (w * w * w * w).sum()
+
+
+def _const(like, a):
+    lib = torch if isinstance(like, torch.Tensor) else ember
+    return lib.tensor(a, dtype=like.dtype)
+
+
+def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None):
+    """Parameters after each of `steps` steps; `make_opt(optim_module, [w, b])` builds the optimizer."""
+    ldtype = getattr(lib, dtype)
+    w0, b0 = start if start is not None else (W0, B0)
+    w = lib.tensor(w0, dtype=ldtype, requires_grad=True)
+    b = lib.tensor(b0, dtype=ldtype, requires_grad=True)
+    opt = make_opt(lib.optim, [w, b])
+    if opt_state is not None:
+        opt.load_state_dict(opt_state)
+    out = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn(w, b).backward()
+        opt.step()
+        out.append(np.concatenate([w.detach().numpy().ravel(), b.detach().numpy().ravel()]))
+    return np.array(out), opt, (w, b)
+
+
+TOL = {"float64": dict(rtol=1e-10, atol=1e-12), "float32": dict(rtol=2e-4, atol=2e-5)}
+
+
+def check_trajectory(name, kwargs, dtype, groups=None):
+    """Run `name(**kwargs)` (or per-group options `groups`) in torch and Ember; compare every step."""
+    def make(optim, params):
+        cls = getattr(optim, name)
+        if groups is None:
+            return cls(params, **kwargs)
+        return cls([dict(params=[p], **g) for p, g in zip(params, groups)], **kwargs)
+
+    expected, _, _ = trajectory(torch, make, dtype)
+    actual, _, _ = trajectory(ember, make, dtype)
+    assert actual.dtype == expected.dtype
+    assert np.isfinite(expected).all()
+    np.testing.assert_allclose(actual, expected, **TOL[dtype])
+
+
+CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.05, momentum=0.9)),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.1)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.01, momentum=0.5, maximize=True)),
+    ("Adam", dict(lr=0.05)),
+    ("Adam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1)),
+    ("Adam", dict(lr=0.05, amsgrad=True)),
+    ("Adam", dict(lr=0.02, amsgrad=True, maximize=True, weight_decay=0.05)),
+    ("Adam", dict(lr=0.05, betas=(0.3, 0.5))),  # lerp weight 0.7 takes torch's other rounding branch
+    ("AdamW", dict(lr=0.05)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.005, momentum=0.5, centered=True, maximize=True)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.05, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, initial_accumulator_value=0.5, maximize=True)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.5, weight_decay=0.1)),
+    ("Adadelta", dict(lr=0.1, eps=1e-4, maximize=True)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_trajectory_matches_torch(name, kwargs, dtype):
+    check_trajectory(name, kwargs, dtype)
+
+
+GROUP_CASES = [
+    ("SGD", dict(lr=0.1, momentum=0.9), [dict(lr=0.05), dict(nesterov=True, weight_decay=0.1)]),
+    ("Adam", dict(lr=0.01), [dict(lr=0.05, amsgrad=True), dict(betas=(0.5, 0.9))]),
+    ("RMSprop", dict(lr=0.01), [dict(centered=True), dict(momentum=0.9)]),
+    ("Adagrad", dict(lr=0.1), [dict(lr_decay=0.1), dict(lr=0.2)]),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,groups", GROUP_CASES, ids=[c[0] for c in GROUP_CASES])
+def test_param_groups_match_torch(name, kwargs, groups):
+    check_trajectory(name, kwargs, "float64", groups)
+
+
+RESUME_CASES = [("SGD", dict(lr=0.05, momentum=0.9)), ("Adam", dict(lr=0.05, amsgrad=True)),
+                ("AdamW", dict(lr=0.05)), ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+                ("Adagrad", dict(lr=0.1, lr_decay=0.01)), ("Adadelta", dict(lr=0.5))]
+
+
+@pytest.mark.parametrize("name,kwargs", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
+def test_state_dict_resume_continues_identically(name, kwargs):
+    def make(optim, params):
+        return getattr(optim, name)(params, **kwargs)
+
+    full, _, _ = trajectory(ember, make, "float64", steps=20)
+    first, opt, (w, b) = trajectory(ember, make, "float64", steps=10)
+    state = copy.deepcopy(opt.state_dict())
+    start = (w.detach().numpy().copy(), b.detach().numpy().copy())
+    rest, _, _ = trajectory(ember, make, "float64", steps=10, start=start, opt_state=state)
+    np.testing.assert_array_equal(np.concatenate([first, rest]), full)
