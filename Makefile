@@ -14,8 +14,9 @@ $(VENV)/.core: $(VPY) pyproject.toml
 	$(PIP) install -q -e ".[bf16,io,scipy]"
 	touch $@
 
-$(VENV)/.test: $(VENV)/.core
+$(VENV)/.test: $(VENV)/.core scripts/install_data.sh
 	$(PIP) install -q -e ".[bf16,io,scipy,test]"
+	bash scripts/install_data.sh $(VPY)
 	touch $@
 
 demo: $(VENV)/.core

@@ -282,6 +282,11 @@ class Tensor:
         return self._device.type == "cpu" and backends.get("cpu").is_pinned(self._data)
 
 
+from .autograd import function as _function  # noqa: E402
+
+_function._make_fn = Tensor._make
+
+
 def _rebuild(arr, dev, requires_grad):
     t = Tensor(arr, device=dev) if dev != "cpu" else Tensor._make(arr, CPU)
     if requires_grad:

@@ -13,6 +13,8 @@ from .gradcheck import gradcheck, gradgradcheck
 from .tape import GradientTape
 from . import engine
 
+import numpy as np
+
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "gradcheck",
            "gradgradcheck", "GradientTape", "is_anomaly_enabled", "is_inference_mode_enabled"]
@@ -39,7 +41,8 @@ def _root_grads(outputs, grad_outputs, op):
             if t.numel() != 1:
                 raise op_error(op, f"grad can be implicitly created only for scalar outputs; the output "
                                    f"has shape {tuple(t.shape)}: pass `gradient=` of that shape")
-            g = ones_like(t)
+            g = t._make(np.ones(t.shape, t._data.dtype), t._device) if type(t._data) is np.ndarray \
+                else ones_like(t)
         elif g.shape != t.shape:
             raise op_error(op, f"gradient has shape {tuple(g.shape)} but the output has shape "
                                f"{tuple(t.shape)}")

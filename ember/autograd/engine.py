@@ -6,7 +6,7 @@ a node runs once every consumer of its outputs has sent its gradient.
 from __future__ import annotations
 
 from . import anomaly
-from .grad_mode import set_grad_enabled
+from .grad_mode import STATE
 
 
 def _fresh(g):
@@ -39,77 +39,85 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
         for t in inputs:
             capture[id(t)] = None
     leaf_grads = {}   # id(leaf) -> [leaf, summed grad], applied at the end
-    with set_grad_enabled(create_graph):
-        # 1. count, for each reachable node, how many edges lead into it
-        deps = {}
-        buffers = {}
-        stack = []
-        for t, g in zip(roots, grad_roots):
-            node = t._node
-            if node is None:       # the root is itself a leaf
-                _send_leaf(t, g, leaf_grads)
-                continue
-            buf = buffers.get(node)
-            if buf is None:
-                buf = buffers[node] = [None] * node.n_out
-                if node not in deps:
-                    deps[node] = 0
-                    stack.append(node)
-            i = t._out_idx
-            buf[i] = g if buf[i] is None else buf[i] + g
-        seen = set(deps)
-        while stack:
-            node = stack.pop()
-            for e in node.parents:
-                if e is None or e[1] < 0:
-                    continue
-                p = e[0]
-                deps[p] = deps.get(p, 0) + 1
-                if p not in seen:
-                    seen.add(p)
-                    stack.append(p)
-        # 2. run nodes whose consumers are all done
-        ready = [n for n in buffers if deps[n] == 0]
-        while ready:
-            node = ready.pop()
-            grads = buffers.pop(node)
-            if node._hooks or node._retained or capture is not None:
-                grads = _node_outputs(node, grads, capture)
-            if node._freed:
-                from .function import _FREED
-                raise RuntimeError(_FREED)
-            if node.n_out > 1:
-                grads = _materialize(node, grads)
-            in_grads = node.backward(*grads)
-            if anomaly.ENABLED:
-                anomaly.check_backward(node, in_grads)
-            if not retain_graph:
-                node.release()
-            for e, g in zip(node.parents, in_grads):
-                if e is None or g is None:
-                    continue
-                p, i = e
-                if i < 0:
-                    _send_leaf(p, g, leaf_grads)
-                    continue
-                buf = buffers.get(p)
-                if buf is None:
-                    buf = buffers[p] = [None] * p.n_out
-                buf[i] = g if buf[i] is None else buf[i] + g
-                deps[p] -= 1
-                if deps[p] == 0:
-                    ready.append(p)
-        # 3. leaves
-        for leaf, g in leaf_grads.values():
-            if leaf._hooks:
-                g = _call_hooks(leaf._hooks, g)
-            if capture is not None and id(leaf) in capture:
-                capture[id(leaf)] = g
-            if accumulate and (capture is None or id(leaf) in capture):
-                _accumulate(leaf, g, create_graph)
+    prev = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate)
+    finally:
+        STATE.enabled = prev
     if capture is not None:
         return [capture[id(t)] for t in inputs]
     return None
+
+
+def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate):
+    # 1. count, for each reachable node, how many edges lead into it
+    deps = {}
+    buffers = {}
+    stack = []
+    for t, g in zip(roots, grad_roots):
+        node = t._node
+        if node is None:       # the root is itself a leaf
+            _send_leaf(t, g, leaf_grads)
+            continue
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.n_out
+            if node not in deps:
+                deps[node] = 0
+                stack.append(node)
+        i = t._out_idx
+        buf[i] = g if buf[i] is None else buf[i] + g
+    seen = set(deps)
+    while stack:
+        node = stack.pop()
+        for e in node.parents:
+            if e is None or e[1] < 0:
+                continue
+            p = e[0]
+            deps[p] = deps.get(p, 0) + 1
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    # 2. run nodes whose consumers are all done
+    ready = [n for n in buffers if deps[n] == 0]
+    while ready:
+        node = ready.pop()
+        grads = buffers.pop(node)
+        if node._hooks or node._retained or capture is not None:
+            grads = _node_outputs(node, grads, capture)
+        if node._freed:
+            from .function import _FREED
+            raise RuntimeError(_FREED)
+        if node.n_out > 1:
+            grads = _materialize(node, grads)
+        in_grads = node.backward(*grads)
+        if anomaly.ENABLED:
+            anomaly.check_backward(node, in_grads)
+        if not retain_graph:
+            node.release()
+        for e, g in zip(node.parents, in_grads):
+            if e is None or g is None:
+                continue
+            p, i = e
+            if i < 0:
+                _send_leaf(p, g, leaf_grads)
+                continue
+            buf = buffers.get(p)
+            if buf is None:
+                buf = buffers[p] = [None] * p.n_out
+            buf[i] = g if buf[i] is None else buf[i] + g
+            deps[p] -= 1
+            if deps[p] == 0:
+                ready.append(p)
+    # 3. leaves
+    for leaf, g in leaf_grads.values():
+        if leaf._hooks:
+            g = _call_hooks(leaf._hooks, g)
+        if capture is not None and id(leaf) in capture:
+            capture[id(leaf)] = g
+        if accumulate and (capture is None or id(leaf) in capture):
+            _accumulate(leaf, g, create_graph)
 
 
 def _send_leaf(leaf, g, leaf_grads):

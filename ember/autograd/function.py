@@ -108,23 +108,25 @@ class Primitive(Node):
         node = cls.__new__(cls)
         if params:
             node.__dict__.update(params)
-        t0 = inputs[0]
-        device = t0._device
         out = node.forward(*[t._data for t in inputs])
-        if isinstance(out, np.generic):  # NumPy returns scalars from 0-d results; keep arrays
-            out = np.asarray(out)
-        from .._tensor import Tensor
-        if not (STATE.enabled and cls.differentiable and any(t.requires_grad for t in inputs)):
-            result = Tensor._make(out, device)
-            if anomaly.ENABLED:
-                anomaly.check_forward(node, result)
-            return result
-        node.parents = tuple(_edge(t) for t in inputs)
-        node.needs_input_grad = tuple(t.requires_grad for t in inputs)
+        if out.__class__ is not _ndarray and isinstance(out, np.generic):
+            out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
+        device = inputs[0]._device
+        make = _make_fn
+        if STATE.enabled and cls.differentiable:
+            for t in inputs:
+                if t.requires_grad:
+                    break
+            else:
+                return node._no_graph(make(out, device))
+        else:
+            return node._no_graph(make(out, device))
+        node.parents = [_edge(t) for t in inputs]
+        node.needs_input_grad = [t.requires_grad for t in inputs]
         node._device = device
         if cls.saves_inputs:
             node.save_for_backward(*inputs)
-        result = Tensor._make(out, device, requires_grad=True, node=node, idx=0)
+        result = make(out, device, True, node, 0)
         if cls.saves_output:
             result._vc = vc = [0]
             node._out = (out, vc, 0)
@@ -132,6 +134,15 @@ class Primitive(Node):
             anomaly.record(node)
             anomaly.check_forward(node, result)
         return result
+
+    def _no_graph(self, result):
+        if anomaly.ENABLED:
+            anomaly.check_forward(self, result)
+        return result
+
+
+_ndarray = np.ndarray
+_make_fn = None   # Tensor._make, set by ember._tensor once the class exists
 
 
 class FunctionCtx(Node):

@@ -1,0 +1,63 @@
+"""Shared benchmark harness: Ember beside torch in one process, alternating, medians and ratios.
+
+Usage in a workload script:
+    from harness import compare, machine, table
+    rows = [compare("W1 add", ember_step, torch_step, iters=10000)]
+    print(machine()); print(table(rows))
+"""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+
+
+def _time(fn, iters: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - t0) / iters
+
+
+def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup: int = 2) -> dict:
+    """Median seconds per iteration of each side; runs alternate so drift hits both alike."""
+    for _ in range(warmup):
+        _time(ember_fn, max(1, iters // 10))
+        _time(torch_fn, max(1, iters // 10))
+    te, tt = [], []
+    for _ in range(repeats):
+        te.append(_time(ember_fn, iters))
+        tt.append(_time(torch_fn, iters))
+    e, t = statistics.median(te), statistics.median(tt)
+    return {"name": name, "ember": e, "torch": t, "ratio": e / t}
+
+
+def _fmt(s: float) -> str:
+    return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
+
+
+def table(rows, targets=None) -> str:
+    targets = targets or {}
+    out = ["| workload | ember | torch | ember / torch | target |", "|---|---|---|---|---|"]
+    for r in rows:
+        tgt = targets.get(r["name"])
+        mark = "" if tgt is None else (f"<= {tgt} " + ("met" if r["ratio"] <= tgt else "**missed**"))
+        out.append(f"| {r['name']} | {_fmt(r['ember'])} | {_fmt(r['torch'])} | {r['ratio']:.2f} | {mark} |")
+    return "\n".join(out)
+
+
+def machine() -> str:
+    import numpy as np
+    import torch
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, NumPy {np.__version__}, "
+            f"torch {torch.__version__} ({torch.get_num_threads()} threads)")
