@@ -39,8 +39,14 @@ def save(obj: Any, f: PathLike | BinaryIO) -> None:
 
     The file is a safetensors file; nothing is pickled.
 
-    >>> ember.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.safetensors")
-    >>> ckpt = ember.load("ckpt.safetensors")
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
+    >>> w = ember.ones(2, requires_grad=True); opt = ember.optim.SGD([w], lr=0.25, momentum=0.9)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> ember.save({"w": w, "optim": opt.state_dict(), "epoch": 3}, path)
+    >>> ckpt = ember.load(path)
+    >>> ckpt["epoch"], ckpt["w"].tolist(), ckpt["optim"]["state"][0]["momentum_buffer"].tolist()
+    (3, [0.5, 0.5], [2.0, 2.0])
     """
     arrays: dict[str, np.ndarray] = {}
     structure = _Encoder(arrays).encode(obj)
@@ -60,8 +66,12 @@ def load(f: PathLike | BinaryIO, map_location=None) -> Any:
     {saved device: new device}); by default each goes back to the device it was saved from.
     Pickle files (such as those of torch.save) are refused, never unpickled.
 
-    >>> state = ember.load("model.safetensors", map_location="cpu")
-    >>> model.load_state_dict(state)
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "weights.safetensors")
+    >>> ember.save({"fc.weight": ember.ones(2, 3), "fc.bias": ember.zeros(2)}, path)
+    >>> state = ember.load(path, map_location="cpu")
+    >>> sorted(state), state["fc.weight"].shape
+    (['fc.bias', 'fc.weight'], (2, 3))
     """
     if hasattr(f, "read"):
         name, data = getattr(f, "name", "<file object>"), f.read()

@@ -1,7 +1,10 @@
 """ember.optim: optimizers (each a class over a pure step function) and learning-rate schedulers.
 
->>> opt = ember.optim.Adam(model.parameters(), lr=1e-3)
+>>> w = ember.zeros(3, requires_grad=True)
+>>> opt = ember.optim.Adam([w], lr=1e-3)
 >>> sched = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+>>> for step in range(3):
+...     opt.zero_grad(); ((w - 1) ** 2).sum().backward(); opt.step(); sched.step()
 """
 from . import lr_scheduler
 from .adadelta import Adadelta

@@ -69,7 +69,10 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """AdamW (torch.optim.AdamW): Adam with decoupled weight decay, `w *= 1 - lr * weight_decay`.
 
-    >>> opt = ember.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = ember.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> (w * w).sum().backward(); opt.step(); [round(v, 4) for v in w.tolist()]
+    [0.85, -1.8]
     """
 
     _name = "AdamW"

@@ -23,9 +23,13 @@ __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", 
 class LRScheduler:
     """Base class: subclasses implement `get_lr()` (and optionally `_get_closed_form_lr()`).
 
-    >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
-    >>> for epoch in range(100):
-    ...     train_one_epoch(); sched.step()
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    >>> for epoch in range(4):
+    ...     opt.step()  # after the epoch's training steps
+    ...     sched.step()
+    >>> sched.get_last_lr()
+    [0.025]
     """
 
     _is_initial = False
@@ -62,7 +66,8 @@ class LRScheduler:
     def get_last_lr(self) -> list[float]:
         """The learning rates the last `step()` set, one per param group.
 
-        >>> sched.get_last_lr()
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+        >>> ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5).get_last_lr()
         [0.1]
         """
         return self._last_lr
@@ -90,7 +95,10 @@ class LRScheduler:
     def state_dict(self) -> dict[str, Any]:
         """Everything but the optimizer.
 
-        >>> ember.save({"sched": sched.state_dict(), "opt": opt.state_dict()}, "ckpt.safetensors")
+        >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+        >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=3)
+        >>> sched.state_dict()["last_epoch"], sched.state_dict()["step_size"]
+        (0, 3)
         """
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
@@ -111,7 +119,10 @@ def _lrs(optimizer: Optimizer) -> list[float]:
 class LambdaLR(LRScheduler):
     """lr = initial_lr * lr_lambda(epoch); one function, or a list with one per param group.
 
-    >>> sched = ember.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.95 ** epoch)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.05]
     """
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
@@ -151,7 +162,12 @@ class LambdaLR(LRScheduler):
 class StepLR(LRScheduler):
     """Multiply the lr by `gamma` every `step_size` epochs.
 
-    >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+    >>> for _ in range(2):
+    ...     opt.step(); sched.step()
+    >>> [round(lr, 6) for lr in sched.get_last_lr()]
+    [0.01]
     """
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
@@ -172,7 +188,13 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the lr by `gamma` at each milestone epoch (a repeated milestone counts twice).
 
-    >>> sched = ember.optim.lr_scheduler.MultiStepLR(opt, milestones=[30, 80], gamma=0.1)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.05, 0.05, 0.025, 0.025]
     """
 
     def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
@@ -194,7 +216,10 @@ class MultiStepLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """Multiply the lr by `gamma` every epoch.
 
-    >>> sched = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.05]
     """
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
@@ -215,7 +240,10 @@ class CosineAnnealingLR(LRScheduler):
 
     lr_t = eta_min + (initial_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2, computed recursively.
 
-    >>> sched = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100, eta_min=1e-5)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2)
+    >>> opt.step(); sched.step(); [round(lr, 6) for lr in sched.get_last_lr()]
+    [0.05]
     """
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
@@ -245,7 +273,13 @@ class CosineAnnealingLR(LRScheduler):
 class LinearLR(LRScheduler):
     """Scale the lr linearly from `start_factor` to `end_factor` over `total_iters` epochs (warm-up).
 
-    >>> sched = ember.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=5)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(3):
+    ...     opt.step(); sched.step(); lrs.append(round(sched.get_last_lr()[0], 6))
+    >>> lrs
+    [0.05, 0.075, 0.1, 0.1]
     """
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
@@ -279,7 +313,10 @@ class OneCycleLR(LRScheduler):
     then anneals to max_lr / (div_factor * final_div_factor); momentum (or Adam's beta1) cycles the
     other way. Step it after every batch.
 
-    >>> sched = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=1000)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    >>> sched = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    >>> round(sched.get_last_lr()[0], 6), opt.param_groups[0]["momentum"]
+    (0.04, 0.95)
     """
 
     def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float], total_steps: int | None = None,
@@ -389,9 +426,15 @@ def _per_group(name: str, optimizer: Optimizer, value) -> list:
 class SequentialLR(LRScheduler):
     """Run `schedulers` one after another, switching at the `milestones` epochs.
 
-    >>> warmup = ember.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=5)
-    >>> decay = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=95)
-    >>> sched = ember.optim.lr_scheduler.SequentialLR(opt, [warmup, decay], milestones=[5])
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> warmup = ember.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> decay = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    >>> sched = ember.optim.lr_scheduler.SequentialLR(opt, [warmup, decay], milestones=[2])
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(4):
+    ...     opt.step(); sched.step(); lrs.append(round(sched.get_last_lr()[0], 6))
+    >>> lrs
+    [0.05, 0.075, 0.1, 0.05, 0.025]
     """
 
     def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler], milestones: Sequence[int],
@@ -454,9 +497,12 @@ class SequentialLR(LRScheduler):
 class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by `factor` when a metric has stopped improving for `patience` epochs.
 
-    >>> sched = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", patience=5)
-    >>> for epoch in range(100):
-    ...     val_loss = validate(); sched.step(val_loss)
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", patience=1)
+    >>> for val_loss in [1.0, 0.5, 0.6, 0.7]:
+    ...     sched.step(val_loss)
+    >>> [round(lr, 6) for lr in sched.get_last_lr()]
+    [0.01]
     """
 
     def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,

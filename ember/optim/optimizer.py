@@ -33,9 +33,10 @@ class Optimizer:
     applies one step to the parameters of a group.
 
     >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
-    >>> opt = ember.optim.SGD([{"params": [w], "lr": 0.5}], lr=0.1)
-    >>> (w * w).sum().backward(); opt.step(); w.tolist()
-    [0.0, 0.0]
+    >>> b = ember.tensor([3.0], requires_grad=True)
+    >>> opt = ember.optim.SGD([{"params": [w], "lr": 0.5}, {"params": [b]}], lr=0.25)
+    >>> ((w * w).sum() + (b * b).sum()).backward(); opt.step(); w.tolist(), b.tolist()
+    ([0.0, 0.0], [1.5])
     """
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
@@ -72,7 +73,10 @@ class Optimizer:
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own options (missing options take the defaults).
 
-        >>> opt.add_param_group({"params": [head_weight], "lr": 1e-3})
+        >>> opt = ember.optim.SGD([ember.zeros(2, requires_grad=True)], lr=0.1)
+        >>> opt.add_param_group({"params": [ember.zeros(3, requires_grad=True)], "lr": 1e-3})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.001]
         """
         name = type(self).__name__
         if not isinstance(param_group, dict):
@@ -110,7 +114,9 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized parameters (to None by default, as torch does).
 
-        >>> opt.zero_grad()
+        >>> w = ember.ones(2, requires_grad=True); opt = ember.optim.SGD([w], lr=0.1)
+        >>> (w * w).sum().backward(); opt.zero_grad(); w.grad is None
+        True
         """
         for group in self.param_groups:
             for p in group["params"]:
@@ -125,7 +131,9 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Apply one update to every parameter that has a gradient; returns what `closure` returns.
 
-        >>> loss = loss_fn(model(x), y); loss.backward(); opt.step()
+        >>> w = ember.ones(2, requires_grad=True); opt = ember.optim.SGD([w], lr=0.25)
+        >>> (w * w).sum().backward(); opt.step(); w.tolist()
+        [0.5, 0.5]
         """
         loss = None
         if closure is not None:
@@ -145,7 +153,10 @@ class Optimizer:
         `{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]}`; the tensors in
         "state" are the live state tensors (save the dict, or deep-copy it, to keep a snapshot).
 
-        >>> ember.save(opt.state_dict(), "opt.safetensors")
+        >>> w = ember.ones(2, requires_grad=True); opt = ember.optim.Adam([w])
+        >>> (w * w).sum().backward(); opt.step()
+        >>> sd = opt.state_dict(); sorted(sd["state"][0]), sd["param_groups"][0]["params"]
+        (['exp_avg', 'exp_avg_sq', 'step'], [0])
         """
         index: dict[int, int] = {}
         groups = []
@@ -165,7 +176,11 @@ class Optimizer:
         Checks that the number of groups and the size of each group match before changing anything;
         state tensors are copied and cast to the dtype and device of their parameter.
 
-        >>> opt.load_state_dict(ember.load("opt.safetensors"))
+        >>> w = ember.ones(2, requires_grad=True); opt = ember.optim.Adam([w])
+        >>> (w * w).sum().backward(); opt.step()
+        >>> w2 = ember.ones(2, requires_grad=True); opt2 = ember.optim.Adam([w2])
+        >>> opt2.load_state_dict(opt.state_dict()); opt2.state[w2]["step"]
+        1
         """
         name = type(self).__name__
         if not isinstance(state_dict, dict) or "param_groups" not in state_dict or "state" not in state_dict:

@@ -15,7 +15,7 @@ class SGD(Optimizer):
     With momentum mu and dampening tau: b = mu * b + (1 - tau) * g (b = g on the first step), and the
     update uses b, or g + mu * b with `nesterov=True`.
 
-    >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
+    >>> w = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
     >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
     >>> (w * w).sum().backward(); opt.step(); w.tolist()
     [0.8, -1.6]

@@ -1,0 +1,18 @@
+"""The examples in the docstrings of ember.optim and ember.serialization run and print what they say."""
+import doctest
+import importlib
+
+import pytest
+
+import ember
+
+MODULES = ["ember.optim", "ember.optim.optimizer", "ember.optim.sgd", "ember.optim.adam", "ember.optim.rmsprop",
+           "ember.optim.adagrad", "ember.optim.adadelta", "ember.optim.lbfgs", "ember.optim.lr_scheduler",
+           "ember.serialization"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = doctest.testmod(importlib.import_module(name), extraglobs={"ember": ember}, report=True)
+    assert result.attempted > 0 and result.failed == 0
