@@ -227,9 +227,9 @@ def _nondiff(name, fn):
     return op
 
 
-floor = _nondiff("floor", lambda xp, a: xp.floor(a) if a.dtype.kind == "f" else a.copy())
-ceil = _nondiff("ceil", lambda xp, a: xp.ceil(a) if a.dtype.kind == "f" else a.copy())
-trunc = _nondiff("trunc", lambda xp, a: xp.trunc(a) if a.dtype.kind == "f" else a.copy())
+floor = _nondiff("floor", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.floor(a))
+ceil = _nondiff("ceil", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.ceil(a))
+trunc = _nondiff("trunc", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.trunc(a))
 sign = _nondiff("sign", lambda xp, a: xp.sign(a))
 frac = None  # defined below as a composite
 
@@ -525,7 +525,10 @@ def cumsum(input, dim, *, dtype=None):
         input = input.to(dtype)
     elif input.dtype.category < 2:
         input = input.long()
-    return P.Cumsum.apply(input, axis=_axes(dim, input.ndim, "cumsum")[0] if input.ndim else 0)
+    if input.ndim == 0:   # a 0-d tensor is its own cumsum (NumPy would return shape (1,))
+        _axes(dim, 0, "cumsum")
+        return P.Clone.apply(input)
+    return P.Cumsum.apply(input, axis=_axes(dim, input.ndim, "cumsum")[0])
 
 
 def cumprod(input, dim, *, dtype=None):
@@ -533,7 +536,10 @@ def cumprod(input, dim, *, dtype=None):
         input = input.to(dtype)
     elif input.dtype.category < 2:
         input = input.long()
-    return P.Cumprod.apply(input, axis=_axes(dim, input.ndim, "cumprod")[0] if input.ndim else 0)
+    if input.ndim == 0:   # a 0-d tensor is its own cumprod (NumPy would return shape (1,))
+        _axes(dim, 0, "cumprod")
+        return P.Clone.apply(input)
+    return P.Cumprod.apply(input, axis=_axes(dim, input.ndim, "cumprod")[0])
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):

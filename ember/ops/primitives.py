@@ -494,7 +494,7 @@ def _scatter_key(xp, index, axis):
 class MatMul(Primitive):
     """a @ b for operands of >= 2 dims with broadcast batch dims (the ops layer handles 1-D)."""
     saves_inputs = True
-    def forward(self, a, b): return a @ b
+    def forward(self, a, b): return (a @ b).astype(a.dtype, copy=False)  # NumPy gives bfloat16 @ -> float32
     def backward(self, g):
         a, b = self.saved_tensors
         ga = sum_to(MatMul.apply(g, b.mT), a.shape) if self.needs_input_grad[0] else None
@@ -505,7 +505,11 @@ class MatMul(Primitive):
 class Einsum(Primitive):
     """einsum over explicit subscripts 'ij,jk->ik' (no repeated index within one operand)."""
     saves_inputs = True
-    def forward(self, *xs): return array_module(xs[0]).einsum(self.eq, *xs)
+    def forward(self, *xs):
+        dt = xs[0].dtype
+        if dt.kind == "V":   # bfloat16 (ml_dtypes): NumPy's einsum rejects it; compute in float32
+            xs = [x.astype(np.float32) for x in xs]
+        return array_module(xs[0]).einsum(self.eq, *xs).astype(dt, copy=False)
     def backward(self, g):
         from .math import einsum
         ins, out = self.eq.split("->")
