@@ -1,0 +1,562 @@
+"""ember/ops/math.py against torch: elementwise, comparison, reductions, linear algebra."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+import ember
+from helpers import check_op, Const, NoGrad
+
+# ------------------------------------------------------------------ binary arithmetic, broadcasting
+BINARY = {
+    "add": lambda L, a, b: L.add(a, b),
+    "add_alpha": lambda L, a, b: L.add(a, b, alpha=2.5),
+    "sub": lambda L, a, b: L.sub(a, b),
+    "sub_alpha": lambda L, a, b: a.sub(b, alpha=0.5),
+    "mul": lambda L, a, b: L.mul(a, b),
+    "div": lambda L, a, b: L.div(a, b),
+    "true_divide": lambda L, a, b: L.true_divide(a, b),
+    "op+": lambda L, a, b: a + b,
+    "op-": lambda L, a, b: a - b,
+    "op*": lambda L, a, b: a * b,
+    "op/": lambda L, a, b: a / b,
+    "method_add": lambda L, a, b: a.add(b),
+    "method_mul": lambda L, a, b: a.mul(b),
+    "method_div": lambda L, a, b: a.div(b),
+    "maximum": lambda L, a, b: L.maximum(a, b),
+    "minimum": lambda L, a, b: L.minimum(a, b),
+    "method_maximum": lambda L, a, b: a.maximum(b),
+    "method_minimum": lambda L, a, b: a.minimum(b),
+}
+SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((4,), (2, 3, 4)), ((), (2, 3)),
+          ((2, 1, 3), (5, 1))]
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary(name, shapes):
+    fn = BINARY[name]
+    if "div" in name or name == "op/":
+        # keep the divisor away from 0
+        b = np.random.default_rng(1).uniform(0.5, 2, size=shapes[1]) * np.where(
+            np.random.default_rng(2).random(shapes[1]) < 0.5, -1, 1)
+        check_op(fn, shapes[0], b)
+    else:
+        check_op(fn, *shapes)
+
+
+REFLECTED = {
+    "scalar+t": lambda L, a: 2.5 + a,
+    "scalar-t": lambda L, a: 2.5 - a,
+    "scalar*t": lambda L, a: 3 * a,
+    "scalar/t": lambda L, a: 1.5 / a,
+    "t+scalar": lambda L, a: a + 2,
+    "t-scalar": lambda L, a: a - 0.5,
+    "t*scalar": lambda L, a: a * -1.5,
+    "t/scalar": lambda L, a: a / 4,
+    "t+int": lambda L, a: a + 3,
+    "t+bool": lambda L, a: a + True,
+}
+
+
+@pytest.mark.parametrize("name", list(REFLECTED))
+def test_reflected_scalar(name):
+    check_op(REFLECTED[name], (3, 4), positive=True)
+
+
+def test_numpy_scalar_left():
+    check_op(lambda L, a: np.float64(2.0) * a, (3,))   # __array_priority__: ours, not numpy's
+
+
+INPLACE = {
+    "+=": lambda L, a, b: _iop(a, b, "__iadd__"),
+    "-=": lambda L, a, b: _iop(a, b, "__isub__"),
+    "*=": lambda L, a, b: _iop(a, b, "__imul__"),
+    "/=": lambda L, a, b: _iop(a, b, "__itruediv__"),
+    "add_": lambda L, a, b: (a * 1).add_(b),
+    "add_alpha_": lambda L, a, b: (a * 1).add_(b, alpha=-2),
+    "sub_": lambda L, a, b: (a * 1).sub_(b),
+    "mul_": lambda L, a, b: (a * 1).mul_(b),
+    "div_": lambda L, a, b: (a * 1).div_(b),
+    "maximum_": lambda L, a, b: (a * 1).maximum_(b) if L is ember else torch.maximum(a, b),
+    "clamp_": lambda L, a, b: (a * 1).clamp_(-0.5, 0.5) + b,
+    "exp_": lambda L, a, b: (a * 1).exp_() * b,
+    "tanh_": lambda L, a, b: (a * 1).tanh_() * b,
+    "sigmoid_": lambda L, a, b: (a * 1).sigmoid_() * b,
+    "neg_": lambda L, a, b: (a * 1).neg_() * b,
+    "pow_": lambda L, a, b: (a * 1).pow_(2) * b,
+}
+
+
+def _iop(a, b, op):
+    c = a * 1          # a non-leaf copy; in-place on a leaf that requires grad is an error
+    c2 = getattr(c, op)(b)
+    assert c2 is c     # in place: the same tensor comes back
+    return c
+
+
+@pytest.mark.parametrize("name", list(INPLACE))
+def test_inplace_arith(name):
+    b = np.random.default_rng(3).uniform(0.5, 2, size=(4,))
+    check_op(INPLACE[name], (3, 4), b)
+
+
+def test_inplace_bumps_version_and_views_see_it():
+    x = ember.zeros(2, 3)
+    v = x[0]
+    v0 = x._version
+    x += 1
+    x.add_(ember.ones(3))
+    assert x._version == v0 + 2
+    assert v.tolist() == [2.0, 2.0, 2.0]
+    v.mul_(3)   # a write through the view is seen by the base
+    assert x.tolist() == [[6.0, 6.0, 6.0], [2.0, 2.0, 2.0]]
+
+
+def test_inplace_int_tensor_rejects_float_result():
+    x = ember.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x += 1.5
+    assert x.tolist() == [1, 2, 3]
+
+
+def test_floor_divide_remainder_ints():
+    a = np.array([7, -7, 5, -5, 0], dtype=np.int64)
+    b = np.array([2, 2, -3, -3, 4], dtype=np.int64)
+    check_op(lambda L, a, b: L.floor_divide(a, b), a, b)
+    check_op(lambda L, a, b: a // b, a, b)
+    check_op(lambda L, a, b: L.remainder(a, b), a, b)
+    check_op(lambda L, a, b: a % b, a, b)
+    check_op(lambda L, a, b: L.div(a, b), a, b)   # int / int -> float
+    check_op(lambda L, a, b: L.div(a, b, rounding_mode="trunc"), a, b)
+    check_op(lambda L, a, b: L.div(a, b, rounding_mode="floor"), a, b)
+
+
+def test_remainder_float_grad():
+    check_op(lambda L, a: L.remainder(a, 0.7), (3, 4))
+    check_op(lambda L, a: a.div(0.3, rounding_mode="trunc"), (3, 4), grad=False)
+
+
+# ------------------------------------------------------------------ pow
+POW = {
+    "t**2": (lambda L, a: a ** 2, False),
+    "t**3": (lambda L, a: a ** 3, False),
+    "t**0.5": (lambda L, a: a ** 0.5, True),
+    "t**-1.5": (lambda L, a: a ** -1.5, True),
+    "t**1": (lambda L, a: a ** 1, False),
+    "t**0": (lambda L, a: a ** 0, False),
+    "2**t": (lambda L, a: 2 ** a, False),
+    "2.5**t": (lambda L, a: 2.5 ** a, False),
+    "pow(t,3)": (lambda L, a: L.pow(a, 3), False),
+    "pow(2,t)": (lambda L, a: L.pow(2.0, a), False),
+    "t.pow(-2)": (lambda L, a: a.pow(-2), True),
+}
+
+
+@pytest.mark.parametrize("name", list(POW))
+def test_pow_scalar(name):
+    fn, pos = POW[name]
+    check_op(fn, (3, 4), positive=pos)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 1), (4,)), ((), (3,))], ids=str)
+def test_pow_tensor_tensor(shapes):
+    check_op(lambda L, a, b: a ** b, *shapes, positive=True)
+    check_op(lambda L, a, b: L.pow(a, b), *shapes, positive=True)
+
+
+def test_pow_zero_base_grad():
+    # d(a^b)/db at a == 0 is 0 in torch, not nan
+    check_op(lambda L, a, b: a ** b, np.array([0.0, 1.0, 2.0]), np.array([2.0, 2.0, 0.5]))
+
+
+def test_pow_int():
+    a = np.array([1, 2, 3, -4], dtype=np.int64)
+    check_op(lambda L, a: a ** 2, a)
+    check_op(lambda L, a: a ** 0.5, np.array([1, 4, 9], dtype=np.int64))
+    check_op(lambda L, a: 2 ** a, np.array([0, 1, 5], dtype=np.int64))
+
+
+# ------------------------------------------------------------------ unary
+UNARY = {  # name: (fn, positive inputs, extra grad tolerance)
+    "neg": (lambda L, a: L.neg(a), False),
+    "-t": (lambda L, a: -a, False),
+    "abs": (lambda L, a: L.abs(a), False),
+    "abs()": (lambda L, a: abs(a), False),
+    "exp": (lambda L, a: L.exp(a), False),
+    "log": (lambda L, a: L.log(a), True),
+    "log1p": (lambda L, a: L.log1p(a), True),
+    "expm1": (lambda L, a: L.expm1(a), False),
+    "log2": (lambda L, a: L.log2(a), True),
+    "log10": (lambda L, a: L.log10(a), True),
+    "exp2": (lambda L, a: L.exp2(a), False),
+    "sqrt": (lambda L, a: L.sqrt(a), True),
+    "rsqrt": (lambda L, a: L.rsqrt(a), True),
+    "sin": (lambda L, a: L.sin(a), False),
+    "cos": (lambda L, a: L.cos(a), False),
+    "tan": (lambda L, a: L.tan(a), False),
+    "tanh": (lambda L, a: L.tanh(a), False),
+    "sigmoid": (lambda L, a: L.sigmoid(a), False),
+    "erf": (lambda L, a: L.erf(a), False),
+    "reciprocal": (lambda L, a: L.reciprocal(a), True),
+    "square": (lambda L, a: L.square(a), False),
+    "relu": (lambda L, a: L.relu(a), False),
+    "floor": (lambda L, a: L.floor(a), False),
+    "ceil": (lambda L, a: L.ceil(a), False),
+    "round": (lambda L, a: L.round(a), False),
+    "round_dec": (lambda L, a: L.round(a, decimals=1), False),
+    "sign": (lambda L, a: L.sign(a), False),
+    "trunc": (lambda L, a: L.trunc(a), False),
+    "frac": (lambda L, a: L.frac(a), False),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_function(name):
+    fn, pos = UNARY[name]
+    check_op(fn, (3, 4), positive=pos, low=-1.3, high=1.3)
+
+
+@pytest.mark.parametrize("name", [n for n in UNARY if n.isidentifier() and n not in ("round_dec",)])
+def test_unary_method(name):
+    _, pos = UNARY[name]
+    check_op(lambda L, a: getattr(a, name)(), (2, 3), positive=pos, low=-1.3, high=1.3)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "sin", "tanh", "sigmoid", "abs", "neg", "floor"])
+def test_unary_half_precision(name):
+    fn, pos = UNARY[name]
+    check_op(fn, (3, 4), positive=pos, dtypes=("float16", "bfloat16"))
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "sin", "sigmoid", "abs", "neg", "floor", "sign", "erf"])
+def test_unary_int_input(name):
+    fn, _ = UNARY[name]
+    check_op(fn, np.array([[0, 1, 4], [9, 2, 3]], dtype=np.int64))
+
+
+def test_sigmoid_extremes():
+    check_op(lambda L, a: L.sigmoid(a), np.array([-1000.0, -50.0, 0.0, 50.0, 1000.0]))
+
+
+def test_round_half_to_even():
+    check_op(lambda L, a: L.round(a), np.array([0.5, 1.5, 2.5, -0.5, -1.5]))
+
+
+@pytest.mark.parametrize("args", [dict(min=-0.5, max=0.5), dict(min=0.0), dict(max=0.3),
+                                  dict(min=-1, max=1)], ids=str)
+def test_clamp(args):
+    check_op(lambda L, a: L.clamp(a, **args), (3, 4))
+    check_op(lambda L, a: a.clamp(**args), (3, 4))
+    check_op(lambda L, a: L.clip(a, **args), (3, 4))
+    check_op(lambda L, a: a.clip(**args), (3, 4))
+
+
+def test_clamp_tensor_bounds():
+    check_op(lambda L, a, lo, hi: L.clamp(a, lo, hi), (3, 4), (4,), NoGrad(np.full((3, 1), 1.0)))
+    check_op(lambda L, a, lo: a.clamp(min=lo), (3, 4), (3, 4))
+
+
+def test_clamp_int():
+    check_op(lambda L, a: a.clamp(0, 3), np.array([-2, 0, 2, 5], dtype=np.int64))
+
+
+def test_where():
+    cond = np.random.default_rng(0).random((3, 4)) < 0.5
+    check_op(lambda L, c, a, b: L.where(c, a, b), cond, (3, 4), (3, 4))
+    check_op(lambda L, c, a, b: L.where(c, a, b), cond, (4,), (3, 1))
+    check_op(lambda L, c, a: L.where(c, a, 0.0), cond, (3, 4))
+    check_op(lambda L, c, a: L.where(c, 1.5, a), cond, (3, 4))
+    check_op(lambda L, c, a, b: a.where(c, b), cond, (3, 4), (3, 4))
+    check_op(lambda L, c: L.where(c), cond)
+
+
+def test_lerp_addcmul_addcdiv():
+    check_op(lambda L, a, b: L.lerp(a, b, 0.3), (3, 4), (4,))
+    check_op(lambda L, a, b, c: L.addcmul(a, b, c, value=0.5), (3, 4), (3, 4), (4,))
+    check_op(lambda L, a, b, c: L.addcdiv(a, b, c, value=2), (3, 4), (3, 4), (4,), positive=True)
+
+
+# ------------------------------------------------------------------ comparison and logic
+CMP = {
+    "eq": lambda L, a, b: L.eq(a, b), "ne": lambda L, a, b: L.ne(a, b),
+    "lt": lambda L, a, b: L.lt(a, b), "le": lambda L, a, b: L.le(a, b),
+    "gt": lambda L, a, b: L.gt(a, b), "ge": lambda L, a, b: L.ge(a, b),
+    "==": lambda L, a, b: a == b, "!=": lambda L, a, b: a != b, "<": lambda L, a, b: a < b,
+    "<=": lambda L, a, b: a <= b, ">": lambda L, a, b: a > b, ">=": lambda L, a, b: a >= b,
+    "gt_scalar": lambda L, a, b: a > 0.5, "scalar_lt": lambda L, a, b: 0.5 < b,
+    "eq_int_scalar": lambda L, a, b: a.round() == 1,
+}
+
+
+@pytest.mark.parametrize("name", list(CMP))
+def test_compare(name):
+    a = np.round(np.random.default_rng(0).uniform(-2, 2, (3, 4)))
+    b = np.round(np.random.default_rng(1).uniform(-2, 2, (4,)))
+    check_op(CMP[name], a, b, grad=False)
+
+
+LOGICAL = {
+    "logical_and": lambda L, a, b: L.logical_and(a, b), "logical_or": lambda L, a, b: L.logical_or(a, b),
+    "logical_xor": lambda L, a, b: L.logical_xor(a, b), "logical_not": lambda L, a, b: L.logical_not(a),
+    "&": lambda L, a, b: a & b, "|": lambda L, a, b: a | b, "^": lambda L, a, b: a ^ b,
+    "~": lambda L, a, b: ~a, "method_and": lambda L, a, b: a.logical_and(b),
+}
+
+
+@pytest.mark.parametrize("name", list(LOGICAL))
+def test_logical(name):
+    rng = np.random.default_rng(0)
+    check_op(LOGICAL[name], rng.random((3, 4)) < 0.5, rng.random((4,)) < 0.5)
+
+
+def test_logical_on_numbers_and_bitwise_ints():
+    check_op(lambda L, a, b: L.logical_and(a, b), np.array([0.0, 1.5, 0.0, -2.0]), np.array([1.0, 2.0, 0.0, 0.0]),
+             grad=False)
+    a, b = np.array([5, 3, 12], dtype=np.int64), np.array([3, 6, 10], dtype=np.int64)
+    check_op(lambda L, a, b: a & b, a, b)
+    check_op(lambda L, a, b: a | b, a, b)
+    check_op(lambda L, a, b: ~a, a, b)
+
+
+@pytest.mark.parametrize("fn", ["isnan", "isinf", "isfinite"])
+def test_isnan_isinf_isfinite(fn):
+    a = np.array([0.0, np.nan, np.inf, -np.inf, 1.0])
+    check_op(lambda L, a: getattr(L, fn)(a), a, grad=False)
+    check_op(lambda L, a: getattr(a, fn)(), a, grad=False)
+
+
+def test_equal_allclose_isclose():
+    a, b = ember.tensor([1.0, 2.0]), ember.tensor([1.0, 2.0 + 2e-6])
+    assert ember.equal(a, a) and not ember.equal(a, b)
+    assert ember.allclose(a, b) and not ember.allclose(a, b * 2)
+    assert ember.isclose(a, b * ember.tensor([1.0, 2.0])).tolist() == [True, False]
+
+
+# ------------------------------------------------------------------ reductions
+REDUCE = {
+    "sum": lambda L, a: L.sum(a),
+    "sum_dim": lambda L, a: a.sum(1),
+    "sum_dims_keep": lambda L, a: a.sum((0, 2), keepdim=True),
+    "sum_neg_dim": lambda L, a: L.sum(a, dim=-1),
+    "mean": lambda L, a: a.mean(),
+    "mean_dim": lambda L, a: L.mean(a, 0, keepdim=True),
+    "mean_dims": lambda L, a: a.mean((1, 2)),
+    "prod": lambda L, a: a.prod(),
+    "prod_dim": lambda L, a: L.prod(a, 1),
+    "prod_dim_keep": lambda L, a: a.prod(-1, keepdim=True),
+    "var": lambda L, a: a.var(),
+    "var_dim": lambda L, a: L.var(a, 1),
+    "var_biased": lambda L, a: a.var(1, unbiased=False),
+    "var_correction0": lambda L, a: L.var(a, dim=(0, 2), correction=0),
+    "var_correction2": lambda L, a: a.var(dim=2, correction=2, keepdim=True),
+    "std": lambda L, a: a.std(),
+    "std_dim": lambda L, a: L.std(a, 0),
+    "std_biased": lambda L, a: a.std(-1, unbiased=False, keepdim=True),
+    "std_correction": lambda L, a: a.std(dim=1, correction=0),
+    "amax": lambda L, a: L.amax(a),
+    "amax_dim": lambda L, a: a.amax(1),
+    "amax_dims": lambda L, a: a.amax((0, 2), keepdim=True),
+    "amin_dim": lambda L, a: L.amin(a, -1),
+    "max": lambda L, a: a.max(),
+    "min": lambda L, a: L.min(a),
+    "max_dim": lambda L, a: L.max(a, 1),
+    "max_dim_keep": lambda L, a: a.max(dim=-1, keepdim=True),
+    "min_dim": lambda L, a: a.min(0),
+    "max_dim_values": lambda L, a: a.max(1).values,
+    "max_dim_indices": lambda L, a: a.max(1).indices,
+    "min_dim_tuple": lambda L, a: tuple(L.min(a, 2)),
+    "argmax": lambda L, a: a.argmax(),
+    "argmax_dim": lambda L, a: L.argmax(a, 1),
+    "argmax_keep": lambda L, a: a.argmax(-1, keepdim=True),
+    "argmin": lambda L, a: L.argmin(a),
+    "argmin_dim": lambda L, a: a.argmin(0),
+    "logsumexp": lambda L, a: L.logsumexp(a, 1),
+    "logsumexp_keep": lambda L, a: a.logsumexp((0, 2), keepdim=True),
+    "logsumexp_neg": lambda L, a: a.logsumexp(-1),
+    "cumsum": lambda L, a: L.cumsum(a, 1),
+    "cumsum_neg": lambda L, a: a.cumsum(-1),
+    "cumprod": lambda L, a: L.cumprod(a, 2),
+    "cumprod0": lambda L, a: a.cumprod(0),
+    "norm": lambda L, a: a.norm(),
+    "norm_dim": lambda L, a: L.norm(a, dim=1),
+    "norm_p1": lambda L, a: a.norm(p=1, dim=-1, keepdim=True),
+    "norm_p3": lambda L, a: L.norm(a, p=3),
+    "norm_inf": lambda L, a: a.norm(p=float("inf"), dim=1),
+    "softmax": lambda L, a: L.softmax(a, 1),
+    "log_softmax": lambda L, a: L.log_softmax(a, -1),
+    "softmax_method": lambda L, a: a.softmax(dim=0),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCE))
+def test_reduce(name):
+    check_op(REDUCE[name], (2, 3, 4))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "var", "amax_dim", "logsumexp", "cumsum", "norm",
+                                  "softmax"])
+def test_reduce_half(name):
+    check_op(REDUCE[name], (2, 3, 4), dtypes=("float16", "bfloat16"), atol=2e-2, rtol=2e-2,
+             grad_atol=5e-2, grad_rtol=5e-2)
+
+
+def test_reduce_0d():
+    check_op(lambda L, a: a.sum(), ())
+    check_op(lambda L, a: a.sum(0), ())
+    check_op(lambda L, a: a.mean(), ())
+    check_op(lambda L, a: a.max(0), (), grad=False)
+    check_op(lambda L, a: a.cumsum(0), ())
+    check_op(lambda L, a: a.logsumexp(0), ())
+
+
+def test_max_min_ties_grad():
+    a = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
+    check_op(lambda L, a: L.amax(a, 1), a)   # amax shares the gradient among ties
+    check_op(lambda L, a: L.max(a), a)
+    check_op(lambda L, a: L.amin(a), a)
+
+
+def test_max_min_binary_forms():
+    check_op(lambda L, a, b: L.max(a, b), (3, 4), (4,))
+    check_op(lambda L, a, b: a.min(b), (3, 4), (3, 4))
+
+
+def test_prod_with_zero_grad():
+    check_op(lambda L, a: a.prod(), np.array([1.5, 0.0, 2.0, -1.0]))
+    check_op(lambda L, a: a.prod(1), np.array([[1.5, 0.0, 2.0], [1.0, 2.0, 3.0]]))
+
+
+def test_reduce_int_and_bool_dtypes():
+    a = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32)
+    for fn in [lambda L, a: a.sum(), lambda L, a: a.sum(1), lambda L, a: a.prod(), lambda L, a: a.cumsum(0),
+               lambda L, a: a.max(), lambda L, a: a.max(1), lambda L, a: a.amax(0), lambda L, a: a.argmax(),
+               lambda L, a: a.min(0), lambda L, a: a.cumprod(1)]:
+        check_op(fn, a)
+    b = np.array([[True, False, True], [True, True, True]])
+    check_op(lambda L, a: a.sum(), b)
+    check_op(lambda L, a: a.sum(0), b)
+
+
+@pytest.mark.parametrize("fn", [lambda L, a: a.all(), lambda L, a: a.any(), lambda L, a: L.all(a, 1),
+                                lambda L, a: L.any(a, 0), lambda L, a: a.all(dim=-1, keepdim=True),
+                                lambda L, a: a.any(1, keepdim=True)])
+def test_all_any(fn):
+    b = np.array([[True, False, True], [True, True, True]])
+    check_op(fn, b)
+    check_op(fn, np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 0.5]]), grad=False)
+
+
+def test_count_nonzero():
+    check_op(lambda L, a: L.count_nonzero(a), np.array([[0.0, 1.0], [2.0, 0.0]]), grad=False)
+
+
+def test_mean_int_raises():
+    with pytest.raises(RuntimeError, match="mean"):
+        ember.tensor([1, 2]).mean()
+
+
+def test_var_correction_edge():
+    check_op(lambda L, a: a.var(correction=0), (1,), grad=False)
+
+
+# ------------------------------------------------------------------ linear algebra
+MATMUL = [
+    ((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)),
+    ((3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((2, 3, 4), (4,)), ((4,), (2, 4, 3)),
+    ((2, 3, 4), (2, 4, 5)),
+]
+
+
+@pytest.mark.parametrize("shapes", MATMUL, ids=str)
+def test_matmul(shapes):
+    check_op(lambda L, a, b: L.matmul(a, b), *shapes)
+    check_op(lambda L, a, b: a @ b, *shapes)
+    check_op(lambda L, a, b: a.matmul(b), *shapes)
+
+
+def test_rmatmul_numpy_left_is_not_supported_but_tensor_is():
+    check_op(lambda L, a, b: a.__rmatmul__(b), (4, 5), (3, 4))
+
+
+def test_mm_bmm_mv_dot_outer():
+    check_op(lambda L, a, b: L.mm(a, b), (3, 4), (4, 2))
+    check_op(lambda L, a, b: a.mm(b), (3, 4), (4, 2))
+    check_op(lambda L, a, b: L.bmm(a, b), (2, 3, 4), (2, 4, 5))
+    check_op(lambda L, a, b: a.bmm(b), (2, 3, 4), (2, 4, 5))
+    check_op(lambda L, a, b: L.mv(a, b), (3, 4), (4,))
+    check_op(lambda L, a, b: L.dot(a, b), (4,), (4,))
+    check_op(lambda L, a, b: a.dot(b), (4,), (4,))
+    check_op(lambda L, a, b: L.outer(a, b), (3,), (4,))
+    check_op(lambda L, a, b: a.outer(b), (3,), (4,))
+    check_op(lambda L, a, b, c: L.addmm(a, b, c, beta=0.5, alpha=2), (4,), (3, 5), (5, 4))
+
+
+def test_matmul_half():
+    check_op(lambda L, a, b: a @ b, (3, 4), (4, 5), dtypes=("float16", "bfloat16"), atol=2e-2, rtol=2e-2,
+             grad_atol=5e-2, grad_rtol=5e-2)
+
+
+def test_matmul_int():
+    check_op(lambda L, a, b: a @ b, np.arange(6).reshape(2, 3), np.arange(12).reshape(3, 4))
+
+
+EINSUM = [
+    ("ij,jk->ik", (3, 4), (4, 5)), ("bij,bjk->bik", (2, 3, 4), (2, 4, 5)), ("ij->ji", (3, 4)),
+    ("ij->", (3, 4)), ("ij->j", (3, 4)), ("i,j->ij", (3,), (4,)), ("i,i->", (4,), (4,)),
+    ("ij,ij->i", (3, 4), (3, 4)), ("ij,jk", (3, 4), (4, 2)), ("bhqd,bhkd->bhqk", (2, 2, 3, 4), (2, 2, 5, 4)),
+    ("ij,jk,kl->il", (2, 3), (3, 4), (4, 2)), ("ijk->kj", (2, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("case", EINSUM, ids=lambda c: c[0])
+def test_einsum(case):
+    eq, *shapes = case
+    check_op(lambda L, *xs: L.einsum(eq, *xs), *shapes)
+
+
+def test_einsum_list_operands_and_ellipsis_unsupported():
+    check_op(lambda L, a, b: L.einsum("ij,jk->ik", [a, b]), (3, 4), (4, 5))
+    with pytest.raises(NotImplementedError, match=r"einsum: '\.\.\.' is not supported"):
+        ember.einsum("...ij,...jk->...ik", ember.ones(2, 3), ember.ones(3, 2))
+
+
+def test_tensordot():
+    check_op(lambda L, a, b: L.tensordot(a, b, dims=2), (2, 3, 4), (3, 4, 5))
+    check_op(lambda L, a, b: L.tensordot(a, b, dims=([0], [1])), (3, 4), (2, 3))
+
+
+# ------------------------------------------------------------------ property tests
+_shape = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
+
+
+@st.composite
+def _broadcastable(draw):
+    out = draw(st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple))
+    a = tuple(s if draw(st.booleans()) else 1 for s in out)
+    b = tuple(s if draw(st.booleans()) else 1 for s in out)
+    return a[draw(st.integers(0, len(a))):], b[draw(st.integers(0, len(b))):]
+
+
+@settings(max_examples=25, deadline=None)
+@given(_broadcastable(), st.sampled_from(["add", "sub", "mul", "maximum", "op*", "op-"]))
+def test_property_broadcast_binary(shapes, name):
+    check_op(BINARY[name], *shapes, dtypes=("float64",))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), st.data())
+def test_property_reductions(shape, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    keep = data.draw(st.booleans())
+    op = data.draw(st.sampled_from(["sum", "mean", "amax", "logsumexp", "cumsum", "softmax"]))
+    if op in ("cumsum", "softmax"):
+        fn = lambda L, a: getattr(a, op)(dim)   # noqa: E731
+    else:
+        fn = lambda L, a: getattr(a, op)(dim, keepdim=keep)   # noqa: E731
+    check_op(fn, shape, dtypes=("float64",))
+
+
+def test_einsum_bfloat16():
+    check_op(lambda L, a, b: L.einsum("ij,jk->ik", a, b), (3, 4), (4, 2), dtypes=("bfloat16",),
+             atol=2e-2, rtol=2e-2, grad_atol=5e-2, grad_rtol=5e-2)
