@@ -11,7 +11,7 @@ from ._device import device as _device_cls
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
 from .ops import math as M, shape as S, creation as C
-from .ops.inplace import inplace, check_leaf
+from .ops.inplace import inplace, check_leaf, needs_graph, write_direct
 from . import random as R
 
 # ------------------------------------------------------------------ methods that are the functions
@@ -81,6 +81,25 @@ for _name in """add sub mul div pow neg exp log log1p expm1 sin cos tan tanh sig
                 reciprocal square remainder fmod floor_divide masked_fill index_put index_add index_fill
                 scatter scatter_add masked_scatter logical_not tril triu""".split():
     setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+
+def _fast_arith(name, ufunc_name):
+    """add_/sub_/mul_/div_: a single ufunc into our memory when no graph is recorded (optimizers)."""
+    generic = getattr(Tensor, name)
+
+    def method(self, other, *args, **kwargs):
+        if args or kwargs or (name == "div_" and not self.dtype.is_floating_point) or needs_graph(self, other):
+            if kwargs.get("alpha", 1) != 1 and not needs_graph(self, other) and not args:
+                other = other * kwargs.pop("alpha")
+                return write_direct(self, name, ufunc_name, other)
+            return generic(self, other, *args, **kwargs)
+        return write_direct(self, name, ufunc_name, other)
+    method.__name__ = name
+    method.__doc__ = generic.__doc__
+    return method
+
+
+for _name, _uf in (("add_", "add"), ("sub_", "subtract"), ("mul_", "multiply"), ("div_", "divide")):
+    setattr(Tensor, _name, _fast_arith(_name, _uf))
 
 Tensor.__iadd__ = lambda self, o: _view_safe(self, "add_", o)
 Tensor.__isub__ = lambda self, o: _view_safe(self, "sub_", o)

@@ -49,5 +49,28 @@ def inplace(self: Tensor, fn, op: str) -> Tensor:
     return self
 
 
-def dtype_ok(self, other) -> bool:
-    return _dtype.result_type(self, other).category <= self.dtype.category
+def needs_graph(self: Tensor, other) -> bool:
+    return STATE.enabled and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad))
+
+
+def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
+    """The no-graph path of add_/sub_/mul_/div_: one ufunc writing into `self`'s memory."""
+    from ..backends import array_module
+    check_leaf(self, op)
+    if _dtype.result_type(self, other).category > self.dtype.category:
+        raise op_error(op, f"result type {_dtype.result_type(self, other).name} can't be cast to the "
+                           f"desired output type {self.dtype.name}")
+    xp = array_module(self)
+    if isinstance(other, Tensor):
+        if other._device is not self._device and other._data.ndim:
+            raise op_error(op, f"expected all tensors on {self._device}, got {other._device}")
+        arr = other._data
+    else:
+        arr = xp.asarray(other, dtype=self._data.dtype)
+    try:
+        getattr(xp, ufunc_name)(self._data, arr, out=self._data, casting="unsafe")
+    except ValueError:
+        raise op_error(op, f"output with shape {tuple(self.shape)} doesn't match the broadcast shape "
+                           f"of the operands {tuple(self.shape)} and {tuple(arr.shape)}") from None
+    self._bump_version()
+    return self

@@ -417,8 +417,21 @@ def index_put(input, indices, values, accumulate=False):
 
 
 def setitem(input, key, value):
-    from .inplace import inplace
-    inplace(input, lambda s: index_put(s, key, value), "setitem")
+    from .inplace import inplace, needs_graph, check_leaf
+    if needs_graph(input, value):
+        inplace(input, lambda s: index_put(s, key, value), "setitem")
+        return
+    check_leaf(input, "setitem")
+    k = _key(key, input)
+    if isinstance(value, Tensor):
+        v = to_device(value, input._device)._data if value._data.ndim else value._data
+    else:
+        v = value
+    try:
+        input._data[k] = v
+    except (IndexError, ValueError) as e:
+        raise op_error("setitem", f"{e}; tensor shape {tuple(input.shape)}", type(e)) from None
+    input._bump_version()
 
 
 def index_select(input, dim, index):
