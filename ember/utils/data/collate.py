@@ -73,14 +73,14 @@ def default_collate(batch: list) -> Any:
         except TypeError:
             return collated
     if _is_namedtuple(elem):
-        return elem_type(*(default_collate(list(samples)) for samples in zip(*batch)))
+        return elem_type(*(default_collate(samples) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         for i, b in enumerate(batch):
             if len(b) != size:
                 raise RuntimeError(f"default_collate: each element in list of batch should be of equal size; "
                                    f"entry 0 has {size} fields, entry {i} has {len(b)}")
-        transposed = [default_collate(list(samples)) for samples in zip(*batch)]
+        transposed = [default_collate(samples) for samples in zip(*batch)]
         if isinstance(elem, tuple):
             return transposed  # torch returns a list for tuples too
         try:

@@ -48,9 +48,10 @@ class SequentialSampler(Sampler[int]):
         return len(self.data_source)
 
 
-def _check_bool(name: str, value) -> None:
+def _check_bool(name: str, value, error=ValueError) -> None:
+    # torch raises TypeError for RandomSampler's flag and ValueError elsewhere; we follow it.
     if not isinstance(value, bool):
-        raise TypeError(f"{name} should be a boolean value, but got {name}={value!r}")
+        raise error(f"{name} should be a boolean value, but got {name}={value!r}")
 
 
 def _check_positive_int(name: str, value) -> None:
@@ -79,7 +80,7 @@ class RandomSampler(Sampler[int]):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
-        _check_bool("replacement", replacement)
+        _check_bool("replacement", replacement, TypeError)
         _check_positive_int("num_samples", self.num_samples)
 
     @property

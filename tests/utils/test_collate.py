@@ -1,0 +1,75 @@
+"""default_collate / default_convert produce the same structures, dtypes and values as torch's."""
+import collections
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import default_collate as torch_collate
+from torch.utils.data import default_convert as torch_convert
+
+import ember
+from ember.utils.data import default_collate, default_convert
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+def same(ours, theirs):
+    """Recursively compare an ember result with torch's: container types, tensor dtypes and values."""
+    if isinstance(theirs, torch.Tensor):
+        assert ember.is_tensor(ours), f"expected a tensor, got {type(ours)}"
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    elif isinstance(theirs, dict):
+        assert type(ours) is type(theirs) and ours.keys() == theirs.keys()
+        for k in theirs:
+            same(ours[k], theirs[k])
+    elif isinstance(theirs, (list, tuple)):
+        assert type(ours) is type(theirs) and len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            same(a, b)
+    else:
+        assert ours == theirs
+
+
+def batch(kind):
+    rng = np.random.default_rng(0)
+    arrays = [rng.random((2, 3)).astype(np.float32) for _ in range(3)]
+    return {
+        "ints": [1, 2, 3],
+        "floats": [0.5, 1.5, 2.5],
+        "bools": [True, False, True],
+        "strings": ["a", "b", "c"],
+        "arrays": arrays,
+        "np_scalars": [np.float32(1), np.float32(2), np.float32(3)],
+        "tuples": [(a, i, "s") for i, a in enumerate(arrays)],
+        "lists": [[i, float(i)] for i in range(3)],
+        "dicts": [{"img": a, "label": i} for i, a in enumerate(arrays)],
+        "namedtuples": [Point(i, a) for i, a in enumerate(arrays)],
+        "nested": [{"p": Point(i, [i, i]), "s": "x"} for i in range(3)],
+    }[kind]
+
+
+KINDS = ["ints", "floats", "bools", "strings", "arrays", "np_scalars", "tuples", "lists", "dicts", "namedtuples",
+         "nested"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_default_collate_matches_torch(kind):
+    same(default_collate(batch(kind)), torch_collate(batch(kind)))
+
+
+def test_collate_tensors_and_errors():
+    ts = [ember.from_numpy(np.full((2,), i, dtype=np.float32)) for i in range(3)]
+    out = default_collate(ts)
+    assert out.shape == (3, 2) and out.dtype == ember.float32
+    with pytest.raises(RuntimeError, match="differ in shape"):
+        default_collate([np.zeros(2), np.zeros(3)])
+    with pytest.raises(RuntimeError, match="equal size"):
+        default_collate([[1, 2], [1]])
+    with pytest.raises(TypeError, match="found"):
+        default_collate([object(), object()])
+
+
+@pytest.mark.parametrize("sample", [np.arange(3), {"a": np.ones(2)}, (np.zeros(1), 1), [np.zeros(1), "s"], 3, "x"])
+def test_default_convert_matches_torch(sample):
+    same(default_convert(sample), torch_convert(sample))
