@@ -47,7 +47,7 @@ class Optimizer:
         name = type(self).__name__
         if _is_tensor(params):
             raise TypeError(f"{name}: params must be an iterable of Tensors or dicts, but got a "
-                            f"single Tensor; wrap it in a list: [{name.lower()}_param]")
+                            "single Tensor; wrap it in a list: [tensor]")
         if isinstance(params, dict):
             raise TypeError(f"{name}: params must be an iterable of Tensors or dicts, but got a dict; "
                             "pass [dict(params=..., lr=...)] or model.parameters()")

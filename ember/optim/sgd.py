@@ -21,7 +21,8 @@ class SGD(Optimizer):
     [0.8, -1.6]
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = required, momentum: float = 0,
+    def __init__(self, params: Iterable[Any], lr: float = required,  # type: ignore[assignment]
+                 momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
                  maximize: bool = False) -> None:
         if lr is not required:
