@@ -230,3 +230,13 @@ def test_save_replaces_the_file_atomically_and_to_file_objects(tmp_path):
 
 def test_exported_at_top_level():
     assert ember.save is save and ember.load is load
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_go_back_to_their_device(tmp_path):
+    w = ember.tensor([1.0, 2.0], device="cuda")
+    save({"w": w}, tmp_path / "g.safetensors")
+    assert load(tmp_path / "g.safetensors")["w"].device.type == "cuda"
+    on_cpu = load(tmp_path / "g.safetensors", map_location="cpu")["w"]
+    assert on_cpu.device.type == "cpu" and on_cpu.tolist() == [1.0, 2.0]

@@ -22,9 +22,8 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = required,  # type: ignore[assignment]
-                 momentum: float = 0,
-                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
-                 maximize: bool = False) -> None:
+                 momentum: float = 0, dampening: float = 0, weight_decay: float = 0,
+                 nesterov: bool = False, *, maximize: bool = False) -> None:
         if lr is not required:
             check_arg("SGD", lr >= 0.0, "learning rate", lr)
         check_arg("SGD", momentum >= 0.0, "momentum value", momentum)

@@ -23,15 +23,15 @@ def loss_fn(w, b):
 
 def _const(like, a):
     lib = torch if isinstance(like, torch.Tensor) else ember
-    return lib.tensor(a, dtype=like.dtype)
+    return lib.tensor(a, dtype=like.dtype, device=like.device)
 
 
-def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None):
+def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None, device="cpu"):
     """Parameters after each of `steps` steps; `make_opt(optim_module, [w, b])` builds the optimizer."""
     ldtype = getattr(lib, dtype)
     w0, b0 = start if start is not None else (W0, B0)
-    w = lib.tensor(w0, dtype=ldtype, requires_grad=True)
-    b = lib.tensor(b0, dtype=ldtype, requires_grad=True)
+    w = lib.tensor(w0, dtype=ldtype, device=device, requires_grad=True)
+    b = lib.tensor(b0, dtype=ldtype, device=device, requires_grad=True)
     opt = make_opt(lib.optim, [w, b])
     if opt_state is not None:
         opt.load_state_dict(opt_state)
@@ -40,7 +40,7 @@ def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None):
         opt.zero_grad()
         loss_fn(w, b).backward()
         opt.step()
-        out.append(np.concatenate([w.detach().numpy().ravel(), b.detach().numpy().ravel()]))
+        out.append(np.concatenate([w.detach().cpu().numpy().ravel(), b.detach().cpu().numpy().ravel()]))
     return np.array(out), opt, (w, b)
 
 
@@ -123,3 +123,16 @@ def test_state_dict_resume_continues_identically(name, kwargs):
     start = (w.detach().numpy().copy(), b.detach().numpy().copy())
     rest, _, _ = trajectory(ember, make, "float64", steps=10, start=start, opt_state=state)
     np.testing.assert_array_equal(np.concatenate([first, rest]), full)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_cuda_trajectory_matches_cpu(name, kwargs):
+    def make(optim, params):
+        return getattr(optim, name)(params, **kwargs)
+
+    on_cpu, _, _ = trajectory(ember, make, "float64", steps=10)
+    on_gpu, opt, _ = trajectory(ember, make, "float64", steps=10, device="cuda")
+    np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-9, atol=1e-12)
+    assert all(v.device.type == "cuda" for s in opt.state.values() for v in s.values() if hasattr(v, "device"))
