@@ -210,6 +210,8 @@ def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, g
             if tt.grad is None:
                 assert et.grad is None or not to_numpy(et.grad).any(), f"{where}: torch has no gradient"
                 continue
+            if et.grad is None and tt.grad.numel() == 0:
+                continue    # an empty input: torch's empty gradient and None say the same
             assert et.grad is not None, f"{where}: ember computed no gradient"
             _compare(where, tt.grad, et.grad, DEFAULT_GRAD_TOL, grad_atol, grad_rtol, check_dtype)
     return result

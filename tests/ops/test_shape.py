@@ -1,0 +1,373 @@
+"""ember/ops/shape.py against torch: movement, joining, indexing, scatter/gather, sorting."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from helpers import check_op, Const, NoGrad
+
+MOVEMENT = {
+    "reshape": lambda L, a: a.reshape(4, 6),
+    "reshape_tuple": lambda L, a: L.reshape(a, (2, -1)),
+    "reshape_-1": lambda L, a: a.reshape(-1),
+    "view": lambda L, a: a.view(6, 4),
+    "view_-1": lambda L, a: a.view(-1),
+    "view_-1_2": lambda L, a: a.view(-1, 2),
+    "contiguous_of_T": lambda L, a: a.permute(2, 0, 1).contiguous().view(-1),
+    "permute": lambda L, a: a.permute(2, 0, 1),
+    "permute_fn": lambda L, a: L.permute(a, (1, 2, 0)),
+    "permute_neg": lambda L, a: a.permute(-1, 0, 1),
+    "transpose": lambda L, a: a.transpose(0, 2),
+    "transpose_fn": lambda L, a: L.transpose(a, -1, -2),
+    "swapaxes": lambda L, a: a.swapaxes(0, 1),
+    "mT": lambda L, a: a.mT,
+    "squeeze_all": lambda L, a: a.reshape(1, 2, 1, 12).squeeze(),
+    "squeeze_dim": lambda L, a: L.squeeze(a.reshape(1, 2, 1, 12), 2),
+    "squeeze_nonunit": lambda L, a: a.squeeze(1),
+    "squeeze_tuple": lambda L, a: a.reshape(1, 2, 1, 12).squeeze((0, 2)),
+    "unsqueeze": lambda L, a: a.unsqueeze(1),
+    "unsqueeze_neg": lambda L, a: L.unsqueeze(a, -1),
+    "expand": lambda L, a: a[:, :1, :].expand(2, 5, 4),
+    "expand_-1": lambda L, a: a[:, :1, :].expand(3, -1, 5, -1),
+    "expand_as": lambda L, a: a[:1].expand_as(a),
+    "broadcast_to": lambda L, a: L.broadcast_to(a[:, :, :1], (2, 3, 7)),
+    "flatten": lambda L, a: a.flatten(),
+    "flatten_range": lambda L, a: L.flatten(a, 1),
+    "flatten_mid": lambda L, a: a.flatten(0, 1),
+    "unflatten": lambda L, a: a.unflatten(2, (2, 2)),
+    "unflatten_-1": lambda L, a: L.unflatten(a, 1, (3, 1)),
+    "ravel": lambda L, a: a.ravel(),
+    "flip": lambda L, a: a.flip(0),
+    "flip_dims": lambda L, a: L.flip(a, (0, 2)),
+    "fliplr": lambda L, a: a.fliplr(),
+    "roll": lambda L, a: a.roll(1, 2),
+    "roll_multi": lambda L, a: L.roll(a, (1, -2), (0, 2)),
+    "roll_flat": lambda L, a: a.roll(5),
+    "repeat": lambda L, a: a.repeat(2, 1, 3),
+    "repeat_more_dims": lambda L, a: a.repeat(2, 1, 1, 2),
+    "tile": lambda L, a: a.tile((2,)),
+    "tile_fn": lambda L, a: L.tile(a, (2, 1, 1, 1)),
+    "narrow": lambda L, a: a.narrow(2, 1, 2),
+    "narrow_fn": lambda L, a: L.narrow(a, 0, 1, 1),
+    "movedim": lambda L, a: L.movedim(a, 0, -1),
+    "split": lambda L, a: a.split(2, 2),
+    "split_sizes": lambda L, a: L.split(a, [1, 3], dim=-1),
+    "split_uneven": lambda L, a: a.split(2, 1),
+    "chunk": lambda L, a: a.chunk(2, -1),
+    "chunk_uneven": lambda L, a: L.chunk(a, 2, 1),
+    "chunk_more": lambda L, a: a.chunk(3, 2),
+    "unbind": lambda L, a: a.unbind(1),
+    "unbind_fn": lambda L, a: L.unbind(a),
+    "tensor_split": lambda L, a: a.tensor_split(3, dim=2),
+    "tril": lambda L, a: a.tril(),
+    "triu": lambda L, a: L.triu(a),
+    "tril_k": lambda L, a: a.tril(1),
+    "triu_k": lambda L, a: L.triu(a, -1),
+    "diagonal": lambda L, a: a[0].diagonal(),
+    "diag_vec": lambda L, a: L.diag(a[0, 0]),
+    "diag_mat": lambda L, a: L.diag(a[0], 1),
+    "trace": lambda L, a: a[0].trace(),
+    "repeat_interleave": lambda L, a: a.repeat_interleave(2, dim=1),
+}
+
+
+@pytest.mark.parametrize("name", list(MOVEMENT))
+def test_movement(name):
+    check_op(MOVEMENT[name], (2, 3, 4))
+
+
+def test_T_on_2d_and_1d():
+    check_op(lambda L, a: a.T, (3, 4))
+    check_op(lambda L, a: a.t(), (3, 4))
+    check_op(lambda L, a: a.t(), (3,))
+
+
+def test_views_share_memory_and_version():
+    x = ember.zeros(2, 3)
+    for v in (x.view(-1), x.reshape(3, 2), x.T, x.permute(1, 0), x.unsqueeze(0), x.transpose(0, 1),
+              x[0], x[:, 1:], x.narrow(1, 0, 2), x.expand(4, 2, 3), x.split(1)[0], x.unbind(0)[1]):
+        assert np.shares_memory(v.numpy(), x.numpy()), v
+    v = x.view(-1)
+    x.add_(1)
+    assert v._version == x._version == 1
+    assert v.tolist() == [1.0] * 6
+
+
+def test_view_non_contiguous_raises():
+    x = ember.zeros(2, 3).T
+    with pytest.raises(RuntimeError, match=r"view: .*\(at test_shape\.py:\d+\)"):
+        x.view(6)
+    assert x.reshape(6).shape == (6,)
+
+
+def test_contiguous():
+    x = ember.zeros(2, 3)
+    assert x.contiguous() is x
+    y = x.T
+    assert not y.is_contiguous() and y.contiguous().is_contiguous()
+    torch_strides = torch.zeros(2, 3).T.stride()
+    assert y.stride() == torch_strides
+
+
+# ------------------------------------------------------------------ joining
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_stack(dim):
+    check_op(lambda L, a, b: L.cat([a, b], dim), (2, 3), (2, 3))
+    check_op(lambda L, a, b, c: L.stack([a, b, c], dim), (2, 3), (2, 3), (2, 3))
+
+
+def test_cat_mixed_sizes_and_dtypes():
+    check_op(lambda L, a, b: L.cat((a, b), 1), (2, 3), (2, 5))
+    check_op(lambda L, a, b: L.cat([a, b]), (2, 3), np.arange(6).reshape(2, 3))   # promotes
+    check_op(lambda L, a, b: L.cat([a, b, a]), (3,), (0,))
+    check_op(lambda L, a, b: L.concat([a, b], dim=-1), (2, 3), (2, 1))
+
+
+def test_hstack_vstack():
+    check_op(lambda L, a, b: L.hstack([a, b]), (2, 3), (2, 2))
+    check_op(lambda L, a, b: L.vstack([a, b]), (3,), (3,))
+
+
+# ------------------------------------------------------------------ indexing
+GETITEM = {
+    "int": lambda L, a: a[1],
+    "neg_int": lambda L, a: a[-1],
+    "int_int": lambda L, a: a[1, 2],
+    "slice": lambda L, a: a[1:3],
+    "slice_step": lambda L, a: a[::2],
+    "slice_step_mid": lambda L, a: a[:, 1::2],
+    "slice_neg": lambda L, a: a[-2:, :-1],
+    "none": lambda L, a: a[None],
+    "none_mid": lambda L, a: a[:, None, 1],
+    "ellipsis": lambda L, a: a[..., 1],
+    "ellipsis_none": lambda L, a: a[..., None],
+    "ellipsis_slice": lambda L, a: a[1, ..., ::2],
+    "list": lambda L, a: a[[0, 2, 2]],
+    "tensor_idx": lambda L, a: a[L.tensor([3, 0, 3])],
+    "tensor_idx_2d": lambda L, a: a[L.tensor([[0, 1], [2, 2]])],
+    "two_tensors": lambda L, a: a[L.tensor([0, 1, 3]), L.tensor([1, 2, 0])],
+    "mixed_slice_tensor": lambda L, a: a[1:, L.tensor([0, 2])],
+    "mixed_tensor_slice": lambda L, a: a[L.tensor([2, 0]), :2],
+    "mixed_int_list": lambda L, a: a[1, [0, 2]],
+    "adv_separated": lambda L, a: a.reshape(2, 2, 3)[[0, 1], :, [2, 0]],
+    "adv_ellipsis": lambda L, a: a.reshape(2, 2, 3)[..., [0, 2]],
+    "bool_mask": lambda L, a: a[a > 0],
+    "bool_row_mask": lambda L, a: a[L.tensor([True, False, True, True])],
+    "bool_mask_col": lambda L, a: a[:, L.tensor([True, False, True])],
+    "neg_list": lambda L, a: a[[-1, -2]],
+}
+
+
+@pytest.mark.parametrize("name", list(GETITEM))
+def test_getitem(name):
+    check_op(GETITEM[name], (4, 3))
+
+
+def test_getitem_int_tensor_index_types():
+    check_op(lambda L, a, i: a[i], (5, 2), np.array([4, 0, 4], dtype=np.int32))
+    check_op(lambda L, a, i: a[i], (5, 2), np.array([4, 0, 1], dtype=np.int64))
+    check_op(lambda L, a, m: a[m], (5, 2), np.array([True, False, True, False, True]))
+
+
+def test_getitem_0d_and_int_tensor_index():
+    check_op(lambda L, a: a[()], ())
+    check_op(lambda L, a: a[L.tensor(2)], (4, 3))
+
+
+def test_getitem_float_index_raises():
+    with pytest.raises(IndexError, match="index"):
+        ember.zeros(3)[ember.tensor([0.0])]
+
+
+def test_getitem_out_of_range_raises_with_shape():
+    with pytest.raises(IndexError, match=r"index: .*tensor shape \(3,\)"):
+        ember.zeros(3)[5]
+
+
+SETITEM = {
+    "int_scalar": lambda L, a, v: _set(a, 1, 0.5),
+    "slice_tensor": lambda L, a, v: _set(a, slice(1, 3), v[:2]),
+    "step_broadcast": lambda L, a, v: _set(a, (slice(None, None, 2),), v[0]),
+    "mask": lambda L, a, v: _set(a, a > 0, 0.0),
+    "list_idx": lambda L, a, v: _set(a, ([0, 3],), v[:2]),
+    "tensor_pair": lambda L, a, v: _set(a, (L.tensor([0, 1]), L.tensor([2, 0])), v[0, :2]),
+    "ellipsis": lambda L, a, v: _set(a, (Ellipsis, 0), v[:, 1]),
+    "none_int": lambda L, a, v: _set(a, (None, 2), v[1]),
+}
+
+
+def _set(a, key, value):
+    b = a * 1            # non-leaf: writable while recording
+    b[key] = value
+    return b
+
+
+@pytest.mark.parametrize("name", list(SETITEM))
+def test_setitem(name):
+    check_op(SETITEM[name], (4, 3), (4, 3))
+
+
+def test_setitem_no_grad_on_plain_tensor_and_views():
+    x = ember.zeros(3, 4)
+    x[1] = 2.0
+    x[:, 0] = ember.tensor([1.0, 2.0, 3.0])
+    x[x > 2.5] = -1.0
+    t = torch.zeros(3, 4)
+    t[1] = 2.0
+    t[:, 0] = torch.tensor([1.0, 2.0, 3.0])
+    t[t > 2.5] = -1.0
+    assert x.tolist() == t.tolist()
+    row = x[2]
+    row[1] = 7.0     # writing a view writes the base
+    assert x[2, 1].item() == 7.0
+    x[0] += 5        # x[i] += v
+    assert x[0].tolist() == [6.0, 5.0, 5.0, 5.0]
+
+
+def test_setitem_version_and_shape_error_leaves_tensor_unchanged():
+    x = ember.arange(6.0).reshape(2, 3)
+    before, v = x.tolist(), x._version
+    x[0] = 1.0
+    assert x._version == v + 1
+    before, v = x.tolist(), x._version
+    with pytest.raises((RuntimeError, ValueError)):
+        x[0] = ember.ones(5)
+    assert x.tolist() == before and x._version == v
+
+
+# ------------------------------------------------------------------ gather / scatter family
+IDX = np.array([[0, 2, 1], [3, 3, 0]], dtype=np.int64)    # (2, 3) indices into dim 0 of (4, 3)
+
+
+def test_gather():
+    check_op(lambda L, a, i: L.gather(a, 0, i), (4, 3), IDX)
+    check_op(lambda L, a, i: a.gather(1, i), (2, 4), np.array([[0, 0, 3], [1, 2, 1]]))
+    check_op(lambda L, a, i: a.gather(-1, i), (2, 4), np.array([[0], [3]]))
+
+
+def test_take_along_dim():
+    check_op(lambda L, a, i: L.take_along_dim(a, i, 0), (4, 3), IDX)
+    check_op(lambda L, a, i: a.take_along_dim(i, dim=1), (2, 4), np.array([[0, 3], [1, 1]]))
+    check_op(lambda L, a, i: L.take_along_dim(a, i), (2, 4), np.array([7, 0, 3]))
+    check_op(lambda L, a: L.take_along_dim(a, a.argsort(1), 1), (3, 4))
+
+
+def test_scatter_scatter_add():
+    idx = np.array([[0, 1, 2], [2, 0, 1]], dtype=np.int64)   # no duplicates within a column
+    check_op(lambda L, a, i, s: L.scatter(a, 0, i, s), (3, 3), idx, (2, 3))
+    check_op(lambda L, a, i, s: a.scatter(0, i, s), (3, 3), idx, (2, 4), grad=False)   # src larger than index
+    # (torch's own scatter backward rejects a src larger than index, so no gradient comparison there)
+    check_op(lambda L, a, i: a.scatter(1, i, 2.5), (2, 3), idx)
+    check_op(lambda L, a, i, s: L.scatter_add(a, 0, i, s), (4, 3), IDX, (2, 3))   # duplicates add
+    check_op(lambda L, a, i, s: a.scatter_add(1, i, s), (2, 4), np.array([[0, 0, 3], [1, 1, 1]]), (2, 3))
+    check_op(lambda L, a, i, s: a.scatter(0, i, s, reduce="add"), (4, 3), IDX, (2, 3), grad=False)  # torch: no derivative
+
+
+def test_scatter_inplace():
+    idx = np.array([[0, 1, 2]], dtype=np.int64)
+    check_op(lambda L, a, i, s: (a * 1).scatter_(0, i, s), (3, 3), idx, (1, 3))
+    check_op(lambda L, a, i, s: (a * 1).scatter_add_(0, i, s), (3, 3), idx, (1, 3))
+
+
+def test_index_select_index_add():
+    i = np.array([2, 0, 2], dtype=np.int64)
+    check_op(lambda L, a, i: L.index_select(a, 0, i), (4, 3), i)
+    check_op(lambda L, a, i: a.index_select(1, i), (2, 3), i)
+    check_op(lambda L, a, i, s: L.index_add(a, 0, i, s), (4, 3), i, (3, 3))   # duplicates accumulate
+    check_op(lambda L, a, i, s: a.index_add(1, i, s, alpha=2.0), (2, 3), i, (2, 3))
+    check_op(lambda L, a, i, s: (a * 1).index_add_(0, i, s), (4, 3), i, (3, 3))
+    check_op(lambda L, a, i: a.index_fill(1, i, -1.0), (2, 3), i)
+
+
+def test_masked_fill_select():
+    m = np.random.default_rng(0).random((3, 4)) < 0.5
+    check_op(lambda L, a, m: L.masked_fill(a, m, 0.5), (3, 4), m)
+    check_op(lambda L, a, m: a.masked_fill(m, -1e9), (3, 4), m)
+    check_op(lambda L, a, m: a.masked_fill(m, float("-inf")).softmax(-1), (3, 4), np.array([False, True, False, True]))
+    check_op(lambda L, a, m: (a * 1).masked_fill_(m, 2.0), (3, 4), m)
+    check_op(lambda L, a, m: L.masked_select(a, m), (3, 4), m)
+    check_op(lambda L, a, m: a.masked_select(m), (3, 4), m[0])   # broadcast mask
+    check_op(lambda L, a, m, v: a.masked_fill(m, v), (3, 4), m, ())   # 0-d tensor value
+
+
+def test_masked_fill_int():
+    check_op(lambda L, a, m: a.masked_fill(m, 7), np.arange(6).reshape(2, 3), np.array([True, False, True]))
+
+
+def test_nonzero_argwhere():
+    a = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
+    check_op(lambda L, a: L.nonzero(a), a, grad=False)
+    check_op(lambda L, a: a.nonzero(as_tuple=True), a, grad=False)
+    check_op(lambda L, a: L.argwhere(a), a, grad=False)
+    check_op(lambda L, a: L.nonzero(a), np.zeros((2, 3)), grad=False)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, a: a.sort(),
+    lambda L, a: L.sort(a, 0),
+    lambda L, a: a.sort(descending=True),
+    lambda L, a: L.sort(a, dim=0, descending=True).values,
+    lambda L, a: a.argsort(),
+    lambda L, a: L.argsort(a, 0, descending=True),
+    lambda L, a: a.topk(2),
+    lambda L, a: L.topk(a, 2, dim=0, largest=False),
+    lambda L, a: a.topk(1, 1).values,
+    lambda L, a: a.msort(),
+    lambda L, a: a.kthvalue(2, 1),
+])
+def test_sort_argsort_topk(fn):
+    check_op(fn, (3, 4))
+
+
+def test_sort_stable_ties_and_ints():
+    a = np.array([3, 1, 2, 1, 3, 0], dtype=np.int64)
+    check_op(lambda L, a: a.sort(stable=True), a)
+    check_op(lambda L, a: a.sort(descending=True, stable=True), a)
+    check_op(lambda L, a: a.argsort(stable=True), a)
+
+
+def test_unique():
+    a = np.array([3, 1, 2, 1, 3, 0], dtype=np.int64)
+    check_op(lambda L, a: L.unique(a), a)
+    check_op(lambda L, a: a.unique(return_inverse=True), a)
+    check_op(lambda L, a: L.unique(a, return_counts=True), a)
+    check_op(lambda L, a: L.unique(a, return_inverse=True, return_counts=True), a.reshape(2, 3))
+    check_op(lambda L, a: L.unique(a), np.array([1.5, -1.0, 1.5, 2.0]), grad=False)
+    check_op(lambda L, a: L.unique(a, dim=0), np.array([[1, 2], [0, 1], [1, 2]], dtype=np.int64))
+
+
+def test_misc_index_ops():
+    check_op(lambda L, a: L.take(a, L.tensor([[0, 5], [3, 3]])), (2, 3))
+    check_op(lambda L, a, b: L.searchsorted(a, b), np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 2.0, 3.5]),
+             grad=False)
+    check_op(lambda L, a, b: L.bucketize(b, a, right=True), np.array([1.0, 2.0, 3.0]), np.array([2.0, 0.1]),
+             grad=False)
+    check_op(lambda L, a, i, v: a.index_put((i,), v), (4, 2), np.array([0, 2]), (2, 2))
+    check_op(lambda L, a, i, v: a.index_put((i,), v, accumulate=True), (4, 2), np.array([0, 0]), (2, 2))
+
+
+# ------------------------------------------------------------------ errors
+def test_shape_op_errors():
+    x = ember.zeros(2, 3)
+    with pytest.raises(RuntimeError, match=r"reshape: shape \[4, 2\] is invalid for input of size 6"):
+        x.reshape(4, 2)
+    with pytest.raises(RuntimeError, match="permute"):
+        x.permute(0, 0)
+    with pytest.raises(IndexError, match="out of range"):
+        x.transpose(0, 5)
+    with pytest.raises(RuntimeError, match="expand"):
+        x.expand(4, 3, 2)
+    with pytest.raises(RuntimeError, match="cat: sizes of tensors must match"):
+        ember.cat([x, ember.zeros(3, 2)])
+    with pytest.raises(RuntimeError, match="stack: expects each tensor to be equal size"):
+        ember.stack([x, ember.zeros(3, 2)])
+    with pytest.raises(RuntimeError, match="split"):
+        x.split([1, 1], 1)
+    with pytest.raises(IndexError, match="narrow"):
+        x.narrow(1, 2, 3)
+    with pytest.raises(RuntimeError, match="gather"):
+        x.gather(0, ember.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="masked_fill: expected a bool mask"):
+        x.masked_fill(ember.ones(2, 3), 0.0)
+    with pytest.raises(RuntimeError, match="topk"):
+        x.topk(4)
