@@ -8,6 +8,15 @@ import pytest
 from ember.utils.data._shm import SLOT_PREFIX, shm_dir
 
 
+def _is_helper(pid):
+    """multiprocessing's resource tracker lives as long as the interpreter once 'spawn' was used: not a leak."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"resource_tracker" in f.read()
+    except OSError:
+        return False
+
+
 def child_pids():
     """Live (non-zombie) processes whose parent is this process."""
     me, out = os.getpid(), set()
@@ -20,7 +29,7 @@ def child_pids():
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == me and fields[0] != "Z":
+        if int(fields[1]) == me and fields[0] != "Z" and not _is_helper(entry):
             out.add(int(entry))
     return out
 

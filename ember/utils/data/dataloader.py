@@ -298,6 +298,9 @@ class _MultiProcessIter(_BaseIter):
         self._result_conns: List[Any] = []
         self._shutdown = False
         _live_iters.add(self)
+        # Block SIGINT while forking so a Ctrl-C cannot hit a worker before it has chosen to ignore it;
+        # the worker unblocks it after installing SIG_IGN, and we unblock ours right after (see below).
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             for w in range(self._num_workers):
                 task_r, task_w = ctx.Pipe(duplex=False)
@@ -313,6 +316,8 @@ class _MultiProcessIter(_BaseIter):
         except BaseException:
             self._shutdown_workers()
             raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         self._epoch = 0
         self._start_epoch(first=True)
 
@@ -456,7 +461,7 @@ class _MultiProcessIter(_BaseIter):
                 c.send(None)
             except (OSError, ValueError):
                 pass
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 1.0  # idle workers exit at once; busy ones get terminated
         for p in self._workers:
             p.join(timeout=max(0.0, deadline - time.monotonic()))
         for p in self._workers:

@@ -1,0 +1,259 @@
+"""DataLoader robustness: worker errors, dead workers, timeouts, interrupted iteration, unpicklable datasets.
+Every test also checks (fixture ``no_leaks``) that no worker process or shared-memory slot is left behind."""
+import gc
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ember
+from ember.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Failing(Dataset):
+    """Raises ``exc`` when asked for sample ``bad``."""
+
+    def __init__(self, bad=7, exc=None, n=16):
+        self.bad, self.exc, self.n = bad, exc or ValueError(f"cannot decode sample {bad}"), n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.bad:
+            raise self.exc
+        return np.full(3, i, dtype=np.float32)
+
+
+class NeedsTwoArgs(Exception):
+    def __init__(self, a, b):
+        super().__init__(f"{a}/{b}")
+
+
+def test_worker_exception_reraised_with_type_message_worker_index_and_traceback(no_leaks):
+    loader = DataLoader(Failing(bad=7), batch_size=4, num_workers=2)
+    with pytest.raises(ValueError) as info:
+        for _ in loader:
+            pass
+    msg = str(info.value)
+    assert "cannot decode sample 7" in msg
+    assert "DataLoader worker 1" in msg  # batch 1 (samples 4-7) went to worker 1
+    assert "sample index 7" in msg
+    assert "Traceback" in msg and "__getitem__" in msg and "raise self.exc" in msg
+    assert info.value.worker_id == 1 and info.value.sample_index == 7
+    del info
+
+
+@pytest.mark.parametrize("exc,expected", [(KeyError("missing"), KeyError), (NeedsTwoArgs(1, 2), RuntimeError),
+                                          (OSError("disk"), OSError)])
+def test_worker_exception_types(exc, expected, no_leaks):
+    with pytest.raises(expected) as info:
+        list(DataLoader(Failing(bad=2, exc=exc), batch_size=2, num_workers=1))
+    assert "sample index 2" in str(info.value)
+    del info
+
+
+def test_iteration_continues_after_a_worker_exception(no_leaks):
+    # as in torch: the failing batch raises, the loader goes on with the next one
+    it = iter(DataLoader(Failing(bad=0, n=6), batch_size=2, num_workers=2))
+    with pytest.raises(ValueError):
+        next(it)
+    assert [b[:, 0].tolist() for b in it] == [[2, 3], [4, 5]]
+
+
+def test_worker_init_fn_exception_is_reported(no_leaks):
+    def init(worker_id):
+        raise RuntimeError(f"init failed in {worker_id}")
+
+    with pytest.raises(RuntimeError, match="init failed in"):
+        list(DataLoader(Failing(bad=-1), batch_size=2, num_workers=2, worker_init_fn=init))
+
+
+def test_exception_in_main_process_single_process_loader():
+    with pytest.raises(ValueError, match="cannot decode sample 3"):
+        list(DataLoader(Failing(bad=3), batch_size=2))
+
+
+class Suicidal(Dataset):
+    """The worker that reads sample ``bad`` is SIGKILLed (as the OOM killer would)."""
+
+    def __init__(self, bad, sig=signal.SIGKILL):
+        self.bad, self.sig = bad, sig
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, i):
+        if i == self.bad:
+            os.kill(os.getpid(), self.sig)
+            time.sleep(10)
+        return i
+
+
+@pytest.mark.parametrize("sig,name", [(signal.SIGKILL, "SIGKILL"), (signal.SIGSEGV, "SIGSEGV")])
+def test_killed_worker_raises_naming_worker_and_signal(sig, name, no_leaks):
+    loader = DataLoader(Suicidal(bad=5, sig=sig), batch_size=2, num_workers=2)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError) as info:
+        for _ in loader:
+            pass
+    assert time.monotonic() - start < 5
+    msg = str(info.value)
+    assert "DataLoader worker 0" in msg and name in msg and "exited unexpectedly" in msg
+    del info
+
+
+def test_worker_killed_from_outside_while_idle(no_leaks):
+    loader = DataLoader(Suicidal(bad=-1), batch_size=2, num_workers=2, prefetch_factor=1)
+    it = iter(loader)
+    next(it)
+    victim = it._workers[1]
+    os.kill(victim.pid, signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"worker 1 .*SIGKILL"):
+        for _ in it:
+            pass
+    assert time.monotonic() - start < 5
+    del it
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i >= 2:
+            time.sleep(5)
+        return i
+
+
+def test_timeout_expires(no_leaks):
+    it = iter(DataLoader(Slow(), batch_size=2, num_workers=1, timeout=0.5))
+    assert next(it).tolist() == [0, 1]
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="timed out after 0.5 seconds"):
+        next(it)
+    assert time.monotonic() - start < 3
+    del it
+
+
+class Plain(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return np.full((4, 4), i, dtype=np.float32), i
+
+
+def test_break_shuts_down_and_next_epoch_works(no_leaks):
+    loader = DataLoader(Plain(), batch_size=4, num_workers=2)
+    for _ in loader:
+        break
+    gc.collect()
+    assert not any(p.is_alive() for p in multiprocessing_children())
+    labels = [v for _, y in loader for v in y.tolist()]
+    assert labels == list(range(64))
+
+
+def multiprocessing_children():
+    import multiprocessing
+    return [p for p in multiprocessing.active_children() if p.name.startswith("ember-dataloader")]
+
+
+def test_exception_in_user_loop_shuts_down(no_leaks):
+    loader = DataLoader(Plain(), batch_size=4, num_workers=2)
+
+    def train():
+        for i, _ in enumerate(loader):
+            if i == 2:
+                raise ZeroDivisionError("user code failed")
+
+    with pytest.raises(ZeroDivisionError) as info:
+        train()
+    del info  # the traceback holds the iterator; once it goes, so do the workers
+
+
+def test_garbage_collected_iterator_shuts_down(no_leaks):
+    it = iter(DataLoader(Plain(), batch_size=4, num_workers=2))
+    next(it)
+    pids = [p.pid for p in it._workers]
+    del it
+    gc.collect()
+    for pid in pids:
+        with pytest.raises(OSError):
+            os.kill(pid, 0)  # the process is gone (joined, so not even a zombie)
+
+
+def test_ctrl_c_interrupts_main_and_workers_shut_down(no_leaks):
+    loader = DataLoader(Slow(), batch_size=2, num_workers=2)
+    it = iter(loader)
+    next(it)
+    for p in it._workers:  # a terminal's Ctrl-C reaches the workers too: they must ignore it
+        os.kill(p.pid, signal.SIGINT)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        next(it)  # blocked waiting for a slow batch
+    timer.join()
+    assert all(p.is_alive() for p in it._workers)  # workers survived their SIGINT until we shut them down
+    del it
+
+
+def test_persistent_workers_shut_down_when_loader_goes(no_leaks):
+    loader = DataLoader(Plain(), batch_size=8, num_workers=2, persistent_workers=True)
+    assert len(list(loader)) == 8
+    it = iter(loader)
+    next(it)
+    del it, loader
+
+
+class Unpicklable(Dataset):
+    def __init__(self):
+        self.fn = lambda i: i  # lambdas cannot be pickled
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.fn(i)
+
+
+def test_unpicklable_dataset_with_spawn_explains_why(no_leaks):
+    loader = DataLoader(Unpicklable(), batch_size=2, num_workers=2, multiprocessing_context="spawn")
+    start = time.monotonic()
+    with pytest.raises(TypeError) as info:
+        iter(loader)
+    msg = str(info.value)
+    assert "dataset (Unpicklable) cannot be sent to worker processes started with 'spawn'" in msg
+    assert "lambda" in msg.lower() or "pickle" in msg.lower()
+    assert time.monotonic() - start < 2  # up front, before any worker starts
+    del info
+
+
+def test_unpicklable_dataset_is_fine_with_fork(no_leaks):
+    assert [b.tolist() for b in DataLoader(Unpicklable(), batch_size=2, num_workers=2,
+                                           multiprocessing_context="fork")] == [[0, 1], [2, 3]]
+
+
+def test_spawn_workers_work(no_leaks):
+    ds = TensorDataset(ember.from_numpy(np.arange(10)))
+    out = [b[0].tolist() for b in DataLoader(ds, batch_size=4, num_workers=1, multiprocessing_context="spawn")]
+    assert out == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_large_and_growing_batches_through_shared_memory(no_leaks):
+    class Growing(Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            return np.full((64 * (i + 1), 1024), i, dtype=np.float32)  # 256 KB to 1.5 MB samples
+
+    loader = DataLoader(Growing(), batch_size=None, num_workers=2, prefetch_factor=1)
+    for i, x in enumerate(loader):
+        assert x.shape == (64 * (i + 1), 1024) and float(x.numpy()[-1, -1]) == i
