@@ -26,7 +26,11 @@ def _from_host(arr: np.ndarray, device) -> Tensor:
 
 def _infer_np_dtype(data):
     """torch.tensor's dtype for nested Python data: bool, int64 or the default float."""
-    a = np.asarray(data)
+    try:
+        a = np.asarray(data)
+    except ValueError:
+        raise ValueError("tensor: ragged nested sequence: every list at one depth must have the same "
+                         "length") from None
     if a.dtype == np.bool_:
         return np.dtype(np.bool_)
     if a.dtype.kind in "iu":
