@@ -1,0 +1,166 @@
+"""ember/ops/creation.py against torch: factories, *_like, conversions from host data."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from helpers import check_op, to_numpy
+
+
+def same(e, t):
+    assert tuple(e.shape) == tuple(t.shape), (e.shape, t.shape)
+    assert e.dtype.name == str(t.dtype).replace("torch.", ""), (e.dtype, t.dtype)
+    np.testing.assert_allclose(to_numpy(e), to_numpy(t), rtol=1e-6, atol=1e-7)
+
+
+FACTORIES = {
+    "zeros": lambda L: L.zeros(2, 3),
+    "zeros_tuple": lambda L: L.zeros((2, 3), dtype=L.int32),
+    "zeros_0d": lambda L: L.zeros(()),
+    "ones": lambda L: L.ones(3, dtype=L.float64),
+    "ones_list": lambda L: L.ones([2, 2], dtype=L.bool),
+    "full_float": lambda L: L.full((2, 2), 1.5),
+    "full_int": lambda L: L.full((2,), 7),
+    "full_bool": lambda L: L.full((2,), True),
+    "full_dtype": lambda L: L.full((2,), 3, dtype=L.float16),
+    "empty_shape": lambda L: L.empty(2, 3).shape,
+    "arange": lambda L: L.arange(5),
+    "arange_start": lambda L: L.arange(2, 7),
+    "arange_step": lambda L: L.arange(1, 10, 3),
+    "arange_float": lambda L: L.arange(0, 1, 0.25),
+    "arange_neg": lambda L: L.arange(5, 0, -2),
+    "arange_dtype": lambda L: L.arange(4, dtype=L.float64),
+    "linspace": lambda L: L.linspace(0, 1, 5),
+    "linspace_dtype": lambda L: L.linspace(-1, 1, 4, dtype=L.float64),
+    "linspace_1": lambda L: L.linspace(2, 3, 1),
+    "logspace": lambda L: L.logspace(0, 2, 3),
+    "eye": lambda L: L.eye(3),
+    "eye_rect": lambda L: L.eye(2, 4, dtype=L.int64),
+    "tensor_nested": lambda L: L.tensor([[1.0, 2.0], [3.0, 4.0]]),
+    "tensor_int": lambda L: L.tensor([1, 2, 3]),
+    "tensor_bool": lambda L: L.tensor([True, False]),
+    "tensor_scalar": lambda L: L.tensor(3.5),
+    "tensor_int_scalar": lambda L: L.tensor(3),
+    "tensor_dtype": lambda L: L.tensor([1, 2], dtype=L.float16),
+    "tensor_mixed": lambda L: L.tensor([1, 2.5]),
+    "tensor_empty": lambda L: L.tensor([]),
+    "tensor_np_f64": lambda L: L.tensor(np.array([1.0, 2.0])),
+    "tensor_np_i32": lambda L: L.tensor(np.array([1, 2], dtype=np.int32)),
+    "tensor_np_u8": lambda L: L.tensor(np.array([1, 255], dtype=np.uint8)),
+    "tensor_list_of_0d": lambda L: L.tensor([L.tensor(1.0), L.tensor(2.0)]),
+    "as_tensor": lambda L: L.as_tensor([1.0, 2.0], dtype=L.float64),
+    "scalar_tensor": lambda L: L.scalar_tensor(2),
+    "tril_indices": lambda L: L.tril_indices(3, 3),
+    "triu_indices": lambda L: L.triu_indices(3, 4, 1),
+    "meshgrid_ij": lambda L: L.meshgrid(L.arange(3), L.arange(2), indexing="ij"),
+    "meshgrid_xy": lambda L: L.meshgrid(L.arange(3), L.arange(2), indexing="xy"),
+}
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_factory(name):
+    e, t = FACTORIES[name](ember), FACTORIES[name](torch)
+    if isinstance(t, tuple) and not isinstance(t, torch.Size):
+        assert len(e) == len(t)
+        for a, b in zip(e, t):
+            same(a, b)
+    elif isinstance(t, torch.Size):
+        assert tuple(e) == tuple(t)
+    else:
+        same(e, t)
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "rand_like", "randn_like"])
+def test_like_shape_dtype(name):
+    x = ember.zeros(2, 3, dtype=ember.float64)
+    y = getattr(ember, name)(x)
+    assert y.shape == (2, 3) and y.dtype is ember.float64
+    y = getattr(ember, name)(x, dtype=ember.float16)
+    assert y.dtype is ember.float16
+
+
+def test_like_values_and_requires_grad():
+    check_op(lambda L, a: L.zeros_like(a), (2, 3), grad=False)
+    check_op(lambda L, a: L.ones_like(a), (2, 3), grad=False)
+    check_op(lambda L, a: L.full_like(a, 2.5), (2, 3), grad=False)
+    check_op(lambda L, a: L.full_like(a, 2), np.arange(3), grad=False)
+    x = ember.ones_like(ember.zeros(2), requires_grad=True)
+    assert x.requires_grad and x.is_leaf
+    r = ember.randint_like(ember.zeros(100), 3, 6)
+    assert r.dtype is ember.float32 and set(r.tolist()) <= {3.0, 4.0, 5.0}
+
+
+def test_new_methods():
+    x = ember.zeros(2, dtype=ember.float64)
+    t = torch.zeros(2, dtype=torch.float64)
+    same(x.new_zeros(3, 1), t.new_zeros(3, 1))
+    same(x.new_ones((2,)), t.new_ones((2,)))
+    same(x.new_full((2,), 4), t.new_full((2,), 4))
+    same(x.new_tensor([1, 2]), t.new_tensor([1, 2]))
+    assert x.new_empty(4).shape == (4,)
+
+
+def test_tensor_copies_and_requires_grad():
+    a = np.array([1.0, 2.0], dtype=np.float32)
+    t = ember.tensor(a, requires_grad=True)
+    a[0] = 9
+    assert t.tolist() == [1.0, 2.0] and t.requires_grad and t.is_leaf
+    with pytest.raises(RuntimeError, match="floating point"):
+        ember.tensor([1, 2], requires_grad=True)
+
+
+def test_from_numpy_zero_copy_both_ways():
+    a = np.arange(6.0).reshape(2, 3)
+    t = ember.from_numpy(a)
+    assert t.dtype is ember.float64          # as torch.from_numpy: no cast
+    a[0, 0] = 42
+    assert t[0, 0].item() == 42
+    t[1, 1] = -1
+    assert a[1, 1] == -1
+    assert np.shares_memory(t.numpy(), a)
+    i = ember.from_numpy(np.array([1, 2], dtype=np.int16))
+    assert i.dtype is ember.int16
+    with pytest.raises(TypeError):
+        ember.from_numpy([1, 2])
+    with pytest.raises(TypeError):
+        ember.from_numpy(np.array([1 + 2j]))
+
+
+def test_as_tensor_shares_memory():
+    a = np.ones(3, dtype=np.float32)
+    assert np.shares_memory(ember.as_tensor(a).numpy(), a)
+    x = ember.ones(2)
+    assert ember.as_tensor(x) is x
+
+
+def test_tensor_bad_data():
+    with pytest.raises(ValueError, match="tensor: ragged"):   # torch raises ValueError too
+        ember.tensor([[1, 2], [3]])
+    with pytest.raises(TypeError):
+        ember.tensor("abc")
+    with pytest.raises(TypeError):
+        ember.tensor(np.array(["a"]))
+
+
+def test_factory_bad_sizes():
+    with pytest.raises(ValueError, match="invalid size"):
+        ember.zeros(-1, 2)
+    with pytest.raises(ValueError, match="arange"):
+        ember.arange(0, 5, 0)
+    with pytest.raises(ValueError, match="arange"):
+        ember.arange(5, 0, 1)
+
+
+def test_default_dtype_controls_factories():
+    prev = ember.get_default_dtype()
+    try:
+        ember.set_default_dtype(ember.float64)
+        assert ember.zeros(1).dtype is ember.float64
+        assert ember.tensor([1.5]).dtype is ember.float64
+        assert ember.arange(0, 1, 0.5).dtype is ember.float64
+        assert ember.rand(2).dtype is ember.float64
+        with pytest.raises(TypeError):
+            ember.set_default_dtype(ember.int32)
+    finally:
+        ember.set_default_dtype(prev)
+    assert ember.zeros(1).dtype is ember.float32
