@@ -8,9 +8,15 @@ from . import _dtype
 _DEFAULT_SHOWN = ("float32", "int64", "bool")
 
 
+def _padded(fmt, a):
+    # torch right-aligns every element to the widest one: tensor([ 0.1235, 10.5000])
+    width = max((len(fmt(v)) for v in a.flat), default=0)
+    return lambda v: fmt(v).rjust(width)
+
+
 def _formatter(a: np.ndarray):
     if a.dtype.kind == "b":
-        return {"bool": lambda v: "True" if v else "False"}
+        return {"bool": _padded(lambda v: "True" if v else "False", a)}
     if a.dtype.kind in "iu":
         return None
     finite = a[np.isfinite(a)] if a.size else a
@@ -20,7 +26,7 @@ def _formatter(a: np.ndarray):
         fmt = lambda v: f"{v:.4e}"  # noqa: E731
     else:
         fmt = lambda v: f"{v:.4f}"  # noqa: E731
-    return {"float_kind": fmt}
+    return {"float_kind": _padded(fmt, a)}
 
 
 def tensor_repr(t) -> str:
