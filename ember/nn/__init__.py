@@ -1,0 +1,32 @@
+"""`ember.nn`: modules, layers and losses with PyTorch's names (re-exports only).
+
+>>> import ember.nn as nn
+>>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+>>> model(ember.randn(3, 4)).shape
+(3, 2)
+"""
+from .parameter import Parameter
+from .module import Module
+from .containers import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
+from .linear import Identity, Linear, Bilinear, Flatten, Unflatten
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm
+from .activation import (ReLU, ReLU6, LeakyReLU, ELU, SELU, GELU, SiLU, Mish, Tanh, Sigmoid, Softplus,
+                         Hardtanh, LogSigmoid, Softmax, LogSoftmax, Softmin)
+from .dropout import Dropout, Dropout1d, Dropout2d
+from .embedding import Embedding
+from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
+                   BCEWithLogitsLoss, KLDivLoss, MultiMarginLoss, MarginRankingLoss, CosineEmbeddingLoss,
+                   TripletMarginLoss)
+from . import functional, init, utils
+
+try:  # layers that land in later commits
+    from .rnn import RNNBase, RNN, LSTM, GRU, RNNCell, LSTMCell, GRUCell
+except ImportError:  # pragma: no cover
+    pass
+try:
+    from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer,
+                              TransformerEncoder, TransformerDecoder, Transformer)
+except ImportError:  # pragma: no cover
+    pass

@@ -1,0 +1,182 @@
+"""`ember.nn.init`: in-place weight initialisers, with torch's names, formulas and defaults.
+
+Each fills its tensor under no_grad and returns it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from .. import random as R
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+           "trunc_normal_", "_calculate_fan_in_and_fan_out"]
+
+
+def calculate_gain(nonlinearity: str, param=None) -> float:
+    """The recommended gain for a nonlinearity: relu sqrt(2), tanh 5/3, leaky_relu sqrt(2/(1+slope^2)), ...
+
+    >>> nn.init.calculate_gain('relu') == math.sqrt(2)
+    True
+    """
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid")
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor):
+    if tensor.ndim < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _fan(tensor, mode):
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    with no_grad():
+        return tensor.zero_()
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """The identity matrix (2-D tensors only)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(Tensor._make(np.eye(*tensor.shape, dtype=tensor._data.dtype), tensor._device)
+                            if tensor._device.type == "cpu" else
+                            Tensor(np.eye(*tensor.shape), device=tensor.device))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Identity-preserving conv weights (3-, 4- or 5-D)."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    out_per_group = tensor.shape[0] // groups
+    a = np.zeros(tensor.shape, dtype=tensor._data.dtype)
+    centre = tuple(s // 2 for s in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            a[(g * out_per_group + d, d) + centre] = 1
+    with no_grad():
+        return tensor.copy_(Tensor(a))
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    a = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator=None) -> Tensor:
+    """U(-b, b) with b = gain * sqrt(3 / fan); Linear and Conv use a=sqrt(5)."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator=None) -> Tensor:
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one, times gain."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = R._rng(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with no_grad():
+        return tensor.copy_(Tensor((q * gain).reshape(tensor.shape)))
+
+
+def _norm_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def _erfinv(y):
+    """Inverse error function on an array: a rational first guess refined by Newton steps on erf."""
+    y = np.asarray(y, dtype=np.float64)
+    a = 0.147
+    ln = np.log1p(-y * y)
+    t = 2 / (math.pi * a) + ln / 2
+    x = np.sign(y) * np.sqrt(np.sqrt(t * t - ln / a) - t)
+    erf = np.vectorize(math.erf)
+    for _ in range(3):
+        x = x - (erf(x) - y) / (2 / math.sqrt(math.pi) * np.exp(-x * x))
+    return x
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator=None) -> Tensor:
+    """N(mean, std) truncated to [a, b], by inverse-CDF sampling (as torch)."""
+    lo, hi = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
+    u = R._rng(generator).uniform(2 * lo - 1, 2 * hi - 1, tensor.shape)
+    x = _erfinv(u) * std * math.sqrt(2.0) + mean
+    with no_grad():
+        return tensor.copy_(Tensor(np.clip(x, a, b)))

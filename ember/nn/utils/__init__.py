@@ -1,0 +1,5 @@
+"""`ember.nn.utils`: gradient clipping and flat parameter vectors."""
+from .clip_grad import clip_grad_norm_, clip_grad_value_
+from .convert_parameters import parameters_to_vector, vector_to_parameters
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]

@@ -1,0 +1,157 @@
+"""Convolution and pooling primitives, for any number of spatial dims (1-D, 2-D, 3-D).
+
+Convolution is im2col + one batched matmul: a strided view gives every window of the (already
+padded) input, one copy lays the windows out as rows, and a matmul per group does the rest. Its
+three bilinear maps close under differentiation, so every backward is again one of them:
+
+    Conv(x, w)            = y
+    ConvInputGrad(g, w)   = the adjoint of x -> Conv(x, w), applied to g  (col2im; ConvTranspose)
+    ConvWeightGrad(x, g)  = the adjoint of w -> Conv(x, w), applied to g
+
+Padding is not done here: callers pad with the differentiable `Pad` primitive first.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from ..autograd.function import Primitive
+from ..backends import array_module
+from .primitives import ScatterAdd, Reshape
+
+__all__ = ["Conv", "ConvInputGrad", "ConvWeightGrad", "MaxPool", "windows", "out_size"]
+
+
+def out_size(size, k, stride, dilation):
+    """Windows along one padded dim: floor((size - dilation*(k-1) - 1) / stride) + 1."""
+    return (size - dilation * (k - 1) - 1) // stride + 1
+
+
+def windows(x, k, stride, dilation):
+    """A strided view (N, C, *out, *k) of every window of x (N, C, *spatial); no copy."""
+    xp = array_module(x)
+    nd = len(k)
+    span = tuple(d * (kk - 1) + 1 for kk, d in zip(k, dilation))
+    v = xp.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + nd)))
+    key = (slice(None),) * 2 + tuple(slice(None, None, s) for s in stride) \
+        + tuple(slice(None, None, d) for d in dilation)
+    return v[key]
+
+
+def _cols(x, k, stride, dilation, groups):
+    """im2col: (G, N*L, Cg*K) rows of windows, and the output spatial shape."""
+    N, C = x.shape[:2]
+    nd = len(k)
+    win = windows(x, k, stride, dilation)                          # (N, C, *out, *k)
+    out = win.shape[2:2 + nd]
+    win = win.reshape((N, groups, C // groups) + win.shape[2:])    # (N, G, Cg, *out, *k)
+    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
+    cols = win.transpose(perm).reshape(groups, N * math.prod(out), (C // groups) * math.prod(k))
+    return cols, out
+
+
+def _g_rows(g, groups):
+    """(N, O, *out) -> (G, N*L, Og)."""
+    N, O = g.shape[:2]
+    L = math.prod(g.shape[2:])
+    return g.reshape(N, groups, O // groups, L).transpose(1, 0, 3, 2).reshape(groups, N * L, O // groups)
+
+
+class Conv(Primitive):
+    """Cross-correlation of x (N, C, *S) with w (O, C/groups, *k), no padding."""
+    saves_inputs = True
+
+    def forward(self, x, w):
+        G = self.groups
+        N, O, k = x.shape[0], w.shape[0], w.shape[2:]
+        cols, out = _cols(x, k, self.stride, self.dilation, G)      # (G, N*L, Cg*K)
+        wm = w.reshape(G, O // G, -1).transpose(0, 2, 1)              # (G, Cg*K, Og)
+        y = cols @ wm                                                 # (G, N*L, Og)
+        y = y.reshape((G, N) + out + (O // G,))
+        nd = len(out)
+        y = y.transpose((1, 0, 2 + nd) + tuple(range(2, 2 + nd)))    # (N, G, Og, *out)
+        return y.reshape((N, O) + out)
+
+    def backward(self, g):
+        x, w = self.saved_tensors
+        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups)
+        gx = ConvInputGrad.apply(g, w, x_shape=x.shape, **p) if self.needs_input_grad[0] else None
+        gw = ConvWeightGrad.apply(x, g, w_shape=w.shape, **p) if self.needs_input_grad[1] else None
+        return gx, gw
+
+
+class ConvInputGrad(Primitive):
+    """col2im: scatter g (N, O, *out) through w back onto an input of shape `x_shape`."""
+    saves_inputs = True
+
+    def forward(self, g, w):
+        xp = array_module(g)
+        G = self.groups
+        N, C = self.x_shape[:2]
+        O, k = w.shape[0], w.shape[2:]
+        out = g.shape[2:]
+        nd = len(k)
+        dcols = _g_rows(g, G) @ w.reshape(G, O // G, -1)              # (G, N*L, Cg*K)
+        dcols = dcols.reshape((G, N) + out + (C // G,) + k)
+        # (N, G, Cg, *k, *out): one strided add per kernel offset
+        dcols = dcols.transpose((1, 0, 2 + nd) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(2, 2 + nd)))
+        gx = xp.zeros((N, G, C // G) + tuple(self.x_shape[2:]), dtype=g.dtype)
+        for off in itertools.product(*(range(kk) for kk in k)):
+            dst = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                        for o, d, s, n in zip(off, self.dilation, self.stride, out))
+            gx[(slice(None),) * 3 + dst] += dcols[(slice(None),) * 3 + off]
+        return gx.reshape(self.x_shape)
+
+    def backward(self, gg):
+        g, w = self.saved_tensors
+        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups)
+        d_g = Conv.apply(gg, w, **p) if self.needs_input_grad[0] else None
+        d_w = ConvWeightGrad.apply(gg, g, w_shape=w.shape, **p) if self.needs_input_grad[1] else None
+        return d_g, d_w
+
+
+class ConvWeightGrad(Primitive):
+    """The weight gradient of Conv: sum over batch and positions of g times the windows of x."""
+    saves_inputs = True
+
+    def forward(self, x, g):
+        G = self.groups
+        k = self.w_shape[2:]
+        cols, _ = _cols(x, k, self.stride, self.dilation, G)         # (G, N*L, Cg*K)
+        gw = _g_rows(g, G).transpose(0, 2, 1) @ cols                  # (G, Og, Cg*K)
+        return gw.reshape(self.w_shape)
+
+    def backward(self, gg):
+        x, g = self.saved_tensors
+        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups)
+        d_x = ConvInputGrad.apply(g, gg, x_shape=x.shape, **p) if self.needs_input_grad[0] else None
+        d_g = Conv.apply(x, gg, **p) if self.needs_input_grad[1] else None
+        return d_x, d_g
+
+
+class MaxPool(Primitive):
+    """Max over windows of x (N, C, *S) (already padded with -inf); ties go to the first maximum."""
+
+    def forward(self, x):
+        xp = array_module(x)
+        k, nd = self.kernel, len(self.kernel)
+        win = windows(x, k, self.stride, self.dilation)               # (N, C, *out, *k)
+        out = win.shape[2:2 + nd]
+        flat = win.reshape(win.shape[:2 + nd] + (-1,))
+        arg = flat.argmax(-1)                                         # (N, C, *out) offset in window
+        y = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
+        # flat index into x's spatial dims, for the backward scatter
+        offs = xp.unravel_index(arg, k)
+        pos = []
+        for i in range(nd):
+            base = (xp.arange(out[i]) * self.stride[i]).reshape((-1,) + (1,) * (nd - 1 - i))
+            pos.append(base + offs[i] * self.dilation[i])
+        self.index = xp.ravel_multi_index(pos, x.shape[2:]).reshape(x.shape[:2] + (-1,))
+        self.x_shape = x.shape
+        return y
+
+    def backward(self, g):
+        N, C = self.x_shape[:2]
+        zeros = g.new_zeros((N, C, math.prod(self.x_shape[2:])))
+        gx = ScatterAdd.apply(zeros, Reshape.apply(g, shape=(N, C, -1)), index=self.index, axis=2)
+        return (Reshape.apply(gx, shape=self.x_shape),)

@@ -1,0 +1,73 @@
+"""ember/nn/conv.py (and ember/ops/conv.py) against torch, one line per configuration."""
+import numpy as np
+import pytest
+
+import ember
+from helpers import check_op
+from .nn_helpers import check_module
+
+CASES = [
+    ("conv1d", lambda lib: lib.nn.Conv1d(3, 4, 3), [(2, 3, 9)]),
+    ("conv1d_stride_pad_dil", lambda lib: lib.nn.Conv1d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2), [(2, 4, 11)]),
+    ("conv1d_same_even", lambda lib: lib.nn.Conv1d(2, 3, 4, padding="same"), [(2, 2, 7)]),
+    ("conv1d_unbatched", lambda lib: lib.nn.Conv1d(2, 3, 3), [(2, 7)]),
+    ("conv2d", lambda lib: lib.nn.Conv2d(3, 4, 3), [(2, 3, 7, 6)]),
+    ("conv2d_pad", lambda lib: lib.nn.Conv2d(3, 4, 3, padding=1), [(2, 3, 6, 6)]),
+    ("conv2d_stride", lambda lib: lib.nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 0)), [(2, 3, 8, 7)]),
+    ("conv2d_dilation", lambda lib: lib.nn.Conv2d(2, 3, 3, dilation=2, padding=1), [(1, 2, 9, 9)]),
+    ("conv2d_groups", lambda lib: lib.nn.Conv2d(4, 6, 3, groups=2, bias=False), [(2, 4, 6, 6)]),
+    ("conv2d_depthwise", lambda lib: lib.nn.Conv2d(3, 3, 3, groups=3, padding=1), [(2, 3, 5, 5)]),
+    ("conv2d_same", lambda lib: lib.nn.Conv2d(2, 3, (3, 4), padding="same", dilation=(1, 2)), [(2, 2, 6, 9)]),
+    ("conv2d_valid", lambda lib: lib.nn.Conv2d(2, 3, 2, padding="valid"), [(2, 2, 5, 5)]),
+    ("conv2d_reflect", lambda lib: lib.nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), [(2, 2, 5, 5)]),
+    ("conv2d_replicate", lambda lib: lib.nn.Conv2d(2, 3, 3, padding=2, padding_mode="replicate"), [(1, 2, 5, 5)]),
+    ("conv2d_circular", lambda lib: lib.nn.Conv2d(2, 3, 3, padding=1, padding_mode="circular"), [(1, 2, 5, 5)]),
+    ("conv2d_unbatched", lambda lib: lib.nn.Conv2d(2, 3, 3), [(2, 5, 5)]),
+    ("convT1d", lambda lib: lib.nn.ConvTranspose1d(3, 2, 3, stride=2), [(2, 3, 5)]),
+    ("convT2d", lambda lib: lib.nn.ConvTranspose2d(3, 4, 3), [(2, 3, 5, 5)]),
+    ("convT2d_stride_pad_outpad", lambda lib: lib.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), [(2, 3, 4, 5)]),
+    ("convT2d_groups_dil", lambda lib: lib.nn.ConvTranspose2d(4, 6, (2, 3), groups=2, dilation=2, bias=False), [(1, 4, 4, 4)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_conv_layers(build, inputs):
+    check_module(build, *inputs, modes=("train",))
+
+
+def test_conv_transpose_output_size():
+    check_module(lambda lib: lib.nn.ConvTranspose2d(2, 3, 3, stride=2), (1, 2, 4, 4), modes=("train",),
+                 call=lambda m, x: m(x, output_size=[10, 10]))
+
+
+def test_conv_double_backward():
+    # second derivative through Conv, ConvInputGrad and ConvWeightGrad
+    def fn(lib, x, w):
+        y = lib.nn.functional.conv2d(x, w, stride=2, padding=1)
+        gx, gw = lib.autograd.grad((y * y).sum(), (x, w), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum()
+    check_op(fn, (1, 2, 5, 5), (3, 2, 3, 3), dtypes=("float64",))
+
+
+def test_conv_gradcheck():
+    x = ember.randn(1, 2, 5, 4, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(2, 1, 2, 3, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda a, b: ember.nn.functional.conv2d(a, b, groups=2, dilation=(2, 1)),
+                                    (x, w))
+
+
+def test_conv_errors():
+    m = ember.nn.Conv2d(3, 4, 3)
+    with pytest.raises(RuntimeError, match="channels"):
+        m(ember.randn(1, 2, 5, 5))
+    with pytest.raises(ValueError, match="divisible"):
+        ember.nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match="strided"):
+        ember.nn.Conv2d(3, 4, 3, stride=2, padding="same")
+
+
+def test_conv_repr_and_init():
+    m = ember.nn.Conv2d(16, 33, (3, 5), stride=(2, 1), padding=(4, 2), dilation=(3, 1))
+    assert repr(m) == "Conv2d(16, 33, kernel_size=(3, 5), stride=(2, 1), padding=(4, 2), dilation=(3, 1))"
+    bound = 1 / np.sqrt(16 * 15)
+    assert float(m.weight.abs().max()) <= bound and float(m.bias.abs().max()) <= bound

@@ -1,0 +1,32 @@
+"""ember/nn/linear.py against torch: Linear, Bilinear, Identity, Flatten, Unflatten."""
+import pytest
+
+from .nn_helpers import check_module
+
+CASES = [
+    ("linear", lambda lib: lib.nn.Linear(5, 3), [(4, 5)]),
+    ("linear_nobias", lambda lib: lib.nn.Linear(5, 3, bias=False), [(4, 5)]),
+    ("linear_3d", lambda lib: lib.nn.Linear(5, 3), [(2, 4, 5)]),
+    ("linear_1d", lambda lib: lib.nn.Linear(5, 3), [(5,)]),
+    ("bilinear", lambda lib: lib.nn.Bilinear(3, 4, 2), [(5, 3), (5, 4)]),
+    ("bilinear_nobias", lambda lib: lib.nn.Bilinear(3, 4, 2, bias=False), [(2, 5, 3), (2, 5, 4)]),
+    ("identity", lambda lib: lib.nn.Identity(3, foo=1), [(2, 3)]),
+    ("flatten", lambda lib: lib.nn.Flatten(), [(2, 3, 4, 5)]),
+    ("flatten_range", lambda lib: lib.nn.Flatten(0, 2), [(2, 3, 4, 5)]),
+    ("unflatten", lambda lib: lib.nn.Unflatten(1, (2, 6)), [(3, 12)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_linear_layers(build, inputs):
+    check_module(build, *inputs)
+
+
+def test_linear_init_bounds():
+    import math
+    import ember
+    m = ember.nn.Linear(100, 50)
+    bound = 1 / math.sqrt(100)
+    assert float(m.weight.abs().max()) <= bound and float(m.weight.abs().max()) > 0.8 * bound
+    assert float(m.bias.abs().max()) <= bound
+    assert repr(m) == "Linear(in_features=100, out_features=50, bias=True)"
