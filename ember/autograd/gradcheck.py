@@ -33,6 +33,9 @@ def _analytic_jacobian(fn, inputs, i):
     for o in outs:
         flat = o.reshape(-1)
         for k in range(flat.shape[0]):
+            if not flat.requires_grad:   # an output that does not depend on any input (e.g. zeros)
+                rows.append(np.zeros(inputs[i].numel(), dtype=inputs[i]._data.dtype))
+                continue
             g, = grad(flat[k], [inputs[i]], retain_graph=True, allow_unused=True)
             rows.append((g if g is not None else zeros_like(inputs[i]))._data.reshape(-1))
     return np.stack(rows, axis=1) if rows else np.zeros((inputs[i].numel(), 0))
