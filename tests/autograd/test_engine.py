@@ -1,0 +1,423 @@
+"""ember/autograd/engine.py and the public autograd API: graphs, accumulation, retain_graph, hooks,
+grad modes, higher-order gradients, in-place version checks, a deep chain."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.autograd import gradcheck, gradgradcheck
+from helpers import check_op
+
+
+def both(data, dtype="float64"):
+    return (ember.tensor(data, dtype=getattr(ember, dtype), requires_grad=True),
+            torch.tensor(data, dtype=getattr(torch, dtype), requires_grad=True))
+
+
+def close(e, t, tol=1e-10):
+    np.testing.assert_allclose(np.asarray(e.detach()._data, dtype=np.float64),
+                               t.detach().double().numpy(), atol=tol, rtol=tol)
+
+
+# ------------------------------------------------------------------ graph shapes
+@pytest.mark.parametrize("shapes", [((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,)), ((1, 1), (2, 3)),
+                                    ((5, 1, 3), (4, 1))], ids=str)
+def test_broadcasting_gradients_sum_back(shapes):
+    check_op(lambda L, a, b: a * b + a - b / (b * b + 1), *shapes)
+
+
+def test_diamond_graph():
+    # x -> a, b -> c: both paths' gradients must add
+    check_op(lambda L, x: (x.exp() * x.sin() + x.exp() / (1 + x * x)).sum(), (5,))
+    e, t = both([0.3, -1.2])
+    for L, x in ((ember, e), (torch, t)):
+        a = x * 2
+        b = a.tanh()
+        c = a.sigmoid()
+        (b * c + a).sum().backward()
+    close(e.grad, t.grad)
+
+
+def test_reuse_of_one_tensor_in_several_ops():
+    check_op(lambda L, x, w: (x @ w + x.sum(-1, keepdim=True) * x[:, :1] + (x * x).mean()).relu(), (3, 4), (4, 4))
+    e, t = both([1.0, 2.0, 3.0])
+    for x in (e, t):
+        (x * x * x + x.exp() * x).sum().backward()
+    close(e.grad, t.grad)
+
+
+def test_grad_accumulates_across_backward_calls():
+    e, t = both([1.0, -2.0])
+    for x in (e, t):
+        (x * x).sum().backward()
+        (3 * x).sum().backward()
+    close(e.grad, t.grad)
+    assert e.grad.tolist() == [5.0, -1.0]
+    e.grad = None
+    (e * 2).sum().backward()
+    assert e.grad.tolist() == [2.0, 2.0] and e.grad.is_leaf and not e.grad.requires_grad
+
+
+def test_backward_with_gradient_argument_and_errors():
+    x = ember.ones(2, 3, requires_grad=True)
+    y = x * 3
+    y.backward(ember.full((2, 3), 2.0))
+    assert x.grad.tolist() == [[6.0] * 3] * 2
+    with pytest.raises(RuntimeError, match=r"grad can be implicitly created only for scalar outputs"):
+        (x * 2).backward()
+    with pytest.raises(RuntimeError, match="gradient has shape"):
+        (x * 2).backward(ember.ones(3))
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        ember.ones(2).sum().backward()
+
+
+def test_backward_inputs_argument():
+    a = ember.ones(2, requires_grad=True)
+    b = ember.ones(2, requires_grad=True)
+    (a * b * 2).sum().backward(inputs=[a])
+    assert a.grad.tolist() == [2.0, 2.0] and b.grad is None
+
+
+# ------------------------------------------------------------------ retain_graph
+def test_retain_graph_and_second_backward_error():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.exp() * x).sum()
+    y.backward(retain_graph=True)
+    g1 = x.grad.tolist()
+    y.backward()
+    np.testing.assert_allclose(x.grad.tolist(), [2 * g for g in g1])
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_second_backward_through_freed_shared_subgraph():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    h = x.tanh()
+    h.sum().backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        (h * 2).sum().backward()
+
+
+# ------------------------------------------------------------------ ember.autograd.grad
+def test_autograd_grad_matches_torch_and_leaves_grad_alone():
+    e, t = both([0.5, -1.5, 2.0])
+    ge, = ember.autograd.grad((e.sin() * e).sum(), e)
+    gt, = torch.autograd.grad((t.sin() * t).sum(), t)
+    close(ge, gt)
+    assert e.grad is None and not ge.requires_grad
+
+
+def test_autograd_grad_non_leaf_input_and_allow_unused():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    z = ember.tensor([1.0], requires_grad=True)
+    y = (h * h).sum()
+    gh, = ember.autograd.grad(y, h, retain_graph=True)
+    assert gh.tolist() == [6.0, 12.0]
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        ember.autograd.grad(y, [x, z], retain_graph=True)
+    gx, gz = ember.autograd.grad(y, [x, z], allow_unused=True, retain_graph=True)
+    assert gz is None and gx.tolist() == [18.0, 36.0]
+    gx, gz = ember.autograd.grad(y, [x, z], materialize_grads=True)
+    assert gz.tolist() == [0.0]
+
+
+def test_grad_with_grad_outputs_multiple_outputs():
+    e, t = both([1.0, 2.0, 3.0])
+    ve, vt = ember.tensor([1.0, -1.0, 0.5], dtype=ember.float64), torch.tensor([1.0, -1.0, 0.5], dtype=torch.float64)
+    ge = ember.autograd.grad([e * e, e.exp().sum()], [e], grad_outputs=[ve, None])
+    gt = torch.autograd.grad([t * t, t.exp().sum()], [t], grad_outputs=[vt, None])
+    close(ge[0], gt[0])
+
+
+# ------------------------------------------------------------------ double backward
+SECOND_ORDER = {
+    "tanh": lambda L, x, w: x.tanh(),
+    "exp": lambda L, x, w: x.exp(),
+    "mul": lambda L, x, w: x * w * x,
+    "matmul": lambda L, x, w: (x @ w) * (x @ w),
+    "softmax": lambda L, x, w: L.softmax(x * w, -1),
+    "sigmoid": lambda L, x, w: x.sigmoid() * w,
+    "log_softmax": lambda L, x, w: L.log_softmax(x @ w, 1),
+    "div_pow": lambda L, x, w: (x / (w * w + 1)) ** 3,
+    "sum_mean_var": lambda L, x, w: x.var(1) + (x * w).mean(),
+    "sin_cos_log": lambda L, x, w: x.sin() * w.cos() + (x * x + 1).log(),
+}
+
+
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_double_backward_matches_torch(name):
+    fn = SECOND_ORDER[name]
+    rng = np.random.default_rng(0)
+    xd, wd = rng.uniform(-1, 1, (3, 3)), rng.uniform(-1, 1, (3, 3))
+    res = []
+    for L in (ember, torch):
+        x = L.tensor(xd, requires_grad=True)
+        w = L.tensor(wd, requires_grad=True)
+        y = fn(L, x, w)
+        v = L.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+        gx, = L.autograd.grad(y, x, grad_outputs=v, create_graph=True)
+        assert gx.requires_grad
+        # a Hessian-vector product: d/dx and d/dw of <gx, u>
+        u = L.tensor(np.sin(np.arange(9.0)).reshape(3, 3))
+        hx, hw = L.autograd.grad((gx * u).sum(), [x, w], allow_unused=True)
+        res.append((gx, hx, hw))
+    for a, b in zip(res[0], res[1]):
+        if b is None:
+            assert a is None or not np.any(a._data)
+        else:
+            close(a, b, 1e-9)
+
+
+@pytest.mark.parametrize("name", ["tanh", "exp", "mul", "matmul", "softmax"])
+def test_gradgradcheck(name):
+    fn = SECOND_ORDER[name]
+    rng = np.random.default_rng(1)
+    x = ember.tensor(rng.uniform(-1, 1, (2, 3)), dtype=ember.float64, requires_grad=True)
+    w = ember.tensor(rng.uniform(-1, 1, (3, 3) if name == "matmul" else (2, 3)), dtype=ember.float64,
+                     requires_grad=True)
+    assert gradcheck(lambda x, w: fn(ember, x, w), (x, w))
+    assert gradgradcheck(lambda x, w: fn(ember, x, w), (x, w))
+
+
+def test_gradcheck_detects_a_wrong_backward():
+    class Bad(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3     # wrong: should be 2x
+
+    x = ember.tensor([0.5, 1.5], dtype=ember.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="gradcheck: Jacobian mismatch"):
+        gradcheck(Bad.apply, (x,))
+    assert gradcheck(Bad.apply, (x,), raise_exception=False) is False
+
+
+def test_third_order():
+    for L in (ember, torch):
+        x = L.tensor(0.7, dtype=L.float64, requires_grad=True)
+        y = x.sin() * x
+        g1, = L.autograd.grad(y, x, create_graph=True)
+        g2, = L.autograd.grad(g1, x, create_graph=True)
+        g3, = L.autograd.grad(g2, x)
+        if L is ember:
+            e3 = g3.item()
+        else:
+            assert e3 == pytest.approx(g3.item(), abs=1e-12)
+
+
+def test_create_graph_backward_grad_has_graph():
+    x = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    (x ** 3).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    g = x.grad
+    x.grad = None
+    g.sum().backward()
+    assert x.grad.tolist() == [6.0, 12.0]
+
+
+# ------------------------------------------------------------------ hooks, retain_grad
+def test_hooks_on_leaf_and_non_leaf():
+    seen = {}
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        h = x * 2
+        hl = []
+        h.register_hook(lambda g: hl.append(g.tolist()))
+        h.register_hook(lambda g: g * 10)             # replaces the gradient flowing on
+        handle = x.register_hook(lambda g: g + 1)
+        (h * h).sum().backward()
+        seen[L.__name__] = (hl, x.grad.tolist())
+        handle.remove()
+        x.grad = None
+        (x * 1).sum().backward()
+        assert x.grad.tolist() == [1.0, 1.0, 1.0]       # removed hook no longer runs
+    assert seen["ember"] == seen["torch"]
+
+
+def test_register_hook_requires_grad_error():
+    with pytest.raises(RuntimeError, match="register_hook"):
+        ember.ones(2).register_hook(lambda g: g)
+
+
+def test_retain_grad():
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        h = x.exp()
+        h.retain_grad()
+        y = h * 3
+        y.sum().backward()
+        assert h.retains_grad and h.grad.tolist() == [3.0, 3.0]
+    h2 = (ember.ones(2, requires_grad=True) * 2)
+    (h2 * 2).sum().backward()
+    assert h2.grad is None            # non-leaf without retain_grad keeps no grad
+
+
+# ------------------------------------------------------------------ grad modes
+def test_no_grad_enable_grad_set_grad_enabled_context():
+    x = ember.ones(2, requires_grad=True)
+    with ember.no_grad():
+        y = x * 2
+        assert not ember.is_grad_enabled()
+        with ember.enable_grad():
+            z = x * 2
+    assert not y.requires_grad and y.grad_fn is None and z.requires_grad
+    with ember.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert ember.is_grad_enabled()
+    ember.set_grad_enabled(False)            # as a plain call it takes effect at once
+    try:
+        assert not (x * 2).requires_grad
+    finally:
+        ember.set_grad_enabled(True)
+    assert (x * 2).requires_grad
+
+
+def test_grad_modes_as_decorators():
+    x = ember.ones(2, requires_grad=True)
+
+    @ember.no_grad()
+    def f(a):
+        return a * 2
+
+    @ember.enable_grad()
+    def g(a):
+        return a * 2
+
+    @ember.set_grad_enabled(False)
+    def h(a):
+        return a * 2
+
+    @ember.inference_mode()
+    def k(a):
+        assert ember.is_inference_mode_enabled()
+        return a * 2
+
+    assert ember.is_grad_enabled()       # the decorator form did not switch grad off here
+    assert not f(x).requires_grad and not h(x).requires_grad and not k(x).requires_grad
+    with ember.no_grad():
+        assert g(x).requires_grad
+    assert not ember.is_inference_mode_enabled()
+
+
+def test_inference_mode_context():
+    x = ember.ones(2, requires_grad=True)
+    with ember.inference_mode():
+        assert not (x * 2).requires_grad and ember.is_inference_mode_enabled()
+    with ember.inference_mode(False):
+        assert (x * 2).requires_grad
+    assert ember.is_grad_enabled()
+
+
+def test_no_grad_restores_on_exception():
+    with pytest.raises(ValueError):
+        with ember.no_grad():
+            raise ValueError
+    assert ember.is_grad_enabled()
+
+
+def test_update_under_no_grad_is_allowed_on_leaf():
+    w = ember.ones(2, requires_grad=True)
+    (w * 3).sum().backward()
+    with ember.no_grad():
+        w -= 0.5 * w.grad
+        w.add_(1)
+    assert w.tolist() == [0.5, 0.5] and w.is_leaf and w.requires_grad
+
+
+# ------------------------------------------------------------------ in-place and versions
+def test_inplace_on_leaf_requiring_grad_raises():
+    x = ember.ones(2, requires_grad=True)
+    for op in (lambda: x.add_(1), lambda: x.mul_(2), lambda: x.zero_(), lambda: x.fill_(1.0),
+               lambda: x.__setitem__(0, 5.0), lambda: x.__iadd__(1), lambda: x.uniform_()):
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            op()
+    assert x.tolist() == [1.0, 1.0] and x._version == 0
+
+
+def test_inplace_version_error_names_op_and_tensor():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    y = h.exp()          # Exp saves its output
+    y.mul_(3)            # ... which is now modified
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*Exp"):
+        y.sum().backward()
+    x2 = ember.tensor([1.0, 2.0], requires_grad=True)
+    a = x2 * 1
+    b = a * a            # Mul saves its inputs
+    a.add_(1)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*output of AddBackward.*version 1"
+                                           r".*saved by Mul"):
+        b.sum().backward()
+
+
+def test_inplace_on_non_leaf_records_graph_like_torch():
+    check_op(lambda L, x, w: ((x * w).add_(x).mul_(2).sub_(w) * 1).sum(), (3,), (3,))
+    # exp_ saves its output and mul_ then overwrites it: torch refuses; ember's in-place ops write a
+    # fresh result into the tensor, so the saved output is intact and the gradient is right
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (x * 2).exp_().mul_(2).sum().backward()
+    x = ember.tensor([0.1, 0.2, 0.3], dtype=ember.float64, requires_grad=True)
+    (x * 2).exp_().mul_(2).sum().backward()
+    np.testing.assert_allclose(x.grad.tolist(), 4 * np.exp(2 * np.array([0.1, 0.2, 0.3])), rtol=1e-12)
+    check_op(lambda L, x: (lambda h: (h.__setitem__(slice(0, 2), h[2:4] * 3), h)[1])(x * 1), (5,))
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    h += 1
+    assert h.grad_fn is not None and h._version == 1
+
+
+def test_inplace_on_view_of_grad_tensor_unsupported_clearly():
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 1
+    v = h[:2]
+    with pytest.raises(NotImplementedError, match="in-place modification of a view"):
+        v.mul_(2)
+    assert h.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_out_of_place_after_inplace_is_fine():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    y = h * 3            # Mul saves h... and 3 (a scalar tensor)
+    h2 = h.detach()      # detach shares the version counter
+    y.sum().backward()
+    assert x.grad.tolist() == [6.0, 6.0]
+    assert h2._version == h._version
+
+
+# ------------------------------------------------------------------ deep chain
+def test_deep_chain_100k_ops():
+    x = ember.tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0 + 0.0 if False else y + 0.0
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0]
+
+
+def test_deep_chain_mul_grad_value():
+    x = ember.tensor(1.0, dtype=ember.float64, requires_grad=True)
+    y = x
+    for _ in range(20_000):
+        y = y * 1.0001
+    y.backward()
+    assert x.grad.item() == pytest.approx(1.0001 ** 20_000, rel=1e-9)
+
+
+def test_graph_freed_after_backward():
+    import gc
+    import weakref
+    x = ember.ones(1000, requires_grad=True)
+    y = x.exp()
+    node = y.grad_fn
+    ref = weakref.ref(node)
+    y.sum().backward()
+    assert node._freed and node._out is None and node._saved == ()
+    del y, node
+    gc.collect()
+    assert ref() is None
