@@ -199,20 +199,31 @@ class Sub(Primitive):
 class Mul(Primitive):
     saves_inputs = True
     def forward(self, a, b): return a * b
+    def save_for_backward(self, a, b):
+        # as torch: keep a only for b's gradient and b only for a's, so that changing in place an
+        # input whose partner needs no gradient is no error (h[:2] = h[2:] * 3)
+        self.shapes = (a.shape, b.shape)
+        super().save_for_backward(a if self.needs_input_grad[1] else None,
+                                  b if self.needs_input_grad[0] else None)
     def backward(self, g):
         a, b = self.saved_tensors
-        ga = sum_to(g * b, a.shape) if self.needs_input_grad[0] else None
-        gb = sum_to(g * a, b.shape) if self.needs_input_grad[1] else None
+        sa, sb = self.shapes
+        ga = sum_to(g * b, sa) if self.needs_input_grad[0] else None
+        gb = sum_to(g * a, sb) if self.needs_input_grad[1] else None
         return ga, gb
 
 
 class Div(Primitive):
     saves_inputs = True
     def forward(self, a, b): return a / b
+    def save_for_backward(self, a, b):
+        self.shapes = (a.shape, b.shape)   # a is needed only for b's gradient (see Mul)
+        super().save_for_backward(a if self.needs_input_grad[1] else None, b)
     def backward(self, g):
         a, b = self.saved_tensors
-        ga = sum_to(g / b, a.shape) if self.needs_input_grad[0] else None
-        gb = sum_to(-g * a / (b * b), b.shape) if self.needs_input_grad[1] else None
+        sa, sb = self.shapes
+        ga = sum_to(g / b, sa) if self.needs_input_grad[0] else None
+        gb = sum_to(-g * a / (b * b), sb) if self.needs_input_grad[1] else None
         return ga, gb
 
 
