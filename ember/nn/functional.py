@@ -205,7 +205,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
     if input.shape[1] % K:
         raise RuntimeError(f"fold: input.shape[1]={input.shape[1]} is not divisible by the kernel size {K}")
     C_out = input.shape[1] // K
-    blocks = tuple(out_size(n + 2 * pp, kk, ss, dd) for n, kk, ss, dd in zip(size, k, s, d))
+    blocks = tuple(out_size(n + 2 * pp, kk, ss, dd) for n, kk, ss, dd, pp in zip(size, k, s, d, p))
     if blocks[0] * blocks[1] != input.shape[2]:
         raise RuntimeError(f"fold: expected {blocks[0] * blocks[1]} blocks for output_size {size}, got "
                            f"{input.shape[2]}")
@@ -460,8 +460,13 @@ def dropout(input, p=0.5, training=True, inplace=False) -> Tensor:
     return _apply_inplace(input, input * _dropout_mask(input, input.shape, p), inplace)
 
 
-def _channel_dropout(input, p, training, inplace, op):
+def _channel_dropout(input, p, training, inplace, op, dims):
     _check_p(p, op)
+    if input.ndim not in dims:
+        raise RuntimeError(f"{op}: expected a {' or '.join(f'{d}-D' for d in dims)} input, got shape "
+                           f"{tuple(input.shape)}")
+    if input.ndim == dims[0]:   # unbatched (C, ...): one mask per channel
+        return _channel_dropout(input.unsqueeze(0), p, training, False, op, dims).squeeze(0)
     if not training or p == 0.0:
         return input
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
@@ -469,12 +474,12 @@ def _channel_dropout(input, p, training, inplace, op):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False) -> Tensor:
-    return _channel_dropout(input, p, training, inplace, "dropout1d")
+    return _channel_dropout(input, p, training, inplace, "dropout1d", (2, 3))
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False) -> Tensor:
     """Zero whole channels (N, C, H, W) -> masks of shape (N, C, 1, 1)."""
-    return _channel_dropout(input, p, training, inplace, "dropout2d")
+    return _channel_dropout(input, p, training, inplace, "dropout2d", (3, 4))
 
 
 # ============================================================== embedding, one_hot

@@ -1,0 +1,55 @@
+"""ember/nn/activation.py against torch (the modules and so the functional forms)."""
+import numpy as np
+import pytest
+
+from .nn_helpers import check_module
+
+X = np.random.default_rng(2).uniform(-3, 3, (4, 5))
+X[0, :3] = [25.0, -30.0, 0.5]   # softplus threshold, far negative
+
+CASES = [
+    ("relu", lambda lib: lib.nn.ReLU()),
+    ("relu6", lambda lib: lib.nn.ReLU6()),
+    ("leaky_relu", lambda lib: lib.nn.LeakyReLU()),
+    ("leaky_relu_0.2", lambda lib: lib.nn.LeakyReLU(0.2)),
+    ("elu", lambda lib: lib.nn.ELU()),
+    ("elu_alpha", lambda lib: lib.nn.ELU(0.5)),
+    ("selu", lambda lib: lib.nn.SELU()),
+    ("gelu", lambda lib: lib.nn.GELU()),
+    ("gelu_tanh", lambda lib: lib.nn.GELU(approximate="tanh")),
+    ("silu", lambda lib: lib.nn.SiLU()),
+    ("mish", lambda lib: lib.nn.Mish()),
+    ("tanh", lambda lib: lib.nn.Tanh()),
+    ("sigmoid", lambda lib: lib.nn.Sigmoid()),
+    ("logsigmoid", lambda lib: lib.nn.LogSigmoid()),
+    ("softplus", lambda lib: lib.nn.Softplus()),
+    ("softplus_beta", lambda lib: lib.nn.Softplus(beta=2.0, threshold=5.0)),
+    ("hardtanh", lambda lib: lib.nn.Hardtanh(-2.0, 2.0)),
+    ("softmax", lambda lib: lib.nn.Softmax(dim=1)),
+    ("softmax0", lambda lib: lib.nn.Softmax(dim=0)),
+    ("log_softmax", lambda lib: lib.nn.LogSoftmax(dim=-1)),
+    ("softmin", lambda lib: lib.nn.Softmin(dim=1)),
+]
+
+
+@pytest.mark.parametrize("build", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_activation_layers(build):
+    check_module(build, X, modes=("train",))
+
+
+@pytest.mark.parametrize("name", ["ReLU", "SiLU", "Mish", "ELU", "LeakyReLU"])
+def test_inplace_without_grad(name):
+    import ember
+    import torch
+    x = ember.tensor(X.copy())
+    y = getattr(ember.nn, name)(inplace=True)(x)
+    assert y is x
+    np.testing.assert_allclose(x.numpy(), getattr(torch.nn, name)()(torch.tensor(X)).numpy(), rtol=1e-12)
+
+
+def test_reprs():
+    import ember.nn as nn
+    assert repr(nn.ReLU()) == "ReLU()" and repr(nn.ReLU(True)) == "ReLU(inplace=True)"
+    assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
+    assert repr(nn.LeakyReLU()) == "LeakyReLU(negative_slope=0.01)"
+    assert repr(nn.Softmax(1)) == "Softmax(dim=1)"

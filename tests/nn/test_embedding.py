@@ -1,0 +1,37 @@
+"""ember/nn/embedding.py against torch."""
+import numpy as np
+import pytest
+
+import ember
+from .nn_helpers import check_module
+
+IDX = np.array([[1, 2, 0, 4], [4, 3, 2, 9]], dtype=np.int64)
+
+CASES = [
+    ("embedding", lambda lib: lib.nn.Embedding(10, 3)),
+    ("embedding_padding_idx", lambda lib: lib.nn.Embedding(10, 3, padding_idx=2)),
+    ("embedding_negative_padding_idx", lambda lib: lib.nn.Embedding(10, 3, padding_idx=-1)),
+]
+
+
+@pytest.mark.parametrize("build", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_embedding(build):
+    check_module(build, IDX, modes=("train",))
+
+
+def test_padding_row_is_zero_and_gets_no_grad():
+    m = ember.nn.Embedding(5, 2, padding_idx=0)
+    assert not m.weight[0].detach().numpy().any()
+    m(ember.tensor([0, 0, 1])).sum().backward()
+    assert not m.weight.grad[0].numpy().any()
+    np.testing.assert_allclose(m.weight.grad[1].numpy(), [1, 1])
+
+
+def test_from_pretrained_and_max_norm():
+    w = ember.tensor([[3.0, 4.0], [0.3, 0.4]])
+    m = ember.nn.Embedding.from_pretrained(w, max_norm=1.0)
+    assert not m.weight.requires_grad
+    out = m(ember.tensor([0, 1]))
+    np.testing.assert_allclose(out.numpy(), [[0.6, 0.8], [0.3, 0.4]], rtol=1e-5)
+    with pytest.raises(RuntimeError, match="integer"):
+        m(ember.tensor([0.0]))

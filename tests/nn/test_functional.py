@@ -1,0 +1,81 @@
+"""ember/nn/functional.py: the ops with no module of their own, against torch via check_op."""
+import numpy as np
+import pytest
+
+import ember
+from helpers import check_op, Const, NoGrad
+
+RNG = np.random.default_rng(4)
+CAUSAL_BOOL = np.tril(np.ones((5, 5), dtype=bool))
+MASK_BOOL = RNG.uniform(size=(5, 6)) > 0.3
+MASK_BOOL[:, 0] = True
+FLOAT_MASK = RNG.standard_normal((5, 6))
+
+CASES = [
+    ("sdpa", lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v), [(2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 4)]),
+    ("sdpa_causal", lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), [(2, 5, 4), (2, 5, 4), (2, 5, 4)]),
+    ("sdpa_bool_mask", lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m), [(2, 5, 4), (2, 6, 4), (2, 6, 3), MASK_BOOL]),
+    ("sdpa_float_mask_scale", lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3), [(2, 5, 4), (2, 6, 4), (2, 6, 3), FLOAT_MASK]),
+    ("one_hot", lambda lib, t: lib.nn.functional.one_hot(t), [np.array([0, 3, 1])]),
+    ("one_hot_n", lambda lib, t: lib.nn.functional.one_hot(t, 5), [np.array([[0, 3], [1, 4]])]),
+    ("pad_constant", lambda lib, x: lib.nn.functional.pad(x, (1, 2, 0, 1), value=0.5), [(2, 3, 4)]),
+    ("pad_negative", lambda lib, x: lib.nn.functional.pad(x, (-1, 2)), [(2, 3, 4)]),
+    ("pad_reflect", lambda lib, x: lib.nn.functional.pad(x, (2, 1, 1, 2), mode="reflect"), [(2, 3, 4, 5)]),
+    ("pad_replicate", lambda lib, x: lib.nn.functional.pad(x, (2, 3), mode="replicate"), [(2, 3, 4)]),
+    ("pad_circular", lambda lib, x: lib.nn.functional.pad(x, (1, 2, 2, 1), mode="circular"), [(1, 2, 4, 5)]),
+    ("interp_nearest_size", lambda lib, x: lib.nn.functional.interpolate(x, size=(5, 7)), [(2, 3, 3, 4)]),
+    ("interp_nearest_scale", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=2), [(2, 3, 3, 4)]),
+    ("interp_nearest_down", lambda lib, x: lib.nn.functional.interpolate(x, size=(2, 3)), [(1, 2, 5, 7)]),
+    ("interp_bilinear", lambda lib, x: lib.nn.functional.interpolate(x, size=(5, 7), mode="bilinear"), [(2, 3, 3, 4)]),
+    ("interp_bilinear_ac", lambda lib, x: lib.nn.functional.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True), [(2, 3, 3, 4)]),
+    ("interp_bilinear_scale_down", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=0.5, mode="bilinear"), [(1, 2, 6, 8)]),
+    ("interp_linear", lambda lib, x: lib.nn.functional.interpolate(x, size=7, mode="linear"), [(2, 3, 4)]),
+    ("normalize", lambda lib, x: lib.nn.functional.normalize(x), [(4, 5)]),
+    ("normalize_p1_dim", lambda lib, x: lib.nn.functional.normalize(x, p=1.0, dim=-1), [(3, 4, 5)]),
+    ("cosine_similarity", lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b), [(4, 5), (4, 5)]),
+    ("cosine_similarity_bcast", lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b, dim=-1), [(3, 4, 5), (4, 5)]),
+    ("pairwise_distance", lambda lib, a, b: lib.nn.functional.pairwise_distance(a, b), [(4, 5), (4, 5)]),
+    ("unfold", lambda lib, x: lib.nn.functional.unfold(x, 3), [(2, 3, 5, 6)]),
+    ("unfold_args", lambda lib, x: lib.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=2), [(2, 2, 6, 7)]),
+    ("fold", lambda lib, x: lib.nn.functional.fold(x, (5, 6), 3), [(2, 18, 12)]),
+    ("fold_args", lambda lib, x: lib.nn.functional.fold(x, (6, 7), (2, 3), dilation=(1, 2), padding=1, stride=2), [(2, 12, 12)]),
+    ("embedding", lambda lib, i, w: lib.nn.functional.embedding(i, w), [np.array([[0, 2], [3, 3]]), (4, 3)]),
+    ("linear", lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), [(3, 4), (2, 4), (2,)]),
+    ("bilinear", lambda lib, a, b, w: lib.nn.functional.bilinear(a, b, w), [(3, 4), (3, 2), (5, 4, 2)]),
+    ("conv2d", lambda lib, x, w: lib.nn.functional.conv2d(x, w, stride=2, padding=1), [(2, 3, 6, 6), (4, 3, 3, 3)]),
+    ("conv_transpose2d", lambda lib, x, w: lib.nn.functional.conv_transpose2d(x, w, stride=2), [(2, 3, 4, 4), (3, 2, 3, 3)]),
+    ("layer_norm", lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (5,), w, b), [(3, 5), (5,), (5,)]),
+    ("group_norm", lambda lib, x: lib.nn.functional.group_norm(x, 2), [(3, 4, 5)]),
+    ("batch_norm_eval", lambda lib, x, m, v: lib.nn.functional.batch_norm(x, m, v), [(3, 4), NoGrad((4,)), NoGrad(np.array([0.5, 1, 2, 3.0]))]),
+    ("log_softmax_implicit", lambda lib, x: lib.nn.functional.log_softmax(x, dim=1), [(3, 4)]),
+    ("softmax_dtype", lambda lib, x: lib.nn.functional.softmax(x, dim=-1, dtype=lib.float64), [(3, 4)]),
+    ("gelu_tanh", lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh"), [(3, 4)]),
+    ("avg_pool2d", lambda lib, x: lib.nn.functional.avg_pool2d(x, 2, 1), [(1, 2, 4, 4)]),
+    ("adaptive_avg_pool1d", lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 3), [(1, 2, 7)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_functional(fn, inputs):
+    check_op(fn, *inputs)
+
+
+def test_sdpa_dropout_keeps_shape_and_scale():
+    ember.manual_seed(0)
+    q = ember.randn(2, 4, 8)
+    out = ember.nn.functional.scaled_dot_product_attention(q, q, ember.ones(2, 4, 8), dropout_p=0.5)
+    assert out.shape == (2, 4, 8)
+    assert not np.allclose(out.numpy(), 1.0)
+
+
+def test_sdpa_causal_and_mask_conflict():
+    q = ember.randn(1, 3, 2)
+    with pytest.raises(ValueError, match="either"):
+        ember.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones(3, 3), is_causal=True)
+
+
+def test_one_hot_errors_and_pad_errors():
+    with pytest.raises(RuntimeError, match="index tensor"):
+        ember.nn.functional.one_hot(ember.tensor([1.0]))
+    with pytest.raises(ValueError, match="divisible by 2"):
+        ember.nn.functional.pad(ember.zeros(2, 2), (1,))

@@ -1,0 +1,88 @@
+"""ember/nn/loss.py (and the functional losses) against torch, one line per configuration."""
+import numpy as np
+import pytest
+
+import ember
+from helpers import check_op, NoGrad
+from .nn_helpers import check_module
+
+RNG = np.random.default_rng(3)
+T5 = np.array([1, 0, 3, 3, 2], dtype=np.int64)
+T5_IGN = np.array([1, -100, 3, 3, 2], dtype=np.int64)
+T_ND = RNG.integers(0, 4, (2, 3, 5)).astype(np.int64)
+PROBS = RNG.dirichlet(np.ones(4), 5)
+W4 = np.array([0.5, 1.0, 2.0, 1.5])
+P01 = RNG.uniform(0.05, 0.95, (5, 3))
+Y01 = RNG.integers(0, 2, (5, 3)).astype(np.float64)
+W53 = RNG.uniform(0.5, 1.5, (5, 3))
+SIGN = np.where(RNG.uniform(size=5) > 0.5, 1.0, -1.0)
+
+
+def _w(lib, a):
+    return lib.tensor(a)
+
+LOSSES = [
+    ("mse", lambda lib: lib.nn.MSELoss(), [(4, 3), NoGrad((4, 3))]),
+    ("mse_both_grad", lambda lib: lib.nn.MSELoss(reduction="sum"), [(4, 3), (4, 3)]),
+    ("mse_none", lambda lib: lib.nn.MSELoss(reduction="none"), [(4, 3), (4, 3)]),
+    ("l1", lambda lib: lib.nn.L1Loss(), [(4, 3), (4, 3)]),
+    ("smooth_l1", lambda lib: lib.nn.SmoothL1Loss(), [(4, 3), (4, 3)]),
+    ("smooth_l1_beta", lambda lib: lib.nn.SmoothL1Loss(beta=0.5, reduction="sum"), [(4, 3), (4, 3)]),
+    ("smooth_l1_beta0", lambda lib: lib.nn.SmoothL1Loss(beta=0.0), [(4, 3), (4, 3)]),
+    ("huber", lambda lib: lib.nn.HuberLoss(delta=0.7), [(4, 3), (4, 3)]),
+    ("ce", lambda lib: lib.nn.CrossEntropyLoss(), [(5, 4), T5]),
+    ("ce_sum", lambda lib: lib.nn.CrossEntropyLoss(reduction="sum"), [(5, 4), T5]),
+    ("ce_none", lambda lib: lib.nn.CrossEntropyLoss(reduction="none"), [(5, 4), T5]),
+    ("ce_ignore", lambda lib: lib.nn.CrossEntropyLoss(ignore_index=-100), [(5, 4), T5_IGN]),
+    ("ce_weight", lambda lib: lib.nn.CrossEntropyLoss(weight=_w(lib, W4)), [(5, 4), T5_IGN]),
+    ("ce_smooth", lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.1), [(5, 4), T5_IGN]),
+    ("ce_smooth_weight", lambda lib: lib.nn.CrossEntropyLoss(weight=_w(lib, W4), label_smoothing=0.2), [(5, 4), T5_IGN]),
+    ("ce_smooth_weight_sum", lambda lib: lib.nn.CrossEntropyLoss(weight=_w(lib, W4), label_smoothing=0.2, reduction="sum"), [(5, 4), T5_IGN]),
+    ("ce_nd", lambda lib: lib.nn.CrossEntropyLoss(), [(2, 4, 3, 5), T_ND]),
+    ("ce_nd_smooth_none", lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.1, reduction="none"), [(2, 4, 3, 5), T_ND]),
+    ("ce_unbatched", lambda lib: lib.nn.CrossEntropyLoss(), [(4,), np.array(2)]),
+    ("ce_probs", lambda lib: lib.nn.CrossEntropyLoss(), [(5, 4), NoGrad(PROBS)]),
+    ("ce_probs_weight_smooth", lambda lib: lib.nn.CrossEntropyLoss(weight=_w(lib, W4), label_smoothing=0.1), [(5, 4), NoGrad(PROBS)]),
+    ("nll", lambda lib: lib.nn.NLLLoss(), [(5, 4), T5]),
+    ("nll_weight_ignore", lambda lib: lib.nn.NLLLoss(weight=_w(lib, W4), ignore_index=3), [(5, 4), T5]),
+    ("nll_nd_none", lambda lib: lib.nn.NLLLoss(reduction="none"), [(2, 4, 3, 5), T_ND]),
+    ("bce", lambda lib: lib.nn.BCELoss(), [P01, NoGrad(Y01)]),
+    ("bce_weight_sum", lambda lib: lib.nn.BCELoss(weight=_w(lib, W53), reduction="sum"), [P01, NoGrad(Y01)]),
+    ("bce_logits", lambda lib: lib.nn.BCEWithLogitsLoss(), [(5, 3), NoGrad(Y01)]),
+    ("bce_logits_pos_weight", lambda lib: lib.nn.BCEWithLogitsLoss(pos_weight=_w(lib, np.array([1.0, 2.0, 0.5]))), [(5, 3), NoGrad(Y01)]),
+    ("bce_logits_weight_none", lambda lib: lib.nn.BCEWithLogitsLoss(weight=_w(lib, np.array([1.0, 2.0, 0.5])), reduction="none"), [(5, 3), (5, 3)]),
+    ("kl_div_batchmean", lambda lib: lib.nn.KLDivLoss(reduction="batchmean"), [np.log(PROBS), NoGrad(PROBS)]),
+    ("kl_div_mean", lambda lib: lib.nn.KLDivLoss(), [np.log(PROBS), NoGrad(np.where(PROBS > 0.2, PROBS, 0.0))]),
+    ("kl_div_log_target", lambda lib: lib.nn.KLDivLoss(reduction="sum", log_target=True), [np.log(PROBS), np.log(PROBS[::-1].copy())]),
+    ("multi_margin", lambda lib: lib.nn.MultiMarginLoss(), [(5, 4), T5]),
+    ("multi_margin_p2_weight", lambda lib: lib.nn.MultiMarginLoss(p=2, margin=0.5, weight=_w(lib, W4)), [(5, 4), T5]),
+    ("margin_ranking", lambda lib: lib.nn.MarginRankingLoss(margin=0.3), [(5,), (5,), NoGrad(SIGN)]),
+    ("cosine_embedding", lambda lib: lib.nn.CosineEmbeddingLoss(margin=0.2), [(5, 3), (5, 3), NoGrad(SIGN)]),
+    ("triplet", lambda lib: lib.nn.TripletMarginLoss(), [(5, 3), (5, 3), (5, 3)]),
+    ("triplet_p1_swap", lambda lib: lib.nn.TripletMarginLoss(margin=0.5, p=1, swap=True, reduction="none"), [(5, 3), (5, 3), (5, 3)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in LOSSES], ids=[c[0] for c in LOSSES])
+def test_losses(build, inputs):
+    check_module(build, *inputs, modes=("train",), return_buffers=False)
+
+
+@pytest.mark.parametrize("fn", [ember.nn.functional.mse_loss, ember.nn.functional.l1_loss,
+                                ember.nn.functional.smooth_l1_loss, ember.nn.functional.huber_loss,
+                                ember.nn.functional.binary_cross_entropy_with_logits])
+def test_loss_refuses_silent_broadcast(fn):
+    with pytest.raises(ValueError, match=r"target shape \(4,\) differs from input shape \(4, 1\)"):
+        fn(ember.zeros(4, 1), ember.zeros(4))
+
+
+def test_cross_entropy_bad_target():
+    with pytest.raises(ValueError, match="expected target shape"):
+        ember.nn.functional.cross_entropy(ember.zeros(4, 3), ember.tensor([[0], [1], [2], [0]]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        ember.nn.functional.cross_entropy(ember.zeros(2, 3), ember.tensor([0, 3]))
+
+
+def test_bce_range_error():
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        ember.nn.functional.binary_cross_entropy(ember.tensor([1.5]), ember.tensor([1.0]))

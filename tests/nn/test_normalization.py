@@ -1,0 +1,48 @@
+"""ember/nn/normalization.py against torch: outputs, gradients and running stats, train and eval."""
+import pytest
+
+import ember
+from .nn_helpers import check_module
+
+CASES = [
+    ("bn1d_2d", lambda lib: lib.nn.BatchNorm1d(4), [(6, 4)]),
+    ("bn1d_3d", lambda lib: lib.nn.BatchNorm1d(3, momentum=0.3), [(4, 3, 5)]),
+    ("bn1d_noaffine", lambda lib: lib.nn.BatchNorm1d(3, affine=False), [(4, 3)]),
+    ("bn1d_cumulative", lambda lib: lib.nn.BatchNorm1d(3, momentum=None), [(4, 3)]),
+    ("bn1d_notrack", lambda lib: lib.nn.BatchNorm1d(3, track_running_stats=False), [(5, 3)]),
+    ("bn2d", lambda lib: lib.nn.BatchNorm2d(3), [(2, 3, 4, 5)]),
+    ("bn2d_eps", lambda lib: lib.nn.BatchNorm2d(3, eps=1e-3), [(2, 3, 4, 5)]),
+    ("layernorm", lambda lib: lib.nn.LayerNorm(6), [(3, 6)]),
+    ("layernorm_2d_shape", lambda lib: lib.nn.LayerNorm((4, 5)), [(2, 3, 4, 5)]),
+    ("layernorm_nobias", lambda lib: lib.nn.LayerNorm(6, bias=False), [(3, 6)]),
+    ("layernorm_noaffine", lambda lib: lib.nn.LayerNorm(6, elementwise_affine=False, eps=1e-3), [(3, 6)]),
+    ("groupnorm", lambda lib: lib.nn.GroupNorm(2, 4), [(3, 4, 5)]),
+    ("groupnorm_4d", lambda lib: lib.nn.GroupNorm(3, 6), [(2, 6, 3, 3)]),
+    ("groupnorm_noaffine", lambda lib: lib.nn.GroupNorm(1, 4, affine=False), [(2, 4, 3, 3)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_normalization_layers(build, inputs):
+    check_module(build, *inputs)
+
+
+def test_batchnorm_running_stats_over_steps():
+    import numpy as np
+    import torch
+    rng = np.random.default_rng(0)
+    tm, em = torch.nn.BatchNorm2d(3), ember.nn.BatchNorm2d(3)
+    for _ in range(3):
+        x = rng.standard_normal((4, 3, 2, 2)) * 3 + 1
+        tm(torch.tensor(x, dtype=torch.float32))
+        em(ember.tensor(x, dtype=ember.float32))
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(em.state_dict()[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+    assert em.num_batches_tracked.item() == 3
+
+
+def test_batchnorm_errors():
+    with pytest.raises(ValueError, match="expected 4D"):
+        ember.nn.BatchNorm2d(3)(ember.randn(2, 3))
+    with pytest.raises(ValueError, match="more than 1 value"):
+        ember.nn.BatchNorm1d(3)(ember.randn(1, 3))
