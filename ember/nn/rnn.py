@@ -1,0 +1,293 @@
+"""Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first) and their cells.
+
+Parameter names, shapes, gate order (LSTM: i, f, g, o; GRU: r, z, n) and initialisation
+U(-1/sqrt(hidden), 1/sqrt(hidden)) are torch's, so state dicts move between the two.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ops import creation as C, math as M, shape as S
+from . import functional as F, init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# ------------------------------------------------------------------ one time step, per mode
+# `xw` is the input projection x @ W_ih^T + b_ih, computed for all steps at once outside the loop.
+def _rnn_step(xw, h, w_hh, b_hh, relu):
+    pre = xw + F.linear(h, w_hh, b_hh)
+    return M.relu(pre) if relu else M.tanh(pre)
+
+
+def _lstm_step(xw, state, w_hh, b_hh):
+    h, c = state
+    gates = xw + F.linear(h, w_hh, b_hh)                       # (N, 4H)
+    i, f, g, o = S.chunk(gates, 4, -1)
+    c = M.sigmoid(f) * c + M.sigmoid(i) * M.tanh(g)
+    return M.sigmoid(o) * M.tanh(c), c
+
+
+def _gru_step(xw, h, w_hh, b_hh):
+    gh = F.linear(h, w_hh, b_hh)                              # (N, 3H)
+    xr, xz, xn = S.chunk(xw, 3, -1)
+    hr, hz, hn = S.chunk(gh, 3, -1)
+    r = M.sigmoid(xr + hr)
+    z = M.sigmoid(xz + hz)
+    n = M.tanh(xn + r * hn)
+    return (1 - z) * n + z * h
+
+
+class RNNBase(Module):
+    """Shared machinery of RNN, LSTM and GRU; `mode` is 'RNN_TANH', 'RNN_RELU', 'LSTM' or 'GRU'."""
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of "
+                             "an element being zeroed")
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError(f"hidden_size must be a positive integer, got {hidden_size!r}")
+        if num_layers <= 0:
+            raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+        if proj_size:
+            raise NotImplementedError("LSTM proj_size is not supported")
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
+        gate = _GATES[mode] * hidden_size
+        dirs = 2 if bidirectional else 1
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                in_size = input_size if layer == 0 else hidden_size * dirs
+                names = [("weight_ih" + sfx, (gate, in_size)), ("weight_hh" + sfx, (gate, hidden_size))]
+                if bias:
+                    names += [("bias_ih" + sfx, (gate,)), ("bias_hh" + sfx, (gate,))]
+                for name, shape in names:
+                    setattr(self, name, Parameter(C.empty(*shape, device=device, dtype=dtype)))
+                    self._flat_weights_names.append(name)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        std = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for p in self.parameters():
+            init.uniform_(p, -std, std)
+
+    @property
+    def all_weights(self):
+        per = 4 if self.bias else 2
+        ws = [getattr(self, n) for n in self._flat_weights_names]
+        return [ws[i:i + per] for i in range(0, len(ws), per)]
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.mode == "RNN_RELU":
+            s += ", nonlinearity='relu'"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+    def _weights(self, layer, d):
+        sfx = f"_l{layer}" + ("_reverse" if d else "")
+        g = lambda n: getattr(self, n + sfx) if (self.bias or n.startswith("weight")) else None  # noqa: E731
+        return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
+
+    def _run_direction(self, x, state, layer, d):
+        """One layer, one direction over x (L, N, H_in); returns outputs (L, N, H) and the last state."""
+        w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+        L = x.shape[0]
+        xw = F.linear(x, w_ih, b_ih)                               # (L, N, G*H): one GEMM for all steps
+        steps = S.unbind(xw, 0)
+        order = range(L - 1, -1, -1) if d else range(L)
+        outs = [None] * L
+        for t in order:
+            if self.mode == "LSTM":
+                state = _lstm_step(steps[t], state, w_hh, b_hh)
+                outs[t] = state[0]
+            elif self.mode == "GRU":
+                state = _gru_step(steps[t], state, w_hh, b_hh)
+                outs[t] = state
+            else:
+                state = _rnn_step(steps[t], state, w_hh, b_hh, self.mode == "RNN_RELU")
+                outs[t] = state
+        return S.stack(outs, 0), state
+
+    def forward(self, input, hx=None):
+        is_lstm = self.mode == "LSTM"
+        batched = input.ndim == 3
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: expected input to be 2D or 3D, got {input.ndim}D "
+                             f"of shape {tuple(input.shape)}")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"{type(self).__name__}: input.size(-1) must be equal to input_size. "
+                               f"Expected {self.input_size}, got {input.shape[-1]}")
+        x = input if batched else input.unsqueeze(1)
+        if batched and self.batch_first:
+            x = x.transpose(0, 1)                                  # (L, N, H_in)
+        N = x.shape[1]
+        dirs = 2 if self.bidirectional else 1
+        shape = (self.num_layers * dirs, N, self.hidden_size)
+        if hx is None:
+            h0 = C.zeros(*shape, dtype=x.dtype, device=x.device)
+            hx = (h0, h0) if is_lstm else h0
+        else:
+            if not batched:
+                hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
+            for h in (hx if is_lstm else (hx,)):
+                if tuple(h.shape) != shape:
+                    raise RuntimeError(f"{type(self).__name__}: expected hidden size {shape}, got "
+                                       f"{tuple(h.shape)}")
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                state = (hx[0][k], hx[1][k]) if is_lstm else hx[k]
+                out, state = self._run_direction(x, state, layer, d)
+                outs.append(out)
+                if is_lstm:
+                    h_n.append(state[0])
+                    c_n.append(state[1])
+                else:
+                    h_n.append(state)
+            x = outs[0] if dirs == 1 else S.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        output = x
+        h_n = S.stack(h_n, 0)
+        hidden = (h_n, S.stack(c_n, 0)) if is_lstm else h_n
+        if batched and self.batch_first:
+            output = output.transpose(0, 1)
+        if not batched:
+            output = output.squeeze(1)
+            hidden = tuple(h.squeeze(1) for h in hidden) if is_lstm else hidden.squeeze(1)
+        return output, hidden
+
+
+class RNN(RNNBase):
+    """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu).
+
+    >>> out, h = ember.nn.RNN(10, 20, 2)(ember.randn(5, 3, 10))
+    >>> out.shape, h.shape
+    ((5, 3, 20), (2, 3, 20))
+    """
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size,
+                         num_layers, bias, batch_first, dropout, bidirectional, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+
+class LSTM(RNNBase):
+    """Long short-term memory; returns (output, (h_n, c_n))."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit; returns (output, h_n)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, device=None, dtype=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
+
+
+class RNNCellBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        g = self._gates * hidden_size
+        self.weight_ih = Parameter(C.empty(g, input_size, device=device, dtype=dtype))
+        self.weight_hh = Parameter(C.empty(g, hidden_size, device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(C.empty(g, device=device, dtype=dtype))
+            self.bias_hh = Parameter(C.empty(g, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        std = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for p in self.parameters():
+            init.uniform_(p, -std, std)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if not self.bias:
+            s += ", bias=False"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+    def _prepare(self, input, hx, n_states):
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        batched = input.ndim == 2
+        x = input if batched else input.unsqueeze(0)
+        if hx is None:
+            z = C.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+            hx = (z,) * n_states
+        else:
+            hx = hx if isinstance(hx, tuple) else (hx,)
+            hx = hx if batched else tuple(h.unsqueeze(0) for h in hx)
+        return x, hx, batched
+
+    def _xw(self, x):
+        return F.linear(x, self.weight_ih, self.bias_ih)
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        x, (h,), batched = self._prepare(input, hx, 1)
+        h = _rnn_step(self._xw(x), h, self.weight_hh, self.bias_hh, self.nonlinearity == "relu")
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; returns (h, c)."""
+    _gates = 4
+
+    def forward(self, input, hx=None):
+        x, state, batched = self._prepare(input, hx, 2)
+        h, c = _lstm_step(self._xw(x), state, self.weight_hh, self.bias_hh)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    _gates = 3
+
+    def forward(self, input, hx=None):
+        x, (h,), batched = self._prepare(input, hx, 1)
+        h = _gru_step(self._xw(x), h, self.weight_hh, self.bias_hh)
+        return h if batched else h.squeeze(0)
