@@ -36,7 +36,12 @@ class detect_anomaly(set_detect_anomaly):
     """Context manager (and decorator) that checks every op's forward output and backward grads."""
 
     def __init__(self, check_nan: bool = True):
-        super().__init__(check_nan)
+        self._mode = bool(check_nan)   # takes effect on entering, so a decorator does not switch it on
+
+    def __enter__(self):
+        global ENABLED
+        self._prev, ENABLED = ENABLED, self._mode
+        return self
 
     def __call__(self, fn):
         import functools
@@ -59,8 +64,24 @@ def _bad(arr) -> bool:
     return not bool(xp.isfinite(arr).all())
 
 
+_IN_BACKWARD = False
+
+
+def checked_backward(node, grads):
+    """node.backward(*grads), then a check of its gradients. Ops run inside a backward are not checked
+    as forward ops: a NaN made there is reported as that backward's, naming the user's forward op."""
+    global _IN_BACKWARD
+    prev, _IN_BACKWARD = _IN_BACKWARD, True
+    try:
+        in_grads = node.backward(*grads)
+    finally:
+        _IN_BACKWARD = prev
+    check_backward(node, in_grads)
+    return in_grads
+
+
 def check_forward(node, result) -> None:
-    if _bad(result._data):
+    if not _IN_BACKWARD and _bad(result._data):
         where = node._where or user_frame()
         raise RuntimeError(f"anomaly: {node.name} produced NaN or Inf in its forward output "
                            f"{tuple(result.shape)} (at {where})")

@@ -91,9 +91,10 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             raise RuntimeError(_FREED)
         if node.n_out > 1:
             grads = _materialize(node, grads)
-        in_grads = node.backward(*grads)
         if anomaly.ENABLED:
-            anomaly.check_backward(node, in_grads)
+            in_grads = anomaly.checked_backward(node, grads)
+        else:
+            in_grads = node.backward(*grads)
         if not retain_graph:
             node.release()
         for e, g in zip(node.parents, in_grads):
