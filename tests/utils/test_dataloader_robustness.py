@@ -1,5 +1,6 @@
 """DataLoader robustness: worker errors, dead workers, timeouts, interrupted iteration, unpicklable datasets.
 Every test also checks (fixture ``no_leaks``) that no worker process or shared-memory slot is left behind."""
+import faulthandler
 import gc
 import os
 import signal
@@ -90,6 +91,7 @@ class Suicidal(Dataset):
 
     def __getitem__(self, i):
         if i == self.bad:
+            faulthandler.disable()  # pytest's fault handler would print a stack dump for the SIGSEGV case
             os.kill(os.getpid(), self.sig)
             time.sleep(10)
         return i
@@ -257,3 +259,22 @@ def test_large_and_growing_batches_through_shared_memory(no_leaks):
     loader = DataLoader(Growing(), batch_size=None, num_workers=2, prefetch_factor=1)
     for i, x in enumerate(loader):
         assert x.shape == (64 * (i + 1), 1024) and float(x.numpy()[-1, -1]) == i
+
+
+def test_batch_that_cannot_be_pickled_is_reported(no_leaks):
+    import threading as th
+
+    def collate(samples):
+        return {"lock": th.Lock(), "n": len(samples)}  # locks cannot be pickled
+
+    with pytest.raises(TypeError, match="while sending"):
+        next(iter(DataLoader(Plain(), batch_size=4, num_workers=1, collate_fn=collate)))
+
+
+def test_persistent_workers_restart_after_a_dead_worker(no_leaks):
+    loader = DataLoader(Suicidal(bad=3), batch_size=2, num_workers=2, persistent_workers=True)
+    with pytest.raises(RuntimeError, match="SIGKILL"):
+        list(loader)
+    loader.dataset.bad = -1  # the next epoch gets fresh workers
+    assert len(list(loader)) == 20
+    del loader

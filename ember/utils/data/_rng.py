@@ -5,7 +5,7 @@ import ember
 
 def draw_seed(generator=None) -> int:
     """A 63-bit seed drawn from ``generator`` (or ember's global RNG): ``torch.empty((), dtype=int64).random_()``."""
-    t = ember.empty((), dtype=ember.int64).random_(generator=generator)
+    t = ember.empty((), dtype=ember.int64).random_(0, 2 ** 63 - 1, generator=generator)  # torch's int64 range
     return int(t.item())
 
 

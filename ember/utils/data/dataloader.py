@@ -169,7 +169,7 @@ class DataLoader:
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if self.persistent_workers:
-            if self._iterator is None:
+            if self._iterator is None or self._iterator._shutdown:  # first epoch, or workers lost to an error
                 self._iterator = _MultiProcessIter(self)
             else:
                 self._iterator._reset(self)

@@ -233,6 +233,12 @@ def worker_loop(spec: dict, task_conn, result_conn, worker_id: int, base_seed: i
                 result_conn.send(msg)
             except (BrokenPipeError, EOFError, OSError):
                 break
+            except Exception as e:  # the batch holds something that cannot be pickled (a custom collate_fn's)
+                where = "while sending (pickling) the batch of sample indices"
+                try:
+                    result_conn.send(("error", task[0], task[1], task[2], WorkerError(e, worker_id, task[3], where)))
+                except (BrokenPipeError, EOFError, OSError):
+                    break
             del msg
     except KeyboardInterrupt:
         pass
