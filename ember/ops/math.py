@@ -96,7 +96,7 @@ def mul(input, other):
 def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         a, b = _float_operands(input, other, "div")
-        return P.Div.apply(a, b)
+        return _binary(P.Div, a, b, "div")   # for its broadcast error
     if rounding_mode == "trunc":
         return _binary(P.Div, input, other, "div").trunc() if _is_float(input, other) \
             else _int_div(input, other, np.trunc)
