@@ -39,12 +39,12 @@ def default_collate(batch: list) -> Any:
 
     Tensors and NumPy arrays are stacked along a new first dimension; Python floats become a float64
     tensor, ints an int64 tensor, bools a bool tensor; strings stay a list; dicts, namedtuples, tuples and
-    lists are collated field by field (tuples come back as lists, as in torch).
+    lists are collated field by field (tuples come back as lists, as in torch; strings stay a sequence).
 
     Example:
         >>> b = default_collate([(ember.zeros((2,)), 0, "a"), (ember.ones((2,)), 1, "b")])
         >>> b[0].shape, b[1].tolist(), b[2]
-        ((2, 2), [0, 1], ['a', 'b'])
+        ((2, 2), [0, 1], ('a', 'b'))
         >>> default_collate([{"x": 1.5}, {"x": 2.5}])["x"].dtype == ember.float64
         True
     """

@@ -67,7 +67,7 @@ class RandomSampler(Sampler[int]):
     makes the order reproducible.
 
     Example:
-        >>> ember.manual_seed(0)
+        >>> _ = ember.manual_seed(0)
         >>> sorted(RandomSampler(range(5)))
         [0, 1, 2, 3, 4]
         >>> len(list(RandomSampler(range(5), replacement=True, num_samples=12)))

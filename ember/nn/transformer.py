@@ -1,0 +1,352 @@
+"""MultiheadAttention and the Transformer encoder/decoder stacks, with torch's names and layouts."""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+
+from .. import _dtype
+from ..ops import creation as C, math as M, shape as S
+from . import functional as F, init
+from .containers import ModuleList
+from .dropout import Dropout
+from .linear import Linear
+from .module import Module
+from .normalization import LayerNorm
+from .parameter import Parameter
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerDecoder", "Transformer"]
+
+
+def _additive_mask(mask, dtype):
+    """A boolean mask (True = may NOT attend, torch's MHA convention) as 0 / -inf; float masks pass."""
+    if mask is None:
+        return None
+    if mask.dtype is _dtype.bool:
+        return C.zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, -math.inf)
+    return mask.to(dtype)
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention's out_proj (a plain Linear)."""
+
+
+class MultiheadAttention(Module):
+    """Attention over `num_heads` heads of size embed_dim // num_heads, with input and output projections.
+
+    Masks follow torch: in `attn_mask` (L, S) or (N*heads, L, S) and in `key_padding_mask` (N, S),
+    True (bool) means "do not attend"; float masks are added to the scores.
+
+    >>> mha = ember.nn.MultiheadAttention(8, 2, batch_first=True)
+    >>> x = ember.randn(3, 5, 8)
+    >>> out, w = mha(x, x, x)
+    >>> out.shape, w.shape
+    ((3, 5, 8), (3, 5, 5))
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                             f"and num_heads={num_heads} instead")
+        if embed_dim % num_heads:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
+        kw = dict(device=device, dtype=dtype)
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(C.empty(embed_dim, embed_dim, **kw))
+            self.k_proj_weight = Parameter(C.empty(embed_dim, self.kdim, **kw))
+            self.v_proj_weight = Parameter(C.empty(embed_dim, self.vdim, **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(C.empty(3 * embed_dim, embed_dim, **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(C.empty(3 * embed_dim, **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(C.empty(1, 1, embed_dim, **kw))
+            self.bias_v = Parameter(C.empty(1, 1, embed_dim, **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def _project(self, query, key, value):
+        E = self.embed_dim
+        b = self.in_proj_bias
+        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            if query is key and key is value:   # self-attention: one GEMM for q, k and v
+                return S.chunk(F.linear(query, w, b), 3, -1)
+            wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
+        else:
+            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        batched = query.ndim == 3
+        if not batched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        L, N, E = query.shape                                       # sequence-first from here on
+        if E != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+        H, hd = self.num_heads, self.head_dim
+        q, k, v = self._project(query, key, value)                  # (L, N, E), (S, N, E), (S, N, E)
+        if is_causal and attn_mask is None:
+            attn_mask = C.tensor(np.triu(np.ones((L, key.shape[0]), dtype=bool), 1), device=query.device)
+        mask = _additive_mask(attn_mask, q.dtype)
+        kpm = _additive_mask(key_padding_mask, q.dtype)
+        if self.bias_k is not None:
+            k = S.cat([k, self.bias_k.expand(1, N, E)], 0)
+            v = S.cat([v, self.bias_v.expand(1, N, E)], 0)
+            mask = F.pad(mask, (0, 1)) if mask is not None else None
+            kpm = F.pad(kpm, (0, 1)) if kpm is not None else None
+        # (L, N, E) -> (N, H, L, hd)
+        q = q.reshape(L, N, H, hd).permute(1, 2, 0, 3)
+        k = k.reshape(k.shape[0], N, H, hd).permute(1, 2, 0, 3)
+        v = v.reshape(v.shape[0], N, H, hd).permute(1, 2, 0, 3)
+        if self.add_zero_attn:
+            k = S.cat([k, C.zeros(N, H, 1, hd, dtype=k.dtype, device=k.device)], 2)
+            v = S.cat([v, C.zeros(N, H, 1, hd, dtype=v.dtype, device=v.device)], 2)
+            mask = F.pad(mask, (0, 1)) if mask is not None else None
+            kpm = F.pad(kpm, (0, 1)) if kpm is not None else None
+        Sk = k.shape[2]
+        if mask is not None and mask.ndim == 3:                      # (N*H, L, S) -> (N, H, L, S)
+            mask = mask.reshape(N, H, L, Sk)
+        if kpm is not None:
+            kpm = kpm.reshape(N, 1, 1, Sk)
+            mask = kpm if mask is None else mask + kpm
+        scores = M.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))   # (N, H, L, S)
+        if mask is not None:
+            scores = scores + mask
+        attn = M.softmax(scores, -1)
+        if self.dropout > 0.0 and self.training:
+            attn = F.dropout(attn, self.dropout, True)
+        out = M.matmul(attn, v)                                      # (N, H, L, hd)
+        out = out.permute(2, 0, 1, 3).reshape(L, N, E)
+        out = self.out_proj(out)
+        if self.batch_first and batched:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+        if not need_weights:
+            return out, None
+        weights = attn.mean(1) if average_attn_weights else attn     # (N, L, S) or (N, H, L, S)
+        if not batched:
+            weights = weights.squeeze(0)
+        return out, weights
+
+
+def _activation(activation):
+    if isinstance(activation, str):
+        if activation == "relu":
+            return F.relu
+        if activation == "gelu":
+            return F.gelu
+        raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+    return activation
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block, each with residual, dropout and LayerNorm
+    (post-norm, or pre-norm with `norm_first=True`)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention over `memory`, then a feed-forward block."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                 batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                need_weights=False, is_causal=is_causal)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+
+def _clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+class TransformerEncoder(Module):
+    """`num_layers` copies of an encoder layer, then an optional norm."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+        super().__init__()
+        self.layers = _clones(encoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return self.norm(x) if self.norm is not None else x
+
+
+class TransformerDecoder(Module):
+    """`num_layers` copies of a decoder layer, then an optional norm."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = _clones(decoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return self.norm(x) if self.norm is not None else x
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need", torch's defaults and init."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, **kw)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """(sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere."""
+        m = np.triu(np.full((sz, sz), -np.inf), 1)
+        return C.tensor(m, dtype=dtype or _dtype.get_default_dtype(), device=device)
