@@ -21,12 +21,6 @@ from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, N
                    TripletMarginLoss)
 from . import functional, init, utils
 
-try:  # layers that land in later commits
-    from .rnn import RNNBase, RNN, LSTM, GRU, RNNCell, LSTMCell, GRUCell
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer,
-                              TransformerEncoder, TransformerDecoder, Transformer)
-except ImportError:  # pragma: no cover
-    pass
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
+from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerDecoder, Transformer)

@@ -11,6 +11,8 @@ CASES = [
     ("bn1d_cumulative", lambda lib: lib.nn.BatchNorm1d(3, momentum=None), [(4, 3)]),
     ("bn1d_notrack", lambda lib: lib.nn.BatchNorm1d(3, track_running_stats=False), [(5, 3)]),
     ("bn2d", lambda lib: lib.nn.BatchNorm2d(3), [(2, 3, 4, 5)]),
+    ("bn2d_nobias", lambda lib: lib.nn.BatchNorm2d(3, bias=False), [(2, 3, 4, 5)]),
+    ("groupnorm_nobias", lambda lib: lib.nn.GroupNorm(2, 4, bias=False), [(3, 4, 5)]),
     ("bn2d_eps", lambda lib: lib.nn.BatchNorm2d(3, eps=1e-3), [(2, 3, 4, 5)]),
     ("layernorm", lambda lib: lib.nn.LayerNorm(6), [(3, 6)]),
     ("layernorm_2d_shape", lambda lib: lib.nn.LayerNorm((4, 5)), [(2, 3, 4, 5)]),
