@@ -18,7 +18,11 @@ class _Inplace(Module):
 
 
 class ReLU(_Inplace):
-    """max(x, 0)."""
+    """max(x, 0).
+
+    >>> ember.nn.ReLU()(ember.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
     def forward(self, input):
         return F.relu(input, self.inplace)
 

@@ -828,8 +828,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0) -> Tensor:
     """log_softmax over dim 1 then nll_loss; also class-probability targets and label smoothing.
 
-    >>> F.cross_entropy(ember.zeros(2, 4), ember.tensor([0, 3])).item() == math.log(4)
-    True
+    >>> round(F.cross_entropy(ember.zeros(2, 4), ember.tensor([0, 3])).item(), 4)   # log(4)
+    1.3863
     """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
