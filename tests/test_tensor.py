@@ -173,3 +173,20 @@ def test_repr_padding_nan_inf_like_torch():
     for f in (lambda L: L.tensor([[1e-5, -1.0], [float("nan"), float("inf")]]), lambda L: L.tensor([-1.0, 2.0]),
               lambda L: L.tensor([1.5, float("nan")])):
         assert repr(f(ember)) == repr(f(torch))
+
+
+def test_zero_fill_copy_inplace():
+    x = ember.ones(2, 3)
+    v = x[0]
+    assert x.zero_() is x and x.tolist() == [[0.0] * 3] * 2 and x._version == 1 and v._version == 1
+    x.fill_(2.5)
+    assert v.tolist() == [2.5] * 3
+    x.fill_(ember.tensor(4.0))
+    assert x[1, 2].item() == 4.0
+    x.copy_(ember.tensor([1.0, 2.0, 3.0]))          # broadcasts, like torch
+    assert x.tolist() == [[1.0, 2.0, 3.0]] * 2 and x._version == 4
+    i = ember.zeros(3, dtype=ember.int32)
+    i.copy_(ember.tensor([1.7, 2.2, -3.9]))           # casts to the destination dtype
+    assert i.tolist() == torch.zeros(3, dtype=torch.int32).copy_(torch.tensor([1.7, 2.2, -3.9])).tolist()
+    # copy_ from a tensor that requires grad records the graph, as torch does
+    check_op(lambda L, a, b: (a * 1).copy_(b) * b, (2, 3), (3,))
