@@ -58,7 +58,7 @@ def record(node) -> None:
 
 
 def _bad(arr) -> bool:
-    if arr.dtype.kind not in "fc":
+    if arr.dtype.kind not in "fcV":   # V: bfloat16 (ml_dtypes)
         return False
     xp = np if isinstance(arr, np.ndarray) else __import__("ember").backends.array_module(arr)
     return not bool(xp.isfinite(arr).all())
