@@ -54,3 +54,10 @@ def test_detect_anomaly_as_decorator():
     with pytest.raises(RuntimeError, match="Log"):
         f()
     assert not ember.autograd.is_anomaly_enabled()
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float64"])
+def test_anomaly_checks_every_float_dtype(dt):
+    with ember.autograd.detect_anomaly():
+        with pytest.raises(RuntimeError, match="anomaly: Log"):
+            ember.tensor([-1.0], dtype=getattr(ember, dt)).log()
