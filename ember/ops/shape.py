@@ -380,13 +380,13 @@ def _key(key, input):
             if k._device is not input._device and not (k._device.type == "cpu"):
                 raise op_error("index", f"indices on {k._device} for a tensor on {input._device}")
             a = k._data if k._device is input._device else to_device(k, input._device)._data
-            if a.dtype.kind == "f":
+            if a.dtype.kind not in "biu":   # floats, incl. bfloat16 (NumPy kind 'V')
                 raise op_error("index", f"tensors used as indices must be long, int, byte or bool "
                                         f"tensors, got {k.dtype.name}", IndexError)
             out.append(a)
         elif isinstance(k, list):
             a = np.asarray(k)
-            if a.dtype.kind == "f":
+            if a.dtype.kind not in "biu" and a.size:
                 raise op_error("index", "lists used as indices must hold integers or bools", IndexError)
             xp = array_module(input)
             out.append(a if xp is np else xp.asarray(a))
