@@ -386,7 +386,9 @@ def _key(key, input):
             out.append(a)
         elif isinstance(k, list):
             a = np.asarray(k)
-            if a.dtype.kind not in "biu" and a.size:
+            if a.size == 0:
+                a = a.astype(np.int64)
+            if a.dtype.kind not in "biu":
                 raise op_error("index", "lists used as indices must hold integers or bools", IndexError)
             xp = array_module(input)
             out.append(a if xp is np else xp.asarray(a))
