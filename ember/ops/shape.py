@@ -48,10 +48,21 @@ def reshape(input, *shape):
     return _view_of(P.Reshape.apply(input, shape=shape), input)
 
 
+def _viewable(arr, shape):
+    """Whether a strided array can take `shape` without a copy (torch's view rule, e.g. splitting a dim
+    of a column slice)."""
+    try:
+        np.reshape(arr, shape, copy=False)   # raises ValueError when a copy would be needed
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
 def view(input, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return input.to(shape[0])   # view(dtype)
-    if not input._data.flags.c_contiguous and _shape_arg(shape) != input.shape:
+    if not input._data.flags.c_contiguous and _shape_arg(shape) != input.shape \
+            and not _viewable(input._data, _shape_arg(shape)):
         raise op_error("view", f"view size is not compatible with input tensor's size and stride "
                                f"(shape {tuple(input.shape)}, non-contiguous); use .reshape(...) instead")
     return reshape(input, *shape)
