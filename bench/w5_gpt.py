@@ -1,0 +1,112 @@
+"""W5 of shared/WORKLOADS.md: a tiny GPT. vocab 65, block 64, n_embd 128, 2 pre-LN blocks of (LayerNorm,
+causal self-attention with 4 heads, residual, LayerNorm, MLP 4x with GELU, residual), token + learned position
+embeddings, final LayerNorm and linear head; batch 16; cross-entropy; AdamW(lr=3e-4).
+One model definition, built once with `lib=torch` and once with `lib=ember`; one iteration = zero_grad,
+forward, backward, step. Alternating runs after warm-up; medians and the ratio ember / torch.
+
+    .venv/bin/python bench/w5_gpt.py
+    .venv/bin/python bench/w5_gpt.py --profile     # cProfile of the Ember step, top costs
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import compare, machine, table  # noqa: E402
+
+import torch  # noqa: E402
+
+import ember  # noqa: E402
+
+TARGET = 1.3
+VOCAB, BLOCK, N_EMBD, N_HEAD, N_LAYER, BATCH = 65, 64, 128, 4, 2, 16
+
+
+def gpt(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(N_EMBD, 3 * N_EMBD)
+            self.proj = nn.Linear(N_EMBD, N_EMBD)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(x).split(N_EMBD, dim=2)                       # (B, T, C) each
+            q, k, v = (t.view(B, T, N_HEAD, C // N_HEAD).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)     # (B, nh, T, hs)
+            return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.attn = nn.LayerNorm(N_EMBD), CausalSelfAttention()
+            self.ln2 = nn.LayerNorm(N_EMBD)
+            self.mlp = nn.Sequential(nn.Linear(N_EMBD, 4 * N_EMBD), nn.GELU(), nn.Linear(4 * N_EMBD, N_EMBD))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, N_EMBD)
+            self.pos = nn.Embedding(BLOCK, N_EMBD)
+            self.blocks = nn.Sequential(*[Block() for _ in range(N_LAYER)])
+            self.ln_f = nn.LayerNorm(N_EMBD)
+            self.head = nn.Linear(N_EMBD, VOCAB)
+
+        def forward(self, idx):
+            T = idx.shape[1]
+            x = self.tok(idx) + self.pos(lib.arange(T))                     # (B, T, C)
+            return self.head(self.ln_f(self.blocks(x)))                     # (B, T, vocab)
+
+    return GPT()
+
+
+def make(lib, idx_np, tgt_np):
+    lib.manual_seed(0)
+    model = gpt(lib)
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4)
+    idx, tgt = lib.from_numpy(idx_np), lib.from_numpy(tgt_np)
+
+    def step():
+        opt.zero_grad()
+        logits = model(idx)
+        loss = lib.nn.functional.cross_entropy(logits.view(-1, VOCAB), tgt.view(-1))
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    idx_np = rng.integers(0, VOCAB, (BATCH, BLOCK)).astype(np.int64)
+    tgt_np = rng.integers(0, VOCAB, (BATCH, BLOCK)).astype(np.int64)
+    e_step, t_step = make(ember, idx_np, tgt_np), make(torch, idx_np, tgt_np)
+    if args.profile:
+        import cProfile
+        import pstats
+        for _ in range(3):
+            e_step()
+        cProfile.runctx("for _ in range(20): e_step()", globals(), {"e_step": e_step}, "/tmp/w5.prof")
+        pstats.Stats("/tmp/w5.prof").sort_stats("tottime").print_stats(20)
+        return
+    row = compare("W5 tiny GPT + AdamW", e_step, t_step, iters=args.iters)
+    print(machine())
+    print(table([row], {"W5 tiny GPT + AdamW": TARGET}))
+
+
+if __name__ == "__main__":
+    main()
