@@ -278,3 +278,21 @@ def test_persistent_workers_restart_after_a_dead_worker(no_leaks):
     loader.dataset.bad = -1  # the next epoch gets fresh workers
     assert len(list(loader)) == 20
     del loader
+
+
+def test_interrupted_shutdown_still_cleans_up(no_leaks):
+    it = iter(DataLoader(Slow(), batch_size=2, num_workers=2))
+    next(it)
+    victim = it._workers[0]
+    real_join, calls = victim.join, []
+
+    def join_interrupted(timeout=None):
+        calls.append(timeout)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while shutting down
+        return real_join(timeout)
+
+    victim.join = join_interrupted
+    with pytest.raises(KeyboardInterrupt):
+        it._shutdown_workers()
+    del it

@@ -450,38 +450,41 @@ class _MultiProcessIter(_BaseIter):
             return
         self._shutdown = True
         _live_iters.discard(self)
-        # Closing our ends first makes a worker blocked on a send fail at once instead of hanging.
-        for c in self._result_conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-        for c in self._task_conns:
-            try:
-                c.send(None)
-            except (OSError, ValueError):
-                pass
-        deadline = time.monotonic() + 1.0  # idle workers exit at once; busy ones get terminated
-        for p in self._workers:
-            p.join(timeout=max(0.0, deadline - time.monotonic()))
-        for p in self._workers:
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=1.0)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=1.0)
-        for c in self._task_conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-        for p in self._workers:
-            try:
-                p.close()
-            except ValueError:
-                pass
-        self._slots.close()
+        try:
+            # Closing our ends first makes a worker blocked on a send fail at once instead of hanging.
+            for c in self._result_conns:
+                try:
+                    c.close()
+                except OSError:
+                    pass
+            for c in self._task_conns:
+                try:
+                    c.send(None)
+                except (OSError, ValueError):
+                    pass
+            deadline = time.monotonic() + 1.0  # idle workers exit at once; busy ones get terminated
+            for p in self._workers:
+                p.join(timeout=max(0.0, deadline - time.monotonic()))
+            for p in self._workers:
+                if p.is_alive():
+                    p.terminate()
+                    p.join(timeout=1.0)
+        finally:
+            # Even if we are interrupted above (Ctrl-C during shutdown), no process or slot may outlive us.
+            for p in self._workers:
+                try:
+                    if p.is_alive():
+                        p.kill()
+                        p.join(timeout=1.0)
+                    p.close()
+                except ValueError:
+                    pass
+            for c in self._task_conns + self._result_conns:
+                try:
+                    c.close()
+                except OSError:
+                    pass
+            self._slots.close()
 
     def __del__(self) -> None:
         self._shutdown_workers()
