@@ -296,3 +296,43 @@ def test_interrupted_shutdown_still_cleans_up(no_leaks):
     with pytest.raises(KeyboardInterrupt):
         it._shutdown_workers()
     del it
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_exit_when_the_main_process_is_killed(tmp_path):
+    script = tmp_path / "main.py"
+    script.write_text(
+        "import sys, time\n"
+        "from ember.utils.data import DataLoader, TensorDataset\n"
+        "import ember, numpy as np\n"
+        "it = iter(DataLoader(TensorDataset(ember.from_numpy(np.arange(100))), batch_size=2, num_workers=2))\n"
+        "next(it)\n"
+        "print(' '.join(str(p.pid) for p in it._workers), flush=True)\n"
+        "time.sleep(60)\n")
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 5
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in pids if _running(p)]
+        assert not alive, f"workers {alive} outlived their main process"
+    finally:
+        proc.kill()
+        proc.stdout.close()
+        for leftover in os.listdir("/dev/shm"):
+            if leftover.startswith(f"ember_dl_{proc.pid}_"):  # a SIGKILLed main cannot unlink its slots
+                os.unlink(os.path.join("/dev/shm", leftover))
