@@ -173,7 +173,13 @@ def test_in_order_with_bounded_prefetch(prefetch_factor, no_leaks):
     assert it._send_idx == 3 * prefetch_factor  # prefetch_factor tasks per worker in flight at the start
     seen = []
     for batch in it:
+        # in flight = sent and not yet handed out (received-and-waiting included): prefetch_factor per worker
         assert max(it._outstanding) <= prefetch_factor
+        assert it._send_idx - it._rcvd_idx <= 3 * prefetch_factor
+        assert sum(len(free) for free in it._slots.free.values()) + (it._send_idx - it._rcvd_idx) == \
+            len(it._slots.created)  # every slot is either free or holds an in-flight batch
+        per_worker = [sum(1 for s in it._slots.created if s.startswith(f"w{w}s")) for w in range(3)]
+        assert max(per_worker) <= prefetch_factor  # shared-memory slots per worker: prefetch_factor, reused
         seen.extend(batch.tolist())
     assert seen == list(range(24))
 

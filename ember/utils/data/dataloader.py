@@ -327,6 +327,10 @@ class _MultiProcessIter(_BaseIter):
         self._send_idx = 0  # next task number to hand out
         self._rcvd_idx = 0  # next task number to give to the user
         self._sampler_done = False
+        # Batches received but not handed out when the last epoch was cut short: free their slots and places.
+        for w, *msg in getattr(self, "_reorder", {}).values():
+            self._slots.release(w, msg[3])
+            self._outstanding[w] -= 1
         self._reorder: Dict[int, tuple] = {}
         if first:
             self._outstanding = [0] * self._num_workers
@@ -406,8 +410,8 @@ class _MultiProcessIter(_BaseIter):
 
     def _file(self, w: int, msg: tuple) -> None:
         kind, epoch, task_idx, slot = msg[:4]
-        self._outstanding[w] -= 1
         if epoch != self._epoch:  # left over from an epoch that was cut short (persistent workers)
+            self._outstanding[w] -= 1
             self._slots.release(w, slot)
             self._try_put_index()
             return
@@ -420,6 +424,9 @@ class _MultiProcessIter(_BaseIter):
             if self._rcvd_idx in self._reorder:
                 w, kind, _epoch, task_idx, slot, *rest = self._reorder.pop(self._rcvd_idx)
                 self._rcvd_idx += 1
+                # A task counts against its worker's prefetch_factor until it is handed out, as in torch, so
+                # a slow worker cannot make the others pile up batches without bound.
+                self._outstanding[w] -= 1
                 if kind == "batch":
                     size, described = rest
                     data = self._slots.unpack(described, slot, size, self._pin_memory)
