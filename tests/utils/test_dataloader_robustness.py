@@ -333,6 +333,13 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
     finally:
         proc.kill()
         proc.stdout.close()
-        for leftover in os.listdir("/dev/shm"):
-            if leftover.startswith(f"ember_dl_{proc.pid}_"):  # a SIGKILLed main cannot unlink its slots
-                os.unlink(os.path.join("/dev/shm", leftover))
+    # with fork the slots' names are unlinked as soon as the workers hold them: a SIGKILL leaks nothing
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith(f"ember_dl_{proc.pid}_")]
+
+
+def test_no_shared_memory_names_exist_while_fork_workers_run(no_leaks):
+    from ember.utils.data._shm import SLOT_PREFIX, shm_dir
+    it = iter(DataLoader(Plain(), batch_size=4, num_workers=2))
+    next(it)
+    assert not [f for f in os.listdir(shm_dir()) if f.startswith(f"{SLOT_PREFIX}{os.getpid()}_")]
+    assert len(list(it)) == 15

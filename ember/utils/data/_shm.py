@@ -2,9 +2,11 @@
 # the worker copies every array of its batch into a slot and sends only a small description
 # (dtype, shape, offset) through a pipe; the main process copies the arrays out and frees the slot.
 #
-# The main process creates and owns every slot file, so it can unlink them all at shutdown even when a
-# worker was killed. Workers grow a slot with ftruncate when a batch does not fit, and keep it mapped,
-# so pages are touched once and reused, batch after batch.
+# The main process creates and owns every slot file: prefetch_factor per worker, before the workers start.
+# With 'fork' the workers inherit open descriptors and the main process unlinks the names at once, so
+# nothing is left in /dev/shm even if every process is SIGKILLed; with 'spawn' the workers open the slots
+# by name and the names are unlinked at shutdown. Workers grow a slot with ftruncate when a batch does not
+# fit, and keep it mapped, so pages are touched once and reused, batch after batch.
 from __future__ import annotations
 
 import collections.abc
@@ -12,7 +14,7 @@ import mmap
 import os
 import secrets
 import tempfile
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -71,15 +73,17 @@ def _as_array(x) -> Tuple[np.ndarray, bool]:
 class WorkerSlots:
     """The worker's side: maps slots by name and grows them when a batch does not fit."""
 
-    def __init__(self, directory: str, prefix: str) -> None:
+    def __init__(self, directory: str, prefix: str, fds: Optional[Dict[str, int]] = None) -> None:
         self.directory, self.prefix = directory, prefix
+        self.fds = fds or {}  # inherited descriptors (fork); otherwise slots are opened by name
         self.maps: Dict[str, mmap.mmap] = {}
 
     def _map(self, slot: str, nbytes: int) -> mmap.mmap:
         m = self.maps.get(slot)
         if m is not None and len(m) >= nbytes:
             return m
-        fd = os.open(os.path.join(self.directory, self.prefix + slot), os.O_RDWR)
+        inherited = slot in self.fds
+        fd = self.fds[slot] if inherited else os.open(os.path.join(self.directory, self.prefix + slot), os.O_RDWR)
         try:
             size = os.fstat(fd).st_size
             if size < nbytes:
@@ -87,7 +91,8 @@ class WorkerSlots:
                 os.ftruncate(fd, size)
             new = mmap.mmap(fd, size)
         finally:
-            os.close(fd)
+            if not inherited:
+                os.close(fd)
         if m is not None:
             m.close()
         self.maps[slot] = new
@@ -131,20 +136,40 @@ class SlotPool:
         self.prefix = f"{SLOT_PREFIX}{os.getpid()}_{secrets.token_hex(4)}_"
         self.free: Dict[int, List[str]] = {}
         self.created: List[str] = []
+        self.named: List[str] = []  # slots whose file name still exists
+        self.fds: Dict[str, int] = {}
         self.maps: Dict[str, mmap.mmap] = {}
 
     def path(self, slot: str) -> str:
         return os.path.join(self.directory, self.prefix + slot)
 
+    def _create(self, worker_id: int) -> str:
+        slot = f"w{worker_id}s{sum(1 for s in self.created if s.startswith(f'w{worker_id}s'))}"
+        self.fds[slot] = os.open(self.path(slot), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        self.created.append(slot)
+        self.named.append(slot)
+        return slot
+
+    def create(self, num_workers: int, per_worker: int) -> None:
+        """Make ``per_worker`` free slots for each worker (before the workers start, so they can inherit them)."""
+        for w in range(num_workers):
+            for _ in range(per_worker):
+                self.free.setdefault(w, []).append(self._create(w))
+
+    def unlink_names(self) -> None:
+        """Remove the slots' names (every process that needs them holds a descriptor): nothing can leak now."""
+        for slot in self.named:
+            try:
+                os.unlink(self.path(slot))
+            except FileNotFoundError:
+                pass
+        self.named.clear()
+
     def acquire(self, worker_id: int) -> str:
         free = self.free.setdefault(worker_id, [])
         if free:
             return free.pop()
-        slot = f"w{worker_id}s{sum(1 for s in self.created if s.startswith(f'w{worker_id}s'))}"
-        fd = os.open(self.path(slot), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-        os.close(fd)
-        self.created.append(slot)
-        return slot
+        return self._create(worker_id)  # not expected (prefetch_factor bounds the slots in use); by name
 
     def release(self, worker_id: int, slot: str) -> None:
         self.free.setdefault(worker_id, []).append(slot)
@@ -157,11 +182,7 @@ class SlotPool:
         if m is None or len(m) < size:
             if m is not None:
                 m.close()
-            fd = os.open(self.path(slot), os.O_RDONLY)
-            try:
-                m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-            finally:
-                os.close(fd)
+            m = mmap.mmap(self.fds[slot], size, prot=mmap.PROT_READ)
             self.maps[slot] = m
 
         def rebuild(r: _Ref):
@@ -177,11 +198,10 @@ class SlotPool:
             except BufferError:  # a view is still alive somewhere; the unlink below still frees the name
                 pass
         self.maps.clear()
-        for slot in self.created:
-            try:
-                os.unlink(self.path(slot))
-            except FileNotFoundError:
-                pass
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+        self.unlink_names()
         self.created.clear()
         self.free.clear()
 

@@ -287,17 +287,19 @@ class _MultiProcessIter(_BaseIter):
         method = ctx.get_start_method()
         if method != "fork":
             _check_picklable(loader, method)
-        self._slots = SlotPool()
-        spec = dict(kind=self._kind, dataset=self._dataset, auto_collation=self._auto_collation,
-                    collate_fn=self._collate_fn, drop_last=self._drop_last, batch_size=self._batch_size,
-                    worker_init_fn=loader.worker_init_fn, num_workers=self._num_workers,
-                    shm_dir=self._slots.directory, shm_prefix=self._slots.prefix)
         self._base_seed = _rng.draw_seed(self._generator)
         self._workers: List[Any] = []
         self._task_conns: List[Any] = []
         self._result_conns: List[Any] = []
-        self._shutdown = False
+        self._slots = SlotPool()
+        self._shutdown = False  # from here on, __del__ / atexit clean up whatever exists
         _live_iters.add(self)
+        self._slots.create(self._num_workers, self._prefetch_factor)
+        spec = dict(kind=self._kind, dataset=self._dataset, auto_collation=self._auto_collation,
+                    collate_fn=self._collate_fn, drop_last=self._drop_last, batch_size=self._batch_size,
+                    worker_init_fn=loader.worker_init_fn, num_workers=self._num_workers,
+                    shm_dir=self._slots.directory, shm_prefix=self._slots.prefix,
+                    shm_fds=dict(self._slots.fds) if method == "fork" else None)
         # Block SIGINT while forking so a Ctrl-C cannot hit a worker before it has chosen to ignore it;
         # the worker unblocks it after installing SIG_IGN, and we unblock ours right after (see below).
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -318,6 +320,8 @@ class _MultiProcessIter(_BaseIter):
             raise
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        if method == "fork":  # every worker holds the slots open now: drop the names so nothing can leak
+            self._slots.unlink_names()
         self._epoch = 0
         self._start_epoch(first=True)
 

@@ -184,7 +184,7 @@ def worker_loop(spec: dict, task_conn, result_conn, worker_id: int, base_seed: i
     # Ctrl-C reaches the whole process group; the main process alone decides to stop, and then tells us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent around the fork
-    slots = WorkerSlots(spec["shm_dir"], spec["shm_prefix"])
+    slots = WorkerSlots(spec["shm_dir"], spec["shm_prefix"], spec.get("shm_fds"))
     init_error: Optional[WorkerError] = None
     fetcher = None
     try:
