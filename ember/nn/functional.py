@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..ops import math as M, shape as S, creation as C
 from ..ops import primitives as P
-from ..ops.conv import Conv, ConvInputGrad, MaxPool, out_size
+from ..ops.conv import Conv, ConvInputGrad, MaxPool, Gelu, Softmax, LogSoftmax, Normalize, out_size
 from .. import random as R
 
 __all__ = [
@@ -402,11 +402,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
     if tuple(input.shape[-nd:]) != normalized_shape:
         raise RuntimeError(f"layer_norm: expected input with trailing shape {normalized_shape}, got "
                            f"{tuple(input.shape)}")
-    dims = tuple(range(-nd, 0))
-    mean = input.mean(dims, keepdim=True)
-    xc = input - mean
-    var = (xc * xc).mean(dims, keepdim=True)
-    out = xc * M.rsqrt(var + eps)
+    out = Normalize.apply(input, n=nd, eps=eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -550,7 +546,7 @@ def selu(input, inplace=False) -> Tensor:
 def gelu(input, approximate="none") -> Tensor:
     """x * Phi(x); approximate='tanh' uses 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))."""
     if approximate == "none":
-        return input * 0.5 * (1.0 + M.erf(input * (1.0 / math.sqrt(2.0))))
+        return Gelu.apply(input)
     if approximate == "tanh":
         inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
         return 0.5 * input * (1.0 + M.tanh(inner))
@@ -588,12 +584,25 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1   # torch's legacy implicit-dim rule
 
 
+def _softmax_like(prim, input, dim, dtype):
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"softmax: expected a floating point input, got {input.dtype.name}")
+    if input.ndim == 0:
+        return prim.apply(input.reshape(1), axis=0).reshape(())
+    dim = _softmax_dim(input.ndim) if dim is None else dim
+    if not -input.ndim <= dim < input.ndim:
+        raise IndexError(f"softmax: dim {dim} is out of range for a {input.ndim}-D input")
+    return prim.apply(input, axis=dim % input.ndim)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
-    return M.softmax(input, _softmax_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    return _softmax_like(Softmax, input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
-    return M.log_softmax(input, _softmax_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    return _softmax_like(LogSoftmax, input, dim, dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
@@ -620,7 +629,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             attn = attn.masked_fill(M.logical_not(attn_mask), -math.inf)
         else:
             attn = attn + attn_mask
-    attn = M.softmax(attn, -1)
+    attn = softmax(attn, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return M.matmul(attn, value)
@@ -834,7 +843,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     dim = 0 if input.ndim == 1 else 1
-    logp = M.log_softmax(input, dim)
+    logp = log_softmax(input, dim)
     n_cls = input.shape[dim]
     wshape = (n_cls,) + (1,) * (input.ndim - dim - 1)
     if target.dtype.is_floating_point:   # class probabilities, same shape as input

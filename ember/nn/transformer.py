@@ -152,7 +152,7 @@ class MultiheadAttention(Module):
         scores = M.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))   # (N, H, L, S)
         if mask is not None:
             scores = scores + mask
-        attn = M.softmax(scores, -1)
+        attn = F.softmax(scores, -1)
         if self.dropout > 0.0 and self.training:
             attn = F.dropout(attn, self.dropout, True)
         out = M.matmul(attn, v)                                      # (N, H, L, hd)

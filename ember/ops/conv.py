@@ -155,3 +155,95 @@ class MaxPool(Primitive):
         zeros = g.new_zeros((N, C, math.prod(self.x_shape[2:])))
         gx = ScatterAdd.apply(zeros, Reshape.apply(g, shape=(N, C, -1)), index=self.index, axis=2)
         return (Reshape.apply(gx, shape=self.x_shape),)
+
+
+# ---------------------------------------------------------------- fused kernels of nn layers
+# One node instead of five to ten for the hottest layer math. Each forward is plain `xp` code; each
+# backward is the textbook formula in Tensor ops on saved tensors, so double backward still works.
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _erf(xp, x):
+    from .. import backends
+    return backends.get("cpu" if xp.__name__ == "numpy" else "cuda").erf(x).astype(x.dtype, copy=False)
+
+
+class Gelu(Primitive):
+    """x * Phi(x) (the exact, erf form); d/dx = Phi(x) + x phi(x)."""
+    saves_inputs = True
+
+    def forward(self, x):
+        xp = array_module(x)
+        self.cdf = 0.5 * (1.0 + _erf(xp, x * _INV_SQRT2))   # kept: backward needs it, erf is costly
+        return x * self.cdf
+
+    def backward(self, g):
+        from ..autograd.grad_mode import STATE
+        from .._tensor import Tensor
+        x, = self.saved_tensors
+        if STATE.enabled:   # create_graph: the derivative as a differentiable function of x
+            cdf = 0.5 * (1.0 + (x * _INV_SQRT2).erf())
+        else:
+            cdf = Tensor._make(self.cdf, x._device)
+        pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+        return (g * (cdf + x * pdf),)
+
+
+class Softmax(Primitive):
+    """exp(x - max) / sum over `axis`; backward y * (g - sum(g * y))."""
+    saves_output = True
+
+    def forward(self, x):
+        xp = array_module(x)
+        e = xp.exp(x - x.max(axis=self.axis, keepdims=True))
+        e /= e.sum(axis=self.axis, keepdims=True)
+        return e
+
+    def backward(self, g):
+        y = self.saved_output()
+        return (y * (g - (g * y).sum(self.axis, keepdim=True)),)
+
+
+class LogSoftmax(Primitive):
+    """x - logsumexp(x) over `axis`; backward g - softmax(x) * sum(g)."""
+    saves_output = True
+
+    def forward(self, x):
+        xp = array_module(x)
+        s = x - x.max(axis=self.axis, keepdims=True)
+        return s - xp.log(xp.exp(s).sum(axis=self.axis, keepdims=True))
+
+    def backward(self, g):
+        y = self.saved_output()
+        return (g - y.exp() * g.sum(self.axis, keepdim=True),)
+
+
+class Normalize(Primitive):
+    """(x - mean) / sqrt(var + eps) over the trailing `n` dims (LayerNorm without its affine part).
+
+    With y the output and r = 1/sqrt(var + eps): dx = r * (g - mean(g) - y * mean(g * y)).
+    """
+    saves_inputs = True
+    saves_output = True
+
+    def forward(self, x):
+        xp = array_module(x)
+        axes = tuple(range(-self.n, 0))
+        xc = x - x.mean(axis=axes, keepdims=True)
+        rstd = 1.0 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + self.eps)
+        self.rstd = rstd.astype(x.dtype, copy=False)
+        return xc * self.rstd
+
+    def backward(self, g):
+        from ..autograd.grad_mode import STATE
+        from .._tensor import Tensor
+        axes = tuple(range(-self.n, 0))
+        y = self.saved_output()
+        if STATE.enabled:   # building a graph of the gradient (create_graph): r as a function of x
+            x, = self.saved_tensors
+            xc = x - x.mean(axes, keepdim=True)
+            r = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
+        else:
+            r = Tensor._make(self.rstd, g._device)
+        return (r * (g - g.mean(axes, keepdim=True) - y * (g * y).mean(axes, keepdim=True)),)

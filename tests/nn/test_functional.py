@@ -79,3 +79,24 @@ def test_one_hot_errors_and_pad_errors():
         ember.nn.functional.one_hot(ember.tensor([1.0]))
     with pytest.raises(ValueError, match="divisible by 2"):
         ember.nn.functional.pad(ember.zeros(2, 2), (1,))
+
+
+def _double_backward(op):
+    def fn(lib, x):
+        y = op(lib, x)
+        g, = lib.autograd.grad((y * y.detach().sin()).sum(), x, create_graph=True)
+        return (g * g).sum()
+    return fn
+
+
+FUSED = [   # the fused primitives of ember/ops/conv.py, through second derivatives
+    ("gelu", lambda lib, x: lib.nn.functional.gelu(x)),
+    ("softmax", lambda lib, x: lib.nn.functional.softmax(x, -1)),
+    ("log_softmax", lambda lib, x: lib.nn.functional.log_softmax(x, 0)),
+    ("layer_norm", lambda lib, x: lib.nn.functional.layer_norm(x, (3, 4))),
+]
+
+
+@pytest.mark.parametrize("op", [c[1] for c in FUSED], ids=[c[0] for c in FUSED])
+def test_fused_double_backward(op):
+    check_op(_double_backward(op), (2, 3, 4), dtypes=("float64",))
