@@ -16,6 +16,7 @@ from ..autograd.grad_mode import no_grad
 from ..ops import math as M, shape as S, creation as C
 from ..ops import primitives as P
 from ..ops.conv import Conv, ConvInputGrad, MaxPool, Gelu, Softmax, LogSoftmax, Normalize, out_size
+from ..ops.conv import Embedding as EmbeddingLookup
 from .. import random as R
 
 __all__ = [
@@ -493,13 +494,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             norms = w.norm(norm_type, dim=1, keepdim=True)
             scale = M.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
             weight[rows] = w * scale
-    out = weight[input]
-    if padding_idx is not None and weight.requires_grad:
-        if padding_idx < 0:
-            padding_idx += weight.shape[0]
-        mask = (input == padding_idx).unsqueeze(-1)
-        out = M.where(mask, out.detach(), out)
-    return out
+    idx = input._data
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= weight.shape[0]):
+        raise IndexError(f"embedding: index out of range: indices must be in [0, {weight.shape[0]}), got "
+                         f"[{int(idx.min())}, {int(idx.max())}]")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return EmbeddingLookup.apply(weight, idx=idx, padding_idx=padding_idx)
 
 
 def one_hot(tensor, num_classes=-1) -> Tensor:

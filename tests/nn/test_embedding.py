@@ -35,3 +35,15 @@ def test_from_pretrained_and_max_norm():
     np.testing.assert_allclose(out.numpy(), [[0.6, 0.8], [0.3, 0.4]], rtol=1e-5)
     with pytest.raises(RuntimeError, match="integer"):
         m(ember.tensor([0.0]))
+
+
+def test_embedding_double_backward_and_errors():
+    from helpers import check_op
+
+    def fn(lib, w):
+        y = lib.nn.functional.embedding(lib.tensor([[0, 2, 2], [1, 0, 3]]), w, padding_idx=2)
+        g, = lib.autograd.grad((y * y * y).sum(), w, create_graph=True)
+        return (g * g).sum()
+    check_op(fn, (4, 3), dtypes=("float64",))
+    with pytest.raises(IndexError, match="out of range"):
+        ember.nn.Embedding(3, 2)(ember.tensor([3]))
