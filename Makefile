@@ -30,6 +30,9 @@ test-all: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(VPY) bench/run.py
+	$(VPY) bench/w3_mlp.py
+	$(VPY) bench/w5_gpt.py
+	$(VPY) bench/w8_dataloader.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

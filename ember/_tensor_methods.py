@@ -175,13 +175,22 @@ Tensor.geometric_ = _rand_("geometric_", lambda rng, shape, p: rng.geometric(p, 
 Tensor.log_normal_ = _rand_("log_normal_", lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape))
 
 
-def _random_(rng, shape, low=0, high=None):
+def _random_(rng, shape, low=0, high=None, *, dtype):
+    # torch: without bounds, [0, 2**mantissa] for floats and [0, max] for integers
     if high is None:
-        low, high = 0, (low if low else 2 ** 24)
-    return rng.integers(low, high, shape)
+        if low:
+            low, high = 0, low
+        elif dtype.kind in "iu":
+            low, high = 0, int(np.iinfo(dtype).max) + 1
+        elif dtype == np.bool_:
+            low, high = 0, 2
+        else:
+            low, high = 0, 2 ** {2: 11, 4: 24, 8: 53}[dtype.itemsize] + 1
+    return rng.integers(low, high, shape, dtype=np.int64 if high <= 2 ** 63 else np.uint64)
 
 
-Tensor.random_ = _rand_("random_", _random_)
+Tensor.random_ = lambda self, *a, generator=None, **k: _write(
+    self, lambda: _to_dev(self, _random_(R._rng(generator), self.shape, *a, dtype=self._data.dtype, **k)), "random_")
 Tensor.bernoulli = lambda self, p=None, *, generator=None: R.bernoulli(self, p, generator=generator)
 Tensor.multinomial = lambda self, n, replacement=False, *, generator=None: \
     R.multinomial(self, n, replacement, generator=generator)
