@@ -16,7 +16,7 @@ from ..autograd.grad_mode import no_grad
 from ..ops import math as M, shape as S, creation as C
 from ..ops import primitives as P
 from ..ops.conv import Conv, ConvInputGrad, MaxPool, Gelu, Softmax, LogSoftmax, Normalize, out_size
-from ..ops.conv import Embedding as EmbeddingLookup
+from ..ops.conv import Embedding as EmbeddingLookup, Linear as LinearPrim, LayerNorm as LayerNormPrim
 from .. import random as R
 
 __all__ = [
@@ -59,9 +59,14 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
                            f"{weight.shape[-1]} (input {tuple(input.shape)}, weight {tuple(weight.shape)})")
     lead = input.shape[:-1]
     x = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])  # one 2-D GEMM, not a batch
-    out = M.matmul(x, weight.t())
-    if bias is not None:
-        out = out + bias
+    same = x._data.dtype == weight._data.dtype and x._device is weight._device and weight.ndim == 2 and \
+        (bias is None or (bias._data.dtype == x._data.dtype and bias._device is x._device and bias.ndim == 1))
+    if same:   # the common case: one fused node
+        out = LinearPrim.apply(x, weight) if bias is None else LinearPrim.apply(x, weight, bias)
+    else:      # mixed dtypes or devices: the general ops promote or explain
+        out = M.matmul(x, weight.t())
+        if bias is not None:
+            out = out + bias
     return out if input.ndim == 2 else out.reshape(*lead, weight.shape[0])
 
 
@@ -403,6 +408,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
     if tuple(input.shape[-nd:]) != normalized_shape:
         raise RuntimeError(f"layer_norm: expected input with trailing shape {normalized_shape}, got "
                            f"{tuple(input.shape)}")
+    if weight is not None and bias is not None and weight.dtype == input.dtype == bias.dtype:
+        return LayerNormPrim.apply(input, weight, bias, n=nd, eps=eps)
     out = Normalize.apply(input, n=nd, eps=eps)
     if weight is not None:
         out = out * weight

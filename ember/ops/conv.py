@@ -308,3 +308,63 @@ class EmbeddingGrad(Primitive):
             keep = (self.idx != self.padding_idx).astype(out._data.dtype)
             out = out * Tensor._make(keep.reshape(keep.shape + (1,) * (out.ndim - keep.ndim)), out._device)
         return (out,)
+
+
+class Linear(Primitive):
+    """x @ w.T (+ b) for 2-D x (N, in), w (out, in), b (out,): one node instead of transpose, matmul, add."""
+    saves_inputs = True
+
+    def forward(self, x, w, b=None):
+        y = x @ w.T
+        if b is not None:
+            y += b
+        return y
+
+    def backward(self, g):
+        from .primitives import MatMul, Sum
+        saved = self.saved_tensors
+        x, w = saved[0], saved[1]
+        need = self.needs_input_grad
+        gx = MatMul.apply(g, w) if need[0] else None
+        gw = MatMul.apply(g.mT, x) if need[1] else None
+        if len(saved) == 2:
+            return gx, gw
+        gb = Sum.apply(g, axis=(0,), keepdims=False) if need[2] else None
+        return gx, gw, gb
+
+
+class LayerNorm(Primitive):
+    """(x - mean) / sqrt(var + eps) * w + b over the trailing `n` dims, w and b of that shape.
+
+    With xhat the normalised x, r = 1/sqrt(var + eps) and h = g * w:
+    dx = r * (h - mean(h) - xhat * mean(h * xhat)), dw = sum(g * xhat), db = sum(g).
+    """
+    saves_inputs = True
+
+    def forward(self, x, w, b):
+        xp = array_module(x)
+        axes = tuple(range(-self.n, 0))
+        xc = x - x.mean(axis=axes, keepdims=True)
+        rstd = (1.0 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + self.eps)).astype(x.dtype, copy=False)
+        xc *= rstd
+        self.xhat, self.rstd = xc, rstd
+        return xc * w + b
+
+    def backward(self, g):
+        from ..autograd.grad_mode import STATE
+        from .._tensor import Tensor
+        from .primitives import sum_to
+        x, w, b = self.saved_tensors
+        axes = tuple(range(-self.n, 0))
+        if STATE.enabled:   # create_graph: xhat and r as functions of x
+            xc = x - x.mean(axes, keepdim=True)
+            r = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
+            xhat = xc * r
+        else:
+            r, xhat = Tensor._make(self.rstd, g._device), Tensor._make(self.xhat, g._device)
+        need = self.needs_input_grad
+        h = g * w
+        gx = r * (h - h.mean(axes, keepdim=True) - xhat * (h * xhat).mean(axes, keepdim=True)) if need[0] else None
+        gw = sum_to(g * xhat, w.shape) if need[1] else None
+        gb = sum_to(g, b.shape) if need[2] else None
+        return gx, gw, gb

@@ -100,3 +100,17 @@ FUSED = [   # the fused primitives of ember/ops/conv.py, through second derivati
 @pytest.mark.parametrize("op", [c[1] for c in FUSED], ids=[c[0] for c in FUSED])
 def test_fused_double_backward(op):
     check_op(_double_backward(op), (2, 3, 4), dtypes=("float64",))
+
+
+def test_fused_linear_and_layer_norm_double_backward():
+    def lin(lib, x, w, b):
+        y = lib.nn.functional.linear(x, w, b)
+        gs = lib.autograd.grad((y * y * y).sum(), (x, w, b), create_graph=True)
+        return sum((g * g).sum() for g in gs)
+
+    def ln(lib, x, w, b):
+        y = lib.nn.functional.layer_norm(x, (4,), w, b)
+        gs = lib.autograd.grad((y * y.detach().sin() * y).sum(), (x, w, b), create_graph=True)
+        return sum((g * g).sum() for g in gs)
+    check_op(lin, (3, 4), (2, 4), (2,), dtypes=("float64",))
+    check_op(ln, (2, 3, 4), (4,), (4,), dtypes=("float64",))
