@@ -202,10 +202,18 @@ class Gelu(Primitive):
         from ..autograd.grad_mode import STATE
         from .._tensor import Tensor
         x, = self.saved_tensors
-        if STATE.enabled:   # create_graph: the derivative as a differentiable function of x
-            cdf = 0.5 * (1.0 + (x * _INV_SQRT2).erf())
-        else:
-            cdf = Tensor._make(self.cdf, x._device)
+        if not STATE.enabled:   # first order only: straight on the arrays, in place
+            xp, xa = array_module(x), x._data
+            d = xa * xa
+            d *= -0.5
+            xp.exp(d, out=d)
+            d *= _INV_SQRT_2PI
+            d *= xa
+            d += self.cdf
+            d *= g._data
+            return (Tensor._make(d, g._device),)
+        # create_graph: the derivative as a differentiable function of x
+        cdf = 0.5 * (1.0 + (x * _INV_SQRT2).erf())
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
         return (g * (cdf + x * pdf),)
 
@@ -221,6 +229,14 @@ class Softmax(Primitive):
         return e
 
     def backward(self, g):
+        from ..autograd.grad_mode import STATE
+        from .._tensor import Tensor
+        if not STATE.enabled:   # first order only: on the arrays
+            ya = self._out[0]
+            self.saved_output()   # the in-place-modification check
+            gy = g._data * ya
+            gy -= ya * gy.sum(axis=self.axis, keepdims=True)
+            return (Tensor._make(gy, g._device),)
         y = self.saved_output()
         return (y * (g - (g * y).sum(self.axis, keepdim=True)),)
 
@@ -363,6 +379,18 @@ class LayerNorm(Primitive):
         else:
             r, xhat = Tensor._make(self.rstd, g._device), Tensor._make(self.xhat, g._device)
         need = self.needs_input_grad
+        if not STATE.enabled:   # first order only: straight on the arrays
+            ga, xh = g._data, self.xhat
+            lead = tuple(range(ga.ndim - self.n))
+            h = ga * w._data
+            gx = h - h.mean(axis=axes, keepdims=True)
+            h *= xh
+            gx -= xh * h.mean(axis=axes, keepdims=True)
+            gx *= self.rstd
+            gw = (ga * xh).sum(axis=lead) if need[1] else None
+            gb = ga.sum(axis=lead) if need[2] else None
+            dev = g._device
+            return tuple(None if a is None else Tensor._make(a, dev) for a in (gx if need[0] else None, gw, gb))
         h = g * w
         gx = r * (h - h.mean(axes, keepdim=True) - xhat * (h * xhat).mean(axes, keepdim=True)) if need[0] else None
         gw = sum_to(g * xhat, w.shape) if need[1] else None
