@@ -206,8 +206,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad` (see ember.autograd.backward)."""
-        from .autograd import backward
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+        _autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     # --- conversion -------------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -282,6 +281,7 @@ class Tensor:
         return self._device.type == "cpu" and backends.get("cpu").is_pinned(self._data)
 
 
+from . import autograd as _autograd  # noqa: E402
 from .autograd import function as _function  # noqa: E402
 
 _function._make_fn = Tensor._make

@@ -12,6 +12,7 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
 from .gradcheck import gradcheck, gradgradcheck
 from .tape import GradientTape
 from . import engine
+from .._errors import op_error
 
 import numpy as np
 
@@ -27,8 +28,6 @@ def _seq(x):
 
 
 def _root_grads(outputs, grad_outputs, op):
-    from .._errors import op_error
-    from ..ops.creation import ones_like
     grads = _seq(grad_outputs) or [None] * len(outputs)
     if len(grads) != len(outputs):
         raise op_error(op, f"got {len(grads)} gradients for {len(outputs)} outputs")
@@ -42,7 +41,7 @@ def _root_grads(outputs, grad_outputs, op):
                 raise op_error(op, f"grad can be implicitly created only for scalar outputs; the output "
                                    f"has shape {tuple(t.shape)}: pass `gradient=` of that shape")
             g = t._make(np.ones(t.shape, t._data.dtype), t._device) if type(t._data) is np.ndarray \
-                else ones_like(t)
+                else _ones_like(t)
         elif g.shape != t.shape:
             raise op_error(op, f"gradient has shape {tuple(g.shape)} but the output has shape "
                                f"{tuple(t.shape)}")
@@ -52,6 +51,12 @@ def _root_grads(outputs, grad_outputs, op):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """Accumulate the gradients of `tensors` into the `.grad` of the leaves (of `inputs` if given)."""
+    if grad_tensors is None and inputs is None and not create_graph and not isinstance(tensors, (list, tuple)) \
+            and tensors.requires_grad and tensors._data.size == 1 and type(tensors._data) is np.ndarray:
+        # the common `loss.backward()`
+        ones = tensors._make(np.ones(tensors._data.shape, tensors._data.dtype), tensors._device)
+        engine.run_backward([tensors], [ones], bool(retain_graph), False, None, True)
+        return
     tensors = _seq(tensors)
     grads = _root_grads(tensors, grad_tensors, "backward")
     if retain_graph is None:
@@ -100,3 +105,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         elif not create_graph:
             res[i] = g.detach()
     return tuple(res)
+
+
+def _ones_like(t):
+    from ..ops.creation import ones_like
+    return ones_like(t)

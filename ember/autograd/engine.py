@@ -5,17 +5,16 @@ a node runs once every consumer of its outputs has sent its gradient.
 """
 from __future__ import annotations
 
-from . import anomaly
+from . import anomaly, function
 from .grad_mode import STATE
 
 
 def _fresh(g):
-    """A gradient array safe to store as `.grad`: writeable and owned (not a broadcast view)."""
-    from .._tensor import Tensor
+    """A new detached tensor safe to store as `.grad`: owned, writeable memory (no broadcast view)."""
     a = g._data
-    if a.base is not None or not getattr(a, "flags", None) or not a.flags.writeable:
+    if a.base is not None or not a.flags.writeable:
         a = a.copy()
-    return Tensor._make(a, g._device)
+    return function._make_fn(a, g._device)
 
 
 def _call_hooks(hooks, g):
@@ -68,16 +67,18 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
                 stack.append(node)
         i = t._out_idx
         buf[i] = g if buf[i] is None else buf[i] + g
-    seen = set(deps)
-    while stack:
+    while stack:   # deps doubles as the visited set
         node = stack.pop()
         for e in node.parents:
-            if e is None or e[1] < 0:
+            if e is None:
                 continue
-            p = e[0]
-            deps[p] = deps.get(p, 0) + 1
-            if p not in seen:
-                seen.add(p)
+            p, i = e
+            if i < 0:
+                continue
+            if p in deps:
+                deps[p] += 1
+            else:
+                deps[p] = 1
                 stack.append(p)
     # 2. run nodes whose consumers are all done
     ready = [n for n in buffers if deps[n] == 0]
@@ -131,7 +132,7 @@ def _send_leaf(leaf, g, leaf_grads):
 
 def _accumulate(leaf, g, create_graph):
     if leaf.grad is None:
-        leaf.grad = g if create_graph else _fresh(g.detach())
+        leaf.grad = g if create_graph else _fresh(g)
     elif create_graph or leaf.grad.requires_grad:
         leaf.grad = leaf.grad + g
     else:

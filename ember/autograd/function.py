@@ -121,7 +121,8 @@ class Primitive(Node):
                 return node._no_graph(make(out, device))
         else:
             return node._no_graph(make(out, device))
-        node.parents = [_edge(t) for t in inputs]
+        node.parents = [((t._node, t._out_idx) if t._node is not None else (t, -1)) if t.requires_grad
+                        else None for t in inputs]
         node.needs_input_grad = [t.requires_grad for t in inputs]
         node._device = device
         if cls.saves_inputs:
