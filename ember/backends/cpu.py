@@ -47,3 +47,34 @@ def erf(x):
             _verf = np.vectorize(math.erf, otypes=[np.float64])
             _erf = lambda a: _verf(a).astype(a.dtype)  # noqa: E731
     return _erf(x)
+
+
+# Elements per block in `blockwise`: the temporaries of a chain of ufuncs on blocks of this size stay in
+# the CPU's L2 cache instead of streaming through main memory once per ufunc.
+BLOCK = 1 << 15
+
+
+def blockwise(fn, *arrays):
+    """`fn(*arrays)` computed over blocks of leading rows, results stitched together.
+
+    Each array is 1-D (elementwise work) or 2-D (rows, row_len) with `fn` treating rows independently
+    (softmax, normalisation). `fn` returns an array or a tuple of arrays with one row per input row.
+    For arrays larger than the cache this runs a chain of NumPy ufuncs about twice as fast, as every
+    intermediate stays in cache. Small inputs go straight to `fn`.
+    """
+    a0 = arrays[0]
+    rows = a0.shape[0]
+    step = max(1, BLOCK // max(1, a0.size // max(rows, 1)))
+    if rows <= step:
+        return fn(*arrays)
+    first = fn(*(a[:step] for a in arrays))
+    single = not isinstance(first, tuple)
+    firsts = (first,) if single else first
+    outs = tuple(np.empty((rows,) + f.shape[1:], dtype=f.dtype) for f in firsts)
+    for o, f in zip(outs, firsts):
+        o[:step] = f
+    for s in range(step, rows, step):
+        res = fn(*(a[s:s + step] for a in arrays))
+        for o, r in zip(outs, (res,) if single else res):
+            o[s:s + step] = r
+    return outs[0] if single else outs

@@ -166,6 +166,15 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
+def _blocks(xp, fn, *arrays):
+    """fn over cache-sized blocks on the CPU (see backends.cpu.blockwise: ~25% faster for GELU's
+    dozen ufunc passes over activations larger than L2), in one call elsewhere."""
+    if xp is np:
+        from ..backends.cpu import blockwise
+        return blockwise(fn, *arrays)
+    return fn(*arrays)
+
+
 def _erf(xp, x):
     """erf; float32 on the CPU uses Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, about one float32 ulp),
     a few NumPy ufuncs that run ~4x faster than scipy's erf; everything else goes to the backend's erf."""
@@ -195,8 +204,12 @@ class Gelu(Primitive):
 
     def forward(self, x):
         xp = array_module(x)
-        self.cdf = 0.5 * (1.0 + _erf(xp, x * _INV_SQRT2))   # kept: backward needs it, erf is costly
-        return x * self.cdf
+
+        def gelu(xb):
+            cdf = 0.5 * (1.0 + _erf(xp, xb * _INV_SQRT2))
+            return xb * cdf, cdf
+        y, self.cdf = _blocks(xp, gelu, x.reshape(-1))   # cdf is kept: backward needs it, erf is costly
+        return y.reshape(x.shape)
 
     def backward(self, g):
         from ..autograd.grad_mode import STATE
@@ -204,14 +217,18 @@ class Gelu(Primitive):
         x, = self.saved_tensors
         if not STATE.enabled:   # first order only: straight on the arrays, in place
             xp, xa = array_module(x), x._data
-            d = xa * xa
-            d *= -0.5
-            xp.exp(d, out=d)
-            d *= _INV_SQRT_2PI
-            d *= xa
-            d += self.cdf
-            d *= g._data
-            return (Tensor._make(d, g._device),)
+
+            def dgelu(xb, cdf, gb):
+                d = xb * xb
+                d *= -0.5
+                xp.exp(d, out=d)
+                d *= _INV_SQRT_2PI
+                d *= xb
+                d += cdf
+                d *= gb
+                return d
+            d = _blocks(xp, dgelu, xa.reshape(-1), self.cdf, g._data.reshape(-1))
+            return (Tensor._make(d.reshape(xa.shape), g._device),)
         # create_graph: the derivative as a differentiable function of x
         cdf = 0.5 * (1.0 + (x * _INV_SQRT2).erf())
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
