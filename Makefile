@@ -11,11 +11,11 @@ $(VPY):
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.core: $(VPY) pyproject.toml
-	$(PIP) install -q -e ".[bf16,io,scipy]"
+	$(PIP) install -q -e ".[bf16,io,scipy,data]"
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core scripts/install_data.sh
-	$(PIP) install -q -e ".[bf16,io,scipy,test]"
+	$(PIP) install -q -e ".[bf16,io,scipy,data,test]"
 	bash scripts/install_data.sh $(VPY)
 	touch $@
 
