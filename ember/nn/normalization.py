@@ -10,6 +10,14 @@ from .parameter import Parameter
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm"]
 
 
+def _affine(module, shape, affine, bias, device, dtype):
+    """Register `weight` (ones) and `bias` (zeros) of `shape`, or None for those switched off."""
+    shape = tuple(shape)
+    module.register_parameter("weight", Parameter(C.ones(*shape, device=device, dtype=dtype)) if affine else None)
+    module.register_parameter("bias", Parameter(C.zeros(*shape, device=device, dtype=dtype))
+                              if affine and bias else None)
+
+
 class _BatchNorm(Module):
     _dims = ()
 
@@ -18,15 +26,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats, self.has_bias = affine, track_running_stats, bias
-        if affine:
-            self.weight = Parameter(C.ones(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(C.zeros(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", C.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", C.ones(num_features, device=device, dtype=dtype))
@@ -90,15 +90,7 @@ class LayerNorm(Module):
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) \
             else tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(C.ones(*self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(C.zeros(*self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -115,15 +107,7 @@ class GroupNorm(Module):
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         self.has_bias = bias
-        if affine:
-            self.weight = Parameter(C.ones(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(C.zeros(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_channels,), affine, bias, device, dtype)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
