@@ -1,7 +1,7 @@
 """`ember.nn.functional`: every layer as a function, and the losses.
 
 All composites of Tensor ops (no backward of their own), except convolution and max pooling,
-which call the primitives of `ember/ops/conv.py`. Names, arguments and defaults are torch's.
+which call the primitives of `ember/ops/layers.py`. Names, arguments and defaults are torch's.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..ops import math as M, shape as S, creation as C
 from ..ops import primitives as P
-from ..ops.conv import Conv, ConvInputGrad, MaxPool, Gelu, Softmax, LogSoftmax, Normalize, out_size
-from ..ops.conv import Embedding as EmbeddingLookup, Linear as LinearPrim, LayerNorm as LayerNormPrim
+from ..ops.layers import Conv, ConvInputGrad, MaxPool, Gelu, Softmax, LogSoftmax, Normalize, out_size
+from ..ops.layers import Embedding as EmbeddingLookup, Linear as LinearPrim, LayerNorm as LayerNormPrim
 from .. import random as R
 
 __all__ = [

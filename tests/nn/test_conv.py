@@ -1,4 +1,4 @@
-"""ember/nn/conv.py (and ember/ops/conv.py) against torch, one line per configuration."""
+"""ember/nn/conv.py (and ember/ops/layers.py) against torch, one line per configuration."""
 import numpy as np
 import pytest
 

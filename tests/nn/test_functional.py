@@ -89,7 +89,7 @@ def _double_backward(op):
     return fn
 
 
-FUSED = [   # the fused primitives of ember/ops/conv.py, through second derivatives
+FUSED = [   # the fused primitives of ember/ops/layers.py, through second derivatives
     ("gelu", lambda lib, x: lib.nn.functional.gelu(x)),
     ("softmax", lambda lib, x: lib.nn.functional.softmax(x, -1)),
     ("log_softmax", lambda lib, x: lib.nn.functional.log_softmax(x, 0)),

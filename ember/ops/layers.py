@@ -1,4 +1,5 @@
-"""Convolution and pooling primitives, for any number of spatial dims (1-D, 2-D, 3-D).
+"""Primitives of nn layers: convolution and pooling (any number of spatial dims), and fused kernels
+for the hottest layer math (Linear, GELU, softmax, log_softmax, normalisation, embedding lookup).
 
 Convolution is im2col + one batched matmul: a strided view gives every window of the (already
 padded) input, one copy lays the windows out as rows, and a matmul per group does the rest. Its
