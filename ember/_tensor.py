@@ -32,9 +32,18 @@ class Tensor:
     _is_param = False
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
 
-    def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False):
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        """torch.Tensor's legacy constructor: `Tensor(data)` copies data as the default float dtype,
+        `Tensor(2, 3)` allocates a (2, 3) tensor (zero-filled). Prefer `ember.tensor` / `ember.zeros`."""
         from .ops.creation import _to_array
-        arr, dev = _to_array(data if data is not None else [], dtype, device)
+        dtype = dtype if dtype is not None else _dtype.get_default_dtype()
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            data = np.zeros(args, dtype=_dtype.to_dtype(dtype).np)
+        else:
+            if len(args) > 1:
+                raise TypeError(f"Tensor: expected data or integer sizes, got {len(args)} arguments")
+            data = args[0] if args else []
+        arr, dev = _to_array(data, dtype, device)
         self._data, self._device = arr, dev
         if requires_grad:
             self.requires_grad_(True)
@@ -288,7 +297,11 @@ _function._make_fn = Tensor._make
 
 
 def _rebuild(arr, dev, requires_grad):
-    t = Tensor(arr, device=dev) if dev != "cpu" else Tensor._make(arr, CPU)
+    if dev == "cpu":
+        t = Tensor._make(arr, CPU)
+    else:
+        from .ops.creation import tensor
+        t = tensor(arr, device=dev)
     if requires_grad:
         t.requires_grad = True
     return t

@@ -224,7 +224,8 @@ def _to_tensor(arr: np.ndarray, saved_device: str, requires_grad: bool, map_loca
         if not backends.is_available(dev.type):
             raise RuntimeError(f"ember.load: a tensor was saved on {saved_device}, but no {dev.type} device is "
                                "available; pass map_location='cpu'")
-        t = Tensor(arr, device=dev)
+        from .ops.creation import tensor
+        t = tensor(arr, device=dev)
     if requires_grad:
         t.requires_grad_(True)
     return t

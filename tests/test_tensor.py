@@ -190,3 +190,11 @@ def test_zero_fill_copy_inplace():
     assert i.tolist() == torch.zeros(3, dtype=torch.int32).copy_(torch.tensor([1.7, 2.2, -3.9])).tolist()
     # copy_ from a tensor that requires grad records the graph, as torch does
     check_op(lambda L, a, b: (a * 1).copy_(b) * b, (2, 3), (3,))
+
+
+def test_legacy_constructor_like_torch():
+    import torch
+    assert ember.Tensor([1, 2]).dtype.name == str(torch.Tensor([1, 2]).dtype).split(".")[1] == "float32"
+    assert ember.Tensor(2, 3).shape == tuple(torch.Tensor(2, 3).shape)
+    assert ember.Tensor().shape == tuple(torch.Tensor().shape) == (0,)
+    assert ember.Tensor([1.0], dtype=ember.float64).dtype is ember.float64
