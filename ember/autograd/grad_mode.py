@@ -43,7 +43,21 @@ class _Mode:
         return wrapper
 
 
-class no_grad(_Mode):
+class _BareDecorator(_Mode):
+    """Also usable as a bare decorator, `@ember.no_grad` (no parentheses), as torch allows."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        if not callable(orig_func):
+            raise TypeError(f"{cls.__name__}() takes no arguments (got {orig_func!r})")
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class no_grad(_BareDecorator):
     """Operations inside do not record the graph.
 
     >>> with ember.no_grad():
@@ -52,7 +66,7 @@ class no_grad(_Mode):
     _target = False
 
 
-class enable_grad(_Mode):
+class enable_grad(_BareDecorator):
     """Operations inside record the graph, even within no_grad."""
     _target = True
 
@@ -84,7 +98,12 @@ class set_grad_enabled(_Mode):
 
 
 class inference_mode(_Mode):
-    """no_grad for inference; tensors made inside are marked as inference tensors."""
+    """no_grad for inference (`with ember.inference_mode():`, `@ember.inference_mode()` or bare)."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):   # bare decorator
+            return cls(True)(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True):
         self.mode = mode

@@ -421,3 +421,23 @@ def test_graph_freed_after_backward():
     del y, node
     gc.collect()
     assert ref() is None
+
+
+def test_bare_decorators_like_torch():
+    x = ember.ones(2, requires_grad=True)
+
+    @ember.no_grad
+    def f(t):
+        return t * 2
+
+    @ember.inference_mode
+    def g(t):
+        return t * 2
+
+    @ember.enable_grad
+    def h(t):
+        return t * 2
+    assert not f(x).requires_grad and not g(x).requires_grad
+    with ember.no_grad():
+        assert h(x).requires_grad
+    assert (x * 2).requires_grad   # nothing leaked out of the decorators
