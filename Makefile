@@ -24,6 +24,8 @@ demo: $(VENV)/.core
 
 test: $(VENV)/.test
 	$(VPY) -m pytest
+	# the CUDA code paths on a NumPy-backed fake device (real GPUs: run `pytest -m cuda` there)
+	EMBER_FAKE_CUDA=1 $(VPY) -m pytest -m cuda
 
 test-all: $(VENV)/.test
 	$(VPY) -m pytest -m ""
