@@ -23,9 +23,9 @@ demo: $(VENV)/.core
 	$(VPY) -m ember.demo
 
 test: $(VENV)/.test
-	$(VPY) -m pytest
-	# the CUDA code paths on a NumPy-backed fake device (real GPUs: run `pytest -m cuda` there)
+	# first the CUDA code paths on a NumPy-backed fake device (on a real GPU: `pytest -m cuda`), then all
 	EMBER_FAKE_CUDA=1 $(VPY) -m pytest -m cuda
+	$(VPY) -m pytest
 
 test-all: $(VENV)/.test
 	$(VPY) -m pytest -m ""
