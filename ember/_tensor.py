@@ -14,7 +14,6 @@ import numpy as np
 
 from . import _dtype
 from ._device import device as _device_cls, CPU
-from .autograd.grad_mode import STATE
 
 __all__ = ["Tensor"]
 

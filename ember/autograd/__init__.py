@@ -75,7 +75,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     (tensor(12.),)
     """
     outputs = _seq(outputs)
-    single = not isinstance(inputs, (list, tuple))
     ins = _seq(inputs)
     grads = _root_grads(outputs, grad_outputs, "grad")
     if retain_graph is None:

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 import zlib
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import numpy as np
 

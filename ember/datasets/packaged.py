@@ -3,10 +3,9 @@ MNIST-1D (PyPI ``mnist1d``), scikit-learn's 8x8 digits, an MNIST subset from the
 from __future__ import annotations
 
 import json
-import os
 import tarfile
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 

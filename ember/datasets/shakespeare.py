@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Union
 
 import numpy as np
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 
-from .. import random as R  # noqa: F401
 from ..ops import creation as C
 from . import functional as F, init
 from .module import Module

@@ -111,7 +111,6 @@ def _is_float(*xs):
 
 def _int_div(a, b, fn):
     a, b = binary_operands(a, b, "div")
-    xp = array_module(a)
     return Tensor._make(fn(a._data / b._data).astype(a._data.dtype), a._device)
 
 
@@ -231,7 +230,6 @@ floor = _nondiff("floor", lambda xp, a: a.copy() if a.dtype.kind in "biu" else x
 ceil = _nondiff("ceil", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.ceil(a))
 trunc = _nondiff("trunc", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.trunc(a))
 sign = _nondiff("sign", lambda xp, a: xp.sign(a))
-frac = None  # defined below as a composite
 
 
 def round(input, *, decimals=0):
@@ -240,7 +238,7 @@ def round(input, *, decimals=0):
     return out + input * 0 if STATE.enabled and input.requires_grad else out
 
 
-def frac(input):  # noqa: F811
+def frac(input):
     return input - trunc(input)
 
 

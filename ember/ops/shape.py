@@ -8,7 +8,6 @@ import numpy as np
 
 from .._errors import op_error
 from .._tensor import Tensor
-from ..autograd.grad_mode import STATE
 from ..backends import array_module
 from . import primitives as P
 

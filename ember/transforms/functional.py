@@ -8,8 +8,7 @@ back in the same layout. The output has the input's type (Tensor or ndarray) and
 """
 from __future__ import annotations
 
-import math
-from typing import Callable, List, Sequence, Tuple, Union
+from typing import Callable, Sequence, Tuple
 
 import numpy as np
 

@@ -13,20 +13,18 @@ import atexit
 import multiprocessing
 import multiprocessing.connection
 import os
-import pickle
 import signal
 import sys
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
-import ember
 from ember.utils.data import _rng
 from ember.utils.data._shm import SlotPool, pin_structure, shm_dir
 from ember.utils.data.collate import default_collate, default_convert
 from ember.utils.data.dataset import Dataset, IterableDataset
 from ember.utils.data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
-from ember.utils.data.worker import WorkerError, make_fetcher, worker_loop
+from ember.utils.data.worker import make_fetcher, worker_loop
 
 __all__ = ["DataLoader"]
 

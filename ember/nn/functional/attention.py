@@ -1,0 +1,49 @@
+"""Scaled dot-product attention."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import _dtype
+from ..._tensor import Tensor
+from ...ops import math as M, creation as C
+from .activation import softmax
+from .dropout import dropout
+
+
+_CAUSAL = {}
+
+
+def _causal_bias(L, S_, like):
+    """A constant (L, S) additive mask, -inf above the diagonal; cached (the same one every step)."""
+    key = (L, S_, like._data.dtype.str, str(like.device))
+    bias = _CAUSAL.get(key)
+    if bias is None:
+        m = np.triu(np.full((L, S_), -np.inf, dtype=like._data.dtype), 1)
+        bias = _CAUSAL[key] = C.tensor(m, device=like.device)
+    return bias
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False) -> Tensor:
+    """softmax(q @ k^T * scale + mask) @ v over (..., L, E) queries and (..., S, E) keys/values.
+
+    A boolean `attn_mask` marks with True the positions that take part; a float one is added.
+    """
+    L, S_ = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    attn = M.matmul(query * scale, key.transpose(-2, -1))        # (..., L, S); scaling q is the cheaper side
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal, not both")
+        attn = attn + _causal_bias(L, S_, attn)
+    elif attn_mask is not None:
+        if attn_mask.dtype is _dtype.bool:
+            attn = attn.masked_fill(M.logical_not(attn_mask), -math.inf)
+        else:
+            attn = attn + attn_mask
+    attn = softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return M.matmul(attn, value)

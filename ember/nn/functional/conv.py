@@ -1,0 +1,151 @@
+"""Convolutions (1-D to 3-D, transposed) and unfold/fold, over the im2col primitives."""
+from __future__ import annotations
+
+from ..._tensor import Tensor
+from ...ops import math as M, creation as C
+from ...ops import primitives as P
+from ...ops.layers import Conv, ConvInputGrad, out_size
+from ._utils import _ntuple, _check_dim
+
+
+def _conv_padding(padding, k, dilation, nd):
+    """(before, after) pads per spatial dim; 'same' puts the odd extra on the right, as torch."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * nd
+        if padding == "same":
+            total = [d * (kk - 1) for kk, d in zip(k, dilation)]
+            return [(t // 2, t - t // 2) for t in total]
+        raise ValueError(f"padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
+    p = _ntuple(padding, nd, "padding")
+    return [(i, i) for i in p]
+
+
+def _pad_spatial(x, pads, value=0.0):
+    if not any(b or a for b, a in pads):
+        return x
+    return P.Pad.apply(x, pads=((0, 0), (0, 0)) + tuple(pads), value=value)
+
+
+def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
+    if input.ndim == nd + 1:   # unbatched
+        return _convnd(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, nd, op).squeeze(0)
+    _check_dim(input, (nd + 2,), op)
+    if weight.ndim != nd + 2:
+        raise ValueError(f"{op}: expected a {nd + 2}-D weight, got shape {tuple(weight.shape)}")
+    C_in = input.shape[1]
+    if C_in != weight.shape[1] * groups:
+        raise RuntimeError(f"{op}: input {tuple(input.shape)} has {C_in} channels but weight "
+                           f"{tuple(weight.shape)} with groups={groups} expects {weight.shape[1] * groups}")
+    stride = _ntuple(stride, nd, "stride")
+    dilation = _ntuple(dilation, nd, "dilation")
+    k = tuple(weight.shape[2:])
+    if isinstance(padding, str) and padding == "same" and any(s != 1 for s in stride):
+        raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+    pads = _conv_padding(padding, k, dilation, nd)
+    x = _pad_spatial(input, pads)
+    for i in range(nd):
+        if x.shape[2 + i] < dilation[i] * (k[i] - 1) + 1:
+            raise RuntimeError(f"{op}: padded input size {tuple(x.shape[2:])} is smaller than the "
+                               f"(dilated) kernel size {k}")
+    x, weight = M.binary_operands(x, weight, op)
+    out = Conv.apply(x, weight, stride=stride, dilation=dilation, groups=groups)
+    if bias is not None:
+        out = out + bias.reshape((-1,) + (1,) * nd)
+    return out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """1-D convolution of input (N, C, L) with weight (O, C/groups, k)."""
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """2-D convolution of input (N, C, H, W) with weight (O, C/groups, kh, kw).
+
+    >>> F.conv2d(ember.ones(1, 1, 4, 4), ember.ones(2, 1, 3, 3), padding=1).shape
+    (1, 2, 4, 4)
+    """
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, op):
+    if input.ndim == nd + 1:
+        return _conv_transposend(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                                 dilation, nd, op).squeeze(0)
+    _check_dim(input, (nd + 2,), op)
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"{op}: input {tuple(input.shape)} has {input.shape[1]} channels but weight "
+                           f"{tuple(weight.shape)} expects {weight.shape[0]}")
+    stride = _ntuple(stride, nd, "stride")
+    dilation = _ntuple(dilation, nd, "dilation")
+    padding = _ntuple(padding, nd, "padding")
+    output_padding = _ntuple(output_padding, nd, "output_padding")
+    for op_, s, d in zip(output_padding, stride, dilation):
+        if op_ >= max(s, d):
+            raise ValueError(f"{op}: output_padding must be smaller than either stride or dilation")
+    k = weight.shape[2:]
+    N = input.shape[0]
+    C_out = weight.shape[1] * groups
+    full = tuple((n - 1) * s + d * (kk - 1) + 1 + o
+                 for n, s, d, kk, o in zip(input.shape[2:], stride, dilation, k, output_padding))
+    x, weight = M.binary_operands(input, weight, op)
+    # the transpose of a conv whose weight (O=C_in, C_out/groups, *k) maps C_out -> C_in channels
+    out = ConvInputGrad.apply(x, weight, x_shape=(N, C_out) + full, stride=stride, dilation=dilation,
+                              groups=groups)
+    if any(padding):
+        key = (slice(None), slice(None)) + tuple(slice(p, f - p) for p, f in zip(padding, full))
+        out = out[key]
+    if bias is not None:
+        out = out + bias.reshape((-1,) + (1,) * nd)
+    return out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                             "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 2-D convolution (the gradient of conv2d w.r.t. its input); weight (C_in, C_out/groups, kh, kw)."""
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                             "conv_transpose2d")
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the windows as columns, as torch.nn.functional.unfold."""
+    _check_dim(input, (4,), "unfold")
+    k = _ntuple(kernel_size, 2, "kernel_size")
+    C_in = input.shape[1]
+    K = C_in * k[0] * k[1]
+    eye = C.eye(K, dtype=input.dtype, device=input.device).reshape(K, C_in, *k)
+    out = conv2d(input, eye, None, stride, padding, dilation)    # (N, C*K, oh, ow)
+    return out.reshape(out.shape[0], K, -1)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im: (N, C*kh*kw, L) -> (N, C, H, W), summing overlapping values, as torch.nn.functional.fold."""
+    _check_dim(input, (3,), "fold")
+    k = _ntuple(kernel_size, 2, "kernel_size")
+    size = _ntuple(output_size, 2, "output_size")
+    d, p, s = _ntuple(dilation, 2), _ntuple(padding, 2), _ntuple(stride, 2)
+    K = k[0] * k[1]
+    if input.shape[1] % K:
+        raise RuntimeError(f"fold: input.shape[1]={input.shape[1]} is not divisible by the kernel size {K}")
+    C_out = input.shape[1] // K
+    blocks = tuple(out_size(n + 2 * pp, kk, ss, dd) for n, kk, ss, dd, pp in zip(size, k, s, d, p))
+    if blocks[0] * blocks[1] != input.shape[2]:
+        raise RuntimeError(f"fold: expected {blocks[0] * blocks[1]} blocks for output_size {size}, got "
+                           f"{input.shape[2]}")
+    N = input.shape[0]
+    x = input.reshape(N, C_out * K, *blocks)
+    eye = C.eye(C_out * K, dtype=input.dtype, device=input.device).reshape(C_out * K, C_out, *k)
+    full = (size[0] + 2 * p[0], size[1] + 2 * p[1])
+    out = ConvInputGrad.apply(x, eye, x_shape=(N, C_out) + full, stride=s, dilation=d, groups=1)
+    if any(p):
+        out = out[:, :, p[0]:full[0] - p[0], p[1]:full[1] - p[1]]
+    return out

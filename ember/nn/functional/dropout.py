@@ -1,0 +1,49 @@
+"""Dropout: elementwise and whole channels."""
+from __future__ import annotations
+
+from ..._tensor import Tensor
+from ...ops import creation as C
+from ... import random as R
+from ._utils import _apply_inplace
+
+
+def _check_p(p, op):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_mask(input, shape, p):
+    if p == 1.0:
+        return C.zeros(shape, dtype=input.dtype, device=input.device)
+    keep = R.rand(*shape, dtype=input.dtype, device=input.device) >= p
+    return keep.to(input.dtype) * (1.0 / (1.0 - p))
+
+
+def dropout(input, p=0.5, training=True, inplace=False) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1/(1-p); identity when not training."""
+    _check_p(p, "dropout")
+    if not training or p == 0.0:
+        return input
+    return _apply_inplace(input, input * _dropout_mask(input, input.shape, p), inplace)
+
+
+def _channel_dropout(input, p, training, inplace, op, dims):
+    _check_p(p, op)
+    if input.ndim not in dims:
+        raise RuntimeError(f"{op}: expected a {' or '.join(f'{d}-D' for d in dims)} input, got shape "
+                           f"{tuple(input.shape)}")
+    if input.ndim == dims[0]:   # unbatched (C, ...): one mask per channel
+        return _channel_dropout(input.unsqueeze(0), p, training, False, op, dims).squeeze(0)
+    if not training or p == 0.0:
+        return input
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _apply_inplace(input, input * _dropout_mask(input, shape, p), inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False) -> Tensor:
+    return _channel_dropout(input, p, training, inplace, "dropout1d", (2, 3))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False) -> Tensor:
+    """Zero whole channels (N, C, H, W) -> masks of shape (N, C, 1, 1)."""
+    return _channel_dropout(input, p, training, inplace, "dropout2d", (3, 4))

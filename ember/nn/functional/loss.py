@@ -1,0 +1,247 @@
+"""The loss functions; each validates that the target cannot silently broadcast against the input."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._tensor import Tensor
+from ...ops import math as M
+from .activation import log_softmax
+from .vision import pairwise_distance
+
+
+def _reduce(loss, reduction, op):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _same_shape(input, target, op):
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"{op}: target shape {tuple(target.shape)} differs from input shape "
+                         f"{tuple(input.shape)}; they would broadcast silently and give a wrong loss. "
+                         f"Reshape the target (e.g. target.view_as(input)).")
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
+    """Mean squared error; input and target must have the same shape."""
+    _same_shape(input, target, "mse_loss")
+    d = input - target
+    return _reduce(d * d, reduction, "mse_loss")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
+    _same_shape(input, target, "l1_loss")
+    return _reduce(M.abs(input - target), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:
+    _same_shape(input, target, "smooth_l1_loss")
+    d = M.abs(input - target)
+    if beta == 0.0:
+        return _reduce(d, reduction, "smooth_l1_loss")
+    loss = M.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:
+    _same_shape(input, target, "huber_loss")
+    d = M.abs(input - target)
+    loss = M.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "huber_loss")
+
+
+def _class_target(input, target, op):
+    """Check an integer class target against (N, C, d1...) or (C,) input."""
+    if target.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected an integer class-index target, got {target.dtype.name}")
+    exp = (input.shape[0],) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
+    if tuple(target.shape) != exp:
+        raise ValueError(f"{op}: expected target shape {exp} for input shape {tuple(input.shape)}, got "
+                         f"{tuple(target.shape)}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean") -> Tensor:
+    """-input[n, target[n]] (input holds log-probabilities (N, C, ...)), weighted, ignoring ignore_index."""
+    _class_target(input, target, "nll_loss")
+    if input.ndim == 1:
+        return nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
+    n_cls = input.shape[1]
+    t = target._data
+    valid = t != ignore_index
+    if ((t[valid] < 0) | (t[valid] >= n_cls)).any():
+        bad = t[valid][(t[valid] < 0) | (t[valid] >= n_cls)][0]
+        raise IndexError(f"nll_loss: target {int(bad)} is out of bounds for {n_cls} classes")
+    safe = np.where(valid, t, 0).astype(np.int64)
+    picked = M.neg(input.gather(1, Tensor._make(safe[:, None], target._device)).squeeze(1))   # (N, ...)
+    w = _class_weights(weight, safe, valid, input)
+    loss = picked * w
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def _class_weights(weight, safe, valid, like):
+    """Per-element weight w[target] (0 where ignored), as a constant tensor."""
+    xp = np if isinstance(safe, np.ndarray) else __import__("cupy")
+    w = weight.detach()._data[safe] if weight is not None else xp.ones(safe.shape, dtype=like._data.dtype)
+    w = xp.where(valid, w, 0).astype(like._data.dtype)
+    return Tensor._make(w, like._device)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0) -> Tensor:
+    """log_softmax over dim 1 then nll_loss; also class-probability targets and label smoothing.
+
+    >>> round(F.cross_entropy(ember.zeros(2, 4), ember.tensor([0, 3])).item(), 4)   # log(4)
+    1.3863
+    """
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    dim = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, dim)
+    n_cls = input.shape[dim]
+    wshape = (n_cls,) + (1,) * (input.ndim - dim - 1)
+    if target.dtype.is_floating_point:   # class probabilities, same shape as input
+        _same_shape(input, target, "cross_entropy")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / n_cls
+        terms = logp * target
+        if weight is not None:
+            terms = terms * weight.reshape(wshape)
+        loss = -terms.sum(dim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // n_cls) if input.numel() else loss.sum()
+        return _reduce(loss, reduction, "cross_entropy")
+    _class_target(input, target, "cross_entropy")
+    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    # smoothing term: -sum_c w_c logp_c per element, masked like nll
+    terms = logp * weight.reshape(wshape) if weight is not None else logp
+    smooth = -terms.sum(dim)
+    t = target._data
+    valid = t != ignore_index
+    smooth = smooth * Tensor._make(valid.astype(input._data.dtype), input._device)
+    if reduction == "mean":
+        if weight is not None:
+            safe = np.where(valid, t, 0).astype(np.int64)
+            denom = _class_weights(weight, safe, valid, input).sum()
+        else:
+            denom = float(valid.sum())
+        smooth = smooth.sum() / denom
+    else:
+        smooth = _reduce(smooth, reduction, "cross_entropy")
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_cls)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean") -> Tensor:
+    """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
+    _same_shape(input, target, "binary_cross_entropy")
+    a = np.asarray(input.detach().cpu()._data)
+    if a.size and ((a < 0) | (a > 1)).any():
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
+    log_p = M.clamp(M.log(input), min=-100.0)
+    log_1mp = M.clamp(M.log(1 - input), min=-100.0)
+    loss = -(target * log_p + (1 - target) * log_1mp)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None) -> Tensor:
+    """Sigmoid + binary cross-entropy in one stable expression; pos_weight scales the positive term."""
+    _same_shape(input, target, "binary_cross_entropy_with_logits")
+    # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0): never overflows
+    softplus_neg = M.log1p(M.exp(-M.abs(input))) + M.relu(-input)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input + log_weight * softplus_neg
+    else:
+        loss = (1 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False) -> Tensor:
+    """target * (log target - input), input being log-probabilities; reduction 'batchmean' divides by N."""
+    _same_shape(input, target, "kl_div")
+    if log_target:
+        loss = M.exp(target) * (target - input)
+    else:
+        # xlogy(t, t) - t * input: 0 log 0 counts as 0
+        safe = M.where(target > 0, target, 1.0)
+        loss = M.where(target > 0, target * M.log(safe), 0.0) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction, "kl_div")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean") -> Tensor:
+    """Multi-class hinge: sum_{i != y} max(0, margin - x[y] + x[i])^p / C (times weight[y])."""
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
+    if input.ndim == 1:
+        input, target = input.unsqueeze(0), target.reshape(1)
+    _class_target(input, target, "multi_margin_loss")
+    n_cls = input.shape[1]
+    t = Tensor._make(target._data.astype(np.int64)[:, None], target._device)
+    x_y = input.gather(1, t)                                       # (N, 1)
+    z = M.relu(margin - x_y + input)
+    if p == 2:
+        z = z * z
+    not_y = Tensor._make((np.arange(n_cls)[None, :] != target._data[:, None]).astype(input._data.dtype),
+                         input._device)
+    z = z * not_y
+    if weight is not None:
+        z = z * weight.detach()[target].unsqueeze(1)
+    loss = z.sum(1) / n_cls
+    return _reduce(loss, reduction, "multi_margin_loss")
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean") -> Tensor:
+    _same_shape(input1, target, "margin_ranking_loss")
+    _same_shape(input2, target, "margin_ranking_loss")
+    return _reduce(M.relu(-target * (input1 - input2) + margin), reduction, "margin_ranking_loss")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean") -> Tensor:
+    """1 - cos(x1, x2) where target is 1; max(0, cos - margin) where it is -1."""
+    if input1.shape != input2.shape:
+        raise ValueError(f"cosine_embedding_loss: input shapes {tuple(input1.shape)} and "
+                         f"{tuple(input2.shape)} differ")
+    if tuple(target.shape) != tuple(input1.shape[:-1]):
+        raise ValueError(f"cosine_embedding_loss: target shape {tuple(target.shape)} should be "
+                         f"{tuple(input1.shape[:-1])} for inputs {tuple(input1.shape)}")
+    eps = 1e-12
+    dot = (input1 * input2).sum(-1)
+    mag = M.sqrt(((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps))
+    cos = dot / mag
+    pos = 1 - cos
+    neg = M.relu(cos - margin)
+    loss = M.where(target == 1, pos, 0.0) + M.where(target == -1, neg, 0.0)
+    return _reduce(loss, reduction, "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean") -> Tensor:
+    if not (anchor.shape == positive.shape == negative.shape):
+        raise ValueError(f"triplet_margin_loss: anchor {tuple(anchor.shape)}, positive "
+                         f"{tuple(positive.shape)} and negative {tuple(negative.shape)} must have one shape")
+    d_ap = pairwise_distance(anchor, positive, p, eps)
+    d_an = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = M.minimum(d_an, pairwise_distance(positive, negative, p, eps))
+    return _reduce(M.relu(d_ap - d_an + margin), reduction, "triplet_margin_loss")

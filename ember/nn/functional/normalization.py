@@ -1,0 +1,72 @@
+"""Batch, layer and group normalisation."""
+from __future__ import annotations
+
+from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
+from ...ops import math as M
+from ...ops.layers import Normalize
+from ...ops.layers import LayerNorm as LayerNormPrim
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5) -> Tensor:
+    """Normalise over every dim but the channel dim (1); updates the running stats in training."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {tuple(input.shape)}")
+    C_ = input.shape[1]
+    shape = (1, C_) + (1,) * (input.ndim - 2)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        n = input.numel() // C_
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{tuple(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, keepdim=True, correction=0)
+        if running_mean is not None:
+            with no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.reshape(C_) * momentum)
+        if running_var is not None:
+            with no_grad():
+                running_var.mul_(1 - momentum).add_(var.reshape(C_) * (momentum * n / (n - 1)))
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    out = (input - mean) * M.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Tensor:
+    """Normalise over the last len(normalized_shape) dims."""
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    nd = len(normalized_shape)
+    if tuple(input.shape[-nd:]) != normalized_shape:
+        raise RuntimeError(f"layer_norm: expected input with trailing shape {normalized_shape}, got "
+                           f"{tuple(input.shape)}")
+    if weight is not None and bias is not None and weight.dtype == input.dtype == bias.dtype:
+        return LayerNormPrim.apply(input, weight, bias, n=nd, eps=eps)
+    out = Normalize.apply(input, n=nd, eps=eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:
+    N, C_ = input.shape[:2]
+    if C_ % num_groups:
+        raise RuntimeError(f"group_norm: {C_} channels are not divisible into {num_groups} groups")
+    x = input.reshape(N, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, keepdim=True, correction=0)
+    out = ((x - mean) * M.rsqrt(var + eps)).reshape(input.shape)
+    shape = (1, C_) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out

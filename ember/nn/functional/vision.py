@@ -1,0 +1,121 @@
+"""Padding, interpolation, and the distances normalize, cosine_similarity, pairwise_distance."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._tensor import Tensor
+from ...ops import math as M, creation as C
+from ...ops import primitives as P
+from ._utils import _ntuple
+
+
+def pad(input, pad, mode="constant", value=None) -> Tensor:
+    """Pad the last len(pad)//2 dims: pad = (left_last, right_last, left_prev, right_prev, ...)."""
+    if len(pad) % 2:
+        raise ValueError(f"pad: padding length must be divisible by 2, got {len(pad)}")
+    n = len(pad) // 2
+    if n > input.ndim:
+        raise ValueError(f"pad: padding for {n} dims given to a {input.ndim}-D input")
+    pads = [(0, 0)] * input.ndim
+    for i in range(n):
+        pads[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if mode == "constant":
+        out = input
+        if any(b < 0 or a < 0 for b, a in pads):   # negative padding crops
+            key = tuple(slice(-b if b < 0 else None, a if a < 0 else None) for b, a in pads)
+            out = out[key]
+            pads = [(max(b, 0), max(a, 0)) for b, a in pads]
+        if not any(b or a for b, a in pads):
+            return out
+        return P.Pad.apply(out, pads=tuple(pads), value=0.0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, replicate, circular)")
+    out = input
+    for d, (b, a) in enumerate(pads):
+        if not (b or a):
+            continue
+        size = input.shape[d]
+        idx = np.arange(-b, size + a)
+        if mode == "reflect":
+            if b >= size or a >= size:
+                raise ValueError(f"pad: reflect padding ({b}, {a}) must be smaller than the dim size {size}")
+            idx = np.abs(idx)
+            idx = np.where(idx >= size, 2 * (size - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(idx, 0, size - 1)
+        else:
+            idx = idx % size
+        out = out[(slice(None),) * d + (C.tensor(idx, device=input.device),)]
+    return out
+
+
+def _interp_indices_linear(n_in, n_out, scale, align_corners):
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    else:
+        src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    return i0, i1, src - i0
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False) -> Tensor:
+    """Resize the spatial dims of (N, C, ...) by `size` or `scale_factor`: nearest, (bi)linear."""
+    nd = input.ndim - 2
+    if nd < 1:
+        raise ValueError(f"interpolate: expected (N, C, ...) input, got {tuple(input.shape)}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    in_sizes = input.shape[2:]
+    if size is not None:
+        out_sizes = _ntuple(size, nd, "size")
+        scales = [i / o for i, o in zip(in_sizes, out_sizes)]
+    else:
+        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * nd
+        out_sizes = tuple(int(math.floor(i * f)) for i, f in zip(in_sizes, sf))
+        scales = [1.0 / f if not recompute_scale_factor else i / o for f, i, o in zip(sf, in_sizes, out_sizes)]
+    if mode in ("nearest",):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+        out = input
+        for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
+            idx = np.minimum(np.floor(np.arange(n_out) * sc).astype(np.int64), n_in - 1)
+            out = out[(slice(None),) * (2 + i) + (C.tensor(idx, device=input.device),)]
+        return out
+    if mode in ("linear", "bilinear", "trilinear"):
+        if {"linear": 1, "bilinear": 2, "trilinear": 3}[mode] != nd:
+            raise ValueError(f"interpolate: mode {mode!r} needs a {2 + {'linear': 1, 'bilinear': 2}.get(mode, 3)}-D "
+                             f"input, got {tuple(input.shape)}")
+        out = input
+        for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
+            i0, i1, lam = _interp_indices_linear(n_in, n_out, sc, bool(align_corners))
+            d = 2 + i
+            lead = (slice(None),) * d
+            shape = (n_out,) + (1,) * (input.ndim - d - 1)
+            w1 = C.tensor(lam.reshape(shape), dtype=input.dtype, device=input.device)
+            a = out[lead + (C.tensor(i0, device=input.device),)]
+            b = out[lead + (C.tensor(i1, device=input.device),)]
+            out = a + (b - a) * w1
+        return out
+    raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear)")
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12) -> Tensor:
+    """input / max(||input||_p over dim, eps)."""
+    n = M.norm(input, p, dim, keepdim=True)
+    return input / M.clamp(n, min=eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8) -> Tensor:
+    n1 = M.clamp(M.norm(x1, 2, dim, keepdim=True), min=eps)
+    n2 = M.clamp(M.norm(x2, 2, dim, keepdim=True), min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False) -> Tensor:
+    return M.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
