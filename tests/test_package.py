@@ -58,3 +58,12 @@ def test_cuda_unavailable_is_clear():
     if "cupy" not in r.stdout.lower():   # a machine with a real GPU and CuPy: nothing to check
         return
     assert "no CUDA device" in r.stdout
+
+
+def test_namespace_has_no_internals():
+    import ember
+    leaked = [n for n in ("np", "builtins", "collections", "P", "STATE", "array_module", "op_error",
+                          "binary_operands") if hasattr(ember, n)]
+    assert not leaked, f"ember re-exports internals: {leaked}"
+    for name in ("where", "cat", "einsum", "index_put", "abs", "max", "tensor", "zeros", "randn"):
+        assert callable(getattr(ember, name))

@@ -19,6 +19,22 @@ from ..autograd.grad_mode import STATE
 from ..backends import array_module
 from . import primitives as P
 
+__all__ = [  # the public ops, re-exported by `ember`
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "true_divide", "neg",
+    "negative", "pow", "float_power", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh",
+    "sigmoid", "sqrt", "erf", "log2", "log10", "exp2", "rsqrt", "reciprocal", "square", "abs",
+    "absolute", "relu", "floor", "ceil", "trunc", "sign", "round", "frac", "clamp", "clip",
+    "maximum", "minimum", "where", "lerp", "addcmul", "addcdiv", "eq", "ne", "lt", "le", "gt", "ge",
+    "greater", "greater_equal", "less", "less_equal", "not_equal", "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_not", "bitwise_not",
+    "isnan", "isinf", "isfinite", "equal", "allclose", "isclose", "sum", "mean", "prod", "var",
+    "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any",
+    "count_nonzero", "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod", "norm", "dist",
+    "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "einsum",
+    "tensordot",
+]
+
+
 # ------------------------------------------------------------------ operands
 
 

@@ -379,6 +379,19 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
+__all__ = [  # the public ops, re-exported by `ember`
+    "reshape", "view", "contiguous", "clone", "permute", "transpose", "swapaxes", "swapdims", "t",
+    "squeeze", "unsqueeze", "expand", "expand_as", "broadcast_to", "broadcast_tensors", "flatten",
+    "unflatten", "ravel", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "narrow",
+    "split", "chunk", "tensor_split", "unbind", "flip", "fliplr", "flipud", "roll", "repeat",
+    "tile", "repeat_interleave", "tril", "triu", "diagonal", "diag", "trace", "movedim", "moveaxis",
+    "index_put", "index_select", "gather", "take_along_dim", "take", "scatter", "scatter_add",
+    "index_add", "index_fill", "masked_fill", "masked_select", "masked_scatter", "nonzero",
+    "argwhere", "sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
+    "bucketize",
+]
+
+
 # ------------------------------------------------------------------ indexing
 def _key(key, input):
     """A NumPy index key from a user key: Tensors become arrays; lists become int arrays."""
