@@ -67,3 +67,14 @@ def test_namespace_has_no_internals():
     assert not leaked, f"ember re-exports internals: {leaked}"
     for name in ("where", "cat", "einsum", "index_put", "abs", "max", "tensor", "zeros", "randn"):
         assert callable(getattr(ember, name))
+
+
+def test_ember_debug_logs_ops_and_backward():
+    code = "import ember\nx = ember.ones(2, 3, requires_grad=True)\ny = (x * 2).sum()\ny.backward()\n"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "EMBER_DEBUG": "2"}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "ember: Mul((2, 3) float32, () float32) -> (2, 3) float32 at <string>:3" in r.stderr
+    assert "ember: backward Sum (forward at <string>:3)" in r.stderr
+    quiet = _run(code)
+    assert "ember:" not in quiet.stderr

@@ -6,6 +6,7 @@ a node runs once every consumer of its outputs has sent its gradient.
 from __future__ import annotations
 
 from . import anomaly, function
+from .. import _debug
 from .grad_mode import STATE
 
 
@@ -92,6 +93,8 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             raise RuntimeError(_FREED)
         if node.n_out > 1:
             grads = _materialize(node, grads)
+        if _debug.LEVEL >= 2:
+            _debug.backward(node)
         if anomaly.ENABLED:
             in_grads = anomaly.checked_backward(node, grads)
         else:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .grad_mode import STATE
 from . import anomaly
+from .. import _debug
 
 __all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
 
@@ -108,9 +109,12 @@ class Primitive(Node):
         node = cls.__new__(cls)
         if params:
             node.__dict__.update(params)
-        out = node.forward(*[t._data for t in inputs])
+        arrays = [t._data for t in inputs]
+        out = node.forward(*arrays)
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
             out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
+        if _debug.LEVEL:
+            _debug.op(node, arrays, out)
         device = inputs[0]._device
         make = _make_fn
         if STATE.enabled and cls.differentiable:
@@ -131,8 +135,9 @@ class Primitive(Node):
         if cls.saves_output:
             result._vc = vc = [0]
             node._out = (out, vc, 0)
-        if anomaly.ENABLED:
+        if anomaly.ENABLED or _debug.LEVEL >= 2:
             anomaly.record(node)
+        if anomaly.ENABLED:
             anomaly.check_forward(node, result)
         return result
 
