@@ -137,8 +137,12 @@ class Tensor:
             self._vc = [0]
         return self._vc
 
-    def _bump_version(self) -> None:
-        self._get_vc()[0] += 1
+    def _bump_version(self, op: str | None = None) -> None:
+        """Count an in-place change; `op` (e.g. 'add_') is kept so autograd's error can name it."""
+        vc = self._get_vc()
+        vc[0] += 1
+        if op is not None:
+            vc[1:] = [op]
 
     def __len__(self):
         if self._data.ndim == 0:

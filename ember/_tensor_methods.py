@@ -123,7 +123,7 @@ def _write(self, arr_fn, name):
     self._data[...] = arr_fn()
     if self._node is not None and STATE.enabled:   # overwritten: no longer depends on its history
         self._node, self.requires_grad = None, False
-    self._bump_version()
+    self._bump_version(name)
     return self
 
 

@@ -24,6 +24,11 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "graph a second time or if you need to access saved tensors after calling backward.")
 
 
+def _by(vc):
+    """' (add_)': the last in-place op recorded on a version counter, for error messages."""
+    return f" ({vc[1]})" if vc is not None and len(vc) > 1 else ""
+
+
 def _edge(t):
     if not t.requires_grad:
         return None
@@ -63,7 +68,7 @@ class Node:
             if t is not None and (t._vc[0] if t._vc else 0) != v:
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{t.dtype.name} {tuple(t.shape)}], which is output of "
+                    f"inplace operation{_by(t._vc)}: [{t.dtype.name} {tuple(t.shape)}], which is output of "
                     f"{t._node.name + 'Backward' if t._node else 'a leaf'}, is at version "
                     f"{t._vc[0]}; expected version {v} instead (it was saved by {self.name}). "
                     f"Hint: replace the in-place op (a method ending in '_', +=, x[...] = ) by its "
@@ -79,7 +84,8 @@ class Node:
         if vc[0] != v:
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: the output of {self.name} is at version {vc[0]}; expected version {v}.")
+                f"operation{_by(vc)}: the output of {self.name} is at version {vc[0]}; expected version {v}. "
+                f"Hint: use the out-of-place form of that op on this tensor.")
         return Tensor._make(arr, self._device, requires_grad=bool(self.parents), node=self, idx=0)
 
     def release(self):

@@ -45,7 +45,7 @@ def inplace(self: Tensor, fn, op: str) -> Tensor:
         self._data[...] = out._data
     if out.requires_grad and STATE.enabled:
         self.requires_grad, self._node, self._out_idx = True, out._node, out._out_idx
-    self._bump_version()
+    self._bump_version(op)
     return self
 
 
@@ -72,5 +72,5 @@ def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
     except ValueError:
         raise op_error(op, f"output with shape {tuple(self.shape)} doesn't match the broadcast shape "
                            f"of the operands {tuple(self.shape)} and {tuple(arr.shape)}") from None
-    self._bump_version()
+    self._bump_version(op)
     return self

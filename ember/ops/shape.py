@@ -456,7 +456,7 @@ def setitem(input, key, value):
         input._data[k] = v
     except (IndexError, ValueError) as e:
         raise op_error("setitem", f"{e}; tensor shape {tuple(input.shape)}", type(e)) from None
-    input._bump_version()
+    input._bump_version("__setitem__")
 
 
 def index_select(input, dim, index):
