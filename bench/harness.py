@@ -33,6 +33,20 @@ def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup:
     return {"name": name, "ember": e, "torch": t, "ratio": e / t}
 
 
+def profile(fn, iters: int, warmup: int = 3, top: int = 20) -> None:
+    """cProfile `iters` calls of `fn` after warm-up; prints the top entries by own time."""
+    import cProfile
+    import pstats
+    for _ in range(warmup):
+        fn()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(iters):
+        fn()
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
 def _fmt(s: float) -> str:
     return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
 

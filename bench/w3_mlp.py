@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, machine, table  # noqa: E402
+from harness import compare, machine, profile, table  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -50,12 +50,7 @@ def main():
     y_np = rng.integers(0, 10, 64).astype(np.int64)
     e_step, t_step = make(ember, x_np, y_np), make(torch, x_np, y_np)
     if args.profile:
-        import cProfile
-        import pstats
-        for _ in range(20):
-            e_step()
-        cProfile.runctx("for _ in range(300): e_step()", globals(), {"e_step": e_step}, "/tmp/w3.prof")
-        pstats.Stats("/tmp/w3.prof").sort_stats("tottime").print_stats(15)
+        profile(e_step, iters=300, warmup=20, top=15)
         return
     row = compare("W3 MLP + Adam", e_step, t_step, iters=args.iters)
     print(machine())

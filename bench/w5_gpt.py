@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, machine, table  # noqa: E402
+from harness import compare, machine, profile, table  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -96,12 +96,7 @@ def main():
     tgt_np = rng.integers(0, VOCAB, (BATCH, BLOCK)).astype(np.int64)
     e_step, t_step = make(ember, idx_np, tgt_np), make(torch, idx_np, tgt_np)
     if args.profile:
-        import cProfile
-        import pstats
-        for _ in range(3):
-            e_step()
-        cProfile.runctx("for _ in range(20): e_step()", globals(), {"e_step": e_step}, "/tmp/w5.prof")
-        pstats.Stats("/tmp/w5.prof").sort_stats("tottime").print_stats(20)
+        profile(e_step, iters=20, warmup=3, top=20)
         return
     row = compare("W5 tiny GPT + AdamW", e_step, t_step, iters=args.iters)
     print(machine())
