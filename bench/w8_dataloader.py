@@ -25,7 +25,6 @@ import torch  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
 import torch.utils.data as tud  # noqa: E402
 
-import ember  # noqa: E402
 from ember import transforms as T  # noqa: E402
 from ember.utils.data import DataLoader, Dataset  # noqa: E402
 
