@@ -8,13 +8,16 @@
 tensor(6.)
 
 Inside the tape, every op records the graph; watched tensors (and every tensor that already
-requires grad) are the sources you can differentiate with respect to.
+requires grad) are the sources you can differentiate with respect to. Tapes nest: a gradient taken
+inside an outer tape is itself recorded, so the outer tape can differentiate it again (Hessians).
 """
 from __future__ import annotations
 
 from .grad_mode import STATE
 
 __all__ = ["GradientTape"]
+
+_RECORDING: list = []   # the tapes whose `with` block is running, innermost last
 
 
 class GradientTape:
@@ -28,15 +31,18 @@ class GradientTape:
         self._prev = STATE.enabled
         STATE.enabled = True
         self._active = True
+        _RECORDING.append(self)
         return self
 
     def __exit__(self, *exc):
         STATE.enabled = self._prev
         self._active = False
+        _RECORDING.remove(self)
         return False
 
     def watch(self, tensor) -> None:
-        """Track `tensor` (or a list of them) as a source, without changing it for others."""
+        """Track `tensor` (or a list of them) as a source. Ember records graphs through
+        `requires_grad`, so this sets `requires_grad=True` on it (it stays a leaf)."""
         for t in (tensor if isinstance(tensor, (list, tuple)) else [tensor]):
             if not t.dtype.is_floating_point:
                 raise TypeError(f"GradientTape.watch: only floating point tensors can be watched, "
@@ -62,8 +68,9 @@ class GradientTape:
         else:
             flat = list(sources) if isinstance(sources, (list, tuple)) else [sources]
         targets = target if isinstance(target, (list, tuple)) else [target]
-        grads = grad(targets, flat, grad_outputs=output_gradients, retain_graph=self.persistent,
-                     allow_unused=True)
+        outer = any(t is not self for t in _RECORDING)   # an enclosing tape records this gradient
+        grads = grad(targets, flat, grad_outputs=output_gradients, retain_graph=self.persistent or outer,
+                     create_graph=outer, allow_unused=True)
         if unconnected_gradients == "zero":
             from ..ops.creation import zeros_like
             grads = [g if g is not None else zeros_like(s) for g, s in zip(grads, flat)]

@@ -82,3 +82,27 @@ def test_jacobian():
         y = x * x
     j = tape.jacobian(y, x)
     np.testing.assert_allclose(j.tolist(), [[2.0, 0.0], [0.0, 4.0]])
+
+
+def test_nested_tapes_give_second_derivatives():
+    # TensorFlow's idiom for a Hessian: the inner gradient is recorded by the outer tape
+    x = ember.tensor([0.3, -1.2], dtype=ember.float64)
+    with ember.GradientTape() as outer:
+        outer.watch(x)
+        with ember.GradientTape() as inner:
+            inner.watch(x)
+            y = (x ** 3 + x.sin()).sum()
+        g = inner.gradient(y, x)
+    h = outer.gradient(g, x)
+    xn = x.detach().numpy()
+    np.testing.assert_allclose(g.detach().numpy(), 3 * xn ** 2 + np.cos(xn), rtol=1e-12)
+    np.testing.assert_allclose(h.numpy(), 6 * xn - np.sin(xn), rtol=1e-12)
+
+
+def test_single_tape_gradient_records_nothing():
+    x = ember.tensor(2.0)
+    with ember.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    g = tape.gradient(y, x)
+    assert g.grad_fn is None and not g.requires_grad
