@@ -56,8 +56,8 @@ class GradientTape:
         return tuple(self._watched)
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
-        """d(target)/d(sources); sources may be a tensor, list or dict. Unconnected give None (or
-        zeros with unconnected_gradients='zero')."""
+        """d(target)/d(sources) (of the sum of target's elements); sources may be a tensor, list or
+        dict. Unconnected sources give None (or zeros with unconnected_gradients='zero')."""
         from . import grad
         if self._used and not self.persistent:
             raise RuntimeError("GradientTape.gradient can only be called once on a non-persistent tape; "
@@ -69,6 +69,9 @@ class GradientTape:
             flat = list(sources) if isinstance(sources, (list, tuple)) else [sources]
         targets = target if isinstance(target, (list, tuple)) else [target]
         outer = any(t is not self for t in _RECORDING)   # an enclosing tape records this gradient
+        if output_gradients is None:   # as TensorFlow: a non-scalar target means the gradient of its sum
+            from ..ops.creation import ones_like
+            output_gradients = [ones_like(t) for t in targets]
         grads = grad(targets, flat, grad_outputs=output_gradients, retain_graph=self.persistent or outer,
                      create_graph=outer, allow_unused=True)
         if unconnected_gradients == "zero":
