@@ -534,26 +534,24 @@ def log_softmax(input, dim, dtype=None):
     return input - logsumexp(input, dim, keepdim=True)
 
 
-def cumsum(input, dim, *, dtype=None):
+def _scan(prim, name, input, dim, dtype):
+    """cumsum/cumprod: integer inputs accumulate in int64 (as torch); a 0-d tensor is its own scan."""
     if dtype is not None:
         input = input.to(dtype)
     elif input.dtype.category < 2:
         input = input.long()
-    if input.ndim == 0:   # a 0-d tensor is its own cumsum (NumPy would return shape (1,))
-        _axes(dim, 0, "cumsum")
+    if input.ndim == 0:   # NumPy would return shape (1,)
+        _axes(dim, 0, name)
         return P.Clone.apply(input)
-    return P.Cumsum.apply(input, axis=_axes(dim, input.ndim, "cumsum")[0])
+    return prim.apply(input, axis=_axes(dim, input.ndim, name)[0])
+
+
+def cumsum(input, dim, *, dtype=None):
+    return _scan(P.Cumsum, "cumsum", input, dim, dtype)
 
 
 def cumprod(input, dim, *, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    elif input.dtype.category < 2:
-        input = input.long()
-    if input.ndim == 0:   # a 0-d tensor is its own cumprod (NumPy would return shape (1,))
-        _axes(dim, 0, "cumprod")
-        return P.Clone.apply(input)
-    return P.Cumprod.apply(input, axis=_axes(dim, input.ndim, "cumprod")[0])
+    return _scan(P.Cumprod, "cumprod", input, dim, dtype)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
