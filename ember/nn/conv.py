@@ -1,7 +1,6 @@
 """Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d."""
 from __future__ import annotations
 
-import math
 
 from ..ops import creation as C
 from . import functional as F, init
@@ -54,12 +53,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._default_layer_init_(self.weight, self.bias)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

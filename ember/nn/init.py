@@ -155,6 +155,15 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor.copy_(Tensor((q * gain).reshape(tensor.shape)))
 
 
+def _default_layer_init_(weight: Tensor, bias: Tensor | None) -> None:
+    """torch's default for Linear and Conv: kaiming_uniform_(a=sqrt(5)) weights, bias U(+-1/sqrt(fan_in))."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 def _norm_cdf(x):
     return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, params_with_grad, zeros_state
+from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, zeros_state
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -54,10 +54,7 @@ def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, *, 
     """One Adadelta step over raw arrays, in place."""
     for i, (p, g) in enumerate(zip(params, grads)):
         xp = array_module(p)
-        if maximize:
-            g = -g
-        if weight_decay != 0:
-            g = g + weight_decay * p
+        g = effective_grad(p, g, maximize, weight_decay)
         v, u = square_avgs[i], acc_deltas[i]
         v *= rho
         v += (1 - rho) * (g * g)

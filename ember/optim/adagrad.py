@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, params_with_grad, zeros_state
+from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, zeros_state
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -62,10 +62,7 @@ def adagrad(params: list, grads: list, state_sums: list, steps: list[int], *, lr
     """One Adagrad step over raw arrays, in place; `steps[i]` counts this step."""
     for i, (p, g) in enumerate(zip(params, grads)):
         xp = array_module(p)
-        if maximize:
-            g = -g
-        if weight_decay != 0:
-            g = g + weight_decay * p
+        g = effective_grad(p, g, maximize, weight_decay)
         clr = lr / (1 + (steps[i] - 1) * lr_decay)
         total = state_sums[i]
         total += g * g

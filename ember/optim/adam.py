@@ -5,7 +5,7 @@ import math
 from typing import Any, Iterable
 
 from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, lerp_, params_with_grad, zeros_state
+from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, lerp_, params_with_grad, zeros_state
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -90,13 +90,9 @@ def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_a
     """One Adam step over raw arrays, in place; `steps[i]` is the step count including this one."""
     for i, (p, g) in enumerate(zip(params, grads)):
         xp = array_module(p)
-        if maximize:
-            g = -g
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p *= 1 - lr * weight_decay
-            else:
-                g = g + weight_decay * p
+        if decoupled_weight_decay and weight_decay != 0:   # AdamW: decay the weights, not the gradient
+            p *= 1 - lr * weight_decay
+        g = effective_grad(p, g, maximize, 0.0 if decoupled_weight_decay else weight_decay)
         m, v = exp_avgs[i], exp_avg_sqs[i]
         lerp_(m, g, 1 - beta1, xp)                      # m = beta1 * m + (1 - beta1) * g
         v *= beta2

@@ -266,6 +266,15 @@ def bump_versions(params) -> None:
         p._bump_version()
 
 
+def effective_grad(p, g, maximize: bool, weight_decay: float):
+    """The gradient a step uses: negated to maximize, plus L2 weight decay (never in place on g)."""
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + weight_decay * p
+    return g
+
+
 def lerp_(start, end, weight: float, xp) -> None:
     """start += weight * (end - start), in place, rounded the way torch's lerp_ rounds."""
     diff = xp.subtract(end, start)

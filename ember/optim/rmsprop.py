@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, lerp_, params_with_grad, zeros_state
+from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, lerp_, params_with_grad, zeros_state
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -66,10 +66,7 @@ def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momen
     """One RMSprop step over raw arrays, in place (`grad_avgs` used when centered, buffers with momentum)."""
     for i, (p, g) in enumerate(zip(params, grads)):
         xp = array_module(p)
-        if maximize:
-            g = -g
-        if weight_decay != 0:
-            g = g + weight_decay * p
+        g = effective_grad(p, g, maximize, weight_decay)
         v = square_avgs[i]
         v *= alpha
         v += (1 - alpha) * (g * g)

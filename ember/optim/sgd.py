@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, params_with_grad, required, wrap
+from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, required, wrap
 
 __all__ = ["SGD", "sgd"]
 
@@ -65,10 +65,7 @@ def sgd(params: list, grads: list, momentum_buffers: list, *, lr: float, momentu
     """
     for i, (p, g) in enumerate(zip(params, grads)):
         xp = array_module(p)
-        if maximize:
-            g = -g
-        if weight_decay != 0:
-            g = g + weight_decay * p
+        g = effective_grad(p, g, maximize, weight_decay)
         if momentum != 0:
             buf = momentum_buffers[i]
             if buf is None:
