@@ -3,19 +3,21 @@ PY      ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python
 PIP     := $(VPY) -m pip
+# every pip call (here, in scripts/, in the build backend's isolated env) installs the pinned versions
+export PIP_CONSTRAINT := $(abspath constraints.txt)
 
-.PHONY: demo test test-all bench data clean
+.PHONY: demo test test-all bench data clean lock
 
 $(VPY):
 	$(PY) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
 
-$(VENV)/.core: $(VPY) pyproject.toml
-	$(PIP) install -q -e ".[bf16,io,scipy,data]"
+$(VENV)/.core: $(VPY) pyproject.toml constraints.txt
+	$(PIP) install -q --upgrade pip setuptools
+	$(PIP) install -q -e ".[bf16,scipy,data]"
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core scripts/install_data.sh
-	$(PIP) install -q -e ".[bf16,io,scipy,data,test]"
+	$(PIP) install -q -e ".[bf16,scipy,data,test]"
 	bash scripts/install_data.sh $(VPY)
 	touch $@
 
@@ -35,6 +37,10 @@ bench: $(VENV)/.test
 	$(VPY) bench/w3_mlp.py
 	$(VPY) bench/w5_gpt.py
 	$(VPY) bench/w8_dataloader.py
+
+# refresh constraints.txt from what the registries serve today (then run make test and commit both)
+lock:
+	bash scripts/lock.sh $(PY)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

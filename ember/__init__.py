@@ -8,6 +8,8 @@ True
 """
 from __future__ import annotations
 
+import builtins as _builtins
+
 from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool,
                      half, float, double, short, int, long, get_default_dtype, set_default_dtype,
                      promote_types, result_type)
@@ -31,6 +33,23 @@ from . import cuda
 __version__ = "0.1.0"
 
 Size = tuple
+
+
+def set_num_threads(n: int) -> None:
+    """Threads that CPU ops use inside one op (NumPy's BLAS pool), as `torch.set_num_threads`.
+
+    >>> ember.set_num_threads(1)
+    >>> ember.get_num_threads()
+    1
+    """
+    if isinstance(n, _builtins.bool) or not isinstance(n, _builtins.int) or n < 1:
+        raise ValueError(f"set_num_threads: expected a positive integer number of threads, got {n!r}")
+    backends.get("cpu").set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """The number of threads CPU ops use inside one op, as `torch.get_num_threads`."""
+    return backends.get("cpu").get_num_threads()
 
 
 def is_tensor(obj) -> bool:

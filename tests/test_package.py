@@ -12,13 +12,51 @@ def _run(code, env=None):
 
 
 def test_import_is_light():
-    r = _run("import sys, time; t=time.perf_counter(); import numpy; t1=time.perf_counter(); import ember; "
-             "t2=time.perf_counter(); heavy=[m for m in ('torch','cupy','mpi4py','onnx','onnxruntime',"
-             "'matplotlib','scipy') if m in sys.modules]; print(heavy, t2-t1)")
+    # what import ember costs in time is measured in bench/ (a timed test would fail under load)
+    r = _run("import sys; import ember; print([m for m in ('torch', 'cupy', 'mpi4py', 'onnx', 'onnxruntime', "
+             "'matplotlib', 'scipy', 'safetensors', 'threadpoolctl', 'sklearn') if m in sys.modules])")
     assert r.returncode == 0, r.stderr
-    heavy, secs = r.stdout.split("]")
-    assert heavy == "[", f"import ember imported {heavy}]"
-    assert float(secs) < 0.3
+    assert r.stdout.strip() == "[]", f"import ember imported {r.stdout.strip()}"
+
+
+def test_core_features_need_only_the_base_install():
+    # `pip install ember` must give working checkpoints and thread control: what they import is a base
+    # dependency, not an extra (ember.save once failed with a bare ModuleNotFoundError: safetensors)
+    import tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        base = tomllib.load(f)["project"]["dependencies"]
+    names = {d.split(">")[0].split("=")[0].split("<")[0].strip() for d in base}
+    assert {"numpy", "safetensors", "threadpoolctl"} <= names, names
+
+
+def test_demo_skips_digits_without_scikit_learn():
+    # the base install has no scikit-learn: the demo's Digits step says so and the demo still ends well
+    r = _run("import sys, runpy; sys.modules['sklearn'] = None; "
+             "runpy.run_module('ember.demo', run_name='__main__')")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "4. skipped: Digits needs scikit-learn" in r.stdout
+    assert "demo OK" in r.stdout
+
+
+def test_set_num_threads_sets_blas_threads():
+    code = """
+import ember
+from threadpoolctl import threadpool_info
+ember.set_num_threads(1)
+blas = [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas']
+print(ember.get_num_threads(), blas)
+for bad in (0, -1, 1.5, True, '2'):
+    try:
+        ember.set_num_threads(bad)
+    except ValueError as e:
+        assert 'set_num_threads' in str(e) and repr(bad) in str(e), e
+    else:
+        raise AssertionError(f'set_num_threads({bad!r}) did not raise')
+"""
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    n, blas = r.stdout.split(" ", 1)
+    assert n == "1" and blas.strip() in ("[1]", "[]"), r.stdout
 
 
 def test_demo_runs():

@@ -78,3 +78,18 @@ def blockwise(fn, *arrays):
         for o, r in zip(outs, (res,) if single else res):
             o[s:s + step] = r
     return outs[0] if single else outs
+
+
+# --- intra-op threads (torch.set_num_threads) -------------------------------------------------
+# NumPy's parallelism is its BLAS library's thread pool (OpenBLAS, MKL, ...); threadpoolctl finds it
+# whichever one NumPy was built with, so Ember sets no environment variables and guesses no library.
+
+def set_num_threads(n: int) -> None:
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(limits=n, user_api="blas")
+
+
+def get_num_threads() -> int:
+    from threadpoolctl import threadpool_info
+    counts = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    return max(counts) if counts else 1

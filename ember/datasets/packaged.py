@@ -88,7 +88,7 @@ class Digits(_ArrayDataset):
         try:
             from sklearn.datasets import load_digits
         except ImportError as e:
-            raise DatasetNotFoundError("Digits needs scikit-learn: pip install scikit-learn") from e
+            raise DatasetNotFoundError("Digits needs scikit-learn: pip install 'ember[data]' (or scikit-learn)") from e
         d = load_digits()
         x, y = d.images.astype(np.float32), d.target
         if train is not None:

@@ -48,7 +48,10 @@ CASES = [
 def test_lbfgs_matches_torch(kwargs, dtype, calls):
     x_t, loss_t, opt_t = lbfgs_run(torch, kwargs, dtype, calls)
     x_e, loss_e, opt_e = lbfgs_run(ember, kwargs, dtype, calls)
-    tol = dict(rtol=1e-9, atol=1e-10) if dtype == "float64" else dict(rtol=1e-3, atol=1e-4)
+    # Rosenbrock's curvature amplifies last-bit differences (another NumPy or BLAS sums in another
+    # order): after a few steps float64 trajectories differ by ~1e-8 relative. A wrong two-loop
+    # recursion, history or line search moves them by far more than 1e-6.
+    tol = dict(rtol=1e-6, atol=1e-9) if dtype == "float64" else dict(rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(x_e, x_t, **tol)
     np.testing.assert_allclose(loss_e, loss_t, **tol)
     (st,), (se,) = opt_t.state.values(), opt_e.state.values()
