@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M
 from .activation import log_softmax
@@ -16,14 +17,14 @@ def _reduce(loss, reduction, op):
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    raise op_error(op, f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}", ValueError)
 
 
 def _same_shape(input, target, op):
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"{op}: target shape {tuple(target.shape)} differs from input shape "
-                         f"{tuple(input.shape)}; they would broadcast silently and give a wrong loss. "
-                         f"Reshape the target (e.g. target.view_as(input)).")
+        raise op_error(op, f"target shape {tuple(target.shape)} differs from input shape "
+                       f"{tuple(input.shape)}; they would broadcast silently and give a wrong loss. "
+                       f"Reshape the target (e.g. target.view_as(input)).", ValueError)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
@@ -59,11 +60,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tenso
 def _class_target(input, target, op):
     """Check an integer class target against (N, C, d1...) or (C,) input."""
     if target.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected an integer class-index target, got {target.dtype.name}")
+        raise op_error(op, f"expected an integer class-index target, got {target.dtype.name}")
     exp = (input.shape[0],) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
     if tuple(target.shape) != exp:
-        raise ValueError(f"{op}: expected target shape {exp} for input shape {tuple(input.shape)}, got "
-                         f"{tuple(target.shape)}")
+        raise op_error(op, f"expected target shape {exp} for input shape {tuple(input.shape)}, got "
+                       f"{tuple(target.shape)}", ValueError)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -77,7 +78,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     valid = t != ignore_index
     if ((t[valid] < 0) | (t[valid] >= n_cls)).any():
         bad = t[valid][(t[valid] < 0) | (t[valid] >= n_cls)][0]
-        raise IndexError(f"nll_loss: target {int(bad)} is out of bounds for {n_cls} classes")
+        raise op_error("nll_loss", f"target {int(bad)} is out of bounds for {n_cls} classes", IndexError)
     safe = np.where(valid, t, 0).astype(np.int64)
     picked = M.neg(input.gather(1, Tensor._make(safe[:, None], target._device)).squeeze(1))   # (N, ...)
     w = _class_weights(weight, safe, valid, input)
@@ -103,7 +104,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     1.3863
     """
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise op_error("cross_entropy", f"label_smoothing must be in [0, 1], got {label_smoothing}", ValueError)
     dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, dim)
     n_cls = input.shape[dim]
@@ -147,7 +148,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     _same_shape(input, target, "binary_cross_entropy")
     a = np.asarray(input.detach().cpu()._data)
     if a.size and ((a < 0) | (a > 1)).any():
-        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
+        raise op_error("binary_cross_entropy", "all elements of input should be between 0 and 1")
     log_p = M.clamp(M.log(input), min=-100.0)
     log_1mp = M.clamp(M.log(1 - input), min=-100.0)
     loss = -(target * log_p + (1 - target) * log_1mp)
@@ -190,7 +191,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduction="mean") -> Tensor:
     """Multi-class hinge: sum_{i != y} max(0, margin - x[y] + x[i])^p / C (times weight[y])."""
     if p not in (1, 2):
-        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
+        raise op_error("multi_margin_loss", f"only p == 1 and p == 2 supported, got {p}", ValueError)
     if input.ndim == 1:
         input, target = input.unsqueeze(0), target.reshape(1)
     _class_target(input, target, "multi_margin_loss")
@@ -220,11 +221,11 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean") -> Tensor:
     """1 - cos(x1, x2) where target is 1; max(0, cos - margin) where it is -1."""
     if input1.shape != input2.shape:
-        raise ValueError(f"cosine_embedding_loss: input shapes {tuple(input1.shape)} and "
-                         f"{tuple(input2.shape)} differ")
+        raise op_error("cosine_embedding_loss", f"input shapes {tuple(input1.shape)} and "
+                       f"{tuple(input2.shape)} differ", ValueError)
     if tuple(target.shape) != tuple(input1.shape[:-1]):
-        raise ValueError(f"cosine_embedding_loss: target shape {tuple(target.shape)} should be "
-                         f"{tuple(input1.shape[:-1])} for inputs {tuple(input1.shape)}")
+        raise op_error("cosine_embedding_loss", f"target shape {tuple(target.shape)} should be "
+                       f"{tuple(input1.shape[:-1])} for inputs {tuple(input1.shape)}", ValueError)
     eps = 1e-12
     dot = (input1 * input2).sum(-1)
     mag = M.sqrt(((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps))
@@ -238,8 +239,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean") -> Tensor:
     if not (anchor.shape == positive.shape == negative.shape):
-        raise ValueError(f"triplet_margin_loss: anchor {tuple(anchor.shape)}, positive "
-                         f"{tuple(positive.shape)} and negative {tuple(negative.shape)} must have one shape")
+        raise op_error("triplet_margin_loss", f"anchor {tuple(anchor.shape)}, positive "
+                       f"{tuple(positive.shape)} and negative {tuple(negative.shape)} must have one shape",
+                       ValueError)
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
     if swap:
