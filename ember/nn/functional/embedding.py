@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._errors import op_error, user_frame
+from ..._errors import check_same_device, op_error, user_frame
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...ops import math as M, creation as C
@@ -15,6 +15,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     """Rows of `weight` picked by the integer tensor `input`; the padding_idx row gets no gradient."""
     if input.dtype.is_floating_point:
         raise op_error("embedding", f"expected an integer index tensor, got {input.dtype.name}")
+    check_same_device("embedding", weight, input, "indices", "weight")
     if scale_grad_by_freq or sparse:
         raise op_error("embedding", "scale_grad_by_freq and sparse are not supported", NotImplementedError)
     if max_norm is not None:
