@@ -70,3 +70,27 @@ def test_error_ends_with_user_line(fn):
     with pytest.raises((RuntimeError, ValueError, IndexError, TypeError)) as e:
         fn()
     assert str(e.value).endswith(where), str(e.value)
+
+
+nn = ember.nn
+# forward-time errors of the layer modules, which the user reaches through model(x)
+MODULE_CASES = [
+    ("Conv2d", lambda: nn.Conv2d(3, 4, 3)(z(1, 2, 8, 8))),
+    ("Linear", lambda: nn.Linear(3, 4)(z(2, 5))),
+    ("LSTM input size", lambda: nn.LSTM(3, 4)(z(5, 2, 6))),
+    ("GRU input dim", lambda: nn.GRU(3, 4)(z(5))),
+    ("RNN hidden", lambda: nn.RNN(3, 4)(z(5, 2, 3), z(1, 3, 4))),
+    ("GRUCell dim", lambda: nn.GRUCell(3, 4)(z(1, 2, 3))),
+    ("BatchNorm2d dim", lambda: nn.BatchNorm2d(3)(z(2, 3))),
+    ("MultiheadAttention dim", lambda: nn.MultiheadAttention(8, 2)(z(4, 1, 6), z(4, 1, 6), z(4, 1, 6))),
+    ("Transformer d_model", lambda: nn.Transformer(8, 2, 1, 1, 16)(z(4, 1, 8), z(4, 1, 6))),
+    ("CrossEntropyLoss", lambda: nn.CrossEntropyLoss()(z(4, 3), z(4))),
+]
+
+
+@pytest.mark.parametrize("fn", [c[1] for c in MODULE_CASES], ids=[c[0] for c in MODULE_CASES])
+def test_module_forward_error_ends_with_user_line(fn):
+    where = f"(at test_functional_errors.py:{fn.__code__.co_firstlineno})"
+    with pytest.raises((RuntimeError, ValueError, IndexError, AssertionError)) as e:
+        fn()
+    assert str(e.value).endswith(where), str(e.value)
