@@ -145,3 +145,7 @@ def test_cpu_indices_for_indexing_and_cpu_scalar_condition_stay_allowed():
     idx = ember.tensor([1, 0])
     assert x[idx].device.type == "cuda" and x[idx].cpu().tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]
     assert ember.where(ember.tensor(True), x, x).device.type == "cuda"
+    two = ember.tensor(2.0)                                   # a CPU scalar tensor joins from either side
+    assert (two * x).device.type == "cuda" and (x * two).device.type == "cuda"
+    assert x.masked_fill(x > 2, ember.tensor(0.0)).cpu().tolist() == [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]]
+    assert ember.where(x > 2, two, x).device.type == "cuda"

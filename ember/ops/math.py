@@ -69,6 +69,8 @@ def binary_operands(a, b, op):
         return a, b
     dt = _dtype.result_type(a, b)
     dev = a._device if isinstance(a, Tensor) else b._device
+    if isinstance(b, Tensor) and b._device is not dev and a._data.ndim == 0 and dev.type == "cpu":
+        dev = b._device   # a CPU scalar tensor joins the other operand's device, also from the left
     return _as_tensor(a, dt, dev, op), _as_tensor(b, dt, dev, op)
 
 
