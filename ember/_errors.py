@@ -36,8 +36,9 @@ def op_error(op: str, message: str, exc_type=RuntimeError):
 
 
 def check_same_device(op: str, input, other, name: str, input_name: str = "input") -> None:
-    """torch's rule for an index, mask or target tensor: it lives on input's device."""
-    if other._device is not input._device:
+    """torch's rule for an index, mask or target tensor: it lives on input's device (a Python number
+    given for `other` is left to the op)."""
+    if getattr(other, "_device", input._device) is not input._device:
         raise op_error(op, f"expected all tensors to be on the same device, but found at least two devices, "
                            f"{input._device} and {other._device} ({input_name} {describe(input)}, {name} "
                            f"{describe(other)})")
