@@ -82,3 +82,70 @@ def test_cuda_unavailable_error_is_clear():
         pytest.skip("a CUDA device is present")
     with pytest.raises(RuntimeError, match="cuda: no CUDA device is usable"):
         ember.ones(2).to("cuda")
+
+
+def _device_cases():
+    F = ember.nn.functional
+    x = lambda *s: ember.randn(*s, device="cuda")    # noqa: E731  data on the device
+    i = lambda *a: ember.tensor(list(a))              # noqa: E731  an index/target left on the CPU
+    m = ember.zeros(4, 5).bool()                      # a mask left on the CPU
+    return [
+        ("cross_entropy", "target", lambda: F.cross_entropy(x(4, 5), i(0, 1, 2, 3))),
+        ("cross_entropy", "target", lambda: F.cross_entropy(x(4, 5), ember.rand(4, 5))),
+        ("cross_entropy", "weight", lambda: F.cross_entropy(x(4, 5), i(0, 1, 2, 3).cuda(), ember.ones(5))),
+        ("nll_loss", "target", lambda: F.nll_loss(x(4, 5), i(0, 1, 2, 3))),
+        ("multi_margin_loss", "target", lambda: F.multi_margin_loss(x(4, 5), i(0, 1, 2, 3))),
+        ("mse_loss", "target", lambda: F.mse_loss(x(4, 5), ember.rand(4, 5))),
+        ("binary_cross_entropy", "target", lambda: F.binary_cross_entropy(x(4).sigmoid(), ember.rand(4))),
+        ("kl_div", "target", lambda: F.kl_div(x(4, 5), ember.rand(4, 5), reduction="batchmean")),
+        ("margin_ranking_loss", "target", lambda: F.margin_ranking_loss(x(4), x(4), ember.ones(4))),
+        ("embedding", "indices", lambda: F.embedding(i(0, 1), x(5, 3))),
+        ("embedding", "indices", lambda: F.embedding(i(0, 1).cuda(), ember.randn(5, 3))),
+        ("scaled_dot_product_attention", "attn_mask",
+         lambda: F.scaled_dot_product_attention(x(1, 4, 8), x(1, 4, 8), x(1, 4, 8), attn_mask=ember.ones(4, 4).bool())),
+        ("gather", "index", lambda: x(4, 5).gather(1, ember.zeros(4, 1, dtype=ember.int64))),
+        ("take_along_dim", "indices", lambda: ember.take_along_dim(x(4, 5), ember.zeros(4, 1, dtype=ember.int64), 1)),
+        ("take", "index", lambda: ember.take(x(4, 5), i(0, 3))),
+        ("index_select", "index", lambda: x(4, 5).index_select(0, i(0, 3))),
+        ("scatter", "index", lambda: x(4, 5).scatter(1, ember.zeros(4, 1, dtype=ember.int64), 1.0)),
+        ("scatter", "index", lambda: x(4, 5).scatter_(1, ember.zeros(4, 1, dtype=ember.int64), 1.0)),
+        ("scatter_add", "index", lambda: x(4, 5).scatter_add(1, ember.zeros(4, 1, dtype=ember.int64), x(4, 1))),
+        ("index_add", "index", lambda: x(4, 5).index_add(0, i(0, 3), x(2, 5))),
+        ("index_add", "source", lambda: x(4, 5).index_add(0, i(0, 3).cuda(), ember.ones(2, 5))),
+        ("index_fill", "index", lambda: x(4, 5).index_fill(0, i(0, 3), 1.0)),
+        ("masked_fill", "mask", lambda: x(4, 5).masked_fill(m, 0.0)),
+        ("masked_fill", "mask", lambda: x(4, 5).masked_fill_(m, float("-inf"))),
+        ("masked_select", "mask", lambda: x(4, 5).masked_select(m)),
+        ("masked_scatter", "mask", lambda: x(4, 5).masked_scatter(m, x(20))),
+        ("where", "condition", lambda: ember.where(m, x(4, 5), x(4, 5))),
+        ("bucketize", "boundaries", lambda: ember.bucketize(x(4), ember.tensor([0.0, 1.0]))),
+        ("searchsorted", "values", lambda: ember.searchsorted(ember.tensor([0.0, 1.0]).cuda(), ember.tensor([0.5]))),
+    ]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA device (or EMBER_FAKE_CUDA=1)")
+@pytest.mark.parametrize("op,arg,fn", _device_cases(), ids=[f"{c[0]}-{c[1]}-{n}" for n, c in enumerate(_device_cases())])
+def test_index_target_and_mask_must_be_on_the_data_device(op, arg, fn):
+    """As torch on CUDA: an index, target, mask or condition left on the CPU is an error naming the op,
+    the argument and both devices, at the user's line (indexing x[i] with CPU indices stays allowed)."""
+    with pytest.raises(RuntimeError) as e:
+        fn()
+    msg = str(e.value)
+    assert msg.startswith(f"{op}: expected all tensors to be on the same device, but found at least two "
+                          f"devices"), msg
+    assert "cuda:0" in msg and "cpu" in msg and f" {arg} (" in msg, msg
+    assert msg.endswith(f"(at test_device.py:{fn.__code__.co_firstlineno})"), msg
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA device (or EMBER_FAKE_CUDA=1)")
+def test_cpu_indices_for_indexing_and_cpu_scalar_condition_stay_allowed():
+    x = ember.arange(6.0).reshape(2, 3).cuda()
+    idx = ember.tensor([1, 0])
+    assert x[idx].device.type == "cuda" and x[idx].cpu().tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]
+    assert ember.where(ember.tensor(True), x, x).device.type == "cuda"
+    two = ember.tensor(2.0)                                   # a CPU scalar tensor joins from either side
+    assert (two * x).device.type == "cuda" and (x * two).device.type == "cuda"
+    assert x.masked_fill(x > 2, ember.tensor(0.0)).cpu().tolist() == [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]]
+    assert ember.where(x > 2, two, x).device.type == "cuda"

@@ -5,7 +5,7 @@ inference_mode, detect_anomaly/set_detect_anomaly, gradcheck/gradgradcheck; plus
 """
 from __future__ import annotations
 
-from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
+from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .function import Function, FunctionCtx
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled)
@@ -18,7 +18,8 @@ import numpy as np
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "gradcheck",
-           "gradgradcheck", "GradientTape", "is_anomaly_enabled", "is_inference_mode_enabled"]
+           "gradgradcheck", "GradientTape", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+           "is_inference_mode_enabled"]
 
 
 def _seq(x):

@@ -1,54 +1,69 @@
-"""Anomaly mode: find the first op that produced NaN or Inf, with the user's line.
+"""Anomaly mode, as in torch: every node records the user's line of its forward call, and backward
+raises at the first backward function that returns NaN, naming it and that line.
+
+Forward outputs are not checked: `masked_fill(mask, float("-inf")).softmax(-1)` is ordinary attention
+code, and infinities in a forward pass are often intended. Only NaN is an anomaly (an infinite gradient,
+e.g. d sqrt(x) at 0, is not), again as in torch.
 
 >>> with ember.autograd.detect_anomaly():
-...     loss.backward()     # raises naming e.g. 'Log' and 'train.py:12' if log(0) made -inf
+...     loss.backward()     # raises naming e.g. 'SqrtBackward' and 'train.py:12' if it made NaN
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from .._errors import user_frame
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 
 ENABLED = False
+CHECK_NAN = True
 
 
 def is_anomaly_enabled() -> bool:
     return ENABLED
 
 
+def is_anomaly_check_nan_enabled() -> bool:
+    return CHECK_NAN
+
+
 class set_detect_anomaly:
-    def __init__(self, mode: bool):
-        global ENABLED
-        self._prev, ENABLED = ENABLED, bool(mode)
+    """Switch anomaly mode on or off (context manager or plain call). With check_nan=False the forward
+    lines are still recorded but backward outputs are not checked."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        global ENABLED, CHECK_NAN
+        self._prev = (ENABLED, CHECK_NAN)
+        ENABLED, CHECK_NAN = bool(mode), bool(check_nan)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        global ENABLED
-        ENABLED = self._prev
+        global ENABLED, CHECK_NAN
+        ENABLED, CHECK_NAN = self._prev
         return False
 
 
 class detect_anomaly(set_detect_anomaly):
-    """Context manager (and decorator) that checks every op's forward output and backward grads."""
+    """Context manager (and decorator) that records each op's forward line and checks backward outputs."""
 
     def __init__(self, check_nan: bool = True):
-        self._mode = bool(check_nan)   # takes effect on entering, so a decorator does not switch it on
+        self._check_nan = bool(check_nan)   # takes effect on entering, so a decorator does not switch it on
 
     def __enter__(self):
-        global ENABLED
-        self._prev, ENABLED = ENABLED, self._mode
+        global ENABLED, CHECK_NAN
+        self._prev = (ENABLED, CHECK_NAN)
+        ENABLED, CHECK_NAN = True, self._check_nan
         return self
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*a, **k):
-            with detect_anomaly():
+            with detect_anomaly(self._check_nan):
                 return fn(*a, **k)
         return wrapper
 
@@ -57,39 +72,21 @@ def record(node) -> None:
     node._where = user_frame()
 
 
-def _bad(arr) -> bool:
+def _has_nan(arr) -> bool:
     if arr.dtype.kind not in "fcV":   # V: bfloat16 (ml_dtypes)
         return False
     xp = np if isinstance(arr, np.ndarray) else __import__("ember").backends.array_module(arr)
-    return not bool(xp.isfinite(arr).all())
-
-
-_IN_BACKWARD = False
+    return bool(xp.isnan(arr).any())
 
 
 def checked_backward(node, grads):
-    """node.backward(*grads), then a check of its gradients. Ops run inside a backward are not checked
-    as forward ops: a NaN made there is reported as that backward's, naming the user's forward op."""
-    global _IN_BACKWARD
-    prev, _IN_BACKWARD = _IN_BACKWARD, True
-    try:
-        in_grads = node.backward(*grads)
-    finally:
-        _IN_BACKWARD = prev
-    check_backward(node, in_grads)
+    """node.backward(*grads), then torch's check: none of the gradients it returns holds NaN."""
+    in_grads = node.backward(*grads)
+    if CHECK_NAN:
+        for i, g in enumerate(in_grads):
+            if g is not None and _has_nan(g._data):
+                where = node._where or "<unknown: enable anomaly mode before the forward>"
+                raise RuntimeError(f"Function '{node.name}Backward' returned nan values in its {i}th output "
+                                   f"(gradient {tuple(g.shape)} {g.dtype.name}); the forward op {node.name} "
+                                   f"was called at {where}")
     return in_grads
-
-
-def check_forward(node, result) -> None:
-    if not _IN_BACKWARD and _bad(result._data):
-        where = node._where or user_frame()
-        raise RuntimeError(f"anomaly: {node.name} produced NaN or Inf in its forward output "
-                           f"{tuple(result.shape)} (at {where})")
-
-
-def check_backward(node, grads) -> None:
-    for i, g in enumerate(grads):
-        if g is not None and _bad(g._data):
-            raise RuntimeError(f"anomaly: {node.name}Backward returned NaN or Inf in its gradient for "
-                               f"input {i}; the forward op {node.name} was called at "
-                               f"{node._where or '<unknown: enable anomaly mode before the forward>'}")

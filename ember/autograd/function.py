@@ -128,9 +128,9 @@ class Primitive(Node):
                 if t.requires_grad:
                     break
             else:
-                return node._no_graph(make(out, device))
+                return make(out, device)
         else:
-            return node._no_graph(make(out, device))
+            return make(out, device)
         node.parents = [((t._node, t._out_idx) if t._node is not None else (t, -1)) if t.requires_grad
                         else None for t in inputs]
         node.needs_input_grad = [t.requires_grad for t in inputs]
@@ -143,13 +143,6 @@ class Primitive(Node):
             node._out = (out, vc, 0)
         if anomaly.ENABLED or _debug.LEVEL >= 2:
             anomaly.record(node)
-        if anomaly.ENABLED:
-            anomaly.check_forward(node, result)
-        return result
-
-    def _no_graph(self, result):
-        if anomaly.ENABLED:
-            anomaly.check_forward(self, result)
         return result
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import _dtype
+from .._errors import op_error
 from ..ops import creation as C
 from . import functional as F, init
 from .module import Module
@@ -55,8 +56,9 @@ class _BatchNorm(Module):
 
     def forward(self, input):
         if input.ndim not in self._dims:
-            raise ValueError(f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._dims)} "
-                             f"input (got {input.ndim}D input of shape {tuple(input.shape)})")
+            raise op_error(type(self).__name__, f"expected {' or '.join(f'{d}D' for d in self._dims)} "
+                                                f"input (got {input.ndim}D input of shape {tuple(input.shape)})",
+                           ValueError)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .._errors import op_error
 from ..ops import creation as C, math as M, shape as S
 from . import functional as F, init
 from .module import Module
@@ -131,11 +132,11 @@ class RNNBase(Module):
         is_lstm = self.mode == "LSTM"
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: expected input to be 2D or 3D, got {input.ndim}D "
-                             f"of shape {tuple(input.shape)}")
+            raise op_error(type(self).__name__, f"expected input to be 2D or 3D, got {input.ndim}D "
+                                                f"of shape {tuple(input.shape)}", ValueError)
         if input.shape[-1] != self.input_size:
-            raise RuntimeError(f"{type(self).__name__}: input.size(-1) must be equal to input_size. "
-                               f"Expected {self.input_size}, got {input.shape[-1]}")
+            raise op_error(type(self).__name__, f"input.size(-1) must be equal to input_size. "
+                                                f"Expected {self.input_size}, got {input.shape[-1]}")
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)                                  # (L, N, H_in)
@@ -150,8 +151,7 @@ class RNNBase(Module):
                 hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
             for h in (hx if is_lstm else (hx,)):
                 if tuple(h.shape) != shape:
-                    raise RuntimeError(f"{type(self).__name__}: expected hidden size {shape}, got "
-                                       f"{tuple(h.shape)}")
+                    raise op_error(type(self).__name__, f"expected hidden size {shape}, got {tuple(h.shape)}")
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
@@ -246,7 +246,8 @@ class RNNCellBase(Module):
 
     def _prepare(self, input, hx, n_states):
         if input.ndim not in (1, 2):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+            raise op_error(type(self).__name__, f"Expected input to be 1D or 2D, got {input.ndim}D instead",
+                           ValueError)
         batched = input.ndim == 2
         x = input if batched else input.unsqueeze(0)
         if hx is None:

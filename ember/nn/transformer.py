@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _dtype
+from .._errors import user_frame
 from ..ops import creation as C, math as M, shape as S
 from . import functional as F, init
 from .containers import ModuleList
@@ -122,7 +123,8 @@ class MultiheadAttention(Module):
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         L, N, E = query.shape                                       # sequence-first from here on
         if E != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E} "
+                                 f"(at {user_frame()})")
         H, hd = self.num_heads, self.head_dim
         q, k, v = self._project(query, key, value)                  # (L, N, E), (S, N, E), (S, N, E)
         if is_causal and attn_mask is None:
@@ -337,7 +339,8 @@ class Transformer(Module):
                 tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
                 memory_is_causal=False):
         if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
-            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+            raise RuntimeError(f"the feature number of src and tgt must be equal to d_model ({self.d_model}), "
+                               f"got src {tuple(src.shape)} and tgt {tuple(tgt.shape)} (at {user_frame()})")
         memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
                               is_causal=src_is_causal)
         return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,

@@ -13,7 +13,7 @@ import math as _math
 import numpy as np
 
 from .. import _dtype
-from .._errors import op_error, describe
+from .._errors import check_same_device, op_error, describe
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
 from ..backends import array_module
@@ -69,6 +69,8 @@ def binary_operands(a, b, op):
         return a, b
     dt = _dtype.result_type(a, b)
     dev = a._device if isinstance(a, Tensor) else b._device
+    if isinstance(b, Tensor) and b._device is not dev and a._data.ndim == 0 and dev.type == "cpu":
+        dev = b._device   # a CPU scalar tensor joins the other operand's device, also from the left
     return _as_tensor(a, dt, dev, op), _as_tensor(b, dt, dev, op)
 
 
@@ -291,6 +293,11 @@ def where(condition, input=None, other=None):
         from .shape import nonzero
         return nonzero(condition, as_tuple=True)
     a, b = binary_operands(input, other, "where")
+    if isinstance(condition, Tensor) and condition._device is not a._device:
+        if condition.ndim == 0 and condition._device.type == "cpu":   # a CPU scalar joins any device
+            from .shape import to_device
+            condition = to_device(condition, a._device)
+        check_same_device("where", a, condition, "condition")
     cond = condition._data if isinstance(condition, Tensor) else condition
     if cond.dtype != np.bool_:
         cond = cond.astype(bool)

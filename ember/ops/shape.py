@@ -6,7 +6,7 @@ import collections
 
 import numpy as np
 
-from .._errors import op_error
+from .._errors import check_same_device, op_error
 from .._tensor import Tensor
 from ..backends import array_module
 from . import primitives as P
@@ -461,6 +461,7 @@ def setitem(input, key, value):
 
 def index_select(input, dim, index):
     d = _dim(dim, input.ndim, "index_select")
+    check_same_device("index_select", input, index, "index")
     if index.ndim > 1:
         raise op_error("index_select", f"index must be 1-D, got shape {tuple(index.shape)}", IndexError)
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
@@ -469,6 +470,7 @@ def index_select(input, dim, index):
 def _index_arr(index, op, input):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}: index must be a Tensor, got {type(index).__name__}")
+    check_same_device(op, input, index, "index")
     if index.dtype.category != 1:
         raise op_error(op, f"expected index to be an integer tensor, got {index.dtype.name}")
     return index._data
@@ -488,6 +490,7 @@ def gather(input, dim, index):
 
 
 def take_along_dim(input, indices, dim=None):
+    check_same_device("take_along_dim", input, indices, "indices")
     if dim is None:
         return gather(flatten(input), 0, flatten(indices))
     shape = list(np.broadcast_shapes(tuple(s if i != dim % input.ndim else 1 for i, s in enumerate(input.shape)),
@@ -499,6 +502,7 @@ def take_along_dim(input, indices, dim=None):
 
 
 def take(input, index):
+    check_same_device("take", input, index, "index")
     return getitem(flatten(input), index.reshape(-1)).reshape(index.shape)
 
 
@@ -530,6 +534,8 @@ def scatter_add(input, dim, index, src):
 
 def index_add(input, dim, index, source, *, alpha=1):
     d = _dim(dim, input.ndim, "index_add")
+    check_same_device("index_add", input, index, "index")
+    check_same_device("index_add", input, source, "source")
     if alpha != 1:
         source = source * alpha
     return index_put(input, (slice(None),) * d + (index,), source, accumulate=True)
@@ -537,6 +543,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 def index_fill(input, dim, index, value):
     d = _dim(dim, input.ndim, "index_fill")
+    check_same_device("index_fill", input, index, "index")
     return index_put(input, (slice(None),) * d + (index,), value)
 
 
@@ -546,6 +553,7 @@ def masked_fill(input, mask, value):
         raise op_error("masked_fill", f"only supports a 0-dimensional value tensor, got shape {tuple(value.shape)}")
     if mask.dtype.name != "bool":
         raise op_error("masked_fill", f"expected a bool mask, got {mask.dtype.name}")
+    check_same_device("masked_fill", input, mask, "mask")
     out = where(mask, value if isinstance(value, Tensor) else Tensor._make(
         array_module(input).asarray(value, dtype=input._data.dtype), input._device), input)
     if out.shape != input.shape:
@@ -554,11 +562,14 @@ def masked_fill(input, mask, value):
 
 
 def masked_select(input, mask):
+    check_same_device("masked_select", input, mask, "mask")
     a, m = broadcast_tensors(input, mask)
     return getitem(a, m)
 
 
 def masked_scatter(input, mask, source):
+    check_same_device("masked_scatter", input, mask, "mask")
+    check_same_device("masked_scatter", input, source, "source")
     m = expand(mask, input.shape)
     n = int(m._data.sum())
     return index_put(input, m, flatten(source)[:n])
@@ -634,6 +645,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 def searchsorted(sorted_sequence, values, *, right=False):
+    check_same_device("searchsorted", sorted_sequence, values, "values", "sorted_sequence")
     xp = array_module(sorted_sequence)
     side = "right" if right else "left"
     if sorted_sequence.ndim == 1:
@@ -645,6 +657,7 @@ def searchsorted(sorted_sequence, values, *, right=False):
 
 
 def bucketize(input, boundaries, *, right=False):
+    check_same_device("bucketize", input, boundaries, "boundaries")
     return searchsorted(boundaries, input, right=right)
 
 

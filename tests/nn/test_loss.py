@@ -1,4 +1,8 @@
 """ember/nn/loss.py (and the functional losses) against torch, one line per configuration."""
+import inspect
+import os
+import warnings
+
 import numpy as np
 import pytest
 
@@ -68,12 +72,69 @@ def test_losses(build, inputs):
     check_module(build, *inputs, modes=("train",), return_buffers=False)
 
 
-@pytest.mark.parametrize("fn", [ember.nn.functional.mse_loss, ember.nn.functional.l1_loss,
-                                ember.nn.functional.smooth_l1_loss, ember.nn.functional.huber_loss,
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+@pytest.mark.parametrize("shapes", [((4, 1), (4,)), ((4,), (4, 1)), ((4, 3), (3,))])
+def test_regression_loss_warns_and_broadcasts_as_torch(name, shapes):
+    """torch warns (UserWarning, naming both sizes) and broadcasts: code that runs there runs here,
+    and the warning points at the user's line."""
+    import torch
+    a, b = RNG.standard_normal(shapes[0]), RNG.standard_normal(shapes[1])
+    with pytest.warns(UserWarning, match="different to the input size"):
+        want = getattr(torch.nn.functional, name)(torch.tensor(a), torch.tensor(b)).item()
+    with pytest.warns(UserWarning) as rec:
+        line = inspect.currentframe().f_lineno + 1
+        got = getattr(ember.nn.functional, name)(ember.tensor(a), ember.tensor(b)).item()
+    w, = rec.list
+    assert str(w.message) == (f"{name}: using a target size {shapes[1]} that is different to the input size "
+                              f"{shapes[0]}. This will likely lead to incorrect results due to broadcasting. "
+                              f"Please ensure they have the same size. (at test_loss.py:{line})")
+    assert os.path.basename(w.filename) == "test_loss.py" and w.lineno == line
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_regression_loss_module_warns_at_the_users_line():
+    with pytest.warns(UserWarning) as rec:
+        line = inspect.currentframe().f_lineno + 1
+        ember.nn.MSELoss()(ember.zeros(4, 1), ember.zeros(4))
+    assert rec.list[0].lineno == line and os.path.basename(rec.list[0].filename) == "test_loss.py"
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "kl_div"])
+def test_loss_shapes_that_cannot_broadcast_raise(name):
+    with pytest.raises(RuntimeError, match=rf"{name}: target shape \(4,\) and input shape \(4, 3\) cannot be "
+                                           rf"broadcast together \(at test_loss\.py:\d+\)"):
+        getattr(ember.nn.functional, name)(ember.zeros(4, 3), ember.zeros(4))
+
+
+def test_kl_div_broadcasts_silently_as_torch():
+    import torch
+    a, b = np.log(PROBS[:, :1]), PROBS[0]                      # (5, 1) against (4,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                         # no size warning in either library
+        got = ember.nn.functional.kl_div(ember.tensor(a), ember.tensor(b), reduction="sum").item()
+        want = torch.nn.functional.kl_div(torch.tensor(a), torch.tensor(b), reduction="sum").item()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [ember.nn.functional.binary_cross_entropy,
                                 ember.nn.functional.binary_cross_entropy_with_logits])
-def test_loss_refuses_silent_broadcast(fn):
+def test_bce_losses_refuse_other_target_shapes_as_torch(fn):
     with pytest.raises(ValueError, match=r"target shape \(4,\) differs from input shape \(4, 1\)"):
-        fn(ember.zeros(4, 1), ember.zeros(4))
+        fn(ember.full((4, 1), 0.5), ember.zeros(4))
+
+
+def test_cross_entropy_float_class_indices_blame_the_dtype():
+    """torch: 'expected target dtype to be Long'; a float target of the class-index shape is indices
+    stored as floats, not probabilities of the wrong shape."""
+    with pytest.raises(RuntimeError) as e:
+        line = inspect.currentframe().f_lineno + 1
+        ember.nn.functional.cross_entropy(ember.zeros(4, 3), ember.tensor([0.0, 1.0, 2.0, 0.0]))
+    assert str(e.value) == ("cross_entropy: expected a target of class indices (int64) of shape (4,) or of "
+                            "probabilities (float) of the input's shape (4, 3), got float32 of shape (4,) "
+                            f"(class indices must be integers: use target.long()) (at test_loss.py:{line})")
+    with pytest.raises(RuntimeError, match=r"nll_loss: expected an integer class-index target of shape \(4,\), "
+                                           r"got float32 of shape \(4,\)"):
+        ember.nn.functional.nll_loss(ember.zeros(4, 3), ember.tensor([0.0, 1.0, 2.0, 0.0]))
 
 
 def test_cross_entropy_bad_target():

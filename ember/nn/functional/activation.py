@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 
+from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M
 from ...ops.layers import Gelu, Softmax, LogSoftmax
@@ -44,7 +45,7 @@ def gelu(input, approximate="none") -> Tensor:
     if approximate == "tanh":
         inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
         return 0.5 * input * (1.0 + M.tanh(inner))
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    raise op_error("gelu", f"approximate must be 'none' or 'tanh', got {approximate!r}", ValueError)
 
 
 def silu(input, inplace=False) -> Tensor:
@@ -82,12 +83,12 @@ def _softmax_like(prim, input, dim, dtype):
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"softmax: expected a floating point input, got {input.dtype.name}")
+        raise op_error("softmax", f"expected a floating point input, got {input.dtype.name}")
     if input.ndim == 0:
         return prim.apply(input.reshape(1), axis=0).reshape(())
     dim = _softmax_dim(input.ndim) if dim is None else dim
     if not -input.ndim <= dim < input.ndim:
-        raise IndexError(f"softmax: dim {dim} is out of range for a {input.ndim}-D input")
+        raise op_error("softmax", f"dim {dim} is out of range for a {input.ndim}-D input", IndexError)
     return prim.apply(input, axis=dim % input.ndim)
 
 

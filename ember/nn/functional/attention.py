@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ... import _dtype
+from ..._errors import check_same_device, op_error
 from ..._tensor import Tensor
 from ...ops import math as M, creation as C
 from .activation import softmax
@@ -36,9 +37,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn = M.matmul(query * scale, key.transpose(-2, -1))        # (..., L, S); scaling q is the cheaper side
     if is_causal:
         if attn_mask is not None:
-            raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal, not both")
+            raise op_error("scaled_dot_product_attention", "pass either attn_mask or is_causal, not both",
+                           ValueError)
         attn = attn + _causal_bias(L, S_, attn)
     elif attn_mask is not None:
+        check_same_device("scaled_dot_product_attention", query, attn_mask, "attn_mask", "query")
         if attn_mask.dtype is _dtype.bool:
             attn = attn.masked_fill(M.logical_not(attn_mask), -math.inf)
         else:

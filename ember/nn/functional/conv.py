@@ -1,6 +1,7 @@
 """Convolutions (1-D to 3-D, transposed) and unfold/fold, over the im2col primitives."""
 from __future__ import annotations
 
+from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M, creation as C
 from ...ops import primitives as P
@@ -16,7 +17,7 @@ def _conv_padding(padding, k, dilation, nd):
         if padding == "same":
             total = [d * (kk - 1) for kk, d in zip(k, dilation)]
             return [(t // 2, t - t // 2) for t in total]
-        raise ValueError(f"padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
+        raise op_error("conv", f"padding must be 'valid', 'same', an int or a tuple, got {padding!r}", ValueError)
     p = _ntuple(padding, nd, "padding")
     return [(i, i) for i in p]
 
@@ -32,22 +33,22 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
         return _convnd(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, nd, op).squeeze(0)
     _check_dim(input, (nd + 2,), op)
     if weight.ndim != nd + 2:
-        raise ValueError(f"{op}: expected a {nd + 2}-D weight, got shape {tuple(weight.shape)}")
+        raise op_error(op, f"expected a {nd + 2}-D weight, got shape {tuple(weight.shape)}", ValueError)
     C_in = input.shape[1]
     if C_in != weight.shape[1] * groups:
-        raise RuntimeError(f"{op}: input {tuple(input.shape)} has {C_in} channels but weight "
-                           f"{tuple(weight.shape)} with groups={groups} expects {weight.shape[1] * groups}")
+        raise op_error(op, f"input {tuple(input.shape)} has {C_in} channels but weight "
+                       f"{tuple(weight.shape)} with groups={groups} expects {weight.shape[1] * groups}")
     stride = _ntuple(stride, nd, "stride")
     dilation = _ntuple(dilation, nd, "dilation")
     k = tuple(weight.shape[2:])
     if isinstance(padding, str) and padding == "same" and any(s != 1 for s in stride):
-        raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+        raise op_error(op, "padding='same' is not supported for strided convolutions", ValueError)
     pads = _conv_padding(padding, k, dilation, nd)
     x = _pad_spatial(input, pads)
     for i in range(nd):
         if x.shape[2 + i] < dilation[i] * (k[i] - 1) + 1:
-            raise RuntimeError(f"{op}: padded input size {tuple(x.shape[2:])} is smaller than the "
-                               f"(dilated) kernel size {k}")
+            raise op_error(op, f"padded input size {tuple(x.shape[2:])} is smaller than the "
+                           f"(dilated) kernel size {k}")
     x, weight = M.binary_operands(x, weight, op)
     out = Conv.apply(x, weight, stride=stride, dilation=dilation, groups=groups)
     if bias is not None:
@@ -79,15 +80,15 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
                                  dilation, nd, op).squeeze(0)
     _check_dim(input, (nd + 2,), op)
     if input.shape[1] != weight.shape[0]:
-        raise RuntimeError(f"{op}: input {tuple(input.shape)} has {input.shape[1]} channels but weight "
-                           f"{tuple(weight.shape)} expects {weight.shape[0]}")
+        raise op_error(op, f"input {tuple(input.shape)} has {input.shape[1]} channels but weight "
+                       f"{tuple(weight.shape)} expects {weight.shape[0]}")
     stride = _ntuple(stride, nd, "stride")
     dilation = _ntuple(dilation, nd, "dilation")
     padding = _ntuple(padding, nd, "padding")
     output_padding = _ntuple(output_padding, nd, "output_padding")
     for op_, s, d in zip(output_padding, stride, dilation):
         if op_ >= max(s, d):
-            raise ValueError(f"{op}: output_padding must be smaller than either stride or dilation")
+            raise op_error(op, "output_padding must be smaller than either stride or dilation", ValueError)
     k = weight.shape[2:]
     N = input.shape[0]
     C_out = weight.shape[1] * groups
@@ -135,12 +136,12 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
     d, p, s = _ntuple(dilation, 2), _ntuple(padding, 2), _ntuple(stride, 2)
     K = k[0] * k[1]
     if input.shape[1] % K:
-        raise RuntimeError(f"fold: input.shape[1]={input.shape[1]} is not divisible by the kernel size {K}")
+        raise op_error("fold", f"input.shape[1]={input.shape[1]} is not divisible by the kernel size {K}")
     C_out = input.shape[1] // K
     blocks = tuple(out_size(n + 2 * pp, kk, ss, dd) for n, kk, ss, dd, pp in zip(size, k, s, d, p))
     if blocks[0] * blocks[1] != input.shape[2]:
-        raise RuntimeError(f"fold: expected {blocks[0] * blocks[1]} blocks for output_size {size}, got "
-                           f"{input.shape[2]}")
+        raise op_error("fold", f"expected {blocks[0] * blocks[1]} blocks for output_size {size}, got "
+                       f"{input.shape[2]}")
     N = input.shape[0]
     x = input.reshape(N, C_out * K, *blocks)
     eye = C.eye(C_out * K, dtype=input.dtype, device=input.device).reshape(C_out * K, C_out, *k)

@@ -1,6 +1,7 @@
 """Dropout: elementwise and whole channels."""
 from __future__ import annotations
 
+from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import creation as C
 from ... import random as R
@@ -9,7 +10,7 @@ from ._utils import _apply_inplace
 
 def _check_p(p, op):
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op}: probability has to be between 0 and 1, but got {p}")
+        raise op_error(op, f"probability has to be between 0 and 1, but got {p}", ValueError)
 
 
 def _dropout_mask(input, shape, p):
@@ -30,8 +31,8 @@ def dropout(input, p=0.5, training=True, inplace=False) -> Tensor:
 def _channel_dropout(input, p, training, inplace, op, dims):
     _check_p(p, op)
     if input.ndim not in dims:
-        raise RuntimeError(f"{op}: expected a {' or '.join(f'{d}-D' for d in dims)} input, got shape "
-                           f"{tuple(input.shape)}")
+        raise op_error(op, f"expected a {' or '.join(f'{d}-D' for d in dims)} input, got shape "
+                       f"{tuple(input.shape)}")
     if input.ndim == dims[0]:   # unbatched (C, ...): one mask per channel
         return _channel_dropout(input.unsqueeze(0), p, training, False, op, dims).squeeze(0)
     if not training or p == 0.0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 
+from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M
 from ...ops.layers import Linear as LinearPrim
@@ -16,8 +17,8 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     (2, 4)
     """
     if input.shape[-1] != weight.shape[-1]:
-        raise RuntimeError(f"linear: input's last dim {input.shape[-1]} != weight's in_features "
-                           f"{weight.shape[-1]} (input {tuple(input.shape)}, weight {tuple(weight.shape)})")
+        raise op_error("linear", f"input's last dim {input.shape[-1]} != weight's in_features "
+                       f"{weight.shape[-1]} (input {tuple(input.shape)}, weight {tuple(weight.shape)})")
     lead = input.shape[:-1]
     x = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])  # one 2-D GEMM, not a batch
     same = x._data.dtype == weight._data.dtype and x._device is weight._device and weight.ndim == 2 and \

@@ -1,8 +1,9 @@
-"""The loss functions; each validates that the target cannot silently broadcast against the input."""
+"""The loss functions; each checks its target's device, dtype and shape as torch does."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
 from ...ops import math as M
 from .activation import log_softmax
@@ -16,30 +17,49 @@ def _reduce(loss, reduction, op):
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    raise op_error(op, f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}", ValueError)
 
 
 def _same_shape(input, target, op):
+    """A target of another shape is an error (torch's rule for the BCE losses and probability targets)."""
+    check_same_device(op, input, target, "target")
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"{op}: target shape {tuple(target.shape)} differs from input shape "
-                         f"{tuple(input.shape)}; they would broadcast silently and give a wrong loss. "
-                         f"Reshape the target (e.g. target.view_as(input)).")
+        raise op_error(op, f"target shape {tuple(target.shape)} differs from input shape "
+                       f"{tuple(input.shape)}; they would broadcast silently and give a wrong loss. "
+                       f"Reshape the target (e.g. target.view_as(input)).", ValueError)
+
+
+def _broadcast_target(input, target, op, warn_if_different=True):
+    """A target of another shape broadcasts, with torch's warning for the regression losses (mse, l1,
+    smooth_l1, huber: (N, 1) against (N,) silently makes an (N, N) loss); kl_div broadcasts silently."""
+    check_same_device(op, input, target, "target")
+    shape, t_shape = tuple(input.shape), tuple(target.shape)
+    if shape == t_shape:
+        return
+    try:
+        np.broadcast_shapes(shape, t_shape)
+    except ValueError:
+        raise op_error(op, f"target shape {t_shape} and input shape {shape} cannot be broadcast "
+                           f"together") from None
+    if warn_if_different:
+        warn(op, f"using a target size {t_shape} that is different to the input size {shape}. This will "
+                 f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.")
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
-    """Mean squared error; input and target must have the same shape."""
-    _same_shape(input, target, "mse_loss")
+    """Mean squared error; a target of another shape broadcasts, with a warning (as torch)."""
+    _broadcast_target(input, target, "mse_loss")
     d = input - target
     return _reduce(d * d, reduction, "mse_loss")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
-    _same_shape(input, target, "l1_loss")
+    _broadcast_target(input, target, "l1_loss")
     return _reduce(M.abs(input - target), reduction, "l1_loss")
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:
-    _same_shape(input, target, "smooth_l1_loss")
+    _broadcast_target(input, target, "smooth_l1_loss")
     d = M.abs(input - target)
     if beta == 0.0:
         return _reduce(d, reduction, "smooth_l1_loss")
@@ -48,7 +68,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:
-    _same_shape(input, target, "huber_loss")
+    _broadcast_target(input, target, "huber_loss")
     d = M.abs(input - target)
     loss = M.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
@@ -56,20 +76,29 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tenso
     return _reduce(loss, reduction, "huber_loss")
 
 
-def _class_target(input, target, op):
-    """Check an integer class target against (N, C, d1...) or (C,) input."""
+def _class_shape(input):
+    """The shape of a class-index target for an (N, C, d1...) or (C,) input."""
+    return (input.shape[0],) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
+
+
+def _class_target(input, target, op, weight=None):
+    """Check an integer class target (and the class weights) against (N, C, d1...) or (C,) input."""
+    check_same_device(op, input, target, "target")
+    if weight is not None:
+        check_same_device(op, input, weight, "weight")
+    exp = _class_shape(input)
     if target.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected an integer class-index target, got {target.dtype.name}")
-    exp = (input.shape[0],) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
+        raise op_error(op, f"expected an integer class-index target of shape {exp}, got "
+                           f"{target.dtype.name} of shape {tuple(target.shape)} (use target.long())")
     if tuple(target.shape) != exp:
-        raise ValueError(f"{op}: expected target shape {exp} for input shape {tuple(input.shape)}, got "
-                         f"{tuple(target.shape)}")
+        raise op_error(op, f"expected target shape {exp} for input shape {tuple(input.shape)}, got "
+                       f"{tuple(target.shape)}", ValueError)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean") -> Tensor:
     """-input[n, target[n]] (input holds log-probabilities (N, C, ...)), weighted, ignoring ignore_index."""
-    _class_target(input, target, "nll_loss")
+    _class_target(input, target, "nll_loss", weight)
     if input.ndim == 1:
         return nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
     n_cls = input.shape[1]
@@ -77,7 +106,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     valid = t != ignore_index
     if ((t[valid] < 0) | (t[valid] >= n_cls)).any():
         bad = t[valid][(t[valid] < 0) | (t[valid] >= n_cls)][0]
-        raise IndexError(f"nll_loss: target {int(bad)} is out of bounds for {n_cls} classes")
+        raise op_error("nll_loss", f"target {int(bad)} is out of bounds for {n_cls} classes", IndexError)
     safe = np.where(valid, t, 0).astype(np.int64)
     picked = M.neg(input.gather(1, Tensor._make(safe[:, None], target._device)).squeeze(1))   # (N, ...)
     w = _class_weights(weight, safe, valid, input)
@@ -103,13 +132,25 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     1.3863
     """
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise op_error("cross_entropy", f"label_smoothing must be in [0, 1], got {label_smoothing}", ValueError)
+    probs = target.dtype.is_floating_point   # class probabilities (same shape as input), else indices
+    if not probs:
+        _class_target(input, target, "cross_entropy", weight)
+    elif tuple(target.shape) != tuple(input.shape):
+        exp = _class_shape(input)
+        hint = " (class indices must be integers: use target.long())" if tuple(target.shape) == exp else ""
+        raise op_error("cross_entropy", f"expected a target of class indices (int64) of shape {exp} or of "
+                                        f"probabilities (float) of the input's shape {tuple(input.shape)}, got "
+                                        f"{target.dtype.name} of shape {tuple(target.shape)}{hint}")
+    else:
+        check_same_device("cross_entropy", input, target, "target")
+        if weight is not None:
+            check_same_device("cross_entropy", input, weight, "weight")
     dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, dim)
     n_cls = input.shape[dim]
     wshape = (n_cls,) + (1,) * (input.ndim - dim - 1)
-    if target.dtype.is_floating_point:   # class probabilities, same shape as input
-        _same_shape(input, target, "cross_entropy")
+    if probs:
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / n_cls
         terms = logp * target
@@ -119,7 +160,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "mean":
             return loss.sum() / (input.numel() // n_cls) if input.numel() else loss.sum()
         return _reduce(loss, reduction, "cross_entropy")
-    _class_target(input, target, "cross_entropy")
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0.0:
         return nll
@@ -147,7 +187,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     _same_shape(input, target, "binary_cross_entropy")
     a = np.asarray(input.detach().cpu()._data)
     if a.size and ((a < 0) | (a > 1)).any():
-        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
+        raise op_error("binary_cross_entropy", "all elements of input should be between 0 and 1")
     log_p = M.clamp(M.log(input), min=-100.0)
     log_1mp = M.clamp(M.log(1 - input), min=-100.0)
     loss = -(target * log_p + (1 - target) * log_1mp)
@@ -174,7 +214,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False) -> Tensor:
     """target * (log target - input), input being log-probabilities; reduction 'batchmean' divides by N."""
-    _same_shape(input, target, "kl_div")
+    _broadcast_target(input, target, "kl_div", warn_if_different=False)
     if log_target:
         loss = M.exp(target) * (target - input)
     else:
@@ -190,10 +230,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduction="mean") -> Tensor:
     """Multi-class hinge: sum_{i != y} max(0, margin - x[y] + x[i])^p / C (times weight[y])."""
     if p not in (1, 2):
-        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
+        raise op_error("multi_margin_loss", f"only p == 1 and p == 2 supported, got {p}", ValueError)
     if input.ndim == 1:
         input, target = input.unsqueeze(0), target.reshape(1)
-    _class_target(input, target, "multi_margin_loss")
+    _class_target(input, target, "multi_margin_loss", weight)
     n_cls = input.shape[1]
     t = Tensor._make(target._data.astype(np.int64)[:, None], target._device)
     x_y = input.gather(1, t)                                       # (N, 1)
@@ -211,8 +251,12 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean") -> Tensor:
-    _same_shape(input1, target, "margin_ranking_loss")
-    _same_shape(input2, target, "margin_ranking_loss")
+    check_same_device("margin_ranking_loss", input1, input2, "input2")
+    check_same_device("margin_ranking_loss", input1, target, "target")
+    if not input1.ndim == input2.ndim == target.ndim:   # torch checks the dims and then broadcasts
+        raise op_error("margin_ranking_loss", f"all input tensors should have the same number of dimensions, "
+                                              f"got input1 {tuple(input1.shape)}, input2 {tuple(input2.shape)}, "
+                                              f"target {tuple(target.shape)}")
     return _reduce(M.relu(-target * (input1 - input2) + margin), reduction, "margin_ranking_loss")
 
 
@@ -220,11 +264,11 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean") -> Tensor:
     """1 - cos(x1, x2) where target is 1; max(0, cos - margin) where it is -1."""
     if input1.shape != input2.shape:
-        raise ValueError(f"cosine_embedding_loss: input shapes {tuple(input1.shape)} and "
-                         f"{tuple(input2.shape)} differ")
+        raise op_error("cosine_embedding_loss", f"input shapes {tuple(input1.shape)} and "
+                       f"{tuple(input2.shape)} differ", ValueError)
     if tuple(target.shape) != tuple(input1.shape[:-1]):
-        raise ValueError(f"cosine_embedding_loss: target shape {tuple(target.shape)} should be "
-                         f"{tuple(input1.shape[:-1])} for inputs {tuple(input1.shape)}")
+        raise op_error("cosine_embedding_loss", f"target shape {tuple(target.shape)} should be "
+                       f"{tuple(input1.shape[:-1])} for inputs {tuple(input1.shape)}", ValueError)
     eps = 1e-12
     dot = (input1 * input2).sum(-1)
     mag = M.sqrt(((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps))
@@ -238,8 +282,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean") -> Tensor:
     if not (anchor.shape == positive.shape == negative.shape):
-        raise ValueError(f"triplet_margin_loss: anchor {tuple(anchor.shape)}, positive "
-                         f"{tuple(positive.shape)} and negative {tuple(negative.shape)} must have one shape")
+        raise op_error("triplet_margin_loss", f"anchor {tuple(anchor.shape)}, positive "
+                       f"{tuple(positive.shape)} and negative {tuple(negative.shape)} must have one shape",
+                       ValueError)
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
     if swap:

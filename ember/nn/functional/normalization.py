@@ -1,6 +1,7 @@
 """Batch, layer and group normalisation."""
 from __future__ import annotations
 
+from ..._errors import op_error, user_frame
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...ops import math as M
@@ -12,7 +13,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                eps=1e-5) -> Tensor:
     """Normalise over every dim but the channel dim (1); updates the running stats in training."""
     if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {tuple(input.shape)}")
+        raise op_error("batch_norm", f"expected at least 2-D input (N, C, ...), got {tuple(input.shape)}",
+                       ValueError)
     C_ = input.shape[1]
     shape = (1, C_) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
@@ -20,7 +22,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         n = input.numel() // C_
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"{tuple(input.shape)}")
+                             f"{tuple(input.shape)} (at {user_frame()})")
         mean = input.mean(dims, keepdim=True)
         var = input.var(dims, keepdim=True, correction=0)
         if running_mean is not None:
@@ -44,8 +46,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     nd = len(normalized_shape)
     if tuple(input.shape[-nd:]) != normalized_shape:
-        raise RuntimeError(f"layer_norm: expected input with trailing shape {normalized_shape}, got "
-                           f"{tuple(input.shape)}")
+        raise op_error("layer_norm", f"expected input with trailing shape {normalized_shape}, got "
+                       f"{tuple(input.shape)}")
     if weight is not None and bias is not None and weight.dtype == input.dtype == bias.dtype:
         return LayerNormPrim.apply(input, weight, bias, n=nd, eps=eps)
     out = Normalize.apply(input, n=nd, eps=eps)
@@ -59,7 +61,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:
     N, C_ = input.shape[:2]
     if C_ % num_groups:
-        raise RuntimeError(f"group_norm: {C_} channels are not divisible into {num_groups} groups")
+        raise op_error("group_norm", f"{C_} channels are not divisible into {num_groups} groups")
     x = input.reshape(N, num_groups, -1)
     mean = x.mean(-1, keepdim=True)
     var = x.var(-1, keepdim=True, correction=0)

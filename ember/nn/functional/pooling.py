@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M, creation as C
 from ...ops.layers import Conv, MaxPool
@@ -19,8 +20,8 @@ def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd,
     d = _ntuple(dilation, nd, "dilation")
     for kk, pp in zip(k, p):
         if pp > kk // 2:
-            raise ValueError(f"{op}: pad should be at most half of effective kernel size, got padding={p}, "
-                             f"kernel_size={k}")
+            raise op_error(op, f"pad should be at most half of effective kernel size, got padding={p}, "
+                           f"kernel_size={k}", ValueError)
     pads = []
     for n, kk, ss, pp, dd in zip(input.shape[-nd:], k, s, p, d):
         span = dd * (kk - 1) + 1
@@ -31,7 +32,7 @@ def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd,
         else:
             o = (n + 2 * pp - span) // ss + 1
         if o < 1:
-            raise RuntimeError(f"{op}: input {tuple(input.shape)} is too small for kernel {k}, padding {p}")
+            raise op_error(op, f"input {tuple(input.shape)} is too small for kernel {k}, padding {p}")
         extra = max((o - 1) * ss + span - (n + 2 * pp), 0)
         pads.append((pp, pp + extra))
     return k, s, p, d, pads

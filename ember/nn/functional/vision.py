@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..._errors import op_error, user_frame
 from ..._tensor import Tensor
 from ...ops import math as M, creation as C
 from ...ops import primitives as P
@@ -14,10 +15,10 @@ from ._utils import _ntuple
 def pad(input, pad, mode="constant", value=None) -> Tensor:
     """Pad the last len(pad)//2 dims: pad = (left_last, right_last, left_prev, right_prev, ...)."""
     if len(pad) % 2:
-        raise ValueError(f"pad: padding length must be divisible by 2, got {len(pad)}")
+        raise op_error("pad", f"padding length must be divisible by 2, got {len(pad)}", ValueError)
     n = len(pad) // 2
     if n > input.ndim:
-        raise ValueError(f"pad: padding for {n} dims given to a {input.ndim}-D input")
+        raise op_error("pad", f"padding for {n} dims given to a {input.ndim}-D input", ValueError)
     pads = [(0, 0)] * input.ndim
     for i in range(n):
         pads[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
@@ -31,7 +32,8 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
             return out
         return P.Pad.apply(out, pads=tuple(pads), value=0.0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, replicate, circular)")
+        raise op_error("pad", f"mode {mode!r} is not supported (constant, reflect, replicate, circular)",
+                       NotImplementedError)
     out = input
     for d, (b, a) in enumerate(pads):
         if not (b or a):
@@ -40,7 +42,8 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
         idx = np.arange(-b, size + a)
         if mode == "reflect":
             if b >= size or a >= size:
-                raise ValueError(f"pad: reflect padding ({b}, {a}) must be smaller than the dim size {size}")
+                raise op_error("pad", f"reflect padding ({b}, {a}) must be smaller than the dim size {size}",
+                               ValueError)
             idx = np.abs(idx)
             idx = np.where(idx >= size, 2 * (size - 1) - idx, idx)
         elif mode == "replicate":
@@ -67,9 +70,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resize the spatial dims of (N, C, ...) by `size` or `scale_factor`: nearest, (bi)linear."""
     nd = input.ndim - 2
     if nd < 1:
-        raise ValueError(f"interpolate: expected (N, C, ...) input, got {tuple(input.shape)}")
+        raise op_error("interpolate", f"expected (N, C, ...) input, got {tuple(input.shape)}", ValueError)
     if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size and scale_factor")
+        raise op_error("interpolate", "give exactly one of size and scale_factor", ValueError)
     in_sizes = input.shape[2:]
     if size is not None:
         out_sizes = _ntuple(size, nd, "size")
@@ -81,7 +84,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in ("nearest",):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
-                             "linear | bilinear | bicubic | trilinear")
+                             f"linear | bilinear | bicubic | trilinear (at {user_frame()})")
         out = input
         for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
             idx = np.minimum(np.floor(np.arange(n_out) * sc).astype(np.int64), n_in - 1)
@@ -89,8 +92,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return out
     if mode in ("linear", "bilinear", "trilinear"):
         if {"linear": 1, "bilinear": 2, "trilinear": 3}[mode] != nd:
-            raise ValueError(f"interpolate: mode {mode!r} needs a {2 + {'linear': 1, 'bilinear': 2}.get(mode, 3)}-D "
-                             f"input, got {tuple(input.shape)}")
+            raise op_error("interpolate", f"mode {mode!r} needs a {2 + {'linear': 1, 'bilinear': 2}.get(mode, 3)}-D "
+                           f"input, got {tuple(input.shape)}", ValueError)
         out = input
         for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
             i0, i1, lam = _interp_indices_linear(n_in, n_out, sc, bool(align_corners))
@@ -102,7 +105,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             b = out[lead + (C.tensor(i1, device=input.device),)]
             out = a + (b - a) * w1
         return out
-    raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear)")
+    raise op_error("interpolate", f"mode {mode!r} is not supported (nearest, linear, bilinear)",
+                   NotImplementedError)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12) -> Tensor:
