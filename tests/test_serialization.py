@@ -496,6 +496,31 @@ def test_save_replaces_the_file_atomically_and_to_file_objects(tmp_path):
     back = load(buf)
     assert back["x"] == 1 and back["w"].tolist() == [1.0, 1.0]
 
+    class Pipe(io.RawIOBase):  # a stream that cannot seek: read whole, then checked like a file
+        def __init__(self, data):
+            self.inner = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            return self.inner.readinto(b)
+
+    assert load(Pipe(buf.getvalue()))["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(CheckpointError, match="<file object> is corrupt: 4 bytes follow the last tensor"):
+        load(Pipe(buf.getvalue() + b"junk"))
+    buf = io.BytesIO(b"prefix")  # a checkpoint that starts in the middle of a file object
+    buf.seek(0, io.SEEK_END)
+    save({"w": ember.ones(2)}, buf)
+    buf.seek(6)
+    assert load(buf)["w"].tolist() == [1.0, 1.0]
+
+
+def test_a_tensor_named_like_the_metadata_entry(tmp_path):
+    save({"__metadata__": ember.ones(2), "b": ember.zeros(1)}, tmp_path / "m.safetensors")
+    back = load(tmp_path / "m.safetensors")
+    assert back["__metadata__"].tolist() == [1.0, 1.0] and back["b"].tolist() == [0.0]
+
 
 def test_exported_at_top_level():
     assert ember.save is save and ember.load is load
