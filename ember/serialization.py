@@ -7,31 +7,50 @@ can be loaded without running any of its content. Files written by other tools (
 `safetensors.torch.save_file`) have no "ember" entry and load as a flat {name: Tensor} dict; a flat
 dict of tensors saved by Ember loads in torch with `safetensors.torch.load_file`.
 
+Both directions stream: `save` computes the header from shapes and dtypes, writes it, then writes each
+tensor's bytes straight from its array; `load` checks the whole header against the file's size, then
+reads each tensor straight into its own new array. So neither holds a second copy of the checkpoint.
+A file that is not a well-formed safetensors file raises `CheckpointError` (a ValueError) naming the
+file and what is wrong with it, before anything is allocated from the header's numbers.
+
 Saves are atomic: the bytes go to an anonymous temporary file in the target's directory (a named one
 where the OS has no O_TMPFILE), are fsync'ed, and the file is then renamed over the target, so a crash
 mid-save leaves the previous file whole.
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+import sys
 import tempfile
-from typing import Any, BinaryIO, Union
+from typing import Any, BinaryIO, Callable, Iterator, Union
 
 import numpy as np
 
 from ._device import CPU, device as _device_cls
 from ._tensor import Tensor
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "CheckpointError"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _META_KEY = "ember"
-_DTYPES = {  # safetensors dtype names -> NumPy dtypes (BF16 resolved on first use)
-    "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": None,
-    "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
-}
+# safetensors dtype names <-> Ember dtype names; the item sizes let the header be checked (and written)
+# without importing ml_dtypes for bfloat16
+_ST_TO_EMBER = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+                "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
+_EMBER_TO_ST = {v: k for k, v in _ST_TO_EMBER.items()}
+_ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+_LITTLE_ENDIAN = sys.byteorder == "little"  # safetensors data is little-endian
+
+
+class CheckpointError(ValueError):
+    """A file `ember.load` cannot read: not a safetensors file, truncated, or with a corrupt header.
+
+    The message names the file and what is wrong. (safetensors raises `SafetensorError` for the same
+    files, torch.load an `UnpicklingError` or a RuntimeError.)
+    """
 
 
 def save(obj: Any, f: PathLike | BinaryIO) -> None:
@@ -48,15 +67,21 @@ def save(obj: Any, f: PathLike | BinaryIO) -> None:
     >>> ckpt["epoch"], ckpt["w"].tolist(), ckpt["optim"]["state"][0]["momentum_buffer"].tolist()
     (3, [0.5, 0.5], [2.0, 2.0])
     """
-    arrays: dict[str, np.ndarray] = {}
-    structure = _Encoder(arrays).encode(obj)
+    tensors: dict[str, Tensor] = {}
+    structure = _Encoder(tensors).encode(obj)
     metadata = {"format": "pt", _META_KEY: json.dumps(structure, separators=(",", ":"), allow_nan=False)}
-    from safetensors.numpy import save as _serialize
-    data = _serialize(arrays, metadata=metadata)
+    header, order = _header_bytes(tensors, metadata)
+
+    def chunks() -> Iterator:  # the header, then one tensor at a time (at most one host copy alive)
+        yield header
+        for name in order:
+            yield _tensor_bytes(tensors[name])
+
     if hasattr(f, "write"):
-        f.write(data)
+        for chunk in chunks():
+            f.write(chunk)
         return
-    _atomic_write(os.fspath(f), data)
+    _atomic_write(os.fspath(f), chunks)
 
 
 def load(f: PathLike | BinaryIO, map_location=None) -> Any:
@@ -64,7 +89,8 @@ def load(f: PathLike | BinaryIO, map_location=None) -> Any:
 
     `map_location` puts the tensors on a device ("cpu", "cuda:0", an ember.device, or a dict
     {saved device: new device}); by default each goes back to the device it was saved from.
-    Pickle files (such as those of torch.save) are refused, never unpickled.
+    Pickle files (such as those of torch.save) are refused, never unpickled. A file that is not a
+    well-formed safetensors file raises `ember.serialization.CheckpointError` (a ValueError).
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "weights.safetensors")
@@ -74,40 +100,37 @@ def load(f: PathLike | BinaryIO, map_location=None) -> Any:
     (['fc.bias', 'fc.weight'], (2, 3))
     """
     if hasattr(f, "read"):
-        name, data = getattr(f, "name", "<file object>"), f.read()
-    else:
-        name = os.fspath(f)
-        with open(name, "rb") as fh:
-            data = fh.read()
-    header = _read_header(name, data)
-    from safetensors import SafetensorError, deserialize
-    try:
-        entries = deserialize(data)
-    except SafetensorError as e:
-        raise ValueError(f"ember.load: {name} is truncated or corrupt ({e})") from None
-    arrays = {}
-    for key, info in entries:
-        arrays[key] = np.frombuffer(info["data"], dtype=_np_dtype(info["dtype"], name)).reshape(info["shape"])
+        return _load_from(f, str(getattr(f, "name", "<file object>")), map_location)
+    name = os.fspath(f)
+    with open(name, "rb") as fh:
+        return _load_from(fh, name, map_location)
+
+
+def _load_from(fh: BinaryIO, name: str, map_location) -> Any:
+    fh, start, size = _seekable(fh)
+    header, header_len = _read_header(fh, name, start, size)
+    entries = _check_tensors(header, name, size - 8 - header_len)
+    arrays = {key: _read_tensor(fh, start + 8 + header_len, entry, name) for key, entry in entries.items()}
     metadata = header.get("__metadata__") or {}
     if _META_KEY not in metadata:  # a plain safetensors file: its tensors, in header order
-        names = [k for k in header if k != "__metadata__"]
-        return {k: _to_tensor(arrays[k], "cpu", False, map_location) for k in names}
+        return {k: _to_tensor(arrays[k], "cpu", False, map_location) for k in entries}
     try:
-        structure = json.loads(metadata[_META_KEY])
-    except json.JSONDecodeError as e:
-        raise ValueError(f"ember.load: {name} has a corrupt '{_META_KEY}' metadata entry ({e})") from None
-    return _Decoder(arrays, map_location, name).decode(structure)
+        structure = _parse_json(metadata[_META_KEY])
+    except (ValueError, RecursionError) as e:
+        raise CheckpointError(f"ember.load: {name} has a corrupt '{_META_KEY}' metadata entry: "
+                              f"{_json_problem(e)}") from None
+    return _Decoder(arrays, map_location, name).decode_all(structure)
 
 
-# -- encoding: Python object <-> JSON structure + named arrays -------------------------------------
+# -- encoding: Python object <-> JSON structure + named tensors ------------------------------------
 # A tensor becomes {"t": name} (plus "dev" and "rg" when not on the CPU / when requiring grad), a dict
 # {"d": [[key, value], ...]} (keys keep their type: optimizer state is keyed by int), a list {"l": [...]},
 # a tuple {"u": [...]}, a non-finite float {"f": "inf"}; str, int, finite float, bool and None are
 # themselves.
 
 class _Encoder:
-    def __init__(self, arrays: dict):
-        self.arrays = arrays
+    def __init__(self, tensors: dict):
+        self.tensors = tensors           # name -> Tensor, written to the file after the header
         self.names: dict[int, str] = {}  # id(tensor) -> name, so a tensor saved twice is stored once
         self.active: set[int] = set()    # containers being encoded, to catch cycles
 
@@ -147,12 +170,12 @@ class _Encoder:
         if name is None:
             name = path or "tensor"
             n = 1
-            while name in self.arrays:  # "a.b" from {"a": {"b": ...}} and {"a.b": ...}
+            # "a.b" from {"a": {"b": ...}} and {"a.b": ...}; "__metadata__" is the header's own entry
+            while name in self.tensors or name == "__metadata__":
                 n += 1
                 name = f"{path or 'tensor'}#{n}"
             self.names[id(t)] = name
-            arr = _host_array(t)
-            self.arrays[name] = arr if arr.flags.c_contiguous else arr.copy(order="C")  # keeps 0-dim shapes
+            self.tensors[name] = t
         node: dict[str, Any] = {"t": name}
         if t.device.type != "cpu":
             node["dev"] = str(t.device)
@@ -162,36 +185,70 @@ class _Encoder:
 
 
 class _Decoder:
+    """Rebuilds the saved object from the JSON structure, checking every node (the file may be hostile)."""
+
     def __init__(self, arrays: dict, map_location, filename: str):
         self.arrays, self.map_location, self.filename = arrays, map_location, filename
         self.tensors: dict[str, Tensor] = {}
 
+    def decode_all(self, structure):
+        try:
+            return self.decode(structure)
+        except RecursionError:
+            raise self._corrupt("it is nested too deeply") from None
+
     def decode(self, node):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
-        if isinstance(node, dict) and len(node) >= 1:
-            if "t" in node:
-                return self._tensor(node)
-            if "d" in node:
-                return {self.decode(k): self.decode(v) for k, v in node["d"]}
-            if "l" in node:
-                return [self.decode(v) for v in node["l"]]
-            if "u" in node:
-                return tuple(self.decode(v) for v in node["u"])
-            if "f" in node and node["f"] in ("inf", "-inf", "nan"):
-                return float(node["f"])
-        raise ValueError(f"ember.load: {self.filename} has a corrupt '{_META_KEY}' metadata entry "
-                         f"(unexpected {str(node)[:80]})")
+        if isinstance(node, dict) and len(node) == 1:
+            (kind, value), = node.items()
+            if kind == "d" and isinstance(value, list):
+                return dict(self._item(pair) for pair in value)
+            if kind == "l" and isinstance(value, list):
+                return [self.decode(v) for v in value]
+            if kind == "u" and isinstance(value, list):
+                return tuple(self.decode(v) for v in value)
+            if kind == "f" and value in ("inf", "-inf", "nan"):
+                return float(value)
+        if isinstance(node, dict) and "t" in node:
+            return self._tensor(node)
+        raise self._corrupt(f"unexpected {_snippet(node)}")
+
+    def _item(self, pair):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise self._corrupt(f"a dict item must be a [key, value] pair, got {_snippet(pair)}")
+        key = pair[0]
+        if isinstance(key, dict) and len(key) == 1 and key.get("f") in ("inf", "-inf", "nan"):
+            key = float(key["f"])
+        elif not (key is None or isinstance(key, (bool, int, float, str))):
+            raise self._corrupt(f"a dict key must be a str, number, bool or null, got {_snippet(key)}")
+        return key, self.decode(pair[1])
 
     def _tensor(self, node: dict) -> Tensor:
-        name = node["t"]
+        name, dev, rg = node.get("t"), node.get("dev", "cpu"), node.get("rg", False)
+        if set(node) - {"t", "dev", "rg"} or not isinstance(name, str) or not isinstance(rg, bool):
+            raise self._corrupt(f"unexpected {_snippet(node)}")
+        try:
+            dev = str(_device_cls(dev)) if isinstance(dev, str) else None
+        except ValueError:
+            dev = None
+        if dev is None:
+            raise self._corrupt(f"tensor {name!r} has an invalid device {_snippet(node.get('dev'))}")
         t = self.tensors.get(name)
         if t is None:
             if name not in self.arrays:
-                raise ValueError(f"ember.load: {self.filename} refers to a tensor {name!r} that it does not contain")
-            t = self.tensors[name] = _to_tensor(self.arrays[name], node.get("dev", "cpu"), node.get("rg", False),
-                                                self.map_location)
+                raise CheckpointError(f"ember.load: {self.filename} refers to a tensor {name!r} that it does "
+                                      "not contain")
+            t = self.tensors[name] = _to_tensor(self.arrays[name], dev, rg, self.map_location)
         return t
+
+    def _corrupt(self, what: str) -> CheckpointError:
+        return CheckpointError(f"ember.load: {self.filename} has a corrupt '{_META_KEY}' metadata entry: {what}")
+
+
+def _snippet(value) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _join(path: str, key) -> str:
@@ -204,15 +261,6 @@ def _host_array(t: Tensor) -> np.ndarray:
         return data
     from . import backends
     return backends.get(t.device.type).to_host(data)
-
-
-def _np_dtype(name: str, filename: str):
-    if name not in _DTYPES:
-        raise ValueError(f"ember.load: {filename} holds a tensor of dtype {name}, which Ember does not support")
-    if name == "BF16":
-        from . import _dtype
-        return _dtype.bfloat16.np
-    return _DTYPES[name]
 
 
 def _to_tensor(arr: np.ndarray, saved_device: str, requires_grad: bool, map_location) -> Tensor:
@@ -242,40 +290,228 @@ def _target_device(saved: str, map_location):
                     f"{type(map_location).__name__}")
 
 
-# -- reading: refuse what isn't safetensors before parsing it -------------------------------------
+# -- reading: check everything against the file before allocating anything ---------------------------
 
-def _read_header(name: str, data: bytes) -> dict:
-    """The JSON header, after checks that give a clear error for pickle files and truncation."""
-    n = int.from_bytes(data[:8], "little") if len(data) >= 8 else 0
-    if len(data) < 9 or n > 100_000_000 or data[8:9] != b"{":
-        if data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[1:2] in b"\x02\x03\x04\x05"):
-            kind = "zip archive" if data[:2] == b"PK" else "pickle"
-            raise ValueError(f"ember.load: {name} is not a safetensors file: it is a {kind}, as torch.save "
-                             "writes. Ember never loads pickle data, because unpickling can run arbitrary code. "
-                             "Convert it once, in an environment you trust: "
-                             "safetensors.torch.save_file(torch.load(path), 'model.safetensors')")
-        if len(data) < 9:
-            raise ValueError(f"ember.load: {name} is truncated or not a safetensors file ({len(data)} bytes)")
-        raise ValueError(f"ember.load: {name} is not a safetensors file (it does not start with a safetensors "
-                         "header; Ember loads only safetensors and never loads pickle)")
-    if 8 + n > len(data):
-        raise ValueError(f"ember.load: {name} is truncated ({len(data)} bytes, but the header alone needs "
-                         f"{8 + n})")
+class _Entry:
+    __slots__ = ("dtype", "shape", "begin", "end")
+
+    def __init__(self, dtype: str, shape: tuple, begin: int, end: int):
+        self.dtype, self.shape, self.begin, self.end = dtype, shape, begin, end
+
+
+def _seekable(fh) -> tuple[BinaryIO, int, int]:
+    """(file, where the checkpoint starts in it, its size from there). A stream that cannot seek is read
+    whole into memory first, as there is no other way to learn its size."""
     try:
-        header = json.loads(data[8:8 + n])
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"ember.load: {name} is corrupt: its header is not valid JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise ValueError(f"ember.load: {name} is corrupt: its header is not a JSON object")
-    return header
+        if fh.seekable():
+            start = fh.tell()
+            size = fh.seek(0, io.SEEK_END) - start
+            fh.seek(start)
+            return fh, start, size
+    except (AttributeError, OSError):
+        pass
+    data = fh.read()
+    return io.BytesIO(data), 0, len(data)
 
 
-# -- writing: temporary file, fsync, rename ----------------------------------------------------------
+def _read_header(fh: BinaryIO, name: str, start: int, size: int) -> tuple[dict, int]:
+    """The JSON header and its length in bytes, after checks that give a clear error for pickle and zip
+    files, truncation and a header length that does not fit in the file."""
+    head = fh.read(min(size, 9))
+    if head[:4] == b"PK\x03\x04" or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
+        kind = "zip archive" if head[:2] == b"PK" else "pickle"
+        raise CheckpointError(f"ember.load: {name} is not a safetensors file: it is a {kind}, as torch.save "
+                              "writes. Ember never loads pickle data, because unpickling can run arbitrary code. "
+                              "Convert it once, in an environment you trust: "
+                              "safetensors.torch.save_file(torch.load(path), 'model.safetensors')")
+    if size < 8:
+        raise CheckpointError(f"ember.load: {name} is not a safetensors file or is truncated: it has {size} "
+                              "bytes, fewer than the 8 that give the header's length")
+    n = int.from_bytes(head[:8], "little")
+    if n > size - 8:
+        raise CheckpointError(f"ember.load: {name} is not a safetensors file or is truncated: its first 8 bytes "
+                              f"say the JSON header is {n} bytes long, but only {size - 8} bytes follow")
+    if n == 0:
+        raise CheckpointError(f"ember.load: {name} is not a safetensors file: its JSON header is empty")
+    if head[8:9] != b"{":
+        raise CheckpointError(f"ember.load: {name} is not a safetensors file: its header does not start with "
+                              f"'{{' (Ember loads only safetensors files, and never pickle)")
+    fh.seek(start + 8)
+    text = _read_exact(fh, bytearray(n), name)
+    try:
+        header = _parse_json(text.decode("utf-8"))  # a dict: the text starts with "{"
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise CheckpointError(f"ember.load: {name} is corrupt: its header is not valid JSON: "
+                              f"{_json_problem(e)}") from None
+    meta = header.get("__metadata__", {})
+    if not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        raise CheckpointError(f"ember.load: {name} is corrupt: its __metadata__ must be an object of strings, "
+                              f"got {_snippet(meta)}")
+    return header, n
 
-def _atomic_write(path: str, data: bytes) -> None:
+
+def _unique_keys(pairs: list) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _parse_json(text: str):
+    """json.loads that refuses duplicate keys, which it would otherwise silently resolve to the last."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _json_problem(e: BaseException) -> str:
+    if isinstance(e, RecursionError):
+        return "it is nested too deeply"
+    if isinstance(e, UnicodeDecodeError):
+        return f"it is not UTF-8 ({e.reason} at byte {e.start})"
+    return str(e)
+
+
+def _json_type(value) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
+def _is_index(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _check_tensors(header: dict, name: str, data_len: int) -> dict[str, _Entry]:
+    """The header's tensor entries, checked: known dtypes, shapes of non-negative ints, offsets that match
+    the shapes and tile the data section exactly (no overlap, no gap, nothing after it), as safetensors
+    requires. Nothing is allocated here, so a header that lies about sizes costs nothing."""
+    entries = {}
+    for key, info in header.items():
+        if key == "__metadata__":
+            continue
+
+        def bad(what: str) -> CheckpointError:
+            return CheckpointError(f"ember.load: {name} is corrupt: tensor {key!r} {what}")
+
+        if not isinstance(info, dict):
+            raise bad(f"is described by a JSON {_json_type(info)}, not an object")
+        missing = [k for k in ("dtype", "shape", "data_offsets") if k not in info]
+        if missing:
+            raise bad(f"has no {' or '.join(missing)}")
+        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if not isinstance(dtype, str):
+            raise bad(f"has dtype {_snippet(dtype)}, which is not a dtype name")
+        if dtype not in _ST_TO_EMBER:
+            raise bad(f"has dtype {dtype}, which Ember does not support (supported: {', '.join(_ST_TO_EMBER)})")
+        if not (isinstance(shape, list) and all(_is_index(d) for d in shape)):
+            raise bad(f"has shape {_snippet(shape)}; a shape is a list of non-negative integers")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_index(o) for o in offsets)):
+            raise bad(f"has data_offsets {_snippet(offsets)}; they must be two non-negative integers [begin, end]")
+        begin, end = offsets
+        if begin > end:
+            raise bad(f"has data_offsets [{begin}, {end}], which end before they begin")
+        if end > data_len:
+            raise bad(f"has data_offsets [{begin}, {end}] beyond the end of the file's data section "
+                      f"({data_len} bytes)")
+        nbytes = _nbytes(shape, _ITEMSIZE[dtype], 2**64)
+        if end - begin != nbytes:
+            needs = f"{nbytes} bytes" if nbytes <= 2**64 else "more than 2**64 bytes"
+            raise bad(f"has data_offsets [{begin}, {end}] ({end - begin} bytes), but shape {_snippet(shape)} of "
+                      f"{dtype} needs {needs}")
+        entries[key] = _Entry(dtype, tuple(shape), begin, end)
+    pos, prev = 0, None
+    for key, e in sorted(entries.items(), key=lambda item: (item[1].begin, item[1].end)):
+        if e.begin != pos:
+            what = f"overlaps tensor {prev!r}" if e.begin < pos else f"leaves a gap of {e.begin - pos} bytes before it"
+            raise CheckpointError(f"ember.load: {name} is corrupt: tensor {key!r} (data_offsets [{e.begin}, "
+                                  f"{e.end}]) {what}")
+        pos, prev = e.end, key
+    if pos != data_len:
+        raise CheckpointError(f"ember.load: {name} is corrupt: {data_len - pos} bytes follow the last tensor's "
+                              "data (the header does not describe them)")
+    return entries
+
+
+def _nbytes(shape: list, itemsize: int, limit: int) -> int:
+    """The byte size of `shape`, or a number just past `limit` once the product passes it (a header that
+    lies with enormous dimensions must not make us multiply million-digit numbers)."""
+    if 0 in shape:
+        return 0
+    n = itemsize
+    for d in shape:
+        n *= d
+        if n > limit:
+            return limit + 1
+    return n
+
+
+def _read_tensor(fh: BinaryIO, data_start: int, e: _Entry, name: str) -> np.ndarray:
+    if e.dtype == "BF16":
+        from . import _dtype
+        np_dtype = _dtype.bfloat16.np
+    else:
+        np_dtype = np.dtype(_ST_TO_EMBER[e.dtype])
+    try:
+        arr = np.empty(e.shape, np_dtype)
+    except ValueError as err:  # more dimensions than NumPy supports
+        raise CheckpointError(f"ember.load: {name} holds a tensor of shape {list(e.shape)} that NumPy cannot "
+                              f"represent ({err})") from None
+    fh.seek(data_start + e.begin)
+    _read_exact(fh, arr.reshape(-1).view(np.uint8), name)  # straight into the array: no second copy
+    if not _LITTLE_ENDIAN:
+        arr.byteswap(inplace=True)
+    return arr
+
+
+def _read_exact(fh: BinaryIO, buf, name: str):
+    """Fill `buf` (a writable buffer) from `fh`; a short read means the file shrank under us."""
+    view, filled = memoryview(buf).cast("B"), 0
+    readinto = getattr(fh, "readinto", None)
+    while filled < len(view):
+        if readinto is not None:
+            got = readinto(view[filled:])
+        else:
+            chunk = fh.read(min(len(view) - filled, 1 << 26))
+            got = len(chunk)
+            view[filled:filled + got] = chunk
+        if not got:
+            raise CheckpointError(f"ember.load: {name} is truncated: it ended while being read (was it "
+                                  "being written?)")
+        filled += got
+    return buf
+
+
+# -- writing: header from shapes and dtypes, then each tensor's bytes; temporary file, fsync, rename --
+
+def _header_bytes(tensors: dict[str, Tensor], metadata: dict) -> tuple[bytes, list[str]]:
+    """The 8-byte length and the JSON header, padded with spaces to a multiple of 8 as safetensors pads it,
+    and the order of the tensors' data: largest item size first, so every tensor is aligned to its dtype."""
+    order = sorted(tensors, key=lambda k: (-tensors[k].dtype.itemsize, k))
+    header: dict[str, Any] = {"__metadata__": metadata}
+    pos = 0
+    for key in order:
+        t = tensors[key]
+        nbytes = math.prod(t.shape) * t.dtype.itemsize
+        header[key] = {"dtype": _EMBER_TO_ST[t.dtype.name], "shape": list(t.shape), "data_offsets": [pos, pos + nbytes]}
+        pos += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text, order
+
+
+def _tensor_bytes(t: Tensor) -> memoryview:
+    """The tensor's bytes in C order: a view of its array where it is contiguous and on the host, else one
+    copy of this tensor alone."""
+    arr = np.ascontiguousarray(_host_array(t))
+    if not _LITTLE_ENDIAN:
+        arr = arr.byteswap()
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
+def _atomic_write(path: str, chunks: Callable[[], Iterator]) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
-    tmp = _write_anonymous(directory, base, data) or _write_named(directory, base, data)
+    tmp = _write_anonymous(directory, base, chunks) or _write_named(directory, base, chunks)
     try:
         os.replace(tmp, path)
         tmp = None
@@ -285,7 +521,13 @@ def _atomic_write(path: str, data: bytes) -> None:
     _fsync_dir(directory)
 
 
-def _write_anonymous(directory: str, base: str, data: bytes) -> str | None:
+def _write_chunks(fd: int, chunks: Callable[[], Iterator]) -> None:
+    for chunk in chunks():
+        _write_all(fd, chunk)
+    os.fsync(fd)
+
+
+def _write_anonymous(directory: str, base: str, chunks: Callable[[], Iterator]) -> str | None:
     """Write to an O_TMPFILE file, which has no name until complete (so it vanishes if the process is
     killed mid-write), then link it into `directory`. None where the OS or filesystem can't."""
     if not hasattr(os, "O_TMPFILE") or not os.path.isdir("/proc/self/fd"):
@@ -295,8 +537,7 @@ def _write_anonymous(directory: str, base: str, data: bytes) -> str | None:
     except OSError:
         return None
     try:
-        _write_all(fd, data)
-        os.fsync(fd)
+        _write_chunks(fd, chunks)
         dir_fd = os.open(directory, os.O_RDONLY)
         try:
             while True:
@@ -314,11 +555,10 @@ def _write_anonymous(directory: str, base: str, data: bytes) -> str | None:
         os.close(fd)
 
 
-def _write_named(directory: str, base: str, data: bytes) -> str:
+def _write_named(directory: str, base: str, chunks: Callable[[], Iterator]) -> str:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.", suffix=".tmp")
     try:
-        _write_all(fd, data)
-        os.fsync(fd)
+        _write_chunks(fd, chunks)
     except BaseException:
         os.close(fd)
         os.unlink(tmp)
@@ -327,7 +567,7 @@ def _write_named(directory: str, base: str, data: bytes) -> str:
     return tmp
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view[: 1 << 30])

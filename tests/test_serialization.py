@@ -1,19 +1,23 @@
-"""ember.save / ember.load: safetensors checkpoints, torch interop, refusal of pickle, atomic writes."""
+"""ember.save / ember.load: safetensors checkpoints, torch interop, refusal of pickle and of malformed
+files, atomic writes, streaming (memory)."""
+import json
 import os
 import pickle
 import signal
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 
 import numpy as np
 import pytest
 import torch
+import safetensors.numpy
 from safetensors.torch import load_file as torch_load_file, save_file as torch_save_file
 
 import ember
 import ember.serialization as serialization
-from ember.serialization import load, save
+from ember.serialization import CheckpointError, load, save
 
 
 def t(values, dtype):
@@ -48,6 +52,91 @@ def test_round_trip_nested_structure(tmp_path):
     assert back["best"] == float("inf") and back["worst"] == float("-inf") and np.isnan(back["bad"])
     assert back["notes"] == ["a", 1, None, (2.5, "b")] and back[1.5] == "float key" and back[None] == "none key"
     assert back["done"] is False
+
+
+# Values that tell the dtypes apart: a reader that decodes int32 bytes as float32 (or int8 as uint8, or
+# bfloat16 as float16) gets different values, and the bytes are compared exactly.
+_VALUES = {
+    "bool": [True, False, True],
+    "uint8": [0, 1, 127, 128, 255],
+    "int8": [-128, -1, 0, 1, 127],
+    "int16": [-32768, -1, 0, 300, 32767],
+    "int32": [-2**31, -1, 0, 70000, 2**31 - 1],
+    "int64": [-2**63, -1, 0, 2**40 + 3, 2**63 - 1],
+    "float16": [-65504.0, -1.5, 0.0, 6e-8, float("inf")],
+    "bfloat16": [-3.0e38, -1.5, 0.0, 1e-30, float("inf")],
+    "float32": [-3.0e38, -1.5, 0.0, 1e-40, float("nan")],
+    "float64": [-1e308, -1.5, 0.0, 5e-324, float("nan")],
+}
+_TORCH_DTYPES = {name: getattr(torch, name) for name in _VALUES}
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    assert got.numpy().tobytes() == want.numpy().tobytes(), (got.numpy(), want.numpy())
+
+
+def test_every_dtype_round_trips_bit_for_bit(tmp_path):
+    assert set(_VALUES) == {d.name for d in ember._dtype._ALL}  # a new dtype must be added here
+    state = {name: t(values, getattr(ember, name)) for name, values in _VALUES.items()}
+    save(state, tmp_path / "dtypes.safetensors")
+    back = load(tmp_path / "dtypes.safetensors")
+    assert list(back) == list(state)
+    for name, value in state.items():
+        _same(back[name], value)
+
+
+@pytest.mark.parametrize("dtype", list(_VALUES))
+def test_non_contiguous_0d_and_empty_tensors_round_trip(tmp_path, dtype):
+    dt = getattr(ember, dtype)
+    grid = t([_VALUES[dtype] * 2] * 3, dt)                  # (3, 10)
+    cases = {"transposed": grid.t(), "strided": grid[:, ::3], "scalar": t(_VALUES[dtype][1], dt),
+             "empty": ember.zeros(0, dtype=dt), "empty-3d": ember.zeros(3, 0, 2, dtype=dt)}
+    assert not cases["transposed"]._data.flags.c_contiguous and not cases["strided"]._data.flags.c_contiguous
+    save(cases, tmp_path / "layouts.safetensors")
+    back = load(tmp_path / "layouts.safetensors")
+    for name, value in cases.items():
+        _same(back[name], value)
+    assert back["scalar"].shape == ()
+
+
+def _torch_bytes(x):
+    return x.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+
+
+def test_our_files_read_in_safetensors_numpy_and_torch(tmp_path):
+    state = {name: t(values, getattr(ember, name)) for name, values in _VALUES.items()}
+    state["scalar"], state["empty"] = t(2.5, ember.float32), ember.zeros(0, 4, dtype=ember.int32)
+    state["transposed"] = t([[1, 2, 3], [4, 5, 6]], ember.int16).t()
+    path = str(tmp_path / "ours.safetensors")
+    save(state, path)
+    by_torch = torch_load_file(path)
+    assert set(by_torch) == set(state)
+    for name, value in state.items():
+        got = by_torch[name]
+        assert got.dtype == getattr(torch, value.dtype.name) and tuple(got.shape) == value.shape, name
+        assert _torch_bytes(got) == value.numpy().tobytes(), name
+    del state["bfloat16"]  # safetensors.numpy has no bfloat16; it reads everything else
+    path = str(tmp_path / "ours-numpy.safetensors")
+    save(state, path)
+    by_numpy = safetensors.numpy.load_file(path)
+    assert set(by_numpy) == set(state)
+    for name, value in state.items():
+        assert by_numpy[name].dtype == value.numpy().dtype and by_numpy[name].shape == value.shape, name
+        assert by_numpy[name].tobytes() == value.numpy().tobytes(), name
+
+
+def test_files_written_by_torch_in_every_dtype_load(tmp_path):
+    tensors = {name: torch.tensor(values, dtype=_TORCH_DTYPES[name]) for name, values in _VALUES.items()}
+    tensors["scalar"], tensors["empty"] = torch.tensor(-7, dtype=torch.int8), torch.zeros(2, 0, dtype=torch.int32)
+    path = str(tmp_path / "torch.safetensors")
+    torch_save_file(tensors, path)
+    loaded = load(path)
+    assert set(loaded) == set(tensors)
+    for name, value in tensors.items():
+        assert loaded[name].dtype == getattr(ember, str(value.dtype).split(".")[-1]), name
+        assert loaded[name].shape == tuple(value.shape)
+        assert loaded[name].numpy().tobytes() == _torch_bytes(value), name
 
 
 def test_loaded_tensors_are_writable_and_keep_requires_grad(tmp_path):
@@ -113,18 +202,148 @@ def test_truncated_file_is_an_error_naming_the_file(tmp_path, keep):
     save({"w": ember.zeros(100)}, path)
     data = path.read_bytes()
     path.write_bytes(data[:keep] if keep >= 0 else data[:keep])
-    with pytest.raises(ValueError, match=r"cut\.safetensors.*(truncated|corrupt|not a safetensors)"):
+    with pytest.raises(CheckpointError, match=r"cut\.safetensors.*(truncated|corrupt|not a safetensors)"):
         load(path)
 
 
-def test_corrupt_header_is_an_error(tmp_path):
-    path = tmp_path / "junk.bin"
-    path.write_bytes((20).to_bytes(8, "little") + b"{not json at all!!!}" + b"\0" * 8)
-    with pytest.raises(ValueError, match="junk.bin is corrupt"):
+# -- a corpus of malformed files: each is refused with one CheckpointError naming the file and the fault --
+
+def _file(header, data=b"", length=None):
+    """8-byte length, header (JSON of a dict, or raw bytes), data section."""
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return (len(raw) if length is None else length).to_bytes(8, "little") + raw + data
+
+
+_W = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}  # a valid entry for 8 bytes of data
+
+
+def _entry(**fields):
+    return _file({"w": {**_W, **fields}}, b"\0" * 8)
+
+
+def _ember_meta(text):
+    return _file({"__metadata__": {"format": "pt", "ember": text}, "w": _W}, b"\0" * 8)
+
+
+_DEEP = 100_000
+CORPUS = {  # name: (file bytes, what the message must say)
+    "empty-file": (b"", "0 bytes, fewer than the 8"),
+    "length-cut-short": (b"\x10\x00\x00", "3 bytes, fewer than the 8"),
+    "length-past-end": (_file(b"{}", length=1000), "header is 1000 bytes long, but only 2 bytes follow"),
+    "length-2**63": (_file(b"{}", length=2**63), "header is 9223372036854775808 bytes long"),
+    "length-zero": (_file(b"", length=0) + b"{}", "its JSON header is empty"),
+    "header-not-utf8": (_file(b'{"\xff\xfe": 1}'), "not UTF-8"),
+    "header-not-json": (_file(b"{not json at all}"), "not valid JSON"),
+    "header-list": (_file(b"[1, 2]"), "does not start with"),
+    "header-int": (_file(b"12345"), "does not start with"),
+    "header-string": (_file(b'"abc"'), "does not start with"),
+    "header-deeply-nested": (_file(b'{"w": ' + b"[" * _DEEP + b"]" * _DEEP + b"}"), "nested too deeply"),
+    "header-duplicate-key": (_file(b'{"w": %s, "w": %s}' % (json.dumps(_W).encode(), json.dumps(_W).encode()),
+                                   b"\0" * 8), "'w' appears twice"),
+    "entry-int": (_file({"w": 5}), "'w' is described by a JSON number"),
+    "entry-list": (_file({"w": [1, 2]}), "'w' is described by a JSON array"),
+    "entry-null": (_file({"w": None}), "'w' is described by a JSON null"),
+    "no-dtype": (_file({"w": {"shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8), "'w' has no dtype"),
+    "dtype-unknown": (_entry(dtype="XYZ"), "dtype XYZ, which Ember does not support"),
+    "dtype-float8": (_file({"w": {"dtype": "F8_E4M3", "shape": [8], "data_offsets": [0, 8]}}, b"\0" * 8),
+                     "dtype F8_E4M3, which Ember does not support"),
+    "dtype-int": (_entry(dtype=4), "dtype 4, which is not a dtype name"),
+    "shape-missing": (_file({"w": {"dtype": "F32", "data_offsets": [0, 8]}}, b"\0" * 8), "has no shape"),
+    "shape-string": (_entry(shape="2"), 'shape "2"; a shape is a list of non-negative integers'),
+    "shape-int": (_entry(shape=2), "shape 2; a shape is a list"),
+    "shape-negative": (_entry(shape=[-2]), r"shape \[-2\]; a shape is"),
+    "shape-float": (_entry(shape=[2.0]), r"shape \[2.0\]; a shape is"),
+    "shape-bool": (_entry(shape=[True, True]), r"shape \[true, true\]; a shape is"),
+    "shape-nested": (_entry(shape=[[2]]), r"shape \[\[2\]\]; a shape is"),
+    "shape-huge": (_entry(shape=[2**40, 2**40]), "needs more than 2\\*\\*64 bytes"),
+    "shape-enormous": (_entry(shape=[10**4000] * 100), "needs more than 2\\*\\*64 bytes"),
+    "shape-too-many-dims": (_file({"w": {"dtype": "F32", "shape": [1] * 100, "data_offsets": [0, 4]}},
+                                  b"\0" * 4), "NumPy cannot represent"),
+    "offsets-missing": (_file({"w": {"dtype": "F32", "shape": [2]}}, b"\0" * 8), "has no data_offsets"),
+    "offsets-one": (_entry(data_offsets=[8]), r"data_offsets \[8\]; they must be two"),
+    "offsets-three": (_entry(data_offsets=[0, 4, 8]), "they must be two"),
+    "offsets-string": (_entry(data_offsets=[0, "8"]), "they must be two non-negative integers"),
+    "offsets-negative": (_entry(data_offsets=[-8, 0]), "they must be two non-negative integers"),
+    "offsets-dict": (_entry(data_offsets={"begin": 0}), "they must be two"),
+    "offsets-reversed": (_entry(data_offsets=[8, 0]), r"\[8, 0\], which end before they begin"),
+    "offsets-past-end": (_entry(shape=[4], data_offsets=[0, 16]), "beyond the end of the file's data section"),
+    "offsets-past-end-huge": (_entry(shape=[2**61], data_offsets=[0, 2**63]), "beyond the end"),
+    "offsets-not-shape": (_entry(shape=[3]), r"\(8 bytes\), but shape \[3\] of F32 needs 12 bytes"),
+    "offsets-overlap": (_file({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                               "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, b"\0" * 12),
+                        "'b' .*overlaps tensor 'a'"),
+    "offsets-same-bytes": (_file({"a": _W, "b": _W}, b"\0" * 8), "overlaps tensor"),
+    "offsets-gap": (_file({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                           "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}}, b"\0" * 12),
+                    "'b' .*leaves a gap of 4 bytes"),
+    "trailing-bytes": (_file({"w": _W}, b"\0" * 8 + b"junk"), "4 bytes follow the last tensor's data"),
+    "data-cut-short": (_file({"w": _W}, b"\0" * 5), "beyond the end of the file's data section \\(5 bytes\\)"),
+    "metadata-string": (_file({"__metadata__": "hi", "w": _W}, b"\0" * 8), "__metadata__ must be an object"),
+    "metadata-list": (_file({"__metadata__": ["a"], "w": _W}, b"\0" * 8), "__metadata__ must be an object"),
+    "metadata-int-value": (_file({"__metadata__": {"a": 1}}), "__metadata__ must be an object of strings"),
+    "zip-archive": (b"PK\x03\x04" + b"\0" * 40, "is a zip archive, as torch.save writes"),
+    "pickle": (pickle.dumps({"w": [1.0, 2.0]}, protocol=4), "is a pickle"),
+    "text": (b"hello world, this is text", "not a safetensors file or is truncated"),
+    # the "ember" metadata entry: the saved object's structure
+    "ember-not-json": (_ember_meta("{"), "corrupt 'ember' metadata entry: Expecting"),
+    "ember-deeply-nested": (_ember_meta('{"l":[' * _DEEP + "]}" * _DEEP), "nested too deeply"),
+    "ember-dict-of-int": (_ember_meta('{"d":5}'), "corrupt 'ember' metadata entry: unexpected"),
+    "ember-dict-item-short": (_ember_meta('{"d":[[1]]}'), r"must be a \[key, value\] pair, got \[1\]"),
+    "ember-dict-item-int": (_ember_meta('{"d":[7]}'), r"must be a \[key, value\] pair, got 7"),
+    "ember-unhashable-key": (_ember_meta('{"d":[[{"l":[]},1]]}'), "a dict key must be"),
+    "ember-list-of-int": (_ember_meta('{"l":3}'), "unexpected"),
+    "ember-tuple-of-str": (_ember_meta('{"u":"ab"}'), "unexpected"),
+    "ember-bad-float": (_ember_meta('{"f":"pi"}'), "unexpected"),
+    "ember-unknown-node": (_ember_meta('{"x":1}'), "unexpected"),
+    "ember-empty-node": (_ember_meta("{}"), "unexpected"),
+    "ember-tensor-name-int": (_ember_meta('{"t":5}'), "unexpected"),
+    "ember-tensor-name-list": (_ember_meta('{"t":["w"]}'), "unexpected"),
+    "ember-tensor-missing": (_ember_meta('{"t":"nope"}'), "refers to a tensor 'nope' that it does not contain"),
+    "ember-tensor-extra-key": (_ember_meta('{"t":"w","x":1}'), "unexpected"),
+    "ember-device-int": (_ember_meta('{"t":"w","dev":5}'), "tensor 'w' has an invalid device 5"),
+    "ember-device-unknown": (_ember_meta('{"t":"w","dev":"tpu"}'), "tensor 'w' has an invalid device \"tpu\""),
+    "ember-requires-grad-str": (_ember_meta('{"t":"w","rg":"yes"}'), "unexpected"),
+    "ember-duplicate-key": (_ember_meta('{"l":[],"l":[]}'), "'l' appears twice"),
+}
+
+
+@pytest.mark.parametrize("case", list(CORPUS))
+def test_malformed_file_is_one_clear_error_naming_the_file(tmp_path, case):
+    data, what = CORPUS[case]
+    path = tmp_path / f"{case}.safetensors"
+    path.write_bytes(data)
+    with pytest.raises(CheckpointError) as info:
         load(path)
-    path.write_bytes(b"hello world, this is text")
-    with pytest.raises(ValueError, match="junk.bin is not a safetensors file"):
-        load(path)
+    message = str(info.value)
+    assert message.startswith(f"ember.load: {path} "), message
+    assert len(message) < 600, message  # says what is wrong, does not dump the header
+    import re
+    assert re.search(what, message), message
+    assert info.value.__context__ is None or info.value.__suppress_context__  # no raw error chained on
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_lying_header_allocates_nothing_before_it_is_checked(tmp_path):
+    # headers claiming 4 GiB of tensors in a 100-byte file are refused without allocating their sizes
+    lies = [_entry(shape=[2**30], data_offsets=[0, 2**32]), _entry(shape=[2**30]), _file(b"{}", length=2**32)]
+    for i, data in enumerate(lies):
+        path = tmp_path / f"lie{i}.safetensors"
+        path.write_bytes(data)
+        tracemalloc.start()
+        try:
+            with pytest.raises(CheckpointError):
+                load(path)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1 << 20, (i, peak)
+
+
+def test_malformed_file_objects_name_themselves():
+    import io
+    buf = io.BytesIO(CORPUS["offsets-not-shape"][0])
+    with pytest.raises(CheckpointError, match=r"^ember.load: <file object> is corrupt: tensor 'w' has data_offsets"):
+        load(buf)
 
 
 class _Payload:
@@ -146,7 +365,7 @@ def test_pickle_files_are_refused_and_never_run(tmp_path, writer):
     else:
         torch.save({"w": torch.ones(2), "x": _Payload(str(marker))}, path)
     assert not marker.exists()
-    with pytest.raises(ValueError, match="evil.pt is not a safetensors file.*pickle"):
+    with pytest.raises(CheckpointError, match="evil.pt is not a safetensors file.*pickle"):
         load(path)
     assert not marker.exists()
 
@@ -170,7 +389,14 @@ def test_map_location(tmp_path):
 
 
 def _write_half_then(fail):
+    """A _write_all that writes the header whole, then half of the first tensor's bytes, then fails."""
+    calls = []
+
     def writer(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            os.write(fd, bytes(data))
+            return
         os.write(fd, bytes(data[: len(data) // 2]))
         fail()
     return writer
@@ -201,10 +427,15 @@ def test_save_killed_mid_write_leaves_the_old_file(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal
         import ember, ember.serialization as s
-        def write_half_then_die(fd, data):
+        calls = []
+        def write_header_then_half_then_die(fd, data):
+            calls.append(1)
+            if len(calls) == 1:  # the header
+                os.write(fd, bytes(data))
+                return
             os.write(fd, bytes(data[: len(data) // 2]))
             os.kill(os.getpid(), signal.SIGKILL)
-        s._write_all = write_half_then_die
+        s._write_all = write_header_then_half_then_die
         s.save({{"w": ember.zeros(2_000_000)}}, {str(path)!r})
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
@@ -212,6 +443,44 @@ def test_save_killed_mid_write_leaves_the_old_file(tmp_path):
     assert path.read_bytes() == old
     assert os.listdir(tmp_path) == ["model.safetensors"]
     assert load(path)["w"].tolist() == [1.0] * 10
+
+
+def test_save_falls_back_to_a_named_temp_file_after_the_anonymous_one_fails(tmp_path, monkeypatch):
+    # the tensors are written again from the start into the named file (the first pass was consumed)
+    def no_link(*args, **kwargs):
+        raise OSError("link not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    path = tmp_path / "m.safetensors"
+    save({"w": t([1.0, 2.0], ember.float32), "i": t([3, 4], ember.int16)}, path)
+    monkeypatch.undo()
+    back = load(path)
+    assert back["w"].tolist() == [1.0, 2.0] and back["i"].tolist() == [3, 4]
+    assert os.listdir(tmp_path) == ["m.safetensors"]
+
+
+def _traced_peak(fn):
+    """Peak bytes allocated (NumPy reports its arrays to tracemalloc) while fn runs."""
+    tracemalloc.start()
+    try:
+        result = fn()
+        return tracemalloc.get_traced_memory()[1], result
+    finally:
+        tracemalloc.stop()
+
+
+def test_save_and_load_stream_without_a_second_copy_of_the_checkpoint(tmp_path):
+    # 64 MiB in 8 tensors; one is a transposed view, which costs one copy of that tensor alone
+    size = 64 << 20
+    state = {f"layer{i}.weight": ember.full((1024, 2048), float(i)) for i in range(7)}
+    state["layer7.weight"] = ember.full((2048, 1024), 7.0).t()
+    path = tmp_path / "big.safetensors"
+    save_peak, _ = _traced_peak(lambda: save(state, path))
+    assert save_peak < 0.2 * size, save_peak / size    # before streaming: > 1x (a joint buffer, then bytes)
+    load_peak, back = _traced_peak(lambda: load(path))
+    assert load_peak < 1.3 * size, load_peak / size    # before: > 2x (the file's bytes, then each tensor)
+    assert back["layer7.weight"].shape == (1024, 2048) and back["layer3.weight"].numpy()[-1, -1] == 3.0
+    assert np.array_equal(back["layer7.weight"].numpy(), state["layer7.weight"].numpy())
 
 
 def test_save_replaces_the_file_atomically_and_to_file_objects(tmp_path):
@@ -226,6 +495,31 @@ def test_save_replaces_the_file_atomically_and_to_file_objects(tmp_path):
     buf.seek(0)
     back = load(buf)
     assert back["x"] == 1 and back["w"].tolist() == [1.0, 1.0]
+
+    class Pipe(io.RawIOBase):  # a stream that cannot seek: read whole, then checked like a file
+        def __init__(self, data):
+            self.inner = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            return self.inner.readinto(b)
+
+    assert load(Pipe(buf.getvalue()))["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(CheckpointError, match="<file object> is corrupt: 4 bytes follow the last tensor"):
+        load(Pipe(buf.getvalue() + b"junk"))
+    buf = io.BytesIO(b"prefix")  # a checkpoint that starts in the middle of a file object
+    buf.seek(0, io.SEEK_END)
+    save({"w": ember.ones(2)}, buf)
+    buf.seek(6)
+    assert load(buf)["w"].tolist() == [1.0, 1.0]
+
+
+def test_a_tensor_named_like_the_metadata_entry(tmp_path):
+    save({"__metadata__": ember.ones(2), "b": ember.zeros(1)}, tmp_path / "m.safetensors")
+    back = load(tmp_path / "m.safetensors")
+    assert back["__metadata__"].tolist() == [1.0, 1.0] and back["b"].tolist() == [0.0]
 
 
 def test_exported_at_top_level():
