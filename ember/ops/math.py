@@ -136,15 +136,27 @@ def floor_divide(input, other):
     return Tensor._make(xp.floor_divide(a._data, b._data), a._device)
 
 
-def remainder(input, other):
-    a, b = binary_operands(input, other, "remainder")
-    out = Tensor._make(array_module(a).remainder(a._data, b._data), a._device)
-    if STATE.enabled and a.requires_grad:   # d/da (a - floor(a/b) b) = 1
-        return a + (out - a).detach()
+def _modulo(input, other, name, xp_fn, rounding):
+    """a - rounding(a / b) * b, computed exactly by `xp_fn`; gradients 1 and -rounding(a / b) (torch's)."""
+    a, b = binary_operands(input, other, name)
+    xp = array_module(a)
+    out = Tensor._make(getattr(xp, xp_fn)(a._data, b._data), a._device)
+    if STATE.enabled and (a.requires_grad or b.requires_grad):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = Tensor._make(getattr(xp, rounding)(a._data / b._data).astype(a._data.dtype), a._device)
+        d = a - q * b                      # the same value, differentiable in a and b
+        return out + (d - d.detach())
     return out
 
 
-fmod = remainder
+def remainder(input, other):
+    """Python's modulo: the result has the sign of the divisor (`remainder(-7, 3) == 2`)."""
+    return _modulo(input, other, "remainder", "remainder", "floor")
+
+
+def fmod(input, other):
+    """C's fmod: the result has the sign of the dividend (`fmod(-7, 3) == -1`, torch.fmod)."""
+    return _modulo(input, other, "fmod", "fmod", "trunc")
 
 
 def true_divide(input, other):

@@ -137,6 +137,32 @@ def test_remainder_float_grad():
     check_op(lambda L, a: a.div(0.3, rounding_mode="trunc"), (3, 4), grad=False)
 
 
+@pytest.mark.parametrize("op", ["fmod", "remainder"])
+def test_fmod_and_remainder_signs_ints(op):
+    # fmod takes the dividend's sign (C), remainder the divisor's (Python): fmod([-7, 7], 3) == [-1, 1]
+    a = np.array([-7, 7, -7, 7, 0, 5, -6], dtype=np.int64)
+    b = np.array([3, 3, -3, -3, 4, 5, 4], dtype=np.int64)
+    check_op(lambda L, a, b: getattr(L, op)(a, b), a, b)
+    check_op(lambda L, a: getattr(L, op)(a, 3), a)          # scalar divisor
+    check_op(lambda L, a: getattr(L, op)(a, -3), a)
+    check_op(lambda L, a, b: getattr(a, op)(b), a, b)        # method
+    check_op(lambda L, a: getattr(L, op)(a, 2.5), a, grad=False)   # int by float -> float
+    assert ember.fmod(ember.tensor([-7, 7]), 3).tolist() == [-1, 1]
+
+
+@pytest.mark.parametrize("op", ["fmod", "remainder"])
+def test_fmod_and_remainder_floats_and_gradients(op):
+    # negative dividends and divisors, a broadcast tensor divisor: gradients 1 and -trunc(a/b) (fmod)
+    # or -floor(a/b) (remainder) for both operands
+    a = np.array([[-7.5, 7.5, -2.25, 2.25], [5.5, -5.5, 0.75, -0.25]])
+    b = np.array([[3.0, -3.0, 2.0, -2.0], [-1.5, 1.5, 0.5, 4.0]])
+    check_op(lambda L, a, b: getattr(L, op)(a, b), a, b)
+    check_op(lambda L, a, b: getattr(L, op)(a, b), a, np.array([1.75, -1.25, 2.5, -0.5]))
+    check_op(lambda L, a: getattr(L, op)(a, 0.7), (3, 4))
+    check_op(lambda L, a: getattr(L, op)(a, -0.7), (3, 4))
+    check_op(lambda L, a, b: getattr(a, op)(b), (3, 4), NoGrad(np.array([0.9, -1.1, 1.3, -0.6])))
+
+
 # ------------------------------------------------------------------ pow
 POW = {
     "t**2": (lambda L, a: a ** 2, False),
