@@ -64,6 +64,8 @@ FAKE_CUDA = textwrap.dedent("""
         c.numpy()
     except TypeError as e:
         assert "cpu()" in str(e)
+    else:
+        raise AssertionError("numpy() of a cuda tensor did not raise")
     assert c.cpu().device.type == "cpu" and c.cuda() is c
     h = ember.tensor([1.0, 2.0], device="cuda", dtype=ember.float64)
     assert repr(h) == "tensor([1., 2.], device='cuda:0', dtype=ember.float64)", repr(h)

@@ -1,10 +1,10 @@
-"""Dropout, Dropout1d, Dropout2d: identity in eval mode."""
+"""Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout: identity in eval mode."""
 from __future__ import annotations
 
 from . import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -33,3 +33,21 @@ class Dropout2d(_DropoutNd):
     """Zero whole channels of (N, C, H, W) with probability p."""
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) with probability p."""
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps a SELU network's mean and variance (dropped values go to SELU's saturation)."""
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """AlphaDropout of whole channels."""
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)

@@ -138,15 +138,27 @@ def floor_divide(input, other):
     return Tensor._make(xp.floor_divide(a._data, b._data), a._device)
 
 
-def remainder(input, other):
-    a, b = binary_operands(input, other, "remainder")
-    out = Tensor._make(array_module(a).remainder(a._data, b._data), a._device)
-    if STATE.enabled and a.requires_grad:   # d/da (a - floor(a/b) b) = 1
-        return a + (out - a).detach()
+def _modulo(input, other, name, xp_fn, rounding):
+    """a - rounding(a / b) * b, computed exactly by `xp_fn`; gradients 1 and -rounding(a / b) (torch's)."""
+    a, b = binary_operands(input, other, name)
+    xp = array_module(a)
+    out = Tensor._make(getattr(xp, xp_fn)(a._data, b._data), a._device)
+    if STATE.enabled and (a.requires_grad or b.requires_grad):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = Tensor._make(getattr(xp, rounding)(a._data / b._data).astype(a._data.dtype), a._device)
+        d = a - q * b                      # the same value, differentiable in a and b
+        return out + (d - d.detach())
     return out
 
 
-fmod = remainder
+def remainder(input, other):
+    """Python's modulo: the result has the sign of the divisor (`remainder(-7, 3) == 2`)."""
+    return _modulo(input, other, "remainder", "remainder", "floor")
+
+
+def fmod(input, other):
+    """C's fmod: the result has the sign of the dividend (`fmod(-7, 3) == -1`, torch.fmod)."""
+    return _modulo(input, other, "fmod", "fmod", "trunc")
 
 
 def true_divide(input, other):
@@ -265,18 +277,47 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return _clamp_tensor(input, min, max)
     if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
         input = input.float()
     return P.Clamp.apply(input, lo=min, hi=max)
 
 
 clip = clamp
+
+
+def _clamp_tensor(input, lo, hi):
+    """clamp with a Tensor bound: min(max(x, lo), hi). Unlike maximum/minimum, a tie is no split: the
+    gradient goes to x where lo <= x <= hi, to lo where x < lo < hi, to hi where x > hi or hi < lo
+    (torch's clamp_backward_min_max)."""
+    xs = [t for t in (input, lo, hi) if t is not None]
+    dt = _dtype.result_type(*xs)
+    dev = next(t._device for t in xs if isinstance(t, Tensor))
+    x, lo, hi = (None if t is None else _as_tensor(t, dt, dev, "clamp") for t in (input, lo, hi))
+    xp = array_module(x)
+    out = x._data
+    if lo is not None:
+        out = xp.maximum(out, lo._data)
+    if hi is not None:
+        out = xp.minimum(out, hi._data)
+    out = Tensor._make(out, x._device)
+    if not (STATE.enabled and builtins.any(t.requires_grad for t in (x, lo, hi) if t is not None)):
+        return out
+    xa = x._data
+    to_x = xp.ones(out.shape, dtype=bool)
+    parts = []
+    if lo is not None:
+        to_x &= xa >= lo._data
+        to_lo = xa < lo._data if hi is None else (xa < lo._data) & (lo._data < hi._data)
+        parts.append(where(to_lo, lo, 0.0))
+    if hi is not None:
+        to_x &= xa <= hi._data
+        to_hi = xa > hi._data if lo is None else (xa > hi._data) | (hi._data < lo._data)
+        parts.append(where(to_hi, hi, 0.0))
+    d = where(to_x, x, 0.0)
+    for part in parts:
+        d = d + part
+    return out + (d - d.detach())     # torch's values, torch's gradients
 
 
 def maximum(input, other):

@@ -381,13 +381,33 @@ def test_inplace_on_view_of_grad_tensor_unsupported_clearly():
 
 
 def test_out_of_place_after_inplace_is_fine():
+    # ops that save a tensor *after* it was modified in place save the new version: backward is fine
     x = ember.tensor([1.0, 2.0], requires_grad=True)
     h = x * 2
-    y = h * 3            # Mul saves h... and 3 (a scalar tensor)
-    h2 = h.detach()      # detach shares the version counter
+    h.add_(1)            # version 1
+    y = h * h            # Mul saves h at version 1
+    assert h._version == 1
     y.sum().backward()
-    assert x.grad.tolist() == [6.0, 6.0]
-    assert h2._version == h._version
+    assert x.grad.tolist() == [12.0, 20.0]   # d/dx (2x + 1)^2 = 4 (2x + 1)
+    check_op(lambda L, x: (lambda h: (h.mul_(3), h.exp() * h)[1])(x * 2), (3,))
+
+
+def test_detach_shares_the_version_counter():
+    # y saves its output; modifying it through a detached alias must be caught at backward (torch
+    # raises too); were the counter not shared, backward would silently use the modified values
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * 2).exp()    # Exp saves its output
+        d = y.detach()
+        d.mul_(3)
+        assert d._version == y._version == 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    # and the other way: an in-place op on the original bumps the detached alias's version too
+    h = ember.tensor([1.0, 2.0]) * 1
+    d = h.detach()
+    h.add_(1)
+    assert d._version == h._version == 1 and d.tolist() == [2.0, 3.0]
 
 
 # ------------------------------------------------------------------ deep chain

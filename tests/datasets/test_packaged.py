@@ -28,7 +28,15 @@ def test_fashion_mnist_through_workers_and_transforms(need):
                                    T.Normalize((0.2860,), (0.3530,))]))
     batches = list(DataLoader(Subset(ds, range(512)), batch_size=128, shuffle=True, num_workers=2))
     assert len(batches) == 4 and batches[0][0].shape == (128, 1, 28, 28) and batches[0][0].dtype == ember.float32
-    assert abs(float(np.concatenate([b[0].numpy() for b in batches]).mean())) < 0.5
+    x = np.concatenate([b[0].numpy() for b in batches]).astype(np.float64)
+    # Normalize really ran: every value is (k / 255 - mean) / std for an integer pixel k, the background
+    # (k = 0, and the crop's zero padding) at -0.286 / 0.353 and a full-intensity pixel at 2.02.
+    # Without Normalize the values would be k / 255 in [0, 1].
+    k = (x * 0.3530 + 0.2860) * 255
+    np.testing.assert_allclose(k, np.round(k), atol=1e-3)
+    assert abs(x.min() - (0 - 0.2860) / 0.3530) < 1e-5
+    assert abs(x.max() - (1 - 0.2860) / 0.3530) < 1e-5
+    assert -0.81 < x.mean() < 0.5
 
 
 def test_mnist1d_paper_settings(need):

@@ -5,17 +5,21 @@ import pytest
 import ember
 from .nn_helpers import check_module
 
-CASES = [
-    ("dropout_eval", lambda lib: lib.nn.Dropout(0.7), ("eval",)),
-    ("dropout_p0", lambda lib: lib.nn.Dropout(0.0), ("train", "eval")),
-    ("dropout1d_eval", lambda lib: lib.nn.Dropout1d(0.5), ("eval",)),
-    ("dropout2d_eval", lambda lib: lib.nn.Dropout2d(0.5), ("eval",)),
+CASES = [   # training-mode statistics of every dropout are in tests/test_randomness.py
+    ("dropout_eval", lambda lib: lib.nn.Dropout(0.7), ("eval",), (2, 3, 4, 4)),
+    ("dropout_p0", lambda lib: lib.nn.Dropout(0.0), ("train", "eval"), (2, 3, 4, 4)),
+    ("dropout1d_eval", lambda lib: lib.nn.Dropout1d(0.5), ("eval",), (2, 3, 4)),
+    ("dropout2d_eval", lambda lib: lib.nn.Dropout2d(0.5), ("eval",), (2, 3, 4, 4)),
+    ("dropout3d_eval", lambda lib: lib.nn.Dropout3d(0.5), ("eval",), (2, 3, 2, 4, 4)),
+    ("dropout3d_p0", lambda lib: lib.nn.Dropout3d(0.0), ("train", "eval"), (2, 3, 2, 4, 4)),
+    ("alpha_dropout_eval", lambda lib: lib.nn.AlphaDropout(0.5), ("eval",), (2, 3, 4)),
+    ("alpha_dropout_p0", lambda lib: lib.nn.AlphaDropout(0.0), ("train", "eval"), (2, 3, 4)),
+    ("feature_alpha_dropout_eval", lambda lib: lib.nn.FeatureAlphaDropout(0.5), ("eval",), (2, 3, 4, 4)),
 ]
 
 
-@pytest.mark.parametrize("build,modes", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_dropout_matches_torch_where_deterministic(build, modes):
-    shape = (2, 3, 4) if "1d" in repr(build(__import__("ember"))) else (2, 3, 4, 4)
+@pytest.mark.parametrize("build,modes,shape", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_dropout_matches_torch_where_deterministic(build, modes, shape):
     check_module(build, shape, modes=modes)
 
 

@@ -137,6 +137,32 @@ def test_remainder_float_grad():
     check_op(lambda L, a: a.div(0.3, rounding_mode="trunc"), (3, 4), grad=False)
 
 
+@pytest.mark.parametrize("op", ["fmod", "remainder"])
+def test_fmod_and_remainder_signs_ints(op):
+    # fmod takes the dividend's sign (C), remainder the divisor's (Python): fmod([-7, 7], 3) == [-1, 1]
+    a = np.array([-7, 7, -7, 7, 0, 5, -6], dtype=np.int64)
+    b = np.array([3, 3, -3, -3, 4, 5, 4], dtype=np.int64)
+    check_op(lambda L, a, b: getattr(L, op)(a, b), a, b)
+    check_op(lambda L, a: getattr(L, op)(a, 3), a)          # scalar divisor
+    check_op(lambda L, a: getattr(L, op)(a, -3), a)
+    check_op(lambda L, a, b: getattr(a, op)(b), a, b)        # method
+    check_op(lambda L, a: getattr(L, op)(a, 2.5), a, grad=False)   # int by float -> float
+    assert ember.fmod(ember.tensor([-7, 7]), 3).tolist() == [-1, 1]
+
+
+@pytest.mark.parametrize("op", ["fmod", "remainder"])
+def test_fmod_and_remainder_floats_and_gradients(op):
+    # negative dividends and divisors, a broadcast tensor divisor: gradients 1 and -trunc(a/b) (fmod)
+    # or -floor(a/b) (remainder) for both operands
+    a = np.array([[-7.5, 7.5, -2.25, 2.25], [5.5, -5.5, 0.75, -0.25]])
+    b = np.array([[3.0, -3.0, 2.0, -2.0], [-1.5, 1.5, 0.5, 4.0]])
+    check_op(lambda L, a, b: getattr(L, op)(a, b), a, b)
+    check_op(lambda L, a, b: getattr(L, op)(a, b), a, np.array([1.75, -1.25, 2.5, -0.5]))
+    check_op(lambda L, a: getattr(L, op)(a, 0.7), (3, 4))
+    check_op(lambda L, a: getattr(L, op)(a, -0.7), (3, 4))
+    check_op(lambda L, a, b: getattr(a, op)(b), (3, 4), NoGrad(np.array([0.9, -1.1, 1.3, -0.6])))
+
+
 # ------------------------------------------------------------------ pow
 POW = {
     "t**2": (lambda L, a: a ** 2, False),
@@ -415,6 +441,57 @@ def test_max_min_ties_grad():
     check_op(lambda L, a: L.amax(a, 1), a)   # amax shares the gradient among ties
     check_op(lambda L, a: L.max(a), a)
     check_op(lambda L, a: L.amin(a), a)
+
+
+# Ties: random inputs never tie, so these fix the values. torch splits a binary tie evenly
+# (maximum/minimum, max/min(a, b)), shares a reduction's gradient evenly among tied elements (amax/amin,
+# max()/min() with no dim), gives max/min(dim) gradient to the returned index only, and gives clamp's
+# gradient wholly to x at a bound (no split).
+TIE_A = np.array([[1.0, 3.0, 3.0, -2.0], [2.0, 2.0, 0.5, 2.0], [-1.0, -1.0, -1.0, 4.0]])
+TIE_B = np.array([[1.0, 0.0, 3.0, -2.0], [2.0, 5.0, 0.5, 1.0], [-1.0, 7.0, -3.0, 4.0]])
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("maximum", lambda L, a, b: L.maximum(a, b)), ("minimum", lambda L, a, b: L.minimum(a, b)),
+    ("max_other", lambda L, a, b: L.max(a, b)), ("min_other", lambda L, a, b: L.min(a, b)),
+    ("method_maximum", lambda L, a, b: a.maximum(b)), ("method_minimum", lambda L, a, b: a.minimum(b)),
+], ids=lambda x: x if isinstance(x, str) else "")
+def test_binary_max_min_split_ties(name, fn):
+    check_op(fn, TIE_A, TIE_B)
+    check_op(fn, TIE_A, np.array([2.0]))             # broadcast: the split halves are summed back
+    check_op(fn, TIE_A, np.array([1.0, 3.0, 3.0, 4.0]))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, a: L.amax(a), lambda L, a: L.amin(a), lambda L, a: a.amax(1), lambda L, a: a.amin(0),
+    lambda L, a: a.amax((0, 1), keepdim=True), lambda L, a: a.amin(-1, keepdim=True),
+    lambda L, a: L.max(a), lambda L, a: L.min(a), lambda L, a: a.max(), lambda L, a: a.min(),
+    lambda L, a: a.max(1), lambda L, a: a.min(1), lambda L, a: a.max(0, keepdim=True),
+    lambda L, a: a.min(0, keepdim=True), lambda L, a: L.max(a, dim=-1),
+], ids=["amax", "amin", "amax_1", "amin_0", "amax_01_keep", "amin_-1_keep", "max", "min", "method_max",
+        "method_min", "max_dim1", "min_dim1", "max_dim0_keep", "min_dim0_keep", "max_dim-1"])
+def test_reductions_with_ties(fn):
+    check_op(fn, TIE_A)
+    check_op(fn, np.full((2, 3), 1.5))                  # everything tied
+
+
+@pytest.mark.parametrize("args", [dict(min=-1.0, max=3.0), dict(min=2.0), dict(max=2.0), dict(min=-1, max=-1)],
+                         ids=str)
+def test_clamp_at_the_bounds(args):
+    check_op(lambda L, a: a.clamp(**args), TIE_A)
+
+
+def test_clamp_tensor_bounds_at_the_bounds():
+    lo = np.array([1.0, 0.0, 3.0, 4.0])                 # ties with TIE_A in rows 0 and 2
+    hi = np.array([[3.0], [2.0], [-1.0]])               # ties in every row
+    check_op(lambda L, a, lo, hi: L.clamp(a, lo, hi), TIE_A, lo, hi)
+    check_op(lambda L, a, lo: a.clamp(min=lo), TIE_A, lo)
+    check_op(lambda L, a, hi: a.clamp(max=hi), TIE_A, hi)
+    # lo > hi gives hi; lo == hi below x: torch gives the gradient to nobody
+    check_op(lambda L, a, lo, hi: L.clamp(a, lo, hi), TIE_A, np.array([3.0, 3.0, 2.0, 2.0]),
+             np.array([2.0, 3.0, 1.0, 2.0]))
+    check_op(lambda L, a, lo, hi: a.clamp(lo, hi), np.array([1, 5, 9], dtype=np.int64),
+             np.array([2, 2, 2], dtype=np.int64), np.array([8, 5, 8], dtype=np.int64))
 
 
 def test_max_min_binary_forms():

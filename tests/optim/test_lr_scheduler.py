@@ -142,3 +142,68 @@ def test_scheduler_arguments_are_checked():
     sched.step()
     with pytest.raises(ValueError, match="total_steps is 2"):
         sched.step()
+
+
+# Resuming: a scheduler built with last_epoch=k (the optimizer's groups already hold "initial_lr", as
+# torch requires) must continue as torch's does. Its initial step moves to epoch k + 1 from the groups'
+# current lr, so a scheduler that ignores last_epoch restarts at epoch 0 and diverges.
+RESUMABLE = {
+    "StepLR": lambda S, o, e: S.StepLR(o, step_size=3, gamma=0.5, last_epoch=e),
+    "MultiStepLR": lambda S, o, e: S.MultiStepLR(o, milestones=[2, 7, 7, 11], gamma=0.3, last_epoch=e),
+    "ExponentialLR": lambda S, o, e: S.ExponentialLR(o, gamma=0.9, last_epoch=e),
+    "CosineAnnealingLR": lambda S, o, e: S.CosineAnnealingLR(o, T_max=8, eta_min=0.001, last_epoch=e),
+    "LinearLR": lambda S, o, e: S.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=9, last_epoch=e),
+    "LambdaLR": lambda S, o, e: S.LambdaLR(o, lambda_scale, last_epoch=e),
+    "LambdaLR-list": lambda S, o, e: S.LambdaLR(o, [lambda_scale, lambda ep: 1.0 / (1 + ep)], last_epoch=e),
+    "OneCycleLR": lambda S, o, e: S.OneCycleLR(o, max_lr=[0.5, 0.2], total_steps=STEPS + 1, last_epoch=e),
+    "OneCycleLR-linear-3phase": lambda S, o, e: S.OneCycleLR(o, max_lr=0.4, total_steps=STEPS + 1,
+                                                             anneal_strategy="linear", three_phase=True,
+                                                             last_epoch=e),
+    "SequentialLR": lambda S, o, e: S.SequentialLR(
+        o, [S.LinearLR(o, start_factor=0.1, total_iters=4), S.ExponentialLR(o, gamma=0.8)], milestones=[8],
+        last_epoch=e),
+}
+
+
+def test_every_scheduler_is_tested_for_resuming():
+    public = {n for n in ember_sched.__all__ if n not in ("LRScheduler", "ReduceLROnPlateau")}
+    assert public <= {n.split("-")[0] for n in RESUMABLE}
+
+
+def _record(opt, sched, steps):
+    def row():   # the epoch too: ExponentialLR's lrs do not depend on it
+        return sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt), [sched.last_epoch]
+    rows = [row()]
+    for _ in range(steps):
+        opt.step()
+        sched.step()
+        rows.append(row())
+    return rows
+
+
+def resumed_history(lib, name, epoch):
+    """Run `epoch` steps, then build a second scheduler on the same optimizer with last_epoch=epoch."""
+    S = lib.optim.lr_scheduler
+    opt = make_optimizer(lib)
+    first = RESUMABLE[name](S, opt, -1)
+    rows = _record(opt, first, epoch)
+    return rows + _record(opt, RESUMABLE[name](S, opt, epoch), STEPS - epoch - 1)
+
+
+@pytest.mark.parametrize("epoch", [1, 5])
+@pytest.mark.parametrize("name", list(RESUMABLE))
+def test_resuming_with_last_epoch_matches_torch(name, epoch):
+    assert_rows_close(resumed_history(ember, name, epoch), resumed_history(torch, name, epoch))
+
+
+def fresh_resume_history(lib, name, epoch):
+    """A new optimizer whose groups carry initial_lr (as after loading a checkpoint), lr already decayed."""
+    w, b = lib.tensor([1.0], requires_grad=True), lib.tensor([2.0], requires_grad=True)
+    opt = lib.optim.SGD([{"params": [w], "initial_lr": 0.1, "lr": 0.02},
+                         {"params": [b], "initial_lr": 0.05, "lr": 0.04}], lr=0.1, momentum=0.9)
+    return _record(opt, RESUMABLE[name](lib.optim.lr_scheduler, opt, epoch), 12)
+
+
+@pytest.mark.parametrize("name", [n for n in RESUMABLE if not n.startswith(("OneCycleLR", "SequentialLR"))])
+def test_resuming_a_fresh_optimizer_matches_torch(name):
+    assert_rows_close(fresh_resume_history(ember, name, 5), fresh_resume_history(torch, name, 5))

@@ -1,4 +1,4 @@
-"""Dropout: elementwise and whole channels."""
+"""Dropout: elementwise and whole channels, and alpha dropout (for SELU networks)."""
 from __future__ import annotations
 
 from ..._errors import op_error
@@ -48,3 +48,42 @@ def dropout1d(input, p=0.5, training=True, inplace=False) -> Tensor:
 def dropout2d(input, p=0.5, training=True, inplace=False) -> Tensor:
     """Zero whole channels (N, C, H, W) -> masks of shape (N, C, 1, 1)."""
     return _channel_dropout(input, p, training, inplace, "dropout2d", (3, 4))
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False) -> Tensor:
+    """Zero whole channels (N, C, D, H, W) -> masks of shape (N, C, 1, 1, 1)."""
+    return _channel_dropout(input, p, training, inplace, "dropout3d", (4, 5))
+
+
+# SELU's negative saturation value: -scale * alpha of F.selu
+_SELU_NEG_SAT = 1.7580993408473766
+
+
+def _alpha_dropout(input, p, training, inplace, op, mask_shape):
+    _check_p(p, op)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        return _apply_inplace(input, input * 0.0, inplace)
+    # dropped elements become SELU's saturation value, then an affine map a*x + b restores zero mean and
+    # unit variance (torch's _dropout_impl: a = ((alpha^2 p + 1)(1 - p))^-1/2)
+    alpha = _SELU_NEG_SAT
+    a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
+    keep = (R.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p).to(input.dtype)
+    b = (keep - 1) * (alpha * a) + alpha * a * p
+    return _apply_inplace(input, input * (keep * a) + b, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False) -> Tensor:
+    """Dropout for self-normalising (SELU) networks: keeps mean 0 and variance 1 of its input.
+    Off by default (training=False), as in torch."""
+    return _alpha_dropout(input, p, training, inplace, "alpha_dropout", tuple(input.shape))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False) -> Tensor:
+    """Alpha dropout of whole channels: one draw per (N, C)."""
+    if input.ndim < 2:
+        raise RuntimeError(f"feature_alpha_dropout: expected an input with at least 2 dimensions (N, C, ...), "
+                           f"got shape {tuple(input.shape)}")
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _alpha_dropout(input, p, training, inplace, "feature_alpha_dropout", shape)
