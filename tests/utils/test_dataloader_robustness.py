@@ -318,13 +318,17 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
         "time.sleep(60)\n")
     import subprocess
     import sys
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
     try:
         pids = [int(p) for p in proc.stdout.readline().split()]
-        assert len(pids) == 2
+        assert len(pids) == 2, proc.stderr.read() if proc.poll() is not None else "no worker pids"
         proc.kill()
         proc.wait()
-        deadline = time.monotonic() + 5
+        # workers poll for their parent every ~0.1 s; the long deadline only bounds a hang (loaded CI)
+        deadline = time.monotonic() + 60
         alive = pids
         while alive and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -333,6 +337,7 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
     finally:
         proc.kill()
         proc.stdout.close()
+        proc.stderr.close()
     # with fork the slots' names are unlinked as soon as the workers hold them: a SIGKILL leaks nothing
     assert not [f for f in os.listdir("/dev/shm") if f.startswith(f"ember_dl_{proc.pid}_")]
 
