@@ -131,7 +131,7 @@ def test_download_offline_fails_fast_with_instructions(tmp_path, monkeypatch):
             MNIST(tmp_path, download=True)
     finally:
         silent.close()
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30  # 2 x 0.5 s timeouts; the bound only catches a hang (silent server)
     msg = str(info.value)
     assert "could not download train-images-idx3-ubyte.gz" in msg and "put it in" in msg
     assert str(tmp_path / "MNIST" / "raw") in msg
