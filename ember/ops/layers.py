@@ -297,7 +297,7 @@ class Normalize(Primitive):
         xc = x - x.mean(axis=axes, keepdims=True)
         rstd = 1.0 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + self.eps)
         self.rstd = rstd.astype(dt, copy=False)
-        return xc * rstd.astype(x.dtype, copy=False)
+        return xc * rstd
 
     def backward(self, g):
         from ..autograd.grad_mode import STATE
