@@ -8,6 +8,14 @@ every output: type/structure, shape, dtype (Ember's dtype name == torch's), valu
 backward with one random upstream gradient per float output and compares the gradient of every
 float input (None in torch must be None or all-zero in Ember).
 
+Every call also checks dtypes in ALL four float dtypes (float16, bfloat16, float32, float64): each
+one not in `dtypes` gets a cheap dtype pass on the same inputs, which compares only the type, shape
+and dtype of every output with torch's (no values), then runs Ember's backward (torch's is not
+needed: torch's gradient always has its input's dtype) and checks that every input gradient has its
+input's dtype and shape. Where torch itself raises for a dtype (a CPU kernel torch lacks in
+float16/bfloat16), the dtype pass for that dtype is skipped: Ember may compute or raise there.
+`check_dtype=False` turns off every dtype check, these passes included.
+
 Inputs (`*inputs`), each one of:
 - a shape tuple, e.g. `(2, 3)` or `()`: random floats of the dtype under test, uniform in
   [low, high) (or in [0.5, 2) with `positive=True`); requires grad when `grad` is true;
@@ -163,12 +171,46 @@ def _compare(where, tv, ev, table, atol, rtol, check_dtype=True):
         assert ev == tv, f"{where}: ember gives {ev!r}, torch gives {tv!r}"
 
 
+def _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive):
+    """One run in a dtype whose values the call does not compare: dtypes and shapes only (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    t_args, e_args, pairs = _build(inputs, dname, grad, rng, low, high, positive)
+    try:
+        t_out = fn(torch, *t_args)
+    except (RuntimeError, NotImplementedError, TypeError):
+        return   # torch has no kernel for this dtype: nothing to compare with
+    e_out = fn(ember, *e_args)
+    t_flat, e_flat = _flatten(t_out), _flatten(e_out)
+    assert len(t_flat) == len(e_flat), f"[{dname}, dtype pass] ember returns {len(e_flat)} outputs, torch {len(t_flat)}"
+    e_outs, e_gs = [], []
+    for (where, tv), (_, ev) in zip(t_flat, e_flat):
+        if not isinstance(tv, torch.Tensor):
+            continue
+        where = f"[{dname}, dtype pass] {where}"
+        assert isinstance(ev, ember.Tensor), f"{where}: torch gives a Tensor, ember gives {type(ev).__name__}"
+        assert tuple(tv.shape) == tuple(ev.shape), f"{where}: shape {tuple(ev.shape)} != torch's {tuple(tv.shape)}"
+        assert _name(tv.dtype) == ev.dtype.name, f"{where}: dtype {ev.dtype.name} != torch's {_name(tv.dtype)}"
+        if tv.requires_grad and tv.dtype.is_floating_point and ev.requires_grad:
+            e_outs.append(ev)
+            e_gs.append(_make_pair(rng.standard_normal(tuple(tv.shape)), _name(tv.dtype), False)[1])
+    if not (grad and pairs and e_outs):
+        return
+    ember.autograd.backward(e_outs, e_gs)
+    for k, (_, et) in enumerate(pairs):
+        where = f"[{dname}, dtype pass] grad of input {k}"
+        if et.grad is not None:
+            assert et.grad.dtype == et.dtype, f"{where}: dtype {et.grad.dtype.name} != the input's {et.dtype.name}"
+            assert tuple(et.grad.shape) == tuple(et.shape), \
+                f"{where}: shape {tuple(et.grad.shape)} != the input's {tuple(et.shape)}"
+
+
 def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, grad=True,
              grad_atol=None, grad_rtol=None, positive=False, low=-2.0, high=2.0, seed=0,
              check_dtype=True):
     """Run `fn(lib, *args)` on torch and on Ember; compare outputs and input gradients.
 
-    dtypes: the float dtypes (names or dtype objects) random/float inputs take, one run each.
+    dtypes: the float dtypes (names or dtype objects) random/float inputs take, one full run each;
+        the other float dtypes get a dtype pass (dtypes and shapes only, see the module doc).
     atol/rtol, grad_atol/grad_rtol: override the per-dtype defaults (`DEFAULT_TOL`) upward only
         (the tolerance used is the max of the default and the given one).
     grad: compute and compare gradients of every float input (False for non-differentiable ops).
@@ -214,4 +256,9 @@ def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, g
                 continue    # an empty input: torch's empty gradient and None say the same
             assert et.grad is not None, f"{where}: ember computed no gradient"
             _compare(where, tt.grad, et.grad, DEFAULT_GRAD_TOL, grad_atol, grad_rtol, check_dtype)
+    if check_dtype:
+        done = {_name(dt) for dt in dtypes}
+        for dname in FLOATS:
+            if dname not in done:
+                _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive)
     return result

@@ -109,6 +109,7 @@ class Primitive(Node):
     saves_inputs = False
     saves_output = False
     differentiable = True
+    keeps_dtype = True    # a float output has the first input's dtype (False: Cast)
 
     @classmethod
     def apply(cls, *inputs, **params):
@@ -119,6 +120,8 @@ class Primitive(Node):
         out = node.forward(*arrays)
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
             out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
+        if arrays and out.dtype is not arrays[0].dtype and cls.keeps_dtype:
+            out = _same_dtype(out, arrays[0].dtype)
         if _debug.LEVEL:
             _debug.op(node, arrays, out)
         device = inputs[0]._device
@@ -144,6 +147,14 @@ class Primitive(Node):
         if anomaly.ENABLED or _debug.LEVEL >= 2:
             anomaly.record(node)
         return result
+
+
+def _same_dtype(out, dt):
+    """A float output in its float input's dtype, as torch gives it. NumPy upcasts bfloat16 (ml_dtypes)
+    to float32 in matmul and with Python floats; a forward may also compute in float32 on purpose."""
+    if out.dtype != dt and out.dtype.kind in "fV" and dt.kind in "fV":
+        return out.astype(dt)
+    return out
 
 
 _ndarray = np.ndarray

@@ -98,7 +98,7 @@ class ConvInputGrad(Primitive):
         dcols = dcols.reshape((G, N) + out + (C // G,) + k)
         # (N, G, Cg, *k, *out): one strided add per kernel offset
         dcols = dcols.transpose((1, 0, 2 + nd) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(2, 2 + nd)))
-        gx = xp.zeros((N, G, C // G) + tuple(self.x_shape[2:]), dtype=g.dtype)
+        gx = xp.zeros((N, G, C // G) + tuple(self.x_shape[2:]), dtype=dcols.dtype)  # float32 for bfloat16
         for off in itertools.product(*(range(kk) for kk in k)):
             dst = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
                         for o, d, s, n in zip(off, self.dilation, self.stride, out))
@@ -176,6 +176,12 @@ def _blocks(xp, fn, *arrays):
     return fn(*arrays)
 
 
+def _wide(x):
+    """x in float32 if it is a 2-byte float (float16, bfloat16): the fused kernels compute there, as
+    torch's CPU kernels do, and Primitive.apply casts the output back to the input's dtype."""
+    return x.astype(np.float32) if x.itemsize == 2 and x.dtype.kind in "fV" else x
+
+
 def _erf(xp, x):
     """erf; float32 on the CPU uses Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, about one float32 ulp),
     a few NumPy ufuncs that run ~4x faster than scipy's erf; everything else goes to the backend's erf."""
@@ -209,7 +215,7 @@ class Gelu(Primitive):
         def gelu(xb):
             cdf = 0.5 * (1.0 + _erf(xp, xb * _INV_SQRT2))
             return xb * cdf, cdf
-        y, self.cdf = _blocks(xp, gelu, x.reshape(-1))   # cdf is kept: backward needs it, erf is costly
+        y, self.cdf = _blocks(xp, gelu, _wide(x).reshape(-1))   # cdf is kept: backward needs it, erf is costly
         return y.reshape(x.shape)
 
     def backward(self, g):
@@ -217,7 +223,7 @@ class Gelu(Primitive):
         from .._tensor import Tensor
         x, = self.saved_tensors
         if not STATE.enabled:   # first order only: straight on the arrays, in place
-            xp, xa = array_module(x), x._data
+            xp, xa = array_module(x), _wide(x._data)
 
             def dgelu(xb, cdf, gb):
                 d = xb * xb
@@ -229,7 +235,7 @@ class Gelu(Primitive):
                 d *= gb
                 return d
             d = _blocks(xp, dgelu, xa.reshape(-1), self.cdf, g._data.reshape(-1))
-            return (Tensor._make(d.reshape(xa.shape), g._device),)
+            return (Tensor._make(d.reshape(xa.shape).astype(g._data.dtype, copy=False), g._device),)
         # create_graph: the derivative as a differentiable function of x
         cdf = 0.5 * (1.0 + (x * _INV_SQRT2).erf())
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
@@ -242,6 +248,7 @@ class Softmax(Primitive):
 
     def forward(self, x):
         xp = array_module(x)
+        x = _wide(x)
         e = xp.exp(x - x.max(axis=self.axis, keepdims=True))
         e /= e.sum(axis=self.axis, keepdims=True)
         return e
@@ -252,9 +259,10 @@ class Softmax(Primitive):
         if not STATE.enabled:   # first order only: on the arrays
             ya = self._out[0]
             self.saved_output()   # the in-place-modification check
-            gy = g._data * ya
+            ga = g._data
+            gy = _wide(ga) * ya
             gy -= ya * gy.sum(axis=self.axis, keepdims=True)
-            return (Tensor._make(gy, g._device),)
+            return (Tensor._make(gy.astype(ga.dtype, copy=False), g._device),)
         y = self.saved_output()
         return (y * (g - (g * y).sum(self.axis, keepdim=True)),)
 
@@ -265,6 +273,7 @@ class LogSoftmax(Primitive):
 
     def forward(self, x):
         xp = array_module(x)
+        x = _wide(x)
         s = x - x.max(axis=self.axis, keepdims=True)
         return s - xp.log(xp.exp(s).sum(axis=self.axis, keepdims=True))
 
@@ -284,10 +293,11 @@ class Normalize(Primitive):
     def forward(self, x):
         xp = array_module(x)
         axes = tuple(range(-self.n, 0))
+        dt, x = x.dtype, _wide(x)
         xc = x - x.mean(axis=axes, keepdims=True)
         rstd = 1.0 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + self.eps)
-        self.rstd = rstd.astype(x.dtype, copy=False)
-        return xc * self.rstd
+        self.rstd = rstd.astype(dt, copy=False)
+        return xc * rstd
 
     def backward(self, g):
         from ..autograd.grad_mode import STATE
@@ -378,11 +388,12 @@ class LayerNorm(Primitive):
     def forward(self, x, w, b):
         xp = array_module(x)
         axes = tuple(range(-self.n, 0))
+        x = _wide(x)   # xhat and rstd stay in float32 for 2-byte floats
         xc = x - x.mean(axis=axes, keepdims=True)
         rstd = (1.0 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + self.eps)).astype(x.dtype, copy=False)
         xc *= rstd
         self.xhat, self.rstd = xc, rstd
-        return xc * w + b
+        return xc * _wide(w) + _wide(b)
 
     def backward(self, g):
         from ..autograd.grad_mode import STATE
@@ -390,17 +401,11 @@ class LayerNorm(Primitive):
         from .primitives import sum_to
         x, w, b = self.saved_tensors
         axes = tuple(range(-self.n, 0))
-        if STATE.enabled:   # create_graph: xhat and r as functions of x
-            xc = x - x.mean(axes, keepdim=True)
-            r = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
-            xhat = xc * r
-        else:
-            r, xhat = Tensor._make(self.rstd, g._device), Tensor._make(self.xhat, g._device)
         need = self.needs_input_grad
         if not STATE.enabled:   # first order only: straight on the arrays
-            ga, xh = g._data, self.xhat
+            ga, xh = _wide(g._data), self.xhat
             lead = tuple(range(ga.ndim - self.n))
-            h = ga * w._data
+            h = ga * _wide(w._data)
             gx = h - h.mean(axis=axes, keepdims=True)
             h *= xh
             gx -= xh * h.mean(axis=axes, keepdims=True)
@@ -408,7 +413,13 @@ class LayerNorm(Primitive):
             gw = (ga * xh).sum(axis=lead) if need[1] else None
             gb = ga.sum(axis=lead) if need[2] else None
             dev = g._device
-            return tuple(None if a is None else Tensor._make(a, dev) for a in (gx if need[0] else None, gw, gb))
+            dt = g._data.dtype
+            return tuple(None if a is None else Tensor._make(a.astype(dt, copy=False), dev)
+                         for a in (gx if need[0] else None, gw, gb))
+        # create_graph: xhat and r as functions of x
+        xc = x - x.mean(axes, keepdim=True)
+        r = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
+        xhat = xc * r
         h = g * w
         gx = r * (h - h.mean(axes, keepdim=True) - xhat * (h * xhat).mean(axes, keepdim=True)) if need[0] else None
         gw = sum_to(g * xhat, w.shape) if need[1] else None

@@ -146,6 +146,7 @@ class Clamp(Primitive):
 
 
 class Cast(Primitive):
+    keeps_dtype = False
     def forward(self, x):
         self.src = x.dtype
         return x.astype(self.dtype)
@@ -249,7 +250,7 @@ class Maximum(Primitive):
     def forward(self, a, b): return array_module(a).maximum(a, b)
     def backward(self, g):
         a, b = self.saved_tensors
-        w = (a > b) + (a == b) * 0.5
+        w = ((a > b) + (a == b) * 0.5).to(g.dtype)
         return sum_to(g * w, a.shape), sum_to(g * (1 - w), b.shape)
 
 
@@ -268,7 +269,10 @@ class Where(Primitive):
 class Sum(Primitive):
     def forward(self, x):
         self.shape = x.shape
-        return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=getattr(self, "dtype", None))
+        dt = getattr(self, "dtype", None)
+        if dt is None and x.itemsize == 2 and x.dtype.kind in "fV":
+            dt = np.float32   # float16/bfloat16 accumulate in float32 (as torch); apply casts back
+        return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=dt)
     def backward(self, g):
         if not self.keepdims and self.axis is not None:
             g = Reshape.apply(g, shape=_keepdim_shape(self.shape, self.axis))

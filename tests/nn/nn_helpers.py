@@ -7,6 +7,10 @@ extra float inputs of `check_op`, so both sides run with the same weights (copie
 Ember must use torch's parameter names), and `check_op` compares the outputs, the gradient of the
 input(s) and of every parameter, for each dtype. Buffers after the forward (BatchNorm's running
 stats) are returned as outputs too, so they are compared. Runs once per mode (train, eval).
+
+Both layers are converted with `.to(dtype)` to the dtype under test, and `check_op`'s dtype passes
+cover the float dtypes not in `dtypes`: every layer's outputs, buffers and input and parameter
+gradients are checked to have torch's dtype in float16, bfloat16, float32 and float64.
 """
 from __future__ import annotations
 

@@ -53,3 +53,10 @@ def test_reprs():
     assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
     assert repr(nn.LeakyReLU()) == "LeakyReLU(negative_slope=0.01)"
     assert repr(nn.Softmax(1)) == "Softmax(dim=1)"
+
+
+def test_bfloat16_gelu_returns_bfloat16():
+    # issue 8 (2b): gelu gave float32 for bfloat16 (bfloat16 times a Python float is float32 in NumPy)
+    from helpers import check_op
+    check_op(lambda L, x: L.nn.functional.gelu(x), (3, 4), dtypes=("bfloat16",))
+    check_module(lambda lib: lib.nn.GELU(), (3, 4), dtypes=("bfloat16",))

@@ -71,3 +71,9 @@ def test_conv_repr_and_init():
     assert repr(m) == "Conv2d(16, 33, kernel_size=(3, 5), stride=(2, 1), padding=(4, 2), dilation=(3, 1))"
     bound = 1 / np.sqrt(16 * 15)
     assert float(m.weight.abs().max()) <= bound and float(m.bias.abs().max()) <= bound
+
+
+def test_bfloat16_conv2d_returns_bfloat16():
+    # issue 8 (2b): F.conv2d gave float32 for bfloat16 (its im2col matmul); output and grads are bfloat16
+    check_op(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, padding=1), (2, 3, 5, 5), (4, 3, 3, 3), (4,),
+             dtypes=("bfloat16",), atol=3e-2, rtol=3e-2, grad_atol=1e-1, grad_rtol=5e-2)

@@ -30,3 +30,11 @@ def test_linear_init_bounds():
     assert float(m.weight.abs().max()) <= bound and float(m.weight.abs().max()) > 0.8 * bound
     assert float(m.bias.abs().max()) <= bound
     assert repr(m) == "Linear(in_features=100, out_features=50, bias=True)"
+
+
+def test_bfloat16_linear_returns_bfloat16():
+    # issue 8 (2b): F.linear and nn.Linear gave float32 for bfloat16 (NumPy's bfloat16 matmul is float32);
+    # check_op compares the output's and the gradients' dtype with torch's (bfloat16)
+    from helpers import check_op
+    check_op(lambda L, x, w, b: L.nn.functional.linear(x, w, b), (4, 5), (3, 5), (3,), dtypes=("bfloat16",))
+    check_module(lambda lib: lib.nn.Linear(5, 3), (2, 4, 5), dtypes=("bfloat16",))

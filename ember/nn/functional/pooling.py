@@ -107,7 +107,7 @@ def _conv_arrays(x, w, stride, dilation):
     """Conv on raw arrays, outside autograd (for constant divisors)."""
     prim = Conv.__new__(Conv)
     prim.stride, prim.dilation, prim.groups = stride, dilation, 1
-    return prim.forward(x, w)
+    return prim.forward(x, w).astype(x.dtype, copy=False)   # bfloat16 matmul gives float32
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
