@@ -2,8 +2,14 @@
 
 >>> with ember.autograd.detect_anomaly():
 ...     loss.backward()     # raises naming e.g. 'Log' and 'train.py:12' if log(0) made -inf
+
+The switch is one for the whole process, as in torch (torch 2.13: anomaly mode set in one thread is
+seen by every thread), so a debugging run can turn it on once at the top of a script and have it
+checked in worker threads too. Whether this thread is inside a backward is per thread.
 """
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -64,24 +70,27 @@ def _bad(arr) -> bool:
     return not bool(xp.isfinite(arr).all())
 
 
-_IN_BACKWARD = False
+class _Backward(threading.local):
+    active = False   # this thread is running a node's backward (its ops are not forward ops)
+
+
+_IN_BACKWARD = _Backward()
 
 
 def checked_backward(node, grads):
     """node.backward(*grads), then a check of its gradients. Ops run inside a backward are not checked
     as forward ops: a NaN made there is reported as that backward's, naming the user's forward op."""
-    global _IN_BACKWARD
-    prev, _IN_BACKWARD = _IN_BACKWARD, True
+    prev, _IN_BACKWARD.active = _IN_BACKWARD.active, True
     try:
         in_grads = node.backward(*grads)
     finally:
-        _IN_BACKWARD = prev
+        _IN_BACKWARD.active = prev
     check_backward(node, in_grads)
     return in_grads
 
 
 def check_forward(node, result) -> None:
-    if not _IN_BACKWARD and _bad(result._data):
+    if not _IN_BACKWARD.active and _bad(result._data):
         where = node._where or user_frame()
         raise RuntimeError(f"anomaly: {node.name} produced NaN or Inf in its forward output "
                            f"{tuple(result.shape)} (at {where})")
