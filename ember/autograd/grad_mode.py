@@ -35,13 +35,13 @@ def set_enabled(mode) -> bool:
     """Set this thread's grad mode; returns the previous one."""
     state = STATE
     prev = state.enabled
-    if mode != prev:
-        if mode:
+    if mode:
+        if not prev:
             state.enabled = True
             OFF.pop()
-        else:
-            OFF.append(None)
-            state.enabled = False
+    elif prev:
+        OFF.append(None)
+        state.enabled = False
     return prev
 
 

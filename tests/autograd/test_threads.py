@@ -360,3 +360,17 @@ def test_off_list_back_to_empty_after_balanced_use():
 
     run_threads(user, user, watcher)
     assert len(grad_mode.OFF) == before
+
+
+def test_off_list_one_entry_per_thread_whatever_the_mode_value():
+    # set_enabled takes any truthy or falsy mode (the engine passes create_graph as given, None too)
+    before = len(grad_mode.OFF)
+    x = ember.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    with ember.no_grad():
+        for mode in (None, 0, False, 0.0):
+            assert grad_mode.set_enabled(mode) is False
+            assert len(grad_mode.OFF) == before + 1
+        ember.autograd.grad(y, [x], create_graph=None)
+        assert len(grad_mode.OFF) == before + 1
+    assert len(grad_mode.OFF) == before and ember.is_grad_enabled()
