@@ -44,7 +44,8 @@ def _base_module(base: str, name: str) -> dict:
 
 def main(base: str, repeats: int) -> None:
     bf, be = _base_module(base, "function"), _base_module(base, "engine")
-    impls = {"base": (bf["Primitive"].__dict__["apply"], bf["Primitive"].__dict__["_no_graph"], be["run_backward"]),
+    base_prim = bf["Primitive"].__dict__
+    impls = {"base": (base_prim["apply"], base_prim["_no_graph"], be["run_backward"]),
              "branch": (function.Primitive.__dict__["apply"], function.Primitive.__dict__["_no_graph"],
                         engine.run_backward)}
 
