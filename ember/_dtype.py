@@ -66,7 +66,7 @@ short, int, long = int16, int32, int64  # noqa: A001
 _ALL = (float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NP = {d._np: d for d in _ALL if d._np is not None}
-_default = float32
+_default = float32   # one for the whole process, as in torch (set in one thread, seen by all)
 
 
 def _dtype_by_name(name: str) -> dtype:

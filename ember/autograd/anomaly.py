@@ -7,6 +7,10 @@ e.g. d sqrt(x) at 0, is not), again as in torch.
 
 >>> with ember.autograd.detect_anomaly():
 ...     loss.backward()     # raises naming e.g. 'SqrtBackward' and 'train.py:12' if it made NaN
+
+The switch is one for the whole process, as in torch (torch 2.13: anomaly mode set in one thread is
+seen by every thread), so a debugging run can turn it on once at the top of a script and have it
+checked in worker threads too.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from . import anomaly, function
 from .. import _debug
-from .grad_mode import STATE
+from .grad_mode import set_enabled
 
 
 def _fresh(g):
@@ -39,12 +39,11 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
         for t in inputs:
             capture[id(t)] = None
     leaf_grads = {}   # id(leaf) -> [leaf, summed grad], applied at the end
-    prev = STATE.enabled
-    STATE.enabled = create_graph
+    prev = set_enabled(create_graph)
     try:
         _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate)
     finally:
-        STATE.enabled = prev
+        set_enabled(prev)
     if capture is not None:
         return [capture[id(t)] for t in inputs]
     return None

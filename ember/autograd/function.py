@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .grad_mode import STATE
+from .grad_mode import STATE, OFF
 from . import anomaly
 from .. import _debug
 
@@ -126,7 +126,7 @@ class Primitive(Node):
             _debug.op(node, arrays, out)
         device = inputs[0]._device
         make = _make_fn
-        if STATE.enabled and cls.differentiable:
+        if (not OFF or STATE.enabled) and cls.differentiable:   # grad mode is on in this thread
             for t in inputs:
                 if t.requires_grad:
                     break

@@ -13,11 +13,22 @@ inside an outer tape is itself recorded, so the outer tape can differentiate it 
 """
 from __future__ import annotations
 
-from .grad_mode import STATE
+import threading
+
+from .grad_mode import set_enabled
 
 __all__ = ["GradientTape"]
 
-_RECORDING: list = []   # the tapes whose `with` block is running, innermost last
+
+class _Recording(threading.local):
+    """The tapes whose `with` block is running in this thread, innermost last (per thread, as
+    TensorFlow's tape stack: a tape in another thread does not record this thread's gradients)."""
+
+    def __init__(self):
+        self.tapes = []
+
+
+_RECORDING = _Recording()
 
 
 class GradientTape:
@@ -28,16 +39,15 @@ class GradientTape:
         self._active = False
 
     def __enter__(self):
-        self._prev = STATE.enabled
-        STATE.enabled = True
+        self._prev = set_enabled(True)
         self._active = True
-        _RECORDING.append(self)
+        _RECORDING.tapes.append(self)
         return self
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        set_enabled(self._prev)
         self._active = False
-        _RECORDING.remove(self)
+        _RECORDING.tapes.remove(self)
         return False
 
     def watch(self, tensor) -> None:
@@ -68,7 +78,7 @@ class GradientTape:
         else:
             flat = list(sources) if isinstance(sources, (list, tuple)) else [sources]
         targets = target if isinstance(target, (list, tuple)) else [target]
-        outer = any(t is not self for t in _RECORDING)   # an enclosing tape records this gradient
+        outer = any(t is not self for t in _RECORDING.tapes)   # an enclosing tape records this gradient
         if output_gradients is None:   # as TensorFlow: a non-scalar target means the gradient of its sum
             from ..ops.creation import ones_like
             output_gradients = [ones_like(t) for t in targets]
