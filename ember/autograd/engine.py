@@ -5,6 +5,8 @@ a node runs once every consumer of its outputs has sent its gradient.
 """
 from __future__ import annotations
 
+import threading
+
 from . import anomaly, function
 from .. import _debug
 from .grad_mode import set_enabled
@@ -132,14 +134,20 @@ def _send_leaf(leaf, g, leaf_grads):
         entry[1] = entry[1] + g
 
 
+# Backwards in two threads may meet at a shared leaf (Hogwild, a shared embedding): as torch does, one
+# accumulation into `.grad` at a time, so neither thread's gradient is lost.
+_ACCUMULATE = threading.Lock()
+
+
 def _accumulate(leaf, g, create_graph):
-    if leaf.grad is None:
-        leaf.grad = g if create_graph else _fresh(g)
-    elif create_graph or leaf.grad.requires_grad:
-        leaf.grad = leaf.grad + g
-    else:
-        leaf.grad._data += g._data
-        leaf.grad._bump_version()
+    with _ACCUMULATE:
+        if leaf.grad is None:
+            leaf.grad = g if create_graph else _fresh(g)
+        elif create_graph or leaf.grad.requires_grad:
+            leaf.grad = leaf.grad + g
+        else:
+            leaf.grad._data += g._data
+            leaf.grad._bump_version()
 
 
 def _node_outputs(node, grads, capture):

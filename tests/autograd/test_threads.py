@@ -6,6 +6,7 @@ hoping for it; a small GIL switch interval makes the threads also interleave ins
 """
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -338,3 +339,39 @@ def test_off_list_one_entry_per_thread_whatever_the_mode_value():
         ember.autograd.grad(y, [x], create_graph=None)
         assert len(grad_mode.OFF) == before + 1
     assert len(grad_mode.OFF) == before and ember.is_grad_enabled()
+
+
+def test_backwards_in_two_threads_accumulate_into_a_shared_leaf_without_loss(monkeypatch):
+    # both threads reach the leaf while its .grad is still None: unlocked, both would assign it and
+    # one gradient would be lost. A pause inside the accumulation (where making the fresh .grad
+    # array could lose the GIL) makes that window wide enough to hit every time.
+    from ember.autograd import engine
+    fresh = engine._fresh
+
+    def slow_fresh(g):
+        time.sleep(0.002)
+        return fresh(g)
+
+    monkeypatch.setattr(engine, "_fresh", slow_fresh)
+    w = ember.zeros(1000, requires_grad=True)
+    rounds = 20
+    start, done = threading.Barrier(3), threading.Barrier(3)
+
+    def work():
+        for _ in range(rounds):
+            start.wait()
+            (w * 1.0).sum().backward()
+            done.wait()
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:   # the autouse fixture switches threads every 10 us
+        t.start()
+    lost = 0
+    for _ in range(rounds):
+        w.grad = None
+        start.wait()
+        done.wait()
+        lost += int(w.grad.numpy()[0] != 2.0)
+    for t in threads:
+        t.join()
+    assert lost == 0, f"{lost} of {rounds} rounds lost a thread's gradient"
