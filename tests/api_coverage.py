@@ -123,6 +123,13 @@ def _child_data(cov) -> list:
     return out
 
 
+def _invisible(fn):
+    """`fn` with its code named like a frozen module: Ember's error messages, which name the user's line
+    (`ember._errors.user_frame`), look through it as through the stdlib, and coverage.py ignores it."""
+    fn.__code__ = fn.__code__.replace(co_filename="<frozen api_coverage>")
+    return fn
+
+
 class Recorder:
     """Collects evidence of use while the test session runs (see the module docstring)."""
 
@@ -153,7 +160,7 @@ class Recorder:
         def wrapper(*args, **kwargs):
             called.add(name)
             return fn(*args, **kwargs)
-        return wrapper
+        return _invisible(wrapper)
 
     def _watch_init(self, key, cls):
         inherited, called = cls.__init__, self.called
@@ -161,7 +168,7 @@ class Recorder:
         def __init__(self, *args, **kwargs):
             called.add(key)
             inherited(self, *args, **kwargs)
-        cls.__init__ = __init__
+        cls.__init__ = _invisible(__init__)
 
     def _wrap_tensor(self, cls):
         for name in dir(cls):
