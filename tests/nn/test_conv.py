@@ -71,3 +71,22 @@ def test_conv_repr_and_init():
     assert repr(m) == "Conv2d(16, 33, kernel_size=(3, 5), stride=(2, 1), padding=(4, 2), dilation=(3, 1))"
     bound = 1 / np.sqrt(16 * 15)
     assert float(m.weight.abs().max()) <= bound and float(m.bias.abs().max()) <= bound
+
+
+CONV3D = [
+    ("conv3d", lambda lib: lib.nn.Conv3d(2, 3, 2), [(2, 2, 4, 3, 5)]),
+    ("conv3d_stride_pad_groups", lambda lib: lib.nn.Conv3d(4, 2, (3, 1, 2), stride=(2, 1, 1), padding=(1, 0, 1), groups=2), [(1, 4, 5, 3, 4)]),
+    ("conv3d_dilation_same_nobias", lambda lib: lib.nn.Conv3d(2, 2, 3, padding="same", dilation=(1, 2, 1), bias=False), [(1, 2, 3, 6, 4)]),
+    ("conv3d_unbatched", lambda lib: lib.nn.Conv3d(2, 3, 2), [(2, 3, 3, 3)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in CONV3D], ids=[c[0] for c in CONV3D])
+def test_conv3d(build, inputs):
+    check_module(build, *inputs, modes=("train",))
+
+
+def test_functional_conv3d_and_conv_transpose1d():
+    check_op(lambda lib, x, w, b: lib.nn.functional.conv3d(x, w, b, stride=2, padding=1), (2, 3, 5, 4, 4), (2, 3, 2, 2, 3), (2,))
+    check_op(lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1), (2, 3, 5), (3, 4, 3))
+    check_op(lambda lib, x, w, b: lib.nn.functional.conv_transpose1d(x, w, b, groups=2, dilation=2), (1, 4, 6), (4, 1, 2), (2,))
