@@ -371,3 +371,16 @@ def test_shape_op_errors():
         x.masked_fill(ember.ones(2, 3), 0.0)
     with pytest.raises(RuntimeError, match="topk"):
         x.topk(4)
+
+
+def test_broadcast_tensors_swapdims_moveaxis_flipud():
+    check_op(lambda L, a, b, c: L.broadcast_tensors(a, b, c), (3, 1), (4,), (2, 1, 1))
+    check_op(lambda L, a: L.swapdims(a, 0, -1), (2, 3, 4))
+    check_op(lambda L, a: L.moveaxis(a, (0, 1), (2, 0)), (2, 3, 4))
+    check_op(lambda L, a: L.flipud(a), (3, 2))
+
+
+def test_masked_scatter_function():
+    mask = np.random.default_rng(5).random((3, 4)) < 0.5
+    check_op(lambda L, a, m, s: L.masked_scatter(a, m, s), (3, 4), mask, (4, 3))
+    check_op(lambda L, a, m, s: L.masked_scatter(a, m, s), (3, 4), mask[0], (12,))    # mask broadcast over rows
