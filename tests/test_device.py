@@ -82,3 +82,14 @@ def test_cuda_unavailable_error_is_clear():
         pytest.skip("a CUDA device is present")
     with pytest.raises(RuntimeError, match="cuda: no CUDA device is usable"):
         ember.ones(2).to("cuda")
+
+
+def test_cuda_helpers_without_a_device():
+    if ember.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert ember.cuda.device_count() == 0
+    assert ember.cuda.synchronize() is None          # nothing to wait for
+    ember.cuda.manual_seed_all(5)                    # one generator serves every device
+    a = ember.rand(4)
+    ember.manual_seed(5)
+    assert ember.rand(4).tolist() == a.tolist()

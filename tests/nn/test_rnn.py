@@ -1,5 +1,6 @@
 """ember/nn/rnn.py against torch: outputs, final states and gradients of inputs, states and weights."""
 import pytest
+import torch
 
 import ember
 from .nn_helpers import check_module
@@ -48,6 +49,15 @@ def test_dropout_between_layers_train_is_random():
     x = ember.randn(4, 2, 3)
     a, b = m(x)[0].detach().numpy(), m(x)[0].detach().numpy()
     assert a.shape == (4, 2, 4) and not (a == b).all()
+
+
+def test_class_hierarchy_as_torch():
+    for name in ("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"):
+        base = "RNNBase" if "Cell" not in name else "RNNCellBase"
+        assert issubclass(getattr(torch.nn, name), getattr(torch.nn, base))       # the hierarchy we copy
+        assert issubclass(getattr(ember.nn, name), getattr(ember.nn, base))
+        assert issubclass(getattr(ember.nn, base), ember.nn.Module)
+    assert isinstance(ember.nn.GRU(2, 3), ember.nn.RNNBase) and not isinstance(ember.nn.GRUCell(2, 3), ember.nn.RNNBase)
 
 
 def test_rnn_errors_and_repr():
