@@ -123,6 +123,9 @@ def _child_data(cov) -> list:
     return out
 
 
+_ABSENT = object()
+
+
 def _invisible(fn):
     """`fn` with its code named like a frozen module: Ember's error messages, which name the user's line
     (`ember._errors.user_frame`), look through it as through the stdlib, and coverage.py ignores it."""
@@ -138,6 +141,7 @@ class Recorder:
         import ember
         self.called = set()  # names judged by a recording wrapper: called
         self.by_call = set()  # ... and which names those are
+        self._changed = []    # (class, attribute, what was in its __dict__ or _ABSENT): for restore()
         self.own_cov = None
         self.cov = coverage.Coverage.current()
         if self.cov is None or not self.cov.get_option("run:branch"):
@@ -168,7 +172,7 @@ class Recorder:
         def __init__(self, *args, **kwargs):
             called.add(key)
             inherited(self, *args, **kwargs)
-        cls.__init__ = _invisible(__init__)
+        self._set(cls, "__init__", _invisible(__init__))
 
     def _wrap_tensor(self, cls):
         for name in dir(cls):
@@ -186,7 +190,20 @@ class Recorder:
                 new = classmethod(self._record(key, attr.__func__))
             else:
                 new = self._record(key, attr)
-            setattr(cls, name, new)
+            self._set(cls, name, new)
+
+    def _set(self, cls, name, value):
+        self._changed.append((cls, name, vars(cls).get(name, _ABSENT)))
+        setattr(cls, name, value)
+
+    def restore(self):
+        """Put back every class attribute the recorder replaced."""
+        for cls, name, old in reversed(self._changed):
+            if old is _ABSENT:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, old)
+        self._changed = []
 
     def unused(self) -> list:
         """The public names whose code never ran, sorted."""
