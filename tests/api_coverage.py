@@ -150,12 +150,16 @@ class Recorder:
                                              source=[os.path.dirname(os.path.abspath(ember.__file__))])
             self.own_cov.start()
             self.cov = self.own_cov
-        self._wrap_tensor(ember.Tensor)
+        watched = {}   # class with no function of its own -> its public names
         for qualname, obj in public_api().items():
-            if qualname.startswith("ember.Tensor.") or (isinstance(obj, type) and not _code_objects(obj)):
+            if qualname.startswith("ember.Tensor."):
                 self.by_call.add(qualname)
-            if isinstance(obj, type) and not _code_objects(obj):
-                self._watch_init(qualname, obj)
+            elif isinstance(obj, type) and not _code_objects(obj):
+                self.by_call.add(qualname)
+                watched.setdefault(obj, []).append(qualname)
+        self._wrap_tensor(ember.Tensor)
+        for cls, keys in watched.items():
+            self._watch_init(keys, cls)
 
     def _record(self, name, fn):
         called = self.called
@@ -166,11 +170,11 @@ class Recorder:
             return fn(*args, **kwargs)
         return _invisible(wrapper)
 
-    def _watch_init(self, key, cls):
+    def _watch_init(self, keys, cls):
         inherited, called = cls.__init__, self.called
 
         def __init__(self, *args, **kwargs):
-            called.add(key)
+            called.update(keys)
             inherited(self, *args, **kwargs)
         self._set(cls, "__init__", _invisible(__init__))
 

@@ -109,3 +109,65 @@ def test_geometric_and_log_normal_fill_in_place():
     assert x.log_normal_(0.5, 0.25, generator=g) is x
     assert float(x.min()) > 0
     assert abs(float(x.log().mean()) - 0.5) < 0.01 and abs(float(x.log().std()) - 0.25) < 0.01
+
+
+ROUNDED = np.round(RNG.uniform(-2, 2, (3, 4)))
+METHOD_FORMS = {   # each called as a method, on both sides
+    "addcdiv": (lambda L, a, b, c: a.addcdiv(b, c, value=0.5), [(3, 4), (4,), POS]),
+    "addcmul": (lambda L, a, b, c: a.addcmul(b, c, value=2), [(3, 4), (3, 1), (4,)]),
+    "addmm": (lambda L, a, b, c: a.addmm(b, c, beta=0.5), [(3, 2), (3, 4), (4, 2)]),
+    "amin": (lambda L, a: a.amin(1), [ROUNDED + RNG.uniform(0, 0.1, (3, 4))]),
+    "broadcast_to": (lambda L, a: a.broadcast_to((2, 3, 4)), [(3, 1)]),
+    "diag": (lambda L, a: (a.diag(), a.diag(1)), [(4, 4)]),
+    "inner": (lambda L, a, b: a.inner(b), [(2, 4), (3, 4)]),
+    "lerp": (lambda L, a, b: a.lerp(b, 0.25), [(3, 4), (4,)]),
+    "log_softmax": (lambda L, a: a.log_softmax(-1), [(3, 4)]),
+    "movedim": (lambda L, a: a.movedim(2, 0), [(2, 3, 4)]),
+    "mv": (lambda L, a, b: a.mv(b), [(3, 4), (4,)]),
+    "negative": (lambda L, a: a.negative(), [(3, 4)]),
+    "remainder": (lambda L, a, b: a.remainder(b), [(3, 4), NoGrad(POS)]),
+    "take": (lambda L, a, i: a.take(i), [(3, 4), np.array([[0, 11], [5, -1]])]),
+    "triu": (lambda L, a: a.triu(-1), [(3, 4)]),
+    "true_divide": (lambda L, a, b: a.true_divide(b), [(3, 4), POS]),
+    "floor_divide": (lambda L, a, b: a.floor_divide(b), [(3, 4), NoGrad(POS)]),
+    "H": (lambda L, a: a.H, [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", list(METHOD_FORMS))
+def test_method_forms(name):
+    fn, inputs = METHOD_FORMS[name]
+    check_op(fn, *inputs, grad=name != "floor_divide")
+
+
+def test_comparison_and_logical_method_forms():
+    b = np.round(RNG.uniform(-2, 2, (4,)))
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        check_op(lambda L, a, b: getattr(a, name)(b), ROUNDED, b, grad=False)
+    p, q = MASK, RNG.random((4,)) < 0.5
+    check_op(lambda L, a, b: (a.logical_or(b), a.logical_xor(b), a.logical_not()), p, q)
+    check_op(lambda L, a: (a.argwhere(), a.count_nonzero(), a.count_nonzero(0)), p)
+    x = ember.tensor([1.0, 2.0])
+    assert x.equal(ember.tensor([1.0, 2.0])) and not x.equal(ember.tensor([1.0, 2.5]))
+    assert x.allclose(x + 1e-9) and not x.allclose(x + 1e-3)
+    assert x.isclose(ember.tensor([1.0, 2.1])).tolist() == [True, False]
+
+
+def test_dtype_queries_and_device_methods():
+    assert ember.zeros(2).is_floating_point() and not ember.zeros(2, dtype=ember.int64).is_floating_point()
+    for dt, size in ((ember.float16, 2), (ember.float32, 4), (ember.int64, 8), (ember.bool, 1)):
+        assert ember.zeros(3, dtype=dt).itemsize == size == torch.zeros(3, dtype=getattr(torch, dt.name)).itemsize
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match="cuda"):
+            ember.ones(2).cuda()
+
+
+def test_bernoulli_and_multinomial_methods():
+    g = ember.Generator().manual_seed(4)
+    p = ember.tensor([0.0, 1.0, 0.3]).expand(20000, 3)
+    draws = p.bernoulli(generator=g)
+    assert draws.shape == (20000, 3) and draws[:, 0].sum().item() == 0 and draws[:, 1].sum().item() == 20000
+    assert abs(draws[:, 2].mean().item() - 0.3) < 0.02
+    idx = ember.tensor([[0.0, 1.0, 3.0], [5.0, 0.0, 0.0]]).multinomial(2000, replacement=True, generator=g)
+    assert idx.shape == (2, 2000) and set(idx[1].tolist()) == {0}
+    assert 0 not in idx[0].tolist() and abs((idx[0] == 2).float().mean().item() - 0.75) < 0.03

@@ -592,3 +592,11 @@ def test_property_reductions(shape, data):
 def test_einsum_bfloat16():
     check_op(lambda L, a, b: L.einsum("ij,jk->ik", a, b), (3, 4), (4, 2), dtypes=("bfloat16",),
              atol=2e-2, rtol=2e-2, grad_atol=5e-2, grad_rtol=5e-2)
+
+
+@pytest.mark.parametrize("shapes", [((4,), (4,)), ((2, 4), (3, 4)), ((4,), (2, 3, 4)), ((2, 1, 3), (5, 3)), ((), (2, 3))],
+                         ids=str)
+def test_inner(shapes):
+    check_op(lambda L, a, b: L.inner(a, b), *shapes)
+    with pytest.raises(RuntimeError, match=r"inner: last dimensions differ: \(2, 3\) and \(4,\)"):
+        ember.inner(ember.ones(2, 3), ember.ones(4))
