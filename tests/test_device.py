@@ -89,7 +89,9 @@ def test_cuda_helpers_without_a_device():
         pytest.skip("a CUDA device is present")
     assert ember.cuda.device_count() == 0
     assert ember.cuda.synchronize() is None          # nothing to wait for
-    ember.cuda.manual_seed_all(5)                    # one generator serves every device
+    ember.manual_seed(5)                             # one generator serves every device: the seeds agree
     a = ember.rand(4)
-    ember.manual_seed(5)
+    ember.cuda.manual_seed(5)
+    assert ember.rand(4).tolist() == a.tolist()
+    ember.cuda.manual_seed_all(5)
     assert ember.rand(4).tolist() == a.tolist()

@@ -107,3 +107,12 @@ def test_poisson_counts_with_the_given_rates():
     np.testing.assert_allclose(k.var(0).numpy(), [0.0, 0.5, 3.0, 40.0], rtol=0.1)     # variance = rate
     again = ember.random.poisson(rates, generator=ember.Generator().manual_seed(11))
     assert again.tolist() == k.tolist()
+
+
+def test_seed_reseeds_nondeterministically_and_is_reported():
+    s1 = ember.seed()
+    a = ember.rand(3)
+    assert ember.initial_seed() == s1 and isinstance(s1, int)
+    ember.manual_seed(s1)
+    assert ember.rand(3).tolist() == a.tolist()                  # the reported seed reproduces the stream
+    assert ember.random.seed() != s1                             # a fresh seed each call

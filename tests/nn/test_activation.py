@@ -53,3 +53,9 @@ def test_reprs():
     assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
     assert repr(nn.LeakyReLU()) == "LeakyReLU(negative_slope=0.01)"
     assert repr(nn.Softmax(1)) == "Softmax(dim=1)"
+
+
+def test_functional_tanh_and_sigmoid():
+    from helpers import check_op
+    check_op(lambda lib, x: lib.nn.functional.tanh(x), X)
+    check_op(lambda lib, x: lib.nn.functional.sigmoid(x), X * 20)     # saturated tails too

@@ -79,3 +79,14 @@ def test_adjust_contrast_and_saturation_follow_the_definition():
     u8 = rng.integers(0, 256, (3, 4, 4), dtype=np.uint8)
     out = F.adjust_contrast(u8, 0.0)                             # contrast 0: the mean grey everywhere
     assert out.dtype == np.uint8 and len(np.unique(out)) == 1
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])
+def test_pad_modes_match_numpy(mode):
+    a = rng.random((2, 3, 4))
+    out = F.pad(ember.from_numpy(a), (1, 2, 3, 0), fill=7.0, padding_mode=mode)   # left, top, right, bottom
+    kw = {"constant_values": 7.0} if mode == "constant" else {}
+    np.testing.assert_array_equal(out.numpy(), np.pad(a, [(0, 0), (2, 0), (1, 3)], mode=mode, **kw))
+    assert F.pad(a, 1).shape == (2, 5, 6) and F.pad(a, (1, 2)).shape == (2, 7, 6)
+    with pytest.raises(ValueError, match="padding_mode"):
+        F.pad(a, 1, padding_mode="wrap")
