@@ -30,3 +30,16 @@ def test_linear_init_bounds():
     assert float(m.weight.abs().max()) <= bound and float(m.weight.abs().max()) > 0.8 * bound
     assert float(m.bias.abs().max()) <= bound
     assert repr(m) == "Linear(in_features=100, out_features=50, bias=True)"
+
+
+def test_functional_linear_mixed_dtypes_and_shape_errors():
+    import torch
+    import ember
+    x, w = ember.randn(2, 3, 4), ember.randn(5, 4, dtype=ember.float64)
+    with pytest.raises(RuntimeError):    # torch refuses mixed dtypes too
+        torch.nn.functional.linear(torch.randn(2, 3, 4), torch.randn(5, 4, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="same dtype.*float32.*float64"):
+        ember.nn.functional.linear(x, w)
+    with pytest.raises(RuntimeError, match=r"linear: input's last dim 4 != weight's in_features 3 "
+                                           r"\(input \(2, 3, 4\), weight \(5, 3\)\)"):
+        ember.nn.functional.linear(x, ember.randn(5, 3))

@@ -249,3 +249,22 @@ def test_repr_matches_torch():
 def test_missing_forward():
     with pytest.raises(NotImplementedError, match="forward"):
         nn.Module()(1)
+
+
+def test_parameter_construction_pickling_and_deepcopy():
+    import copy
+    import pickle
+    empty = nn.Parameter()
+    assert empty.shape == (0,) and empty.requires_grad and isinstance(empty, nn.Parameter)
+    assert tuple(torch.nn.Parameter().shape) == (0,)
+    with pytest.raises(TypeError, match="Parameter: data must be a Tensor, got list"):
+        nn.Parameter([1.0])
+    frozen = nn.Parameter(ember.ones(2), requires_grad=False)
+    assert not frozen.requires_grad and repr(frozen).startswith("Parameter containing:\ntensor(")
+    p = nn.Parameter(ember.tensor([1.0, 2.0]))
+    p.grad = ember.tensor([0.5, 0.5])
+    back = pickle.loads(pickle.dumps(p))
+    assert isinstance(back, nn.Parameter) and back.requires_grad and back.tolist() == [1.0, 2.0]
+    twin = copy.deepcopy({"a": p, "b": p})
+    assert twin["a"] is twin["b"] and twin["a"] is not p           # shared once, as torch
+    assert twin["a"].grad.tolist() == [0.5, 0.5] and twin["a"].data_ptr() != p.data_ptr()
