@@ -524,6 +524,27 @@ def test_dist_vdot_ger():
     check_op(lambda L, a, b: L.ger(a, b), (3,), (5,))
 
 
+@pytest.mark.parametrize("p", [float("inf"), float("-inf"), 1, 0, 3, 0.5, "fro"])
+def test_norm_orders(p):
+    x = np.random.default_rng(6).uniform(0.2, 2, (3, 4)) * np.array([1, -1, 1, -1])   # no zeros: |x| is smooth
+    check_op(lambda L, a: L.norm(a, p), x, grad=p != 0)
+    check_op(lambda L, a: a.norm(p, dim=1, keepdim=True), x, grad=p != 0)
+    check_op(lambda L, a: L.norm(a, p, dim=(0, 1), dtype=L.float64), x, dtypes=("float32",), grad=p != 0)
+
+
+def test_einsum_and_tensordot_errors_name_the_problem():
+    a, b = ember.ones(2, 3), ember.ones(4, 5)
+    with pytest.raises(RuntimeError, match="einsum: equation 'ij,jk' names 2 operands, got 1"):
+        ember.einsum("ij,jk", a)
+    with pytest.raises(RuntimeError, match="einsum: subscripts 'ijk' do not match operand of shape \\(2, 3\\)"):
+        ember.einsum("ijk,jk", a, b)
+    with pytest.raises(RuntimeError, match="einsum: .*operand shapes \\[\\(2, 3\\), \\(4, 5\\)\\]"):
+        ember.einsum("ij,jk->ik", a, b)
+    check_op(lambda L, a, b: L.einsum("ij,jk", [a, b]), (2, 3), (3, 4))      # operands as one list
+    check_op(lambda L, a, b: L.tensordot(a, b, dims=([1, 0], [0, 2])), (3, 2, 4), (2, 5, 3))
+    check_op(lambda L, a, b: L.tensordot(a, b, dims=1), (3, 4), (4, 2))
+
+
 def test_matmul_half():
     check_op(lambda L, a, b: a @ b, (3, 4), (4, 5), dtypes=("float16", "bfloat16"), atol=2e-2, rtol=2e-2,
              grad_atol=5e-2, grad_rtol=5e-2)
