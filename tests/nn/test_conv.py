@@ -90,3 +90,30 @@ def test_functional_conv3d_and_conv_transpose1d():
     check_op(lambda lib, x, w, b: lib.nn.functional.conv3d(x, w, b, stride=2, padding=1), (2, 3, 5, 4, 4), (2, 3, 2, 2, 3), (2,))
     check_op(lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1), (2, 3, 5), (3, 4, 3))
     check_op(lambda lib, x, w, b: lib.nn.functional.conv_transpose1d(x, w, b, groups=2, dilation=2), (1, 4, 6), (4, 1, 2), (2,))
+
+
+BAD_CONV_ARGS = {   # the same bad argument must raise the same exception type as torch
+    "groups_zero": lambda L: L.nn.Conv2d(2, 2, 3, groups=0),
+    "out_not_divisible": lambda L: L.nn.Conv1d(2, 3, 3, groups=2),
+    "padding_mode": lambda L: L.nn.Conv2d(2, 2, 3, padding_mode="mirror"),
+    "padding_string": lambda L: L.nn.Conv3d(2, 2, 3, padding="full"),
+    "transpose_padding_mode": lambda L: L.nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect"),
+    "transpose_output_size": lambda L: L.nn.ConvTranspose1d(2, 2, 3, stride=2)(L.ones(1, 2, 4), output_size=[20]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CONV_ARGS))
+def test_bad_conv_arguments_raise_like_torch(name):
+    import torch
+    with pytest.raises(Exception) as theirs:
+        BAD_CONV_ARGS[name](torch)
+    with pytest.raises(type(theirs.value)):
+        BAD_CONV_ARGS[name](ember)
+
+
+def test_conv_reprs_match_torch():
+    import torch
+    for build in (lambda L: L.nn.Conv1d(2, 4, 3, padding="same", groups=2, bias=False, padding_mode="circular"),
+                  lambda L: L.nn.ConvTranspose2d(2, 3, 3, stride=2, output_padding=1, dilation=2),
+                  lambda L: L.nn.Conv3d(1, 2, (1, 2, 3), padding=(0, 1, 1))):
+        assert repr(build(ember)) == repr(build(torch))
