@@ -171,3 +171,29 @@ def test_bernoulli_and_multinomial_methods():
     idx = ember.tensor([[0.0, 1.0, 3.0], [5.0, 0.0, 0.0]]).multinomial(2000, replacement=True, generator=g)
     assert idx.shape == (2, 2000) and set(idx[1].tolist()) == {0}
     assert 0 not in idx[0].tolist() and abs((idx[0] == 2).float().mean().item() - 0.75) < 0.03
+
+
+def test_inplace_errors_and_casts_like_torch():
+    for L in (torch, ember):
+        a = L.zeros(3, requires_grad=True) * 1                       # recorded: the generic in-place path
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            a.mul_(L.ones(2, 3))
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            L.arange(3).sqrt_()
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            L.arange(3).add_(0.5)                                    # the direct (no graph) path
+    h_t, h_e = torch.ones(3, dtype=torch.float16), ember.ones(3, dtype=ember.float16)
+    assert h_e.exp_().dtype == ember.float16                          # a float32 result is cast back
+    h_e.add_(ember.tensor([0.1, 0.2, 0.3]), alpha=2)
+    h_t.exp_().add_(torch.tensor([0.1, 0.2, 0.3]), alpha=2)
+    np.testing.assert_allclose(h_e.numpy(), h_t.numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype,args,low,high", [("int8", (), 0, 127), ("bool", (), 0, 1), ("float16", (), 0, 2048),
+                                                 ("float32", (5,), 0, 4), ("int64", (-3, 3), -3, 2)])
+def test_random_fills_torch_ranges(dtype, args, low, high):
+    x = ember.empty(4000, dtype=getattr(ember, dtype)).random_(*args, generator=ember.Generator().manual_seed(0))
+    t = torch.empty(4000, dtype=getattr(torch, dtype)).random_(*args)
+    v, w = x.numpy().astype(np.float64), t.numpy().astype(np.float64)
+    assert v.min() >= low and v.max() <= high and w.min() >= low and w.max() <= high
+    assert bool((v == np.round(v)).all()) and len(np.unique(v)) > min(high - low, 50)   # whole numbers, spread out

@@ -117,3 +117,28 @@ def test_conv_reprs_match_torch():
                   lambda L: L.nn.ConvTranspose2d(2, 3, 3, stride=2, output_padding=1, dilation=2),
                   lambda L: L.nn.Conv3d(1, 2, (1, 2, 3), padding=(0, 1, 1))):
         assert repr(build(ember)) == repr(build(torch))
+
+
+def test_functional_conv_errors_name_the_op_and_shapes():
+    F = ember.nn.functional
+    x = ember.randn(1, 4, 5, 5)
+    cases = [
+        (ValueError, r"conv2d: expected a 4-D input, got shape \(5, 5\)", lambda: F.conv2d(ember.randn(5, 5), ember.randn(2, 4, 3, 3))),
+        (ValueError, r"conv2d: expected a 4-D weight, got shape \(2, 4, 3\)", lambda: F.conv2d(x, ember.randn(2, 4, 3))),
+        (RuntimeError, r"conv2d: input \(1, 4, 5, 5\) has 4 channels but weight \(2, 3, 3, 3\) with groups=1 expects 3",
+         lambda: F.conv2d(x, ember.randn(2, 3, 3, 3))),
+        (ValueError, "conv2d: padding='same' is not supported for strided", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), stride=2, padding="same")),
+        (ValueError, "padding must be 'valid', 'same', an int or a tuple, got 'full'", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), padding="full")),
+        (ValueError, r"stride must be an int or a tuple of 2 ints, got \(1, 1, 1\)", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), stride=(1, 1, 1))),
+        (RuntimeError, r"conv2d: padded input size \(5, 5\) is smaller than the \(dilated\) kernel size \(7, 7\)",
+         lambda: F.conv2d(x, ember.randn(2, 4, 7, 7))),
+        (RuntimeError, r"conv_transpose2d: input \(1, 4, 5, 5\) has 4 channels but weight \(3, 2, 3, 3\) expects 3",
+         lambda: F.conv_transpose2d(x, ember.randn(3, 2, 3, 3))),
+        (ValueError, "conv_transpose2d: output_padding must be smaller than either stride or dilation",
+         lambda: F.conv_transpose2d(x, ember.randn(4, 2, 3, 3), output_padding=1)),
+        (RuntimeError, r"fold: input.shape\[1\]=5 is not divisible by the kernel size 4", lambda: F.fold(ember.randn(1, 5, 4), (3, 3), 2)),
+        (RuntimeError, r"fold: expected 4 blocks for output_size \(3, 3\), got 5", lambda: F.fold(ember.randn(1, 8, 5), (3, 3), 2)),
+    ]
+    for exc, msg, call in cases:
+        with pytest.raises(exc, match=msg):
+            call()
