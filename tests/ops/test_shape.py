@@ -384,3 +384,27 @@ def test_masked_scatter_function():
     mask = np.random.default_rng(5).random((3, 4)) < 0.5
     check_op(lambda L, a, m, s: L.masked_scatter(a, m, s), (3, 4), mask, (4, 3))
     check_op(lambda L, a, m, s: L.masked_scatter(a, m, s), (3, 4), mask[0], (12,))    # mask broadcast over rows
+
+
+@pytest.mark.parametrize("src,dst,shape", [("float32", "int32", (2, 3)), ("float32", "int16", (2, 3)),
+                                           ("float32", "float64", (3, 4)), ("int64", "float64", (5,)),
+                                           ("float16", "bfloat16", (4,)), ("uint8", "bool", (3,))])
+def test_view_dtype_reinterprets_the_bytes(src, dst, shape):
+    data = np.random.default_rng(0).uniform(0, 2, shape)
+    if src == "uint8":
+        data = np.array([0, 1, 1])
+    t = torch.tensor(data).to(getattr(torch, src))
+    e = ember.tensor(t.to(torch.float64).numpy()).to(getattr(ember, src))
+    ev, tv = e.view(getattr(ember, dst)), t.view(getattr(torch, dst))
+    assert ev.shape == tuple(tv.shape) and ev.dtype.name == dst and not ev.requires_grad
+    assert ev.detach().cpu()._data.tobytes() == tv.numpy().tobytes() if dst != "bfloat16" else \
+        ev.to(ember.float32).tolist() == tv.float().tolist()
+    e.zero_()                                  # a view: it sees the write, as torch's does
+    assert not ev.to(ember.float64).numpy().any() and ev._version == e._version
+
+
+def test_view_dtype_errors():
+    with pytest.raises(RuntimeError, match=r"view: cannot view \(3,\) float32 cpu as float64"):
+        ember.ones(3).view(ember.float64)
+    with pytest.raises(RuntimeError, match="view: cannot view"):
+        ember.ones(4, 2).t().view(ember.float16)      # last dim not contiguous
