@@ -182,7 +182,7 @@ def ravel(input):
 def cat(tensors, dim=0):
     tensors = [t for t in tensors]
     if not tensors:
-        raise op_error("cat", "expected a non-empty list of Tensors")
+        raise op_error("cat", "expected a non-empty list of Tensors", ValueError)   # torch's type
     from .math import _as_tensor
     from .. import _dtype
     # torch skips legacy empty 1-D tensors
