@@ -81,3 +81,10 @@ def test_softmax_implicit_dim_and_scalar_like_torch():
         for shape in [(), (4,), (2, 3), (2, 3, 4), (2, 3, 2, 2)]:
             check_op(lambda lib, x: lib.nn.functional.softmax(x, None), shape)
             check_op(lambda lib, x: lib.nn.functional.softmin(x, None), shape)
+
+
+def test_gelu_on_inputs_larger_than_a_cache_block():
+    # > backends.cpu.BLOCK elements, not a multiple of the block: GELU runs block by block and the pieces
+    # (output and the saved cdf, then the gradient) must be stitched back in order
+    from helpers import check_op
+    check_op(lambda lib, x: lib.nn.functional.gelu(x), (301, 257), low=-4, high=4)
