@@ -99,3 +99,8 @@ def test_ember_debug_logs_ops_and_backward():
     assert "ember: backward Sum (forward at <string>:3)" in r.stderr
     quiet = _run(code)
     assert "ember:" not in quiet.stderr
+
+
+def test_ember_debug_ignores_a_value_that_is_not_a_level():
+    r = _run("import ember._debug as d; print(d.LEVEL)", env={"EMBER_DEBUG": "verbose"})
+    assert r.returncode == 0 and r.stdout.strip() == "0", r.stderr

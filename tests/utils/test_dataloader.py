@@ -158,6 +158,26 @@ def test_worker_info_and_init_fn(no_leaks):
     assert get_worker_info() is None
 
 
+class WorkerInfoProbe(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        try:
+            info.id = 99
+            refused = False
+        except RuntimeError as e:
+            refused = "Cannot assign attributes to WorkerInfo objects" in str(e)
+        shown = repr(info)
+        return np.array([refused, shown.startswith("WorkerInfo(id=0, num_workers=1, seed=") and "dataset" not in shown])
+
+
+def test_worker_info_is_read_only_and_printable(no_leaks):
+    out = np.concatenate([b.numpy() for b in DataLoader(WorkerInfoProbe(), batch_size=1, num_workers=1)])
+    assert out.all()
+
+
 class SlowFirstWorker(Dataset):
     def __len__(self):
         return 24
