@@ -12,8 +12,10 @@ public methods and properties of `ember.Tensor` (most are bound from the ops in 
   its own code object was entered and a class when one of the functions defined in its body was (its
   `__init__`, `forward`, a property ...). `ember.Tensor`'s methods are partly generated closures that
   share one code object (`add_`, `mul_`, ... `float`, `double`), so for them the plugin wraps each
-  public attribute of the class and records the name when it is called as a method. Nothing else is
-  wrapped, so identity, pickling and the speed of Ember's own calls are unchanged.
+  public attribute of the class and records the name when it is called as a method. A class with no
+  function of its own (`BatchNorm1d`, an exception) gets a recording `__init__` that calls the inherited
+  one. Nothing else is changed, so identity, pickling and the speed of Ember's own calls stay as they
+  are. DataLoader workers' evidence is read from their coverage data files (coverage's parallel mode).
   At the end of the session the names never run are printed and the run fails.
 """
 from __future__ import annotations
