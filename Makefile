@@ -6,7 +6,7 @@ PIP     := $(VPY) -m pip
 # every pip call (here, in scripts/, in the build backend's isolated env) installs the pinned versions
 export PIP_CONSTRAINT := $(abspath constraints.txt)
 
-.PHONY: demo test test-all bench data clean lock
+.PHONY: demo test test-all coverage bench data clean lock
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,14 @@ test: $(VENV)/.test
 
 test-all: $(VENV)/.test
 	$(VPY) -m pytest -m ""
+
+# The suite under coverage.py (branch coverage, DataLoader workers included), with the run-time check that
+# every public name of Ember ran (tests/api_coverage.py); then the per-file table (see docs/testing.md).
+coverage: $(VENV)/.test
+	$(VPY) -m coverage erase
+	EMBER_FAKE_CUDA=1 $(VPY) -m coverage run -m pytest -m cuda
+	$(VPY) -m coverage run -m pytest --api-coverage; status=$$?; \
+	$(VPY) -m coverage combine -q && $(VPY) -m coverage report; exit $$status
 
 bench: $(VENV)/.test
 	$(VPY) bench/run.py

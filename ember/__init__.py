@@ -29,6 +29,10 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is
     GradientTape, is_inference_mode_enabled
 from . import backends
 from . import cuda
+from ._dtype import __all__ as _dtype_all
+from .ops.math import __all__ as _math_all
+from .ops.shape import __all__ as _shape_all
+from .ops.creation import __all__ as _creation_all
 
 __version__ = "0.1.0"
 
@@ -81,3 +85,16 @@ def __getattr__(name):
         from . import serialization
         return getattr(serialization, name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+# the public names: what `from ember import *` gives, and what tests/api_coverage.py checks every test run uses
+__all__ = (
+    _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
+    + _math_all + _shape_all + _creation_all
+    + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
+       "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
+       "randint_like", "poisson"]
+    + ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "GradientTape",
+       "is_inference_mode_enabled"]
+    + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]
+)

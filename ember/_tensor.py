@@ -109,10 +109,6 @@ class Tensor:
     def grad_fn(self):
         return self._node
 
-    @property
-    def is_floating_point_(self):
-        return self.dtype.is_floating_point
-
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 

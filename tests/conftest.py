@@ -1,8 +1,17 @@
-"""Shared pytest setup: puts tests/ on sys.path so any test can `from helpers import check_op`."""
+"""Shared pytest setup: puts tests/ on sys.path so any test can `from helpers import check_op`, and the
+`--api-coverage` option (tests/api_coverage.py): fail the run if a public name of Ember never ran."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+_recorder = None
+
+
+def pytest_addoption(parser):
+    parser.addoption("--api-coverage", action="store_true",
+                     help="fail unless every public function, class and Tensor method of Ember ran "
+                          "(see tests/api_coverage.py; `make coverage` uses it)")
 
 
 def pytest_configure(config):
@@ -10,3 +19,22 @@ def pytest_configure(config):
     # loaded 2-core machine a (8, 8) linear + layer_norm took ~30 ms with 2 threads, ~0.01 ms with 1.
     import torch
     torch.set_num_threads(1)
+    global _recorder
+    if config.getoption("api_coverage"):
+        from api_coverage import Recorder
+        _recorder = Recorder()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _recorder is None:
+        return
+    missing = _recorder.unused()
+    _recorder.stop()
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if missing:
+        tr.write_line(f"\napi coverage: {len(missing)} public names never ran in this session:", red=True)
+        for name in missing:
+            tr.write_line(f"    {name}")
+        session.exitstatus = 1
+    else:
+        tr.write_line("\napi coverage: every public name ran", green=True)

@@ -151,3 +151,16 @@ def test_cpu_indices_for_indexing_and_cpu_scalar_condition_stay_allowed():
     assert (two * x).device.type == "cuda" and (x * two).device.type == "cuda"
     assert x.masked_fill(x > 2, ember.tensor(0.0)).cpu().tolist() == [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]]
     assert ember.where(x > 2, two, x).device.type == "cuda"
+
+
+def test_cuda_helpers_without_a_device():
+    if ember.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert ember.cuda.device_count() == 0
+    assert ember.cuda.synchronize() is None          # nothing to wait for
+    ember.manual_seed(5)                             # one generator serves every device: the seeds agree
+    a = ember.rand(4)
+    ember.cuda.manual_seed(5)
+    assert ember.rand(4).tolist() == a.tolist()
+    ember.cuda.manual_seed_all(5)
+    assert ember.rand(4).tolist() == a.tolist()

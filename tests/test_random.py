@@ -95,3 +95,24 @@ def test_multinomial_errors():
     ember.manual_seed(0)
     m = ember.multinomial(ember.tensor([[0.0, 1.0], [1.0, 0.0]]), 3, replacement=True)
     assert m.tolist() == [[1, 1, 1], [0, 0, 0]]
+
+
+def test_poisson_counts_with_the_given_rates():
+    rates = ember.tensor([[0.0, 0.5, 3.0, 40.0]] * 5000, dtype=ember.float64)
+    g = ember.Generator().manual_seed(11)
+    k = ember.poisson(rates, generator=g)
+    assert k.shape == rates.shape and k.dtype == ember.float64
+    assert bool((k == k.round()).all()) and not k[:, 0].any()          # whole counts; rate 0 gives 0
+    np.testing.assert_allclose(k.mean(0).numpy(), [0.0, 0.5, 3.0, 40.0], rtol=0.05)
+    np.testing.assert_allclose(k.var(0).numpy(), [0.0, 0.5, 3.0, 40.0], rtol=0.1)     # variance = rate
+    again = ember.random.poisson(rates, generator=ember.Generator().manual_seed(11))
+    assert again.tolist() == k.tolist()
+
+
+def test_seed_reseeds_nondeterministically_and_is_reported():
+    s1 = ember.seed()
+    a = ember.rand(3)
+    assert ember.initial_seed() == s1 and isinstance(s1, int)
+    ember.manual_seed(s1)
+    assert ember.rand(3).tolist() == a.tolist()                  # the reported seed reproduces the stream
+    assert ember.random.seed() != s1                             # a fresh seed each call

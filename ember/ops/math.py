@@ -694,7 +694,17 @@ def dot(input, other):
 
 
 vdot = dot
-inner = dot
+
+
+def inner(input, other):
+    """Sum of products over the last axis of both: shape `input.shape[:-1] + other.shape[:-1]`."""
+    if input.ndim == 0 or other.ndim == 0:
+        return mul(input, other)
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise op_error("inner", f"last dimensions differ: {tuple(input.shape)} and {tuple(other.shape)}")
+    return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
 
 
 def outer(input, vec2):

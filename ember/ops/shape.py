@@ -6,7 +6,8 @@ import collections
 
 import numpy as np
 
-from .._errors import check_same_device, op_error
+from .. import _dtype
+from .._errors import check_same_device, describe, op_error
 from .._tensor import Tensor
 from ..backends import array_module
 from . import primitives as P
@@ -57,9 +58,20 @@ def _viewable(arr, shape):
         return False
 
 
+def _view_dtype(input, dtype):
+    """view(dtype): the same bytes read as another dtype (no conversion, no gradient), as torch."""
+    dt = _dtype.to_dtype(dtype)
+    a = input._data
+    if dt.np.itemsize != a.itemsize and (a.ndim == 0 or a.shape[-1] * a.itemsize % dt.np.itemsize
+                                         or a.strides[-1] != a.itemsize):
+        raise op_error("view", f"cannot view {describe(input)} as {dt.name}: with a different element size "
+                               f"the last dimension must be contiguous and hold a whole number of {dt.name}s")
+    return _view_of(Tensor._make(a.view(dt.np), input._device), input)
+
+
 def view(input, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
-        return input.to(shape[0])   # view(dtype)
+        return _view_dtype(input, shape[0])
     if not input._data.flags.c_contiguous and _shape_arg(shape) != input.shape \
             and not _viewable(input._data, _shape_arg(shape)):
         raise op_error("view", f"view size is not compatible with input tensor's size and stride "
@@ -170,7 +182,7 @@ def ravel(input):
 def cat(tensors, dim=0):
     tensors = [t for t in tensors]
     if not tensors:
-        raise op_error("cat", "expected a non-empty list of Tensors")
+        raise op_error("cat", "expected a non-empty list of Tensors", ValueError)   # torch's type
     from .math import _as_tensor
     from .. import _dtype
     # torch skips legacy empty 1-D tensors

@@ -48,6 +48,28 @@ def test_function_grad_fn_name_and_leaf_output():
     assert not relu.apply(ember.randn(3)).requires_grad
 
 
+def test_ctx_is_a_function_ctx():
+    seen = []
+
+    class Square(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen.append(ctx)
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(ctx)
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = ember.tensor([1.0, -3.0], requires_grad=True)
+    Square.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, -6.0]
+    assert len(seen) == 2 and seen[0] is seen[1] and isinstance(seen[0], ember.autograd.FunctionCtx)
+
+
 class ScaleBy(ember.autograd.Function):
     """Non-tensor args, needs_input_grad, two outputs, one non-differentiable."""
     seen = None

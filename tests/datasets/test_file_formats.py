@@ -7,6 +7,7 @@ import socket
 import struct
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,3 +182,11 @@ def test_cifar_truncated_and_missing_files(tmp_path):
         CIFAR10(tmp_path, train=False)
     with pytest.raises(DatasetNotFoundError, match="data_batch_1.bin"):
         CIFAR10(tmp_path, train=True)
+
+
+def test_data_home_follows_ember_data(monkeypatch, tmp_path):
+    from ember.datasets import data_home
+    monkeypatch.setenv("EMBER_DATA", str(tmp_path))
+    assert data_home() == tmp_path
+    monkeypatch.delenv("EMBER_DATA")
+    assert data_home() == Path.home() / ".cache" / "ember"

@@ -60,3 +60,38 @@ def test_bfloat16_gelu_returns_bfloat16():
     from helpers import check_op
     check_op(lambda L, x: L.nn.functional.gelu(x), (3, 4), dtypes=("bfloat16",))
     check_module(lambda lib: lib.nn.GELU(), (3, 4), dtypes=("bfloat16",))
+
+
+def test_functional_tanh_and_sigmoid():
+    from helpers import check_op
+    check_op(lambda lib, x: lib.nn.functional.tanh(x), X)
+    check_op(lambda lib, x: lib.nn.functional.sigmoid(x), X * 20)     # saturated tails too
+
+
+def test_activation_argument_errors():
+    import pytest
+    import ember
+    F = ember.nn.functional
+    with pytest.raises(ValueError, match="gelu: approximate must be 'none' or 'tanh', got 'erf'"):
+        F.gelu(ember.ones(2), approximate="erf")
+    with pytest.raises(RuntimeError, match="softmax: expected a floating point input, got int64"):
+        F.softmax(ember.arange(3), 0)
+    with pytest.raises(IndexError, match="softmax: dim 2 is out of range for a 2-D input"):
+        F.log_softmax(ember.ones(2, 3), 2)
+
+
+def test_softmax_implicit_dim_and_scalar_like_torch():
+    from helpers import check_op
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # torch warns about the implicit dim
+        for shape in [(), (4,), (2, 3), (2, 3, 4), (2, 3, 2, 2)]:
+            check_op(lambda lib, x: lib.nn.functional.softmax(x, None), shape)
+            check_op(lambda lib, x: lib.nn.functional.softmin(x, None), shape)
+
+
+def test_gelu_on_inputs_larger_than_a_cache_block():
+    # > backends.cpu.BLOCK elements, not a multiple of the block: GELU runs block by block and the pieces
+    # (output and the saved cdf, then the gradient) must be stitched back in order
+    from helpers import check_op
+    check_op(lambda lib, x: lib.nn.functional.gelu(x), (301, 257), low=-4, high=4)

@@ -2,6 +2,7 @@
 from collections import OrderedDict
 
 import pytest
+import torch
 
 import ember
 import ember.nn as nn
@@ -36,3 +37,76 @@ def test_parameter_list_and_dict():
     assert [k for k, _ in pl.named_parameters()] == ["0", "1"]
     pd = nn.ParameterDict({"w": nn.Parameter(ember.ones(1))})
     assert list(pd.state_dict()) == ["w"]
+
+
+def _names(lib, seq):
+    """The module types in order, as names comparable across torch and ember."""
+    return [type(m).__name__ for m in seq]
+
+
+def _edit_sequential(lib):
+    nn_ = lib.nn
+    s = nn_.Sequential(nn_.Linear(2, 3), nn_.ReLU(), nn_.Linear(3, 1))
+    s[1] = nn_.Tanh()
+    s.insert(1, nn_.Identity())
+    s.extend([nn_.Sigmoid(), nn_.ReLU()])
+    del s[-2:]
+    s2 = s + nn_.Sequential(nn_.Flatten())
+    return _names(lib, s), list(s._modules), _names(lib, s2), list(s2._modules)
+
+
+def _edit_module_list(lib):
+    nn_ = lib.nn
+    ml = nn_.ModuleList([nn_.ReLU(), nn_.Tanh()])
+    ml += [nn_.Sigmoid()]
+    ml[0] = nn_.Identity()
+    ml.insert(1, nn_.Flatten())
+    del ml[2]
+    both = ml + nn_.ModuleList([nn_.ReLU()])
+    return _names(lib, ml), list(ml._modules), _names(lib, both), [type(m).__name__ for m in ml[1:3]]
+
+
+def _edit_module_dict(lib):
+    nn_ = lib.nn
+    md = nn_.ModuleDict([("a", nn_.ReLU()), ("b", nn_.Tanh())])
+    md["c"] = nn_.Sigmoid()
+    del md["a"]
+    popped = type(md.pop("b")).__name__
+    items = [(k, type(v).__name__) for k, v in md.items()]
+    values = _names(lib, md.values())
+    keys = list(iter(md))
+    md.update({"d": nn_.Identity()})
+    n = len(md)
+    md.clear()
+    return popped, items, values, keys, n, len(md), "c" in md
+
+
+@pytest.mark.parametrize("edit", [_edit_sequential, _edit_module_list, _edit_module_dict])
+def test_container_editing_matches_torch(edit):
+    assert edit(ember) == edit(torch)
+
+
+def test_parameter_containers_match_torch():
+    def edit(lib):
+        pl = lib.nn.ParameterList([lib.nn.Parameter(lib.ones(2))])
+        pl += [lib.zeros(3)]
+        pl[0] = lib.full((4,), 2.0)
+        sizes = [tuple(p.shape) for p in pl] + [tuple(p.shape) for p in pl[1:]]
+        pd = lib.nn.ParameterDict([("w", lib.ones(1))])
+        pd["b"] = lib.zeros(2)
+        del pd["w"]
+        return (sizes, all(isinstance(p, lib.nn.Parameter) for p in pl), list(pd.keys()), "b" in pd,
+                [k for k, _ in pd.items()], [tuple(v.shape) for v in pd.values()], list(iter(pd)), len(pd))
+    assert edit(ember) == edit(torch)
+    pl = nn.ParameterList([ember.zeros(2, 3), ember.ones(1)])
+    assert "(0): Parameter containing: [float32 of size (2, 3)]" in repr(pl)
+
+
+def test_sequential_delete_slice_and_index_errors():
+    s = nn.Sequential(*[nn.Identity() for _ in range(4)])
+    del s[1:3]
+    assert list(s._modules) == ["0", "1"]
+    with pytest.raises(IndexError, match="out of range"):
+        s[5] = nn.ReLU()
+    with pytest.raises(IndexError, match="out of range"):
+        nn.ModuleList([nn.ReLU()])[-2]

@@ -77,3 +77,74 @@ def test_bfloat16_conv2d_returns_bfloat16():
     # issue 8 (2b): F.conv2d gave float32 for bfloat16 (its im2col matmul); output and grads are bfloat16
     check_op(lambda L, x, w, b: L.nn.functional.conv2d(x, w, b, padding=1), (2, 3, 5, 5), (4, 3, 3, 3), (4,),
              dtypes=("bfloat16",), atol=3e-2, rtol=3e-2, grad_atol=1e-1, grad_rtol=5e-2)
+
+
+CONV3D = [
+    ("conv3d", lambda lib: lib.nn.Conv3d(2, 3, 2), [(2, 2, 4, 3, 5)]),
+    ("conv3d_stride_pad_groups", lambda lib: lib.nn.Conv3d(4, 2, (3, 1, 2), stride=(2, 1, 1), padding=(1, 0, 1), groups=2), [(1, 4, 5, 3, 4)]),
+    ("conv3d_dilation_same_nobias", lambda lib: lib.nn.Conv3d(2, 2, 3, padding="same", dilation=(1, 2, 1), bias=False), [(1, 2, 3, 6, 4)]),
+    ("conv3d_unbatched", lambda lib: lib.nn.Conv3d(2, 3, 2), [(2, 3, 3, 3)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in CONV3D], ids=[c[0] for c in CONV3D])
+def test_conv3d(build, inputs):
+    check_module(build, *inputs, modes=("train",))
+
+
+def test_functional_conv3d_and_conv_transpose1d():
+    check_op(lambda lib, x, w, b: lib.nn.functional.conv3d(x, w, b, stride=2, padding=1), (2, 3, 5, 4, 4), (2, 3, 2, 2, 3), (2,))
+    check_op(lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1), (2, 3, 5), (3, 4, 3))
+    check_op(lambda lib, x, w, b: lib.nn.functional.conv_transpose1d(x, w, b, groups=2, dilation=2), (1, 4, 6), (4, 1, 2), (2,))
+
+
+BAD_CONV_ARGS = {   # the same bad argument must raise the same exception type as torch
+    "groups_zero": lambda L: L.nn.Conv2d(2, 2, 3, groups=0),
+    "out_not_divisible": lambda L: L.nn.Conv1d(2, 3, 3, groups=2),
+    "padding_mode": lambda L: L.nn.Conv2d(2, 2, 3, padding_mode="mirror"),
+    "padding_string": lambda L: L.nn.Conv3d(2, 2, 3, padding="full"),
+    "transpose_padding_mode": lambda L: L.nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect"),
+    "transpose_output_size": lambda L: L.nn.ConvTranspose1d(2, 2, 3, stride=2)(L.ones(1, 2, 4), output_size=[20]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CONV_ARGS))
+def test_bad_conv_arguments_raise_like_torch(name):
+    import torch
+    with pytest.raises(Exception) as theirs:
+        BAD_CONV_ARGS[name](torch)
+    with pytest.raises(type(theirs.value)):
+        BAD_CONV_ARGS[name](ember)
+
+
+def test_conv_reprs_match_torch():
+    import torch
+    for build in (lambda L: L.nn.Conv1d(2, 4, 3, padding="same", groups=2, bias=False, padding_mode="circular"),
+                  lambda L: L.nn.ConvTranspose2d(2, 3, 3, stride=2, output_padding=1, dilation=2),
+                  lambda L: L.nn.Conv3d(1, 2, (1, 2, 3), padding=(0, 1, 1))):
+        assert repr(build(ember)) == repr(build(torch))
+
+
+def test_functional_conv_errors_name_the_op_and_shapes():
+    F = ember.nn.functional
+    x = ember.randn(1, 4, 5, 5)
+    cases = [
+        (ValueError, r"conv2d: expected a 4-D input, got shape \(5, 5\)", lambda: F.conv2d(ember.randn(5, 5), ember.randn(2, 4, 3, 3))),
+        (ValueError, r"conv2d: expected a 4-D weight, got shape \(2, 4, 3\)", lambda: F.conv2d(x, ember.randn(2, 4, 3))),
+        (RuntimeError, r"conv2d: input \(1, 4, 5, 5\) has 4 channels but weight \(2, 3, 3, 3\) with groups=1 expects 3",
+         lambda: F.conv2d(x, ember.randn(2, 3, 3, 3))),
+        (ValueError, "conv2d: padding='same' is not supported for strided", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), stride=2, padding="same")),
+        (ValueError, "padding must be 'valid', 'same', an int or a tuple, got 'full'", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), padding="full")),
+        (ValueError, r"stride must be an int or a tuple of 2 ints, got \(1, 1, 1\)", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), stride=(1, 1, 1))),
+        (RuntimeError, r"conv2d: padded input size \(5, 5\) is smaller than the \(dilated\) kernel size \(7, 7\)",
+         lambda: F.conv2d(x, ember.randn(2, 4, 7, 7))),
+        (RuntimeError, r"conv_transpose2d: input \(1, 4, 5, 5\) has 4 channels but weight \(3, 2, 3, 3\) expects 3",
+         lambda: F.conv_transpose2d(x, ember.randn(3, 2, 3, 3))),
+        (ValueError, "conv_transpose2d: output_padding must be smaller than either stride or dilation",
+         lambda: F.conv_transpose2d(x, ember.randn(4, 2, 3, 3), output_padding=1)),
+        (RuntimeError, r"fold: input.shape\[1\]=5 is not divisible by the kernel size 4", lambda: F.fold(ember.randn(1, 5, 4), (3, 3), 2)),
+        (RuntimeError, r"fold: expected 4 blocks for output_size \(3, 3\), got 5", lambda: F.fold(ember.randn(1, 8, 5), (3, 3), 2)),
+    ]
+    for exc, msg, call in cases:
+        with pytest.raises(exc, match=msg):
+            call()

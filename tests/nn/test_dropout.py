@@ -47,3 +47,17 @@ def test_dropout_p1_and_bad_p():
     assert not ember.nn.functional.dropout(ember.ones(5), 1.0).numpy().any()
     with pytest.raises(ValueError, match="between 0 and 1"):
         ember.nn.Dropout(1.5)
+
+
+@pytest.mark.parametrize("name,shape", [("dropout1d", (6, 40, 5)), ("dropout2d", (6, 40, 3, 3))])
+def test_functional_channel_dropout(name, shape):
+    fn = getattr(ember.nn.functional, name)
+    x = ember.randn(*shape)
+    assert bool((fn(x, 0.5, training=False) == x).all())
+    ember.manual_seed(2)
+    y = fn(x, 0.25).numpy()
+    ratio = (y / x.numpy()).reshape(shape[0], shape[1], -1)   # per channel: all 0 or all 1/(1-p)
+    zero, kept = np.isclose(ratio, 0).all(-1), np.isclose(ratio, 1 / 0.75).all(-1)
+    assert np.all(zero | kept) and zero.any() and kept.any()
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        fn(x, -0.1)

@@ -47,3 +47,20 @@ def test_embedding_double_backward_and_errors():
     check_op(fn, (4, 3), dtypes=("float64",))
     with pytest.raises(IndexError, match="out of range"):
         ember.nn.Embedding(3, 2)(ember.tensor([3]))
+
+
+def test_embedding_arguments_and_repr_like_torch():
+    import torch
+    # torch checks these two with `assert`; Ember raises ValueError with the same message
+    with pytest.raises(ValueError, match="Padding_idx must be within num_embeddings"):
+        ember.nn.Embedding(4, 2, padding_idx=4)
+    with pytest.raises(ValueError, match="Embeddings parameter is expected to be 2-dimensional"):
+        ember.nn.Embedding.from_pretrained(ember.ones(3))
+    for build in (lambda L: L.nn.Embedding(5, 3, padding_idx=-1, max_norm=1.0), lambda L: L.nn.Embedding(2, 2)):
+        assert repr(build(ember)) == repr(build(torch))
+    m = ember.nn.Embedding(5, 3, padding_idx=-2)
+    assert m.padding_idx == 3 and not m.weight[3].detach().numpy().any()   # negative: counted from the end
+    w = ember.randn(4, 2)
+    frozen = ember.nn.Embedding.from_pretrained(w)
+    assert not frozen.weight.requires_grad and frozen.weight.tolist() == w.tolist()
+    assert ember.nn.Embedding.from_pretrained(w, freeze=False).weight.requires_grad

@@ -120,3 +120,20 @@ def test_fused_linear_and_layer_norm_double_backward():
         return sum((g * g).sum() for g in gs)
     check_op(lin, (3, 4), (2, 4), (2,), dtypes=("float64",))
     check_op(ln, (2, 3, 4), (4,), (4,), dtypes=("float64",))
+
+
+def test_pad_and_interpolate_argument_errors():
+    F = ember.nn.functional
+    x = ember.ones(1, 2, 3, 3)
+    cases = [
+        ("pad: padding for 3 dims given to a 2-D input", lambda: F.pad(ember.ones(2, 2), (1,) * 6)),
+        (r"pad: reflect padding \(3, 0\) must be smaller than the dim size 3", lambda: F.pad(x, (3, 0), mode="reflect")),
+        (r"interpolate: expected \(N, C, ...\) input, got \(3,\)", lambda: F.interpolate(ember.ones(3), size=2)),
+        ("interpolate: give exactly one of size and scale_factor", lambda: F.interpolate(x, size=4, scale_factor=2)),
+        ("align_corners option can only be set with the interpolating modes", lambda: F.interpolate(x, size=4, align_corners=True)),
+        ("interpolate: mode 'linear' needs a 3-D", lambda: F.interpolate(x, size=4, mode="linear")),
+    ]
+    for msg, call in cases:
+        with pytest.raises(ValueError, match=msg):
+            call()
+    check_op(lambda lib, a: lib.nn.functional.pad(a, (0, 0)), (2, 3))          # no padding: the input back

@@ -63,6 +63,12 @@ def test_dirac_and_errors():
         init.calculate_gain("swish")
 
 
+@pytest.mark.parametrize("shape", [(3, 4), (5, 3, 2, 2), (4, 2, 3), (6, 1, 2, 3, 2)])
+def test_fan_in_and_fan_out_as_torch(shape):
+    ours = init._calculate_fan_in_and_fan_out(ember.empty(*shape))
+    assert ours == torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(*shape))
+
+
 def test_init_on_parameters_keeps_leaf():
     p = ember.nn.Parameter(ember.empty(3, 3))
     init.kaiming_uniform_(p)

@@ -38,3 +38,16 @@ def test_bfloat16_linear_returns_bfloat16():
     from helpers import check_op
     check_op(lambda L, x, w, b: L.nn.functional.linear(x, w, b), (4, 5), (3, 5), (3,), dtypes=("bfloat16",))
     check_module(lambda lib: lib.nn.Linear(5, 3), (2, 4, 5), dtypes=("bfloat16",))
+
+
+def test_functional_linear_mixed_dtypes_and_shape_errors():
+    import torch
+    import ember
+    x, w = ember.randn(2, 3, 4), ember.randn(5, 4, dtype=ember.float64)
+    with pytest.raises(RuntimeError):    # torch refuses mixed dtypes too
+        torch.nn.functional.linear(torch.randn(2, 3, 4), torch.randn(5, 4, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="same dtype.*float32.*float64"):
+        ember.nn.functional.linear(x, w)
+    with pytest.raises(RuntimeError, match=r"linear: input's last dim 4 != weight's in_features 3 "
+                                           r"\(input \(2, 3, 4\), weight \(5, 3\)\)"):
+        ember.nn.functional.linear(x, ember.randn(5, 3))

@@ -147,3 +147,18 @@ def test_cross_entropy_bad_target():
 def test_bce_range_error():
     with pytest.raises(RuntimeError, match="between 0 and 1"):
         ember.nn.functional.binary_cross_entropy(ember.tensor([1.5]), ember.tensor([1.0]))
+
+
+F_LOSSES = [
+    ("nll_loss", lambda lib, x, t: lib.nn.functional.nll_loss(x, t, ignore_index=1), [(5, 4), T5]),
+    ("kl_div", lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduction="batchmean"), [np.log(PROBS), NoGrad(PROBS)]),
+    ("multi_margin_loss", lambda lib, x, t: lib.nn.functional.multi_margin_loss(x, t, margin=0.7), [(5, 4), T5]),
+    ("margin_ranking_loss", lambda lib, a, b, y: lib.nn.functional.margin_ranking_loss(a, b, y, reduction="sum"), [(5,), (5,), NoGrad(SIGN)]),
+    ("cosine_embedding_loss", lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y, reduction="none"), [(5, 3), (5, 3), NoGrad(SIGN)]),
+    ("triplet_margin_loss", lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, margin=0.3, p=3), [(5, 3), (5, 3), (5, 3)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in F_LOSSES], ids=[c[0] for c in F_LOSSES])
+def test_functional_losses(fn, inputs):
+    check_op(fn, *inputs)

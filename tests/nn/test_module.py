@@ -69,6 +69,63 @@ def test_registration_errors():
         nn.Linear(1, 1).nope
 
 
+def _module_with_everything(lib):
+    m = lib.nn.Module()
+    m.w = lib.nn.Parameter(lib.ones(2))
+    m.sub = lib.nn.Linear(2, 2)
+    m.register_buffer("buf", lib.zeros(2))
+    m.plain = 1
+    return m
+
+
+class _EarlyParameter:
+    def __init__(self, lib):
+        class Early(lib.nn.Module):
+            def __init__(self):
+                self.w = lib.nn.Parameter(lib.ones(1))
+        Early()
+
+
+MISUSES = {   # the same misuse must raise the same exception type as torch
+    "tensor_as_parameter": lambda L, m: setattr(m, "w", L.zeros(2)),
+    "int_as_submodule": lambda L, m: setattr(m, "sub", 3),
+    "int_as_buffer": lambda L, m: setattr(m, "buf", 3),
+    "dotted_parameter_name": lambda L, m: m.register_parameter("a.b", None),
+    "empty_module_name": lambda L, m: m.add_module("", L.nn.ReLU()),
+    "non_string_buffer_name": lambda L, m: m.register_buffer(3, None),
+    "tensor_registered_as_parameter": lambda L, m: m.register_parameter("p", L.ones(1)),
+    "non_leaf_parameter": lambda L, m: m.register_parameter("p", L.nn.Parameter(L.ones(1)) * 2),
+    "buffer_named_like_a_parameter": lambda L, m: m.register_buffer("w", L.ones(1)),
+    "buffer_named_like_an_attribute": lambda L, m: m.register_buffer("plain", L.ones(1)),
+    "non_module_added": lambda L, m: m.add_module("x", L.ones(1)),
+    "missing_submodule": lambda L, m: m.get_submodule("sub.nope"),
+    "missing_parameter": lambda L, m: m.get_parameter("sub.nope"),
+    "parameter_before_init": lambda L, m: _EarlyParameter(L),
+}
+
+
+@pytest.mark.parametrize("name", list(MISUSES))
+def test_registration_misuse_raises_like_torch(name):
+    raised = {}
+    for lib in (torch, ember):
+        with pytest.raises(Exception) as info:
+            MISUSES[name](lib, _module_with_everything(lib))
+        raised[lib.__name__] = type(info.value)
+    assert raised["ember"] is raised["torch"]
+
+
+def test_none_assignment_and_deletion_like_torch():
+    def edit(lib):
+        m = _module_with_everything(lib)
+        m.w, m.sub, m.buf = None, None, None
+        state = (m._parameters["w"], m._modules["sub"], m._buffers["buf"])
+        del m.w, m.sub, m.buf, m.plain
+        m.register_module("late", lib.nn.ReLU())
+        return state, dict(m.named_children()).keys() == {"late"}, [k for k, _ in m.named_parameters()], \
+            hasattr(m, "plain"), type(m.get_submodule("late")).__name__
+    assert edit(ember) == edit(torch)
+
+
 def test_shared_parameters_counted_once():
     a = nn.Linear(2, 2)
     seq = nn.Sequential(a, a)
@@ -192,3 +249,22 @@ def test_repr_matches_torch():
 def test_missing_forward():
     with pytest.raises(NotImplementedError, match="forward"):
         nn.Module()(1)
+
+
+def test_parameter_construction_pickling_and_deepcopy():
+    import copy
+    import pickle
+    empty = nn.Parameter()
+    assert empty.shape == (0,) and empty.requires_grad and isinstance(empty, nn.Parameter)
+    assert tuple(torch.nn.Parameter().shape) == (0,)
+    with pytest.raises(TypeError, match="Parameter: data must be a Tensor, got list"):
+        nn.Parameter([1.0])
+    frozen = nn.Parameter(ember.ones(2), requires_grad=False)
+    assert not frozen.requires_grad and repr(frozen).startswith("Parameter containing:\ntensor(")
+    p = nn.Parameter(ember.tensor([1.0, 2.0]))
+    p.grad = ember.tensor([0.5, 0.5])
+    back = pickle.loads(pickle.dumps(p))
+    assert isinstance(back, nn.Parameter) and back.requires_grad and back.tolist() == [1.0, 2.0]
+    twin = copy.deepcopy({"a": p, "b": p})
+    assert twin["a"] is twin["b"] and twin["a"] is not p           # shared once, as torch
+    assert twin["a"].grad.tolist() == [0.5, 0.5] and twin["a"].data_ptr() != p.data_ptr()

@@ -48,3 +48,22 @@ def test_batchnorm_errors():
         ember.nn.BatchNorm2d(3)(ember.randn(2, 3))
     with pytest.raises(ValueError, match="more than 1 value"):
         ember.nn.BatchNorm1d(3)(ember.randn(1, 3))
+
+
+def test_batchnorm_reset_running_stats_and_parameters_like_torch():
+    import torch
+    def run(lib):
+        lib.manual_seed(0)
+        m = lib.nn.BatchNorm1d(3)
+        m(lib.tensor([[1.0, 2.0, 3.0], [3.0, 0.0, -1.0]]))
+        with lib.no_grad():
+            m.weight.fill_(2.0)
+        after_step = [b.tolist() for b in m.buffers()]
+        m.reset_running_stats()
+        reset_stats = [b.tolist() for b in m.buffers()] + [m.weight.tolist()]
+        m.reset_parameters()
+        return after_step, reset_stats, m.weight.tolist(), m.bias.tolist()
+    assert run(ember) == run(torch)
+    untracked = ember.nn.BatchNorm2d(2, track_running_stats=False, affine=False)
+    untracked.reset_parameters()                     # nothing to reset: no buffers, no parameters
+    assert untracked.running_mean is None and list(untracked.parameters()) == []

@@ -46,3 +46,10 @@ def test_maxpool_double_backward():
         g, = lib.autograd.grad(y.sum(), x, create_graph=True)
         return (g * x).sum()
     check_op(fn, X4, dtypes=("float64",))
+
+
+def test_functional_pooling_forms():
+    check_op(lambda lib, x: lib.nn.functional.max_pool1d(x, 3, 2, padding=1), X3)
+    check_op(lambda lib, x: lib.nn.functional.max_pool1d(x, 2, return_indices=True), X3)
+    check_op(lambda lib, x: lib.nn.functional.avg_pool1d(x, 3, 2, padding=1, count_include_pad=False), (2, 3, 10))
+    check_op(lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (3, 2)), (2, 3, 7, 5))

@@ -1,5 +1,6 @@
 """ember/nn/rnn.py against torch: outputs, final states and gradients of inputs, states and weights."""
 import pytest
+import torch
 
 import ember
 from .nn_helpers import check_module
@@ -50,6 +51,15 @@ def test_dropout_between_layers_train_is_random():
     assert a.shape == (4, 2, 4) and not (a == b).all()
 
 
+def test_class_hierarchy_as_torch():
+    for name in ("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"):
+        base = "RNNBase" if "Cell" not in name else "RNNCellBase"
+        assert issubclass(getattr(torch.nn, name), getattr(torch.nn, base))       # the hierarchy we copy
+        assert issubclass(getattr(ember.nn, name), getattr(ember.nn, base))
+        assert issubclass(getattr(ember.nn, base), ember.nn.Module)
+    assert isinstance(ember.nn.GRU(2, 3), ember.nn.RNNBase) and not isinstance(ember.nn.GRUCell(2, 3), ember.nn.RNNBase)
+
+
 def test_rnn_errors_and_repr():
     m = ember.nn.LSTM(3, 4, 2, batch_first=True, bidirectional=True)
     assert repr(m) == "LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True)"
@@ -57,3 +67,40 @@ def test_rnn_errors_and_repr():
         m(ember.randn(2, 5, 7))
     with pytest.raises(RuntimeError, match="hidden size"):
         m(ember.randn(2, 5, 3), (ember.zeros(1, 2, 4), ember.zeros(1, 2, 4)))
+
+
+BAD_RNN_ARGS = {   # the same bad argument must raise the same exception type (and message) as torch
+    "dropout": (lambda L: L.nn.LSTM(2, 3, dropout=1.5), "dropout should be a number in range"),
+    "hidden_size": (lambda L: L.nn.GRU(2, 0), "hidden_size must be"),
+    "num_layers": (lambda L: L.nn.RNN(2, 3, num_layers=0), "num_layers must be"),
+    "nonlinearity": (lambda L: L.nn.RNN(2, 3, nonlinearity="gelu"), "Unknown nonlinearity"),
+    "input_4d": (lambda L: L.nn.GRU(2, 3)(L.ones(1, 1, 1, 2)), "expected input to be 2D or 3D"),
+    "cell_input_3d": (lambda L: L.nn.LSTMCell(2, 3)(L.ones(1, 1, 2)), "(?i)expected input to be 1D or 2D"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_RNN_ARGS))
+def test_bad_rnn_arguments_raise_like_torch(name):
+    build, msg = BAD_RNN_ARGS[name]
+    with pytest.raises(Exception) as theirs:
+        build(torch)
+    with pytest.raises(type(theirs.value), match=msg):
+        build(ember)
+
+
+def test_rnn_reprs_and_all_weights_like_torch():
+    # (torch checks a cell's nonlinearity only at the first forward; Ember at construction)
+    with pytest.raises(ValueError, match="Unknown nonlinearity: gelu"):
+        ember.nn.RNNCell(2, 3, nonlinearity="gelu")
+    # torch's RNN repr leaves out nonlinearity='relu'; Ember shows it
+    assert repr(ember.nn.RNN(2, 3, nonlinearity="relu")) == "RNN(2, 3, nonlinearity='relu')"
+    builds = [lambda L: L.nn.RNN(2, 3, 2, bias=False, dropout=0.5),
+              lambda L: L.nn.GRU(2, 3, batch_first=True),
+              lambda L: L.nn.RNNCell(2, 3, bias=False, nonlinearity="relu"), lambda L: L.nn.LSTMCell(4, 2)]
+    for build in builds:
+        assert repr(build(ember)) == repr(build(torch))
+    for build in builds[:2]:
+        ours, theirs = build(ember).all_weights, build(torch).all_weights
+        assert [[tuple(w.shape) for w in layer] for layer in ours] == [[tuple(w.shape) for w in layer] for layer in theirs]
+    cell = ember.nn.GRUCell(2, 3, bias=False)
+    assert cell.bias_ih is None and [k for k, _ in cell.named_parameters()] == ["weight_ih", "weight_hh"]

@@ -53,3 +53,13 @@ def test_parameter_vector_round_trip():
     assert m[0].weight.is_leaf
     with pytest.raises(ValueError, match="elements"):
         ember.nn.utils.vector_to_parameters(ember.zeros(3), m.parameters())
+
+
+def test_vector_to_parameters_checks_like_torch():
+    for L in (torch, ember):
+        with pytest.raises(TypeError):
+            L.nn.utils.vector_to_parameters([1.0] * 7, [L.zeros(2, 2), L.zeros(3)])
+    with pytest.raises(ValueError, match=r"vector_to_parameters: expected a 1-D vector, got shape \(7, 1\)"):
+        ember.nn.utils.vector_to_parameters(ember.zeros(7, 1), [ember.zeros(7)])
+    with pytest.raises(ValueError, match="vector_to_parameters: vector has 6 elements, parameters need 7"):
+        ember.nn.utils.vector_to_parameters(ember.zeros(6), [ember.zeros(2, 2), ember.zeros(3)])

@@ -265,6 +265,13 @@ def test_sigmoid_extremes():
     check_op(lambda L, a: L.sigmoid(a), np.array([-1000.0, -50.0, 0.0, 50.0, 1000.0]))
 
 
+def test_aliases_and_float_power():
+    check_op(lambda L, a: L.absolute(a), (3, 4))
+    check_op(lambda L, a, b: L.float_power(a, b), (3, 4), (4,), positive=True)     # computed in float64
+    check_op(lambda L, a: L.float_power(a, 2), (3, 4), dtypes=("float32",))
+    check_op(lambda L, a: L.fmod(a, 1.5), (3, 4), positive=True)  # negative operands: see test_fmod_*
+
+
 def test_round_half_to_even():
     check_op(lambda L, a: L.round(a), np.array([0.5, 1.5, 2.5, -0.5, -1.5]))
 
@@ -537,6 +544,23 @@ def test_var_correction_edge():
     check_op(lambda L, a: a.var(correction=0), (1,), grad=False)
 
 
+def test_var_mean_std_mean():
+    check_op(lambda L, a: L.var_mean(a, 1), (3, 4))
+    check_op(lambda L, a: L.var_mean(a, (0, 2), keepdim=True, correction=0), (3, 4, 2))
+    check_op(lambda L, a: L.std_mean(a), (3, 4))
+    check_op(lambda L, a: L.std_mean(a, -1, unbiased=False), (3, 4))
+
+
+def test_named_comparisons_and_bitwise():
+    a, b = np.round(np.random.default_rng(0).uniform(-2, 2, (3, 4))), np.round(np.random.default_rng(1).uniform(-2, 2, (4,)))
+    for name in ("greater", "greater_equal", "less", "less_equal", "not_equal"):
+        check_op(lambda L, a, b: getattr(L, name)(a, b), a, b, grad=False)
+    i, j = np.array([5, 3, 12, -7], dtype=np.int32), np.array([3, 6, 10, 2], dtype=np.int32)
+    check_op(lambda L, a, b: (L.bitwise_and(a, b), L.bitwise_or(a, b), L.bitwise_xor(a, b), L.bitwise_not(a)), i, j)
+    p, q = np.array([True, False, True]), np.array([True, True, False])
+    check_op(lambda L, a, b: (L.bitwise_and(a, b), L.bitwise_xor(a, b), L.bitwise_not(a)), p, q)
+
+
 # ------------------------------------------------------------------ linear algebra
 MATMUL = [
     ((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)),
@@ -567,6 +591,35 @@ def test_mm_bmm_mv_dot_outer():
     check_op(lambda L, a, b: L.outer(a, b), (3,), (4,))
     check_op(lambda L, a, b: a.outer(b), (3,), (4,))
     check_op(lambda L, a, b, c: L.addmm(a, b, c, beta=0.5, alpha=2), (4,), (3, 5), (5, 4))
+
+
+def test_dist_vdot_ger():
+    check_op(lambda L, a, b: L.dist(a, b), (3, 4), (4,))
+    check_op(lambda L, a, b: L.dist(a, b, p=1), (3, 4), (3, 4))
+    check_op(lambda L, a, b: L.dist(a, b, p=float("inf")), (5,), (5,))
+    check_op(lambda L, a, b: L.vdot(a, b), (6,), (6,))
+    check_op(lambda L, a, b: L.ger(a, b), (3,), (5,))
+
+
+@pytest.mark.parametrize("p", [float("inf"), float("-inf"), 1, 0, 3, 0.5, "fro"])
+def test_norm_orders(p):
+    x = np.random.default_rng(6).uniform(0.2, 2, (3, 4)) * np.array([1, -1, 1, -1])   # no zeros: |x| is smooth
+    check_op(lambda L, a: L.norm(a, p), x, grad=p != 0)
+    check_op(lambda L, a: a.norm(p, dim=1, keepdim=True), x, grad=p != 0)
+    check_op(lambda L, a: L.norm(a, p, dim=(0, 1), dtype=L.float64), x, dtypes=("float32",), grad=p != 0)
+
+
+def test_einsum_and_tensordot_errors_name_the_problem():
+    a, b = ember.ones(2, 3), ember.ones(4, 5)
+    with pytest.raises(RuntimeError, match="einsum: equation 'ij,jk' names 2 operands, got 1"):
+        ember.einsum("ij,jk", a)
+    with pytest.raises(RuntimeError, match="einsum: subscripts 'ijk' do not match operand of shape \\(2, 3\\)"):
+        ember.einsum("ijk,jk", a, b)
+    with pytest.raises(RuntimeError, match="einsum: .*operand shapes \\[\\(2, 3\\), \\(4, 5\\)\\]"):
+        ember.einsum("ij,jk->ik", a, b)
+    check_op(lambda L, a, b: L.einsum("ij,jk", [a, b]), (2, 3), (3, 4))      # operands as one list
+    check_op(lambda L, a, b: L.tensordot(a, b, dims=([1, 0], [0, 2])), (3, 2, 4), (2, 5, 3))
+    check_op(lambda L, a, b: L.tensordot(a, b, dims=1), (3, 4), (4, 2))
 
 
 def test_matmul_half():
@@ -637,3 +690,11 @@ def test_property_reductions(shape, data):
 def test_einsum_bfloat16():
     check_op(lambda L, a, b: L.einsum("ij,jk->ik", a, b), (3, 4), (4, 2), dtypes=("bfloat16",),
              atol=2e-2, rtol=2e-2, grad_atol=5e-2, grad_rtol=5e-2)
+
+
+@pytest.mark.parametrize("shapes", [((4,), (4,)), ((2, 4), (3, 4)), ((4,), (2, 3, 4)), ((2, 1, 3), (5, 3)), ((), (2, 3))],
+                         ids=str)
+def test_inner(shapes):
+    check_op(lambda L, a, b: L.inner(a, b), *shapes)
+    with pytest.raises(RuntimeError, match=r"inner: last dimensions differ: \(2, 3\) and \(4,\)"):
+        ember.inner(ember.ones(2, 3), ember.ones(4))

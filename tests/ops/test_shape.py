@@ -371,3 +371,76 @@ def test_shape_op_errors():
         x.masked_fill(ember.ones(2, 3), 0.0)
     with pytest.raises(RuntimeError, match="topk"):
         x.topk(4)
+
+
+def test_broadcast_tensors_swapdims_moveaxis_flipud():
+    check_op(lambda L, a, b, c: L.broadcast_tensors(a, b, c), (3, 1), (4,), (2, 1, 1))
+    check_op(lambda L, a: L.swapdims(a, 0, -1), (2, 3, 4))
+    check_op(lambda L, a: L.moveaxis(a, (0, 1), (2, 0)), (2, 3, 4))
+    check_op(lambda L, a: L.flipud(a), (3, 2))
+
+
+def test_masked_scatter_function():
+    mask = np.random.default_rng(5).random((3, 4)) < 0.5
+    check_op(lambda L, a, m, s: L.masked_scatter(a, m, s), (3, 4), mask, (4, 3))
+    check_op(lambda L, a, m, s: L.masked_scatter(a, m, s), (3, 4), mask[0], (12,))    # mask broadcast over rows
+
+
+@pytest.mark.parametrize("src,dst,shape", [("float32", "int32", (2, 3)), ("float32", "int16", (2, 3)),
+                                           ("float32", "float64", (3, 4)), ("int64", "float64", (5,)),
+                                           ("float16", "bfloat16", (4,)), ("uint8", "bool", (3,))])
+def test_view_dtype_reinterprets_the_bytes(src, dst, shape):
+    data = np.random.default_rng(0).uniform(0, 2, shape)
+    if src == "uint8":
+        data = np.array([0, 1, 1])
+    t = torch.tensor(data).to(getattr(torch, src))
+    e = ember.tensor(t.to(torch.float64).numpy()).to(getattr(ember, src))
+    ev, tv = e.view(getattr(ember, dst)), t.view(getattr(torch, dst))
+    assert ev.shape == tuple(tv.shape) and ev.dtype.name == dst and not ev.requires_grad
+    assert ev.detach().cpu()._data.tobytes() == tv.numpy().tobytes() if dst != "bfloat16" else \
+        ev.to(ember.float32).tolist() == tv.float().tolist()
+    e.zero_()                                  # a view: it sees the write, as torch's does
+    assert not ev.to(ember.float64).numpy().any() and ev._version == e._version
+
+
+def test_view_dtype_errors():
+    with pytest.raises(RuntimeError, match=r"view: cannot view \(3,\) float32 cpu as float64"):
+        ember.ones(3).view(ember.float64)
+    with pytest.raises(RuntimeError, match="view: cannot view"):
+        ember.ones(4, 2).t().view(ember.float16)      # last dim not contiguous
+
+
+SHAPE_MISUSE = {   # the same misuse raises torch's exception type
+    "t_3d": lambda L: L.ones(2, 2, 2).t(),
+    "expand_fewer_sizes": lambda L: L.ones(2, 3).expand(3),
+    "cat_empty": lambda L: L.cat([]),
+    "cat_0d": lambda L: L.cat([L.tensor(1.0), L.tensor(2.0)]),
+    "stack_empty": lambda L: L.stack([]),
+    "chunk_zero": lambda L: L.ones(4).chunk(0),
+    "repeat_fewer_dims": lambda L: L.ones(2, 3).repeat(2),
+    "index_select_2d_index": lambda L: L.ones(3).index_select(0, L.zeros(1, 1, dtype=L.int64)),
+    "gather_float_index": lambda L: L.ones(3).gather(0, L.zeros(2)),
+    "masked_fill_1d_value": lambda L: L.ones(3).masked_fill(L.ones(3, dtype=L.bool), L.ones(2)),
+    "masked_fill_bad_mask": lambda L: L.ones(3).masked_fill(L.ones(4, dtype=L.bool), 0.0),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_MISUSE))
+def test_shape_misuse_raises_like_torch(name):
+    with pytest.raises(Exception) as theirs:
+        SHAPE_MISUSE[name](torch)
+    with pytest.raises(Exception) as ours:
+        SHAPE_MISUSE[name](ember)
+    assert isinstance(ours.value, type(theirs.value)), (type(ours.value), type(theirs.value))
+
+
+def test_shape_edge_cases_like_torch():
+    check_op(lambda L, a: a.flatten(), ())                        # a 0-d tensor flattens to (1,)
+    check_op(lambda L, a: L.sort(a), ())
+    check_op(lambda L, a: L.sort(a, descending=True), np.array([True, False, True]))
+    check_op(lambda L, a: a.split([1, 3], dim=1), (2, 4))
+    check_op(lambda L, a: L.tensor_split(a, [1, 3]), (5, 2))
+    check_op(lambda L, a: a.repeat_interleave(2), (2, 3))         # no dim: flattened first
+    check_op(lambda L, a, i: a[[0, 2], i], (3, 4), np.array([1, 3]))
+    check_op(lambda L, s, v: L.searchsorted(s, v), np.sort(np.random.default_rng(1).uniform(size=(2, 5))),
+             np.random.default_rng(2).uniform(size=(2, 3)), grad=False)

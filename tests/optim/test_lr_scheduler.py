@@ -24,6 +24,14 @@ def lambda_scale(epoch):
     return 0.9 ** epoch
 
 
+def halving_every_3(S, opt):
+    """A user's scheduler: a subclass of the public base class that defines only get_lr."""
+    class Halving(S.LRScheduler):
+        def get_lr(self):
+            return [base * 0.5 ** (self.last_epoch // 3) for base in self.base_lrs]
+    return Halving(opt)
+
+
 SCHEDULERS = {
     "StepLR": lambda S, o: S.StepLR(o, step_size=4, gamma=0.5),
     "MultiStepLR": lambda S, o: S.MultiStepLR(o, milestones=[3, 7, 7, 15], gamma=0.3),
@@ -37,6 +45,7 @@ SCHEDULERS = {
                                                           anneal_strategy="linear", three_phase=True),
     "SequentialLR": lambda S, o: S.SequentialLR(
         o, [S.LinearLR(o, start_factor=0.1, total_iters=4), S.CosineAnnealingLR(o, T_max=10)], milestones=[5]),
+    "LRScheduler-subclass": halving_every_3,
     "SequentialLR-3": lambda S, o: S.SequentialLR(
         o, [S.ExponentialLR(o, gamma=0.8), S.StepLR(o, step_size=3), S.MultiStepLR(o, milestones=[2, 4])],
         milestones=[6, 14]),

@@ -187,3 +187,55 @@ def test_float32_stays_float32():
     one_step(opt, [w])
     assert w.dtype == ember.float32
     assert all(v.dtype == ember.float32 for k, v in opt.state[w].items() if k != "step")
+
+
+BAD_PARAMS = {   # misuse raises torch's exception type (Ember's messages say what to do instead)
+    "dict_of_params": lambda L, w: L.optim.SGD({"params": [w]}, lr=0.1),
+    "set_of_params": lambda L, w: L.optim.SGD([{"params": {w}}], lr=0.1),
+    "group_not_a_dict": lambda L, w: L.optim.SGD([w], lr=0.1).add_param_group([w]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_PARAMS))
+def test_bad_params_raise_like_torch(name):
+    raised = []
+    for L in (torch, ember):
+        with pytest.raises(Exception) as info:
+            BAD_PARAMS[name](L, L.zeros(2, requires_grad=True))
+        raised.append(type(info.value))
+    assert raised[0] is raised[1] or issubclass(raised[1], raised[0])
+
+
+def test_stricter_than_torch():
+    # torch only warns about a duplicated parameter and fails on a malformed state dict with a bare KeyError
+    w = ember.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="SGD: a parameter group contains the same parameter twice"):
+        ember.optim.SGD([w, w], lr=0.1)
+    with pytest.raises(ValueError, match="SGD.load_state_dict: expected a dict with 'state' and 'param_groups'"):
+        ember.optim.SGD([w], lr=0.1).load_state_dict({"state": {}})
+
+
+def test_repr_lists_each_group_like_torch():
+    def build(L):
+        w, b = L.zeros(2, requires_grad=True), L.zeros(1, requires_grad=True)
+        return L.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.9)
+    ours, theirs = repr(build(ember)).splitlines(), repr(build(torch)).splitlines()
+    assert ours[0] == theirs[0] and ours[-1] == theirs[-1] and ours.count("Parameter Group 1") == 1
+    assert "    lr: 0.5" in ours and "    momentum: 0.9" in ours
+    assert all(line in theirs for line in ours)     # every option Ember shows, torch shows the same way
+
+
+def test_load_state_dict_from_json_like_dicts():
+    """State dicts that went through JSON: string indices, betas as a list, a tensor step."""
+    w = ember.ones(2, requires_grad=True)
+    opt = ember.optim.Adam([w], lr=0.1, betas=(0.8, 0.9))
+    (w * w).sum().backward()
+    opt.step()
+    sd = opt.state_dict()
+    jsonish = {"state": {str(k): dict(v, step=ember.tensor(float(v["step"]))) for k, v in sd["state"].items()},
+               "param_groups": [dict(g, betas=list(g["betas"])) for g in sd["param_groups"]]}
+    w2 = ember.ones(2, requires_grad=True)
+    opt2 = ember.optim.Adam([w2])
+    opt2.load_state_dict(jsonish)
+    assert opt2.param_groups[0]["betas"] == (0.8, 0.9) and opt2.state[w2]["step"] == 1
+    assert opt2.state[w2]["exp_avg"].tolist() == opt.state[w]["exp_avg"].tolist()

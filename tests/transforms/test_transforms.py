@@ -229,3 +229,37 @@ def test_deterministic_transforms_on_a_batch_equal_per_image(transform):
     together = transform(batch)
     one_by_one = np.stack([transform(b) for b in batch])
     np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("build,message", [
+    (lambda: T.Resize(4, interpolation="bicubic"), "Resize: interpolation should be one of"),
+    (lambda: T.RandomCrop(4, padding=1, padding_mode="wrap"), "RandomCrop: padding_mode should be one of"),
+    (lambda: T.ColorJitter(brightness=(0.5, 3.0), saturation=(-1, 1)), r"saturation values should be between \(0"),
+    (lambda: T.ColorJitter(contrast=-0.1), "contrast: if it is a single number, it must be non negative"),
+    (lambda: T.RandomRotation(-5), "if degrees is a single number, it must be positive"),
+    (lambda: T.RandomRotation((1, 2, 3)), "RandomRotation: degrees should be a number or a sequence of 2"),
+    (lambda: T.RandomRotation(5, interpolation="bicubic"), "RandomRotation: interpolation should be one of"),
+    (lambda: T.RandomResizedCrop(4, scale=(1.0, 0.5)), "RandomResizedCrop: scale and ratio should be of kind"),
+    (lambda: T.RandomResizedCrop(4, interpolation="area"), "RandomResizedCrop: interpolation should be one of"),
+])
+def test_transform_arguments_are_checked(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_transform_reprs():
+    assert repr(T.Resize(8)) == "Resize(size=8, interpolation=bilinear)"
+    assert repr(T.CenterCrop(5)) == "CenterCrop(size=(5, 5))"
+    assert repr(T.RandomRotation(10)) == "RandomRotation(degrees=(-10.0, 10.0), interpolation=nearest)"
+    assert repr(T.RandomResizedCrop(4)) == "RandomResizedCrop(size=(4, 4), scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333))"
+    assert repr(T.ColorJitter(brightness=0.5)) == "ColorJitter(brightness=(0.5, 1.5), contrast=None, saturation=None)"
+
+
+@pytest.mark.parametrize("shape,ratio,expected_hw", [((10, 40), (0.5, 1.0), (10, 10)),    # too wide: full height
+                                                     ((40, 10), (1.0, 2.0), (10, 10)),    # too tall: full width
+                                                     ((10, 12), (0.5, 2.0), (10, 12))])   # in range: everything
+def test_random_resized_crop_falls_back_to_a_centre_crop(shape, ratio, expected_hw):
+    # a scale range no window can meet (area above the image's) forces torchvision's fallback: the
+    # largest centred window whose aspect ratio is within `ratio`
+    top, left, h, w = T.RandomResizedCrop.get_params(*shape, scale=(2.0, 3.0), ratio=ratio)
+    assert (h, w) == expected_hw and (top, left) == ((shape[0] - h) // 2, (shape[1] - w) // 2)

@@ -27,6 +27,9 @@ def same(ours, theirs):
         assert type(ours) is type(theirs) and len(ours) == len(theirs)
         for a, b in zip(ours, theirs):
             same(a, b)
+    elif isinstance(theirs, np.ndarray):
+        assert type(ours) is np.ndarray and ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
     else:
         assert ours == theirs
 
@@ -70,6 +73,49 @@ def test_collate_tensors_and_errors():
         default_collate([object(), object()])
 
 
-@pytest.mark.parametrize("sample", [np.arange(3), {"a": np.ones(2)}, (np.zeros(1), 1), [np.zeros(1), "s"], 3, "x"])
+class Frozen(collections.abc.Mapping):
+    """A mapping that cannot be rebuilt from a dict: collate and convert fall back to a plain dict."""
+    def __init__(self, **kw):
+        self._d = kw
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+
+class Pairish(collections.abc.Sequence):
+    """A sequence type that cannot be rebuilt from a list: the fallback is a list."""
+    def __init__(self, a, b):
+        self._v = (a, b)
+
+    def __getitem__(self, i):
+        return self._v[i]
+
+    def __len__(self):
+        return 2
+
+
+@pytest.mark.parametrize("kind", ["np_generic_ints", "frozen_mapping", "custom_sequence"])
+def test_default_collate_fallbacks_match_torch(kind):
+    b = {"np_generic_ints": [np.int16(1), np.int16(5)],
+         "frozen_mapping": [Frozen(a=np.ones(2), b=1), Frozen(a=np.zeros(2), b=2)],
+         "custom_sequence": [Pairish(1, 2.0), Pairish(3, 4.0)]}[kind]
+    same(default_collate(b), torch_collate(b))
+
+
+def test_collate_rejects_string_arrays_like_torch():
+    for lib_collate in (default_collate, torch_collate):
+        with pytest.raises(TypeError):
+            lib_collate([np.array(["a"]), np.array(["b"])])
+
+
+@pytest.mark.parametrize("sample", [np.arange(3), {"a": np.ones(2)}, (np.zeros(1), 1), [np.zeros(1), "s"], 3, "x",
+                                    np.float32(2.5), np.array(["s", "t"]), Point(np.zeros(2), 1),
+                                    Frozen(a=np.ones(1)), Pairish(np.ones(1), 2)])
 def test_default_convert_matches_torch(sample):
     same(default_convert(sample), torch_convert(sample))

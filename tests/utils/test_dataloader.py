@@ -11,7 +11,7 @@ import torch.utils.data as tud
 
 import ember
 from ember.utils.data import (DataLoader, Dataset, IterableDataset, RandomSampler, SequentialSampler,
-                              TensorDataset, get_worker_info)
+                              TensorDataset, WorkerInfo, get_worker_info)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -146,15 +146,36 @@ def test_worker_info_and_init_fn(no_leaks):
 
         def __getitem__(self, i):
             info = get_worker_info()
-            return np.array([info.id, info.num_workers, info.seed % 1000, len(info.dataset)])
+            return np.array([info.id, info.num_workers, info.seed % 1000, len(info.dataset),
+                             isinstance(info, WorkerInfo)])
 
     def init(worker_id):
         assert get_worker_info().id == worker_id
 
     out = np.concatenate([b.numpy() for b in DataLoader(Who(), batch_size=1, num_workers=2, worker_init_fn=init)])
     assert sorted(set(out[:, 0].tolist())) == [0, 1] and set(out[:, 1].tolist()) == {2}
-    assert set(out[:, 3].tolist()) == {4}
+    assert set(out[:, 3].tolist()) == {4} and set(out[:, 4].tolist()) == {1}
     assert get_worker_info() is None
+
+
+class WorkerInfoProbe(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        try:
+            info.id = 99
+            refused = False
+        except RuntimeError as e:
+            refused = "Cannot assign attributes to WorkerInfo objects" in str(e)
+        shown = repr(info)
+        return np.array([refused, shown.startswith("WorkerInfo(id=0, num_workers=1, seed=") and "dataset" not in shown])
+
+
+def test_worker_info_is_read_only_and_printable(no_leaks):
+    out = np.concatenate([b.numpy() for b in DataLoader(WorkerInfoProbe(), batch_size=1, num_workers=1)])
+    assert out.all()
 
 
 class SlowFirstWorker(Dataset):

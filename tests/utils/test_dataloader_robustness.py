@@ -4,6 +4,7 @@ import faulthandler
 import gc
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -196,19 +197,62 @@ def test_garbage_collected_iterator_shuts_down(no_leaks):
             os.kill(pid, 0)  # the process is gone (joined, so not even a zombie)
 
 
+class Stuck(Dataset):
+    """Samples 0 and 1 come at once; every later one never does (until the worker is shut down)."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i >= 2:
+            time.sleep(3600)
+        return i
+
+
+def _main_thread_waits_for_workers():
+    """True while the main thread is blocked in the loader's wait for a worker's message."""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    names = []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return "_receive" in names and names[0] in ("select", "poll", "wait")
+
+
 def test_ctrl_c_interrupts_main_and_workers_shut_down(no_leaks):
-    loader = DataLoader(Slow(), batch_size=2, num_workers=2)
-    it = iter(loader)
-    next(it)
-    for p in it._workers:  # a terminal's Ctrl-C reaches the workers too: they must ignore it
-        os.kill(p.pid, signal.SIGINT)
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        next(it)  # blocked waiting for a slow batch
-    timer.join()
-    assert all(p.is_alive() for p in it._workers)  # workers survived their SIGINT until we shut them down
-    del it
+    # Deterministic under any load: the batch the main thread waits for never comes, and the Ctrl-C is
+    # sent only once the main thread is seen blocked in that wait. The handler is installed here because
+    # a pytest started with SIGINT ignored (`cmd &` in a script, nohup) has none; gc is off so that no
+    # finaliser of an earlier test runs (and swallows the KeyboardInterrupt) while the signal is pending.
+    old_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    gc.collect()
+    gc.disable()
+    seen_blocked = []
+
+    def interrupt_when_blocked():
+        deadline = time.monotonic() + 30
+        while not _main_thread_waits_for_workers() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen_blocked.append(_main_thread_waits_for_workers())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    try:
+        loader = DataLoader(Stuck(), batch_size=2, num_workers=2)
+        it = iter(loader)
+        assert next(it).tolist() == [0, 1]
+        for p in it._workers:  # a terminal's Ctrl-C reaches the workers too: they must ignore it
+            os.kill(p.pid, signal.SIGINT)
+        sender = threading.Thread(target=interrupt_when_blocked)
+        with pytest.raises(KeyboardInterrupt):
+            sender.start()
+            next(it)  # blocked waiting for a batch that never comes
+        sender.join()
+        assert seen_blocked == [True]
+        assert all(p.is_alive() for p in it._workers)  # workers survived their SIGINT until we shut them down
+        del it
+    finally:
+        gc.enable()
+        signal.signal(signal.SIGINT, old_handler)
 
 
 def test_persistent_workers_shut_down_when_loader_goes(no_leaks):

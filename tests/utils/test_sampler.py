@@ -7,8 +7,25 @@ import torch
 import torch.utils.data as tud
 
 import ember
-from ember.utils.data import (BatchSampler, DistributedSampler, RandomSampler, SequentialSampler,
-                              SubsetRandomSampler, WeightedRandomSampler)
+from ember.utils.data import (BatchSampler, DataLoader, DistributedSampler, RandomSampler, Sampler,
+                              SequentialSampler, SubsetRandomSampler, TensorDataset, WeightedRandomSampler)
+
+
+def test_user_sampler_subclass_drives_the_loader():
+    class EvensThenOdds(Sampler):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(list(range(0, self.n, 2)) + list(range(1, self.n, 2)))
+
+        def __len__(self):
+            return self.n
+
+    ds = TensorDataset(ember.arange(7))
+    loader = DataLoader(ds, batch_size=3, sampler=EvensThenOdds(7))
+    assert [b[0].tolist() for b in loader] == [[0, 2, 4], [6, 1, 3], [5]]
+    assert len(loader) == 3 and isinstance(RandomSampler(range(3)), Sampler)
 
 
 def test_sequential_matches_torch():
