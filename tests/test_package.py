@@ -145,3 +145,11 @@ def test_ember_debug_logs_ops_and_backward():
 def test_ember_debug_ignores_a_value_that_is_not_a_level():
     r = _run("import ember._debug as d; print(d.LEVEL)", env={"EMBER_DEBUG": "verbose"})
     assert r.returncode == 0 and r.stdout.strip() == "0", r.stderr
+
+
+def test_get_num_threads_is_a_positive_count():
+    import ember
+    n = ember.get_num_threads()
+    assert isinstance(n, int) and n >= 1
+    ember.set_num_threads(n)       # setting what is there changes nothing
+    assert ember.get_num_threads() == n
