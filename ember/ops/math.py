@@ -13,6 +13,7 @@ import math as _math
 import numpy as np
 
 from .. import _dtype
+from .._dims import wrap_dim, wrap_dims
 from .._errors import op_error, describe
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
@@ -93,15 +94,31 @@ def _float_operands(a, b, op):
 
 
 # ------------------------------------------------------------------ arithmetic
+def _times_alpha(input, other, alpha, op):
+    """(input, alpha * other) for add/sub, promoted as input and other alone (alpha never promotes, as
+    in torch); integer products wrap around like torch's (uint8: 2 * -1 == 254)."""
+    a, b = binary_operands(input, other, op)
+    if isinstance(alpha, Tensor):
+        alpha = alpha.item()
+    if isinstance(alpha, float) and not a.dtype.is_floating_point:
+        raise op_error(op, f"for integral input tensors, argument alpha must not be a floating point "
+                           f"number, got alpha={alpha} for {describe(a)} and {describe(b)}")
+    if isinstance(alpha, bool) and a.dtype.name != "bool":
+        raise op_error(op, f"boolean alpha only supported for boolean results, got {describe(a)}")
+    xp = array_module(b)
+    alpha_t = Tensor._make(xp.asarray(np.asarray(alpha).astype(b._data.dtype)), b._device)
+    return a, _binary(P.Mul, b, alpha_t, op)
+
+
 def add(input, other, *, alpha=1):
     if alpha != 1:
-        other = mul(other, alpha)
+        input, other = _times_alpha(input, other, alpha, "add")
     return _binary(P.Add, input, other, "add")
 
 
 def sub(input, other, *, alpha=1):
     if alpha != 1:
-        other = mul(other, alpha)
+        input, other = _times_alpha(input, other, alpha, "sub")
     return _binary(P.Sub, input, other, "sub")
 
 
@@ -377,17 +394,11 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 # ------------------------------------------------------------------ reductions
 def _axes(dim, ndim, op):
-    if dim is None:
+    """NumPy axes for a reduction over `dim` (None: all dims), checked by the one dim helper."""
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
         return None
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    if not dims:
-        return None
-    out = []
-    for d in dims:
-        if not -builtins.max(ndim, 1) <= d < builtins.max(ndim, 1):
-            raise op_error(op, f"dimension {d} is out of range for a tensor of {ndim} dims", IndexError)
-        out.append(d % ndim if ndim else 0)
-    return tuple(out) if ndim else None
+    axes = wrap_dims(dim, ndim, op)
+    return axes if ndim else None
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
@@ -514,24 +525,46 @@ def count_nonzero(input, dim=None):
 
 def logsumexp(input, dim, keepdim=False):
     axis = _axes(dim, input.ndim, "logsumexp")
+    if not input.dtype.is_floating_point:
+        input = P.Cast.apply(input, dtype=_dtype.get_default_dtype().np)
+    if input._data.size == 0:   # no max to subtract; the sum of nothing is 0 and its log -inf
+        out = log(P.Sum.apply(exp(input), axis=axis, keepdims=True))
+        return out if keepdim else out.squeeze(axis if axis is not None else tuple(range(input.ndim)))
     m = P.Amax.apply(input.detach(), axis=axis, keepdims=True, neg=False)
     m = where(isinf(m), 0.0, m)
     out = log(P.Sum.apply(exp(input - m), axis=axis, keepdims=True)) + m
     return out if keepdim else out.squeeze(axis if axis is not None else tuple(range(input.ndim)))
 
 
-def softmax(input, dim, dtype=None):
+def _softmax_like(prim, op, input, dim, dtype):
+    """softmax/log_softmax along `dim` with the fused primitive; empty inputs give empty outputs."""
+    from .layers import Softmax, LogSoftmax   # noqa: F401  (prim is one of them)
     if dtype is not None:
         input = input.to(dtype)
-    e = exp(input - P.Amax.apply(input.detach(), axis=(dim % input.ndim,) if input.ndim else None,
-                                 keepdims=True, neg=False))
-    return e / P.Sum.apply(e, axis=(dim % input.ndim,) if input.ndim else None, keepdims=True)
+    if not input.dtype.is_floating_point:
+        raise op_error(op, f"expected a floating point input, got {input.dtype.name}; pass dtype= or "
+                           f"call .float() first")
+    axis = wrap_dim(dim, input.ndim, op)
+    if input._data.size == 0:
+        return P.Clone.apply(input)
+    if input.ndim == 0:
+        return prim.apply(input.reshape(1), axis=0).reshape(())
+    return prim.apply(input, axis=axis)
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim`.
+
+    >>> ember.softmax(ember.zeros(2, 2), dim=1)[0].tolist()
+    [0.5, 0.5]
+    """
+    from .layers import Softmax
+    return _softmax_like(Softmax, "softmax", input, dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    return input - logsumexp(input, dim, keepdim=True)
+    from .layers import LogSoftmax
+    return _softmax_like(LogSoftmax, "log_softmax", input, dim, dtype)
 
 
 def _scan(prim, name, input, dim, dtype):

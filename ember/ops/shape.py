@@ -6,6 +6,7 @@ import collections
 
 import numpy as np
 
+from .._dims import wrap_dim as _dim, wrap_dims
 from .._errors import op_error
 from .._tensor import Tensor
 from ..backends import array_module
@@ -18,14 +19,6 @@ def _view_of(out, base):
         out._vc = base._get_vc()
         out._base = base._base if base._base is not None else base
     return out
-
-
-def _dim(d, ndim, op):
-    n = builtins.max(ndim, 1)
-    if not -n <= d < n:
-        raise op_error(op, f"dimension {d} is out of range (expected to be in range of [{-n}, {n - 1}])",
-                       IndexError)
-    return d % n
 
 
 def _shape_arg(shape):
@@ -81,10 +74,11 @@ def clone(input):
 
 def permute(input, *dims):
     dims = _shape_arg(dims)
-    if len(dims) != input.ndim or sorted(d % builtins.max(input.ndim, 1) for d in dims) != list(range(input.ndim)):
+    if len(dims) != input.ndim:
         raise op_error("permute", f"dims {list(dims)} are not a permutation of the {input.ndim} dims of "
                                   f"a tensor of shape {tuple(input.shape)}")
-    return _view_of(P.Permute.apply(input, dims=tuple(d % input.ndim for d in dims)), input)
+    dims = wrap_dims(dims, input.ndim, "permute") if input.ndim else ()
+    return _view_of(P.Permute.apply(input, dims=dims), input)
 
 
 def transpose(input, dim0, dim1):
@@ -109,7 +103,7 @@ def squeeze(input, dim=None):
     if dim is None:
         shape = tuple(s for s in input.shape if s != 1)
     else:
-        dims = {_dim(d, input.ndim, "squeeze") for d in ((dim,) if isinstance(dim, int) else dim)}
+        dims = wrap_dims(dim, input.ndim, "squeeze")
         shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
     return input if shape == input.shape else _view_of(P.Reshape.apply(input, shape=shape), input)
 
@@ -151,9 +145,11 @@ def broadcast_tensors(*tensors):
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    s, e = _dim(start_dim, input.ndim, "flatten"), _dim(end_dim, input.ndim, "flatten")
     if input.ndim == 0:
         return reshape(input, 1)
-    s, e = _dim(start_dim, input.ndim, "flatten"), _dim(end_dim, input.ndim, "flatten")
+    if s > e:
+        raise op_error("flatten", f"start_dim {start_dim} cannot come after end_dim {end_dim}")
     shape = input.shape[:s] + (int(np.prod(input.shape[s:e + 1])),) + input.shape[e + 1:]
     return reshape(input, shape)
 
@@ -273,7 +269,7 @@ def unbind(input, dim=0):
 
 def flip(input, dims):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    return P.Flip.apply(input, axes=tuple(_dim(d, input.ndim, "flip") for d in dims))
+    return P.Flip.apply(input, axes=wrap_dims(dims, input.ndim, "flip") if input.ndim else ())
 
 
 def fliplr(input):
@@ -342,6 +338,9 @@ def triu(input, diagonal=0):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     xp = array_module(input)
+    if input.ndim < 2:
+        raise op_error("diagonal", f"expects a tensor of at least 2 dims, got shape {tuple(input.shape)}")
+    dim1, dim2 = wrap_dims((dim1, dim2), input.ndim, "diagonal")
     n = builtins.min(input.shape[dim1], input.shape[dim2])
     rows = xp.arange(n)
     x = movedim(input, (dim1, dim2), (-2, -1))
@@ -368,8 +367,11 @@ def trace(input):
 def movedim(input, source, destination):
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
-    src = [_dim(s, input.ndim, "movedim") for s in src]
-    dst = [_dim(s, input.ndim, "movedim") for s in dst]
+    if len(src) != len(dst):
+        raise op_error("movedim", f"Invalid source or destination dims: source ({list(src)} dims) should "
+                                  f"contain the same number of dims as destination ({list(dst)} dims)")
+    src = list(wrap_dims(src, input.ndim, "movedim"))
+    dst = list(wrap_dims(dst, input.ndim, "movedim"))
     order = [i for i in range(input.ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -490,6 +492,7 @@ def gather(input, dim, index):
 def take_along_dim(input, indices, dim=None):
     if dim is None:
         return gather(flatten(input), 0, flatten(indices))
+    dim = _dim(dim, input.ndim, "take_along_dim")
     shape = list(np.broadcast_shapes(tuple(s if i != dim % input.ndim else 1 for i, s in enumerate(input.shape)),
                                      tuple(s if i != dim % input.ndim else 1 for i, s in enumerate(indices.shape))))
     shp_in, shp_ix = list(shape), list(shape)
@@ -620,6 +623,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     xp = array_module(input)
+    if dim is not None:
+        dim = _dim(dim, input.ndim, "unique")
     res = xp.unique(input._data, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
     if not isinstance(res, tuple):
         return Tensor._make(res, input._device)
