@@ -201,6 +201,7 @@ def _erf(xp, x):
 
 class Gelu(Primitive):
     """x * Phi(x) (the exact, erf form); d/dx = Phi(x) + x phi(x)."""
+    elementwise = True
     saves_inputs = True
 
     def forward(self, x):
@@ -238,6 +239,7 @@ class Gelu(Primitive):
 
 class Softmax(Primitive):
     """exp(x - max) / sum over `axis`; backward y * (g - sum(g * y))."""
+    elementwise = True
     saves_output = True
 
     def forward(self, x):
@@ -261,6 +263,7 @@ class Softmax(Primitive):
 
 class LogSoftmax(Primitive):
     """x - logsumexp(x) over `axis`; backward g - softmax(x) * sum(g)."""
+    elementwise = True
     saves_output = True
 
     def forward(self, x):
@@ -278,6 +281,7 @@ class Normalize(Primitive):
 
     With y the output and r = 1/sqrt(var + eps): dx = r * (g - mean(g) - y * mean(g * y)).
     """
+    elementwise = True
     saves_inputs = True
     saves_output = True
 
@@ -373,6 +377,7 @@ class LayerNorm(Primitive):
     With xhat the normalised x, r = 1/sqrt(var + eps) and h = g * w:
     dx = r * (h - mean(h) - xhat * mean(h * xhat)), dw = sum(g * xhat), db = sum(g).
     """
+    elementwise = True
     saves_inputs = True
 
     def forward(self, x, w, b):

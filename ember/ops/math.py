@@ -12,7 +12,7 @@ import math as _math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _memory
 from .._dims import wrap_dim, wrap_dims
 from .._errors import op_error, describe
 from .._tensor import Tensor
@@ -251,7 +251,10 @@ def relu(input):
 def _nondiff(name, fn):
     """Piecewise-constant ops: the gradient is zero everywhere it exists (as in torch)."""
     def op(input):
-        out = Tensor._make(fn(array_module(input), input._data), input._device)
+        try:
+            out = Tensor._make(fn(array_module(input), input._data), input._device)
+        except MemoryError as e:
+            raise _memory.from_memory_error(name, e, (input._data,)) from None
         if STATE.enabled and input.requires_grad:
             return out + input * 0   # keeps the graph, with a zero gradient
         return out
@@ -336,6 +339,8 @@ def _compare(name, fn):
         a, b = binary_operands(input, other, name)
         try:
             return Tensor._make(fn(a._data, b._data), a._device)
+        except MemoryError as e:
+            raise _memory.from_memory_error(name, e, (a._data, b._data)) from None
         except ValueError:
             raise op_error(name, f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
                                  f"together") from None
@@ -435,6 +440,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     axis = _axes(dim, input.ndim, "var")
+    _memory.check("var", input.shape, input.dtype)   # the temporary input - mean, before the slow mean
     n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
@@ -525,6 +531,7 @@ def count_nonzero(input, dim=None):
 
 def logsumexp(input, dim, keepdim=False):
     axis = _axes(dim, input.ndim, "logsumexp")
+    _memory.check("logsumexp", input.shape, input.dtype)   # exp(input - max), before the slow max
     if not input.dtype.is_floating_point:
         input = P.Cast.apply(input, dtype=_dtype.get_default_dtype().np)
     if input._data.size == 0:   # no max to subtract; the sum of nothing is 0 and its log -inf
@@ -591,6 +598,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:
         input = input.to(dtype)
+    _memory.check("norm", input.shape, input.dtype)   # |input|^p is a temporary of input's size
     if p == "fro" or p == 2:
         return sqrt(sum(input * input, dim, keepdim))
     if p == float("inf"):

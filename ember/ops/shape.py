@@ -7,6 +7,7 @@ import collections
 import numpy as np
 
 from .._dims import wrap_dim as _dim, wrap_dims
+from .. import _memory
 from .._errors import op_error
 from .._tensor import Tensor
 from ..backends import array_module
@@ -63,9 +64,10 @@ def view(input, *shape):
 def contiguous(input):
     if input._data.flags.c_contiguous:
         return input
-    return P.Clone.apply(input) if input.requires_grad else \
-        Tensor._make(np.ascontiguousarray(input._data) if array_module(input) is np
-                     else array_module(input).ascontiguousarray(input._data), input._device)
+    if input.requires_grad:
+        return P.Clone.apply(input)
+    _memory.check("contiguous", input.shape, input.dtype)
+    return Tensor._make(array_module(input).ascontiguousarray(input._data), input._device)
 
 
 def clone(input):
