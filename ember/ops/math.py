@@ -41,7 +41,11 @@ __all__ = [  # the public ops, re-exported by `ember`
 
 def _scalar_tensor(v, dtype, device):
     from .creation import _from_host
-    return _from_host(np.asarray(v, dtype=dtype.np), device)
+    try:
+        arr = np.asarray(v, dtype=dtype.np)
+    except OverflowError:   # -1 for a uint8 op: torch wraps it around (to 255), as a C cast does
+        arr = np.asarray(v).astype(dtype.np)
+    return _from_host(arr, device)
 
 
 def _as_tensor(x, dtype, device, op):
@@ -59,6 +63,8 @@ def _as_tensor(x, dtype, device, op):
             raise op_error(op, f"expected all tensors to be on the same device, but found at least two "
                                f"devices, {device} and {x._device}")
     if x._data.dtype != dtype.np:
+        if x._data.size > 1 << 20:
+            _memory.check(op, x.shape, dtype.np)
         x = P.Cast.apply(x, dtype=dtype.np)
     return x
 
@@ -117,6 +123,10 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
+    if builtins.any(isinstance(x, bool) or (isinstance(x, Tensor) and x.dtype.name == "bool")
+                    for x in (input, other)):
+        raise op_error("sub", "subtraction, the `-` operator, with a bool tensor is not supported; to "
+                              "invert a mask use the `~` or `logical_not()` operator instead")
     if alpha != 1:
         input, other = _times_alpha(input, other, alpha, "sub")
     return _binary(P.Sub, input, other, "sub")
@@ -147,14 +157,22 @@ def _int_div(a, b, fn):
     return Tensor._make(fn(a._data / b._data).astype(a._data.dtype), a._device)
 
 
+def _check_int_divisor(b, op):
+    """torch raises for integer division by zero (NumPy would warn and give 0)."""
+    if b.dtype.category < 2 and not b._data.all():
+        raise op_error(op, f"ZeroDivisionError: integer division by zero (divisor {describe(b)})")
+
+
 def floor_divide(input, other):
     a, b = binary_operands(input, other, "floor_divide")
+    _check_int_divisor(b, "floor_divide")
     xp = array_module(a)
     return Tensor._make(xp.floor_divide(a._data, b._data), a._device)
 
 
 def remainder(input, other):
     a, b = binary_operands(input, other, "remainder")
+    _check_int_divisor(b, "remainder")
     out = Tensor._make(array_module(a).remainder(a._data, b._data), a._device)
     if STATE.enabled and a.requires_grad:   # d/da (a - floor(a/b) b) = 1
         return a + (out - a).detach()
@@ -234,6 +252,8 @@ def reciprocal(input):
 
 
 def square(input):
+    if input.dtype.name == "bool":   # as torch: bool squares are int64
+        input = P.Cast.apply(input, dtype=np.dtype(np.int64))
     return input * input
 
 
@@ -245,6 +265,8 @@ absolute = abs
 
 
 def relu(input):
+    if input.dtype.name == "bool":
+        raise op_error("relu", "boolean inputs are not supported")
     return P.Relu.apply(input)
 
 
@@ -265,7 +287,7 @@ def _nondiff(name, fn):
 floor = _nondiff("floor", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.floor(a))
 ceil = _nondiff("ceil", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.ceil(a))
 trunc = _nondiff("trunc", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.trunc(a))
-sign = _nondiff("sign", lambda xp, a: xp.sign(a))
+sign = _nondiff("sign", lambda xp, a: a.copy() if a.dtype == np.bool_ else xp.sign(a))
 
 
 def round(input, *, decimals=0):
@@ -289,8 +311,11 @@ def clamp(input, min=None, max=None):
         if max is not None:
             out = minimum(out, max)
         return out
-    if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
-        input = input.float()
+    dt = _dtype.result_type(input, *[b for b in (min, max) if b is not None])
+    if dt.np != input._data.dtype:
+        input = P.Cast.apply(input, dtype=dt.np)
+    if not dt.is_floating_point:   # bounds wrap around into the dtype like torch's (-1 is 255 for uint8)
+        min, max = [None if v is None else _scalar_tensor(v, dt, input._device).item() for v in (min, max)]
     return P.Clamp.apply(input, lo=min, hi=max)
 
 
@@ -302,7 +327,14 @@ def maximum(input, other):
 
 
 def minimum(input, other):
-    return -_binary(P.Maximum, -input, -other if isinstance(other, Tensor) else -other, "minimum")
+    a, b = binary_operands(input, other, "minimum")
+    if not a.dtype.is_floating_point:   # no gradient to keep, and negation would wrap unsigned ints
+        try:
+            return Tensor._make(array_module(a).minimum(a._data, b._data), a._device)
+        except ValueError:
+            raise op_error("minimum", f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
+                                      f"together") from None
+    return -_binary(P.Maximum, -a, -b, "minimum")
 
 
 def where(condition, input=None, other=None):
@@ -406,6 +438,19 @@ def _axes(dim, ndim, op):
     return axes if ndim else None
 
 
+def _check_identity_free(op, input, axis):
+    """max/min/argmax have no value over nothing: torch's errors for an empty reduced dim."""
+    if input._data.size:
+        return
+    if axis is None:
+        raise op_error(op, "Expected reduction dim to be specified for input.numel() == 0 (the input has "
+                           f"shape {tuple(input.shape)}); specify the reduction dim with the 'dim' argument")
+    for a in axis:
+        if input.shape[a] == 0:
+            raise op_error(op, f"Expected reduction dim {a} to have non-zero size (input shape "
+                               f"{tuple(input.shape)})", IndexError)
+
+
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     axis = _axes(dim, input.ndim, "sum")
     if dtype is not None:
@@ -435,12 +480,14 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return P.Prod.apply(input, axis=_axes(dim, input.ndim, "prod"), keepdims=keepdim)
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="var"):
     """Variance; `correction` (default 1: Bessel's) or the older `unbiased` flag."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    axis = _axes(dim, input.ndim, "var")
-    _memory.check("var", input.shape, input.dtype)   # the temporary input - mean, before the slow mean
+    axis = _axes(dim, input.ndim, _op)
+    if not input.dtype.is_floating_point:
+        raise op_error(_op, f"std and var only support floating point dtypes, got {describe(input)}")
+    _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
     n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
@@ -448,7 +495,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction, _op="std"))
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -460,11 +507,15 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def amax(input, dim=(), keepdim=False):
-    return P.Amax.apply(input, axis=_axes(dim, input.ndim, "amax"), keepdims=keepdim, neg=False)
+    axis = _axes(dim, input.ndim, "amax")
+    _check_identity_free("amax", input, axis)
+    return P.Amax.apply(input, axis=axis, keepdims=keepdim, neg=False)
 
 
 def amin(input, dim=(), keepdim=False):
-    return P.Amax.apply(input, axis=_axes(dim, input.ndim, "amin"), keepdims=keepdim, neg=True)
+    axis = _axes(dim, input.ndim, "amin")
+    _check_identity_free("amin", input, axis)
+    return P.Amax.apply(input, axis=axis, keepdims=keepdim, neg=True)
 
 
 _ValuesIndices = collections.namedtuple("_ValuesIndices", ["values", "indices"])
@@ -482,6 +533,7 @@ def _max_min(input, dim, keepdim, is_max, other, name):
             if input.dtype.is_floating_point else \
             Tensor._make(input._data.max() if is_max else input._data.min(), input._device)
     ax = _axes(dim, input.ndim, name)[0] if input.ndim else None
+    _check_identity_free(name, input, None if ax is None else (ax,))
     xp = array_module(input)
     if input.ndim == 0:
         return _ValuesIndices(input * 1, Tensor._make(xp.zeros((), np.int64), input._device))
@@ -502,30 +554,48 @@ def min(input, dim=None, keepdim=False, *, other=None):
     return _max_min(input, dim, keepdim, False, other, "min")
 
 
-def argmax(input, dim=None, keepdim=False):
+def _arg_extreme(input, dim, keepdim, op):
     xp = array_module(input)
-    if dim is None:
-        return Tensor._make(np.asarray(input._data.argmax(), np.int64) if xp is np
-                            else input._data.argmax().astype(np.int64), input._device)
-    ax = _axes(dim, input.ndim, "argmax")[0]
-    return Tensor._make(xp.asarray(input._data.argmax(axis=ax, keepdims=keepdim), dtype=np.int64), input._device)
+    if input.dtype.name == "bool":
+        raise op_error(op, "does not support bool input; convert it with .int() first")
+    ax = None if dim is None else wrap_dim(dim, input.ndim, op)
+    _check_identity_free(op, input, None if ax is None or not input.ndim else (ax,))
+    a = input._data
+    if ax is None or not input.ndim:
+        i = a.argmax() if op == "argmax" else a.argmin()
+        out = xp.asarray(i, dtype=np.int64)
+        return Tensor._make(out.reshape((1,) * a.ndim) if keepdim else out, input._device)
+    i = a.argmax(axis=ax, keepdims=keepdim) if op == "argmax" else a.argmin(axis=ax, keepdims=keepdim)
+    return Tensor._make(xp.asarray(i, dtype=np.int64), input._device)
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _arg_extreme(input, dim, keepdim, "argmax")
 
 
 def argmin(input, dim=None, keepdim=False):
-    return argmax(-input.detach(), dim, keepdim)
+    return _arg_extreme(input, dim, keepdim, "argmin")
+
+
+def _all_any(input, dim, keepdim, op):
+    """all/any: bool results, except uint8 inputs which give uint8 (as torch)."""
+    xp = array_module(input)
+    axis = _axes(dim, input.ndim, op)
+    a = input._data.astype(bool)
+    out = xp.asarray(a.all(axis=axis, keepdims=keepdim) if op == "all" else a.any(axis=axis, keepdims=keepdim))
+    return Tensor._make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out, input._device)
 
 
 def all(input, dim=None, keepdim=False):
-    axis = _axes(dim, input.ndim, "all")
-    return Tensor._make(np.asarray(input._data.astype(bool).all(axis=axis, keepdims=keepdim)), input._device)
+    return _all_any(input, dim, keepdim, "all")
 
 
 def any(input, dim=None, keepdim=False):
-    axis = _axes(dim, input.ndim, "any")
-    return Tensor._make(np.asarray(input._data.astype(bool).any(axis=axis, keepdims=keepdim)), input._device)
+    return _all_any(input, dim, keepdim, "any")
 
 
 def count_nonzero(input, dim=None):
+    _axes(dim, input.ndim, "count_nonzero")
     return sum(input != 0, dim)
 
 
@@ -576,14 +646,15 @@ def log_softmax(input, dim, dtype=None):
 
 def _scan(prim, name, input, dim, dtype):
     """cumsum/cumprod: integer inputs accumulate in int64 (as torch); a 0-d tensor is its own scan."""
+    axis = wrap_dim(dim, input.ndim, name)
+    _memory.check(name, input.shape, np.dtype(np.int64) if input.dtype.category < 2 else input.dtype)
     if dtype is not None:
         input = input.to(dtype)
     elif input.dtype.category < 2:
         input = input.long()
     if input.ndim == 0:   # NumPy would return shape (1,)
-        _axes(dim, 0, name)
         return P.Clone.apply(input)
-    return prim.apply(input, axis=_axes(dim, input.ndim, name)[0])
+    return prim.apply(input, axis=axis)
 
 
 def cumsum(input, dim, *, dtype=None):
@@ -598,6 +669,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:
         input = input.to(dtype)
+    _axes(dim, input.ndim, "norm")
+    if not input.dtype.is_floating_point:
+        raise op_error("norm", f"expected a floating point input, got {describe(input)}")
     _memory.check("norm", input.shape, input.dtype)   # |input|^p is a temporary of input's size
     if p == "fro" or p == 2:
         return sqrt(sum(input * input, dim, keepdim))

@@ -158,7 +158,15 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 def unflatten(input, dim, sizes):
     d = _dim(dim, input.ndim, "unflatten")
-    return reshape(input, input.shape[:d] + tuple(sizes) + input.shape[d + 1:])
+    sizes = tuple(int(s) for s in sizes)
+    if sizes.count(-1) == 1:   # infer -1 from this dim alone (a total of 0 elements says nothing)
+        known = int(np.prod([s for s in sizes if s != -1]))
+        if known and input.shape[d] % known == 0:
+            sizes = tuple(input.shape[d] // known if s == -1 else s for s in sizes)
+    if int(np.prod(sizes)) != input.shape[d]:
+        raise op_error("unflatten", f"provided sizes {list(sizes)} don't multiply up to the size of dim "
+                                    f"{dim} ({input.shape[d]}) in the input tensor of shape {tuple(input.shape)}")
+    return reshape(input, input.shape[:d] + sizes + input.shape[d + 1:])
 
 
 def ravel(input):
@@ -248,8 +256,11 @@ def split(tensor, split_size_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise op_error("chunk", f"chunks must be greater than 0, got {chunks}")
-    n = input.shape[_dim(dim, input.ndim, "chunk")]
-    return split(input, builtins.max(-(-n // chunks), 1), dim)
+    d = _dim(dim, input.ndim, "chunk")
+    n = input.shape[d]
+    if n == 0:   # torch gives `chunks` empty pieces
+        return tuple(_slice_along(input, d, 0, 0) for _ in range(chunks))
+    return split(input, -(-n // chunks), dim)
 
 
 def tensor_split(input, sections, dim=0):
@@ -467,6 +478,11 @@ def index_select(input, dim, index):
     d = _dim(dim, input.ndim, "index_select")
     if index.ndim > 1:
         raise op_error("index_select", f"index must be 1-D, got shape {tuple(index.shape)}", IndexError)
+    n = input.shape[d] if input.ndim else 1
+    idx = index._data
+    if idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
+        raise op_error("index_select", f"index out of range in self: indices {index.tolist()} for dim {d} "
+                                       f"of size {n} (shape {tuple(input.shape)})", IndexError)
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 
@@ -484,6 +500,11 @@ def gather(input, dim, index):
     if idx.ndim != input.ndim:
         raise op_error("gather", f"index {tuple(index.shape)} and input {tuple(input.shape)} must have "
                                  f"the same number of dimensions")
+    if any(i > s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
+        raise op_error("gather", f"size does not match: index {tuple(index.shape)} must be no larger than "
+                                 f"input {tuple(input.shape)} apart from dimension {d}", IndexError)
+    if any(i < s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
+        input = getitem(input, tuple(slice(None) if j == d else slice(0, i) for j, i in enumerate(idx.shape)))
     try:
         return P.Gather.apply(input, index=idx, axis=d)
     except (IndexError, ValueError) as e:
@@ -598,6 +619,7 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
+    _dim(dim, input.ndim, "argsort")
     return sort(input.detach(), dim, descending, stable).indices
 
 
@@ -607,6 +629,8 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     d = _dim(dim, input.ndim, "topk")
+    if input.dtype.name == "bool":
+        raise op_error("topk", "does not support bool inputs (as torch on CPU); convert with .int() first")
     if not 0 <= k <= (input.shape[d] if input.ndim else 1):
         raise op_error("topk", f"selected index k={k} out of range for dimension {d} of size "
                                f"{input.shape[d] if input.ndim else 1}")
