@@ -615,7 +615,6 @@ def logsumexp(input, dim, keepdim=False):
 
 def _softmax_like(prim, op, input, dim, dtype):
     """softmax/log_softmax along `dim` with the fused primitive; empty inputs give empty outputs."""
-    from .layers import Softmax, LogSoftmax   # noqa: F401  (prim is one of them)
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
