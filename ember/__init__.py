@@ -14,6 +14,7 @@ from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, in
                      half, float, double, short, int, long, get_default_dtype, set_default_dtype,
                      promote_types, result_type)
 from ._device import device
+from ._memory import OutOfMemoryError
 from ._tensor import Tensor
 from . import _tensor_methods  # noqa: F401  (binds the ops as Tensor methods)
 from .ops.math import *  # noqa: F401,F403

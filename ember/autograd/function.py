@@ -10,11 +10,13 @@ public torch-style API: static forward(ctx, ...) and backward(ctx, ...) on Tenso
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .grad_mode import STATE, OFF
 from . import anomaly
-from .. import _debug
+from .. import _debug, _memory
 
 __all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
 
@@ -104,12 +106,15 @@ class Primitive(Node):
     """A primitive op: `forward(*arrays) -> array` and `backward(grad) -> tuple of grads`.
 
     Class flags say what backward needs: `saves_inputs` keeps the input Tensors,
-    `saves_output` keeps the output array (re-wrapped by `saved_output()`).
+    `saves_output` keeps the output array (re-wrapped by `saved_output()`). `elementwise` says the
+    output has the broadcast shape of the inputs (elementwise maps, but also softmax, scans and
+    normalisation): `apply` then checks that it fits in memory before any work.
     """
     saves_inputs = False
     saves_output = False
     differentiable = True
     keeps_dtype = True    # a float output has the first input's dtype (False: Cast)
+    elementwise = False   # output has the inputs' broadcast shape: checked to fit before it is made
 
     @classmethod
     def apply(cls, *inputs, **params):
@@ -117,7 +122,16 @@ class Primitive(Node):
         if params:
             node.__dict__.update(params)
         arrays = [t._data for t in inputs]
-        out = node.forward(*arrays)
+        if cls.elementwise and arrays[0].__class__ is _ndarray:
+            n = 8   # bytes per element, at most
+            for a in arrays:
+                n *= a.size   # bounds the broadcast size
+            if n > _memory._LIMIT:
+                _check_output_fits(node, arrays)
+        try:
+            out = node.forward(*arrays)
+        except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
+            raise _memory.from_memory_error(node.op_name, e, arrays) from None
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
             out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
         if arrays and out.dtype is not arrays[0].dtype and cls.keeps_dtype:
@@ -148,6 +162,11 @@ class Primitive(Node):
             anomaly.record(node)
         return result
 
+    @property
+    def op_name(self) -> str:
+        """'log_softmax' for LogSoftmax: the name error messages give the primitive."""
+        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", type(self).__name__).lower()
+
 
 def _same_dtype(out, dt):
     """A float output in its float input's dtype, as torch gives it. NumPy upcasts bfloat16 (ml_dtypes)
@@ -158,6 +177,18 @@ def _same_dtype(out, dt):
 
 
 _ndarray = np.ndarray
+
+
+def _check_output_fits(node, arrays):
+    """Raise OutOfMemoryError before an elementwise primitive allocates an output that cannot fit."""
+    shape = arrays[0].shape
+    for a in arrays[1:]:
+        if a.shape != shape:
+            try:
+                shape = np.broadcast_shapes(shape, a.shape)
+            except ValueError:
+                return   # forward raises the broadcast error
+    _memory.check(node.op_name, shape, np.dtype(node.__dict__.get("dtype", arrays[0].dtype)))
 _make_fn = None   # Tensor._make, set by ember._tensor once the class exists
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _memory
 from .._device import device as _device_cls, CPU
 from .._tensor import Tensor
 from .. import backends
@@ -128,9 +128,11 @@ def _size(size):
     return tuple(int(s) for s in size)
 
 
-def _fill(size, value, dtype, device, requires_grad=False):
+def _fill(size, value, dtype, device, requires_grad=False, op="zeros"):
     dt = _dtype.to_dtype(dtype).np if dtype is not None else _dtype.get_default_dtype().np
     dev = _resolve_device(device)
+    if dev is CPU:
+        _memory.check(op, size, dt)
     xp = backends.get(dev.type).xp if dev is not CPU else np
     if dev is CPU:
         arr = np.full(size, value, dtype=dt) if value != 0 else np.zeros(size, dtype=dt)
@@ -148,18 +150,18 @@ def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _fill(_size(size), 1, dtype, device, requires_grad)
+    return _fill(_size(size), 1, dtype, device, requires_grad, "ones")
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
-    return _fill(_size(size), 0, dtype, device, requires_grad)
+    return _fill(_size(size), 0, dtype, device, requires_grad, "empty")
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value)
-    return _fill(_size((size,) if isinstance(size, int) else tuple(size)), fill_value, dtype, device,
-                 requires_grad)
+    size = _size((size,) if isinstance(size, int) else tuple(size))
+    return _fill(size, fill_value, dtype, device, requires_grad, "full")
 
 
 def scalar_tensor(s, *, dtype=None, device=None) -> Tensor:

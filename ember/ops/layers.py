@@ -207,6 +207,7 @@ def _erf(xp, x):
 
 class Gelu(Primitive):
     """x * Phi(x) (the exact, erf form); d/dx = Phi(x) + x phi(x)."""
+    elementwise = True
     saves_inputs = True
 
     def forward(self, x):
@@ -244,6 +245,7 @@ class Gelu(Primitive):
 
 class Softmax(Primitive):
     """exp(x - max) / sum over `axis`; backward y * (g - sum(g * y))."""
+    elementwise = True
     saves_output = True
 
     def forward(self, x):
@@ -269,6 +271,7 @@ class Softmax(Primitive):
 
 class LogSoftmax(Primitive):
     """x - logsumexp(x) over `axis`; backward g - softmax(x) * sum(g)."""
+    elementwise = True
     saves_output = True
 
     def forward(self, x):
@@ -287,6 +290,7 @@ class Normalize(Primitive):
 
     With y the output and r = 1/sqrt(var + eps): dx = r * (g - mean(g) - y * mean(g * y)).
     """
+    elementwise = True
     saves_inputs = True
     saves_output = True
 
@@ -383,6 +387,7 @@ class LayerNorm(Primitive):
     With xhat the normalised x, r = 1/sqrt(var + eps) and h = g * w:
     dx = r * (h - mean(h) - xhat * mean(h * xhat)), dw = sum(g * xhat), db = sum(g).
     """
+    elementwise = True
     saves_inputs = True
 
     def forward(self, x, w, b):

@@ -12,7 +12,8 @@ import math as _math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _memory
+from .._dims import wrap_dim, wrap_dims
 from .._errors import check_same_device, op_error, describe
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
@@ -40,7 +41,11 @@ __all__ = [  # the public ops, re-exported by `ember`
 
 def _scalar_tensor(v, dtype, device):
     from .creation import _from_host
-    return _from_host(np.asarray(v, dtype=dtype.np), device)
+    try:
+        arr = np.asarray(v, dtype=dtype.np)
+    except OverflowError:   # -1 for a uint8 op: torch wraps it around (to 255), as a C cast does
+        arr = np.asarray(v).astype(dtype.np)
+    return _from_host(arr, device)
 
 
 def _as_tensor(x, dtype, device, op):
@@ -58,6 +63,8 @@ def _as_tensor(x, dtype, device, op):
             raise op_error(op, f"expected all tensors to be on the same device, but found at least two "
                                f"devices, {device} and {x._device}")
     if x._data.dtype != dtype.np:
+        if x._data.size > 1 << 20:
+            _memory.check(op, x.shape, dtype.np)
         x = P.Cast.apply(x, dtype=dtype.np)
     return x
 
@@ -95,15 +102,35 @@ def _float_operands(a, b, op):
 
 
 # ------------------------------------------------------------------ arithmetic
+def _times_alpha(input, other, alpha, op):
+    """(input, alpha * other) for add/sub, promoted as input and other alone (alpha never promotes, as
+    in torch); integer products wrap around like torch's (uint8: 2 * -1 == 254)."""
+    a, b = binary_operands(input, other, op)
+    if isinstance(alpha, Tensor):
+        alpha = alpha.item()
+    if isinstance(alpha, float) and not a.dtype.is_floating_point:
+        raise op_error(op, f"for integral input tensors, argument alpha must not be a floating point "
+                           f"number, got alpha={alpha} for {describe(a)} and {describe(b)}")
+    if isinstance(alpha, bool) and a.dtype.name != "bool":
+        raise op_error(op, f"boolean alpha only supported for boolean results, got {describe(a)}")
+    xp = array_module(b)
+    alpha_t = Tensor._make(xp.asarray(np.asarray(alpha).astype(b._data.dtype)), b._device)
+    return a, _binary(P.Mul, b, alpha_t, op)
+
+
 def add(input, other, *, alpha=1):
     if alpha != 1:
-        other = mul(other, alpha)
+        input, other = _times_alpha(input, other, alpha, "add")
     return _binary(P.Add, input, other, "add")
 
 
 def sub(input, other, *, alpha=1):
+    if builtins.any(isinstance(x, bool) or (isinstance(x, Tensor) and x.dtype.name == "bool")
+                    for x in (input, other)):
+        raise op_error("sub", "subtraction, the `-` operator, with a bool tensor is not supported; to "
+                              "invert a mask use the `~` or `logical_not()` operator instead")
     if alpha != 1:
-        other = mul(other, alpha)
+        input, other = _times_alpha(input, other, alpha, "sub")
     return _binary(P.Sub, input, other, "sub")
 
 
@@ -132,8 +159,15 @@ def _int_div(a, b, fn):
     return Tensor._make(fn(a._data / b._data).astype(a._data.dtype), a._device)
 
 
+def _check_int_divisor(b, op):
+    """torch raises for integer division by zero (NumPy would warn and give 0)."""
+    if b.dtype.category < 2 and not b._data.all():
+        raise op_error(op, f"ZeroDivisionError: integer division by zero (divisor {describe(b)})")
+
+
 def floor_divide(input, other):
     a, b = binary_operands(input, other, "floor_divide")
+    _check_int_divisor(b, "floor_divide")
     xp = array_module(a)
     return Tensor._make(xp.floor_divide(a._data, b._data), a._device)
 
@@ -141,6 +175,7 @@ def floor_divide(input, other):
 def _modulo(input, other, name, xp_fn, rounding):
     """a - rounding(a / b) * b, computed exactly by `xp_fn`; gradients 1 and -rounding(a / b) (torch's)."""
     a, b = binary_operands(input, other, name)
+    _check_int_divisor(b, name)
     xp = array_module(a)
     out = Tensor._make(getattr(xp, xp_fn)(a._data, b._data), a._device)
     if STATE.enabled and (a.requires_grad or b.requires_grad):
@@ -231,6 +266,8 @@ def reciprocal(input):
 
 
 def square(input):
+    if input.dtype.name == "bool":   # as torch: bool squares are int64
+        input = P.Cast.apply(input, dtype=np.dtype(np.int64))
     return input * input
 
 
@@ -242,13 +279,18 @@ absolute = abs
 
 
 def relu(input):
+    if input.dtype.name == "bool":
+        raise op_error("relu", "boolean inputs are not supported")
     return P.Relu.apply(input)
 
 
 def _nondiff(name, fn):
     """Piecewise-constant ops: the gradient is zero everywhere it exists (as in torch)."""
     def op(input):
-        out = Tensor._make(fn(array_module(input), input._data), input._device)
+        try:
+            out = Tensor._make(fn(array_module(input), input._data), input._device)
+        except MemoryError as e:
+            raise _memory.from_memory_error(name, e, (input._data,)) from None
         if STATE.enabled and input.requires_grad:
             return out + input * 0   # keeps the graph, with a zero gradient
         return out
@@ -259,7 +301,7 @@ def _nondiff(name, fn):
 floor = _nondiff("floor", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.floor(a))
 ceil = _nondiff("ceil", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.ceil(a))
 trunc = _nondiff("trunc", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.trunc(a))
-sign = _nondiff("sign", lambda xp, a: xp.sign(a))
+sign = _nondiff("sign", lambda xp, a: a.copy() if a.dtype == np.bool_ else xp.sign(a))
 
 
 def round(input, *, decimals=0):
@@ -278,8 +320,11 @@ def clamp(input, min=None, max=None):
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
-    if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
-        input = input.float()
+    dt = _dtype.result_type(input, *[b for b in (min, max) if b is not None])
+    if dt.np != input._data.dtype:
+        input = P.Cast.apply(input, dtype=dt.np)
+    if not dt.is_floating_point:   # bounds wrap around into the dtype like torch's (-1 is 255 for uint8)
+        min, max = [None if v is None else _scalar_tensor(v, dt, input._device).item() for v in (min, max)]
     return P.Clamp.apply(input, lo=min, hi=max)
 
 
@@ -325,7 +370,14 @@ def maximum(input, other):
 
 
 def minimum(input, other):
-    return -_binary(P.Maximum, -input, -other if isinstance(other, Tensor) else -other, "minimum")
+    a, b = binary_operands(input, other, "minimum")
+    if not a.dtype.is_floating_point:   # no gradient to keep, and negation would wrap unsigned ints
+        try:
+            return Tensor._make(array_module(a).minimum(a._data, b._data), a._device)
+        except ValueError:
+            raise op_error("minimum", f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
+                                      f"together") from None
+    return -_binary(P.Maximum, -a, -b, "minimum")
 
 
 def where(condition, input=None, other=None):
@@ -367,6 +419,8 @@ def _compare(name, fn):
         a, b = binary_operands(input, other, name)
         try:
             return Tensor._make(fn(a._data, b._data), a._device)
+        except MemoryError as e:
+            raise _memory.from_memory_error(name, e, (a._data, b._data)) from None
         except ValueError:
             raise op_error(name, f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
                                  f"together") from None
@@ -425,17 +479,24 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 # ------------------------------------------------------------------ reductions
 def _axes(dim, ndim, op):
-    if dim is None:
+    """NumPy axes for a reduction over `dim` (None: all dims), checked by the one dim helper."""
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
         return None
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    if not dims:
-        return None
-    out = []
-    for d in dims:
-        if not -builtins.max(ndim, 1) <= d < builtins.max(ndim, 1):
-            raise op_error(op, f"dimension {d} is out of range for a tensor of {ndim} dims", IndexError)
-        out.append(d % ndim if ndim else 0)
-    return tuple(out) if ndim else None
+    axes = wrap_dims(dim, ndim, op)
+    return axes if ndim else None
+
+
+def _check_identity_free(op, input, axis):
+    """max/min/argmax have no value over nothing: torch's errors for an empty reduced dim."""
+    if input._data.size:
+        return
+    if axis is None:
+        raise op_error(op, "Expected reduction dim to be specified for input.numel() == 0 (the input has "
+                           f"shape {tuple(input.shape)}); specify the reduction dim with the 'dim' argument")
+    for a in axis:
+        if input.shape[a] == 0:
+            raise op_error(op, f"Expected reduction dim {a} to have non-zero size (input shape "
+                               f"{tuple(input.shape)})", IndexError)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
@@ -467,11 +528,14 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return P.Prod.apply(input, axis=_axes(dim, input.ndim, "prod"), keepdims=keepdim)
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="var"):
     """Variance; `correction` (default 1: Bessel's) or the older `unbiased` flag."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    axis = _axes(dim, input.ndim, "var")
+    axis = _axes(dim, input.ndim, _op)
+    if not input.dtype.is_floating_point:
+        raise op_error(_op, f"std and var only support floating point dtypes, got {describe(input)}")
+    _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
     n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
@@ -479,7 +543,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction, _op="std"))
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -491,11 +555,15 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def amax(input, dim=(), keepdim=False):
-    return P.Amax.apply(input, axis=_axes(dim, input.ndim, "amax"), keepdims=keepdim, neg=False)
+    axis = _axes(dim, input.ndim, "amax")
+    _check_identity_free("amax", input, axis)
+    return P.Amax.apply(input, axis=axis, keepdims=keepdim, neg=False)
 
 
 def amin(input, dim=(), keepdim=False):
-    return P.Amax.apply(input, axis=_axes(dim, input.ndim, "amin"), keepdims=keepdim, neg=True)
+    axis = _axes(dim, input.ndim, "amin")
+    _check_identity_free("amin", input, axis)
+    return P.Amax.apply(input, axis=axis, keepdims=keepdim, neg=True)
 
 
 _ValuesIndices = collections.namedtuple("_ValuesIndices", ["values", "indices"])
@@ -513,6 +581,7 @@ def _max_min(input, dim, keepdim, is_max, other, name):
             if input.dtype.is_floating_point else \
             Tensor._make(input._data.max() if is_max else input._data.min(), input._device)
     ax = _axes(dim, input.ndim, name)[0] if input.ndim else None
+    _check_identity_free(name, input, None if ax is None else (ax,))
     xp = array_module(input)
     if input.ndim == 0:
         return _ValuesIndices(input * 1, Tensor._make(xp.zeros((), np.int64), input._device))
@@ -533,65 +602,106 @@ def min(input, dim=None, keepdim=False, *, other=None):
     return _max_min(input, dim, keepdim, False, other, "min")
 
 
-def argmax(input, dim=None, keepdim=False):
+def _arg_extreme(input, dim, keepdim, op):
     xp = array_module(input)
-    if dim is None:
-        return Tensor._make(np.asarray(input._data.argmax(), np.int64) if xp is np
-                            else input._data.argmax().astype(np.int64), input._device)
-    ax = _axes(dim, input.ndim, "argmax")[0]
-    return Tensor._make(xp.asarray(input._data.argmax(axis=ax, keepdims=keepdim), dtype=np.int64), input._device)
+    if input.dtype.name == "bool":
+        raise op_error(op, "does not support bool input; convert it with .int() first")
+    ax = None if dim is None else wrap_dim(dim, input.ndim, op)
+    _check_identity_free(op, input, None if ax is None or not input.ndim else (ax,))
+    a = input._data
+    if ax is None or not input.ndim:
+        i = a.argmax() if op == "argmax" else a.argmin()
+        out = xp.asarray(i, dtype=np.int64)
+        return Tensor._make(out.reshape((1,) * a.ndim) if keepdim else out, input._device)
+    i = a.argmax(axis=ax, keepdims=keepdim) if op == "argmax" else a.argmin(axis=ax, keepdims=keepdim)
+    return Tensor._make(xp.asarray(i, dtype=np.int64), input._device)
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _arg_extreme(input, dim, keepdim, "argmax")
 
 
 def argmin(input, dim=None, keepdim=False):
-    return argmax(-input.detach(), dim, keepdim)
+    return _arg_extreme(input, dim, keepdim, "argmin")
+
+
+def _all_any(input, dim, keepdim, op):
+    """all/any: bool results, except uint8 inputs which give uint8 (as torch)."""
+    xp = array_module(input)
+    axis = _axes(dim, input.ndim, op)
+    a = input._data.astype(bool)
+    out = xp.asarray(a.all(axis=axis, keepdims=keepdim) if op == "all" else a.any(axis=axis, keepdims=keepdim))
+    return Tensor._make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out, input._device)
 
 
 def all(input, dim=None, keepdim=False):
-    axis = _axes(dim, input.ndim, "all")
-    return Tensor._make(np.asarray(input._data.astype(bool).all(axis=axis, keepdims=keepdim)), input._device)
+    return _all_any(input, dim, keepdim, "all")
 
 
 def any(input, dim=None, keepdim=False):
-    axis = _axes(dim, input.ndim, "any")
-    return Tensor._make(np.asarray(input._data.astype(bool).any(axis=axis, keepdims=keepdim)), input._device)
+    return _all_any(input, dim, keepdim, "any")
 
 
 def count_nonzero(input, dim=None):
+    _axes(dim, input.ndim, "count_nonzero")
     return sum(input != 0, dim)
 
 
 def logsumexp(input, dim, keepdim=False):
     axis = _axes(dim, input.ndim, "logsumexp")
+    _memory.check("logsumexp", input.shape, input.dtype)   # exp(input - max), before the slow max
+    if not input.dtype.is_floating_point:
+        input = P.Cast.apply(input, dtype=_dtype.get_default_dtype().np)
+    if input._data.size == 0:   # no max to subtract; the sum of nothing is 0 and its log -inf
+        out = log(P.Sum.apply(exp(input), axis=axis, keepdims=True))
+        return out if keepdim else out.squeeze(axis if axis is not None else tuple(range(input.ndim)))
     m = P.Amax.apply(input.detach(), axis=axis, keepdims=True, neg=False)
     m = where(isinf(m), 0.0, m)
     out = log(P.Sum.apply(exp(input - m), axis=axis, keepdims=True)) + m
     return out if keepdim else out.squeeze(axis if axis is not None else tuple(range(input.ndim)))
 
 
-def softmax(input, dim, dtype=None):
+def _softmax_like(prim, op, input, dim, dtype):
+    """softmax/log_softmax along `dim` with the fused primitive; empty inputs give empty outputs."""
     if dtype is not None:
         input = input.to(dtype)
-    e = exp(input - P.Amax.apply(input.detach(), axis=(dim % input.ndim,) if input.ndim else None,
-                                 keepdims=True, neg=False))
-    return e / P.Sum.apply(e, axis=(dim % input.ndim,) if input.ndim else None, keepdims=True)
+    if not input.dtype.is_floating_point:
+        raise op_error(op, f"expected a floating point input, got {input.dtype.name}; pass dtype= or "
+                           f"call .float() first")
+    axis = wrap_dim(dim, input.ndim, op)
+    if input._data.size == 0:
+        return P.Clone.apply(input)
+    if input.ndim == 0:
+        return prim.apply(input.reshape(1), axis=0).reshape(())
+    return prim.apply(input, axis=axis)
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim`.
+
+    >>> ember.softmax(ember.zeros(2, 2), dim=1)[0].tolist()
+    [0.5, 0.5]
+    """
+    from .layers import Softmax
+    return _softmax_like(Softmax, "softmax", input, dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    return input - logsumexp(input, dim, keepdim=True)
+    from .layers import LogSoftmax
+    return _softmax_like(LogSoftmax, "log_softmax", input, dim, dtype)
 
 
 def _scan(prim, name, input, dim, dtype):
     """cumsum/cumprod: integer inputs accumulate in int64 (as torch); a 0-d tensor is its own scan."""
+    axis = wrap_dim(dim, input.ndim, name)
+    _memory.check(name, input.shape, np.dtype(np.int64) if input.dtype.category < 2 else input.dtype)
     if dtype is not None:
         input = input.to(dtype)
     elif input.dtype.category < 2:
         input = input.long()
     if input.ndim == 0:   # NumPy would return shape (1,)
-        _axes(dim, 0, name)
         return P.Clone.apply(input)
-    return prim.apply(input, axis=_axes(dim, input.ndim, name)[0])
+    return prim.apply(input, axis=axis)
 
 
 def cumsum(input, dim, *, dtype=None):
@@ -606,6 +716,10 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:
         input = input.to(dtype)
+    _axes(dim, input.ndim, "norm")
+    if not input.dtype.is_floating_point:
+        raise op_error("norm", f"expected a floating point input, got {describe(input)}")
+    _memory.check("norm", input.shape, input.dtype)   # |input|^p is a temporary of input's size
     if p == "fro" or p == 2:
         return sqrt(sum(input * input, dim, keepdim))
     if p == float("inf"):

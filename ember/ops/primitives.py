@@ -29,47 +29,55 @@ def sum_to(g, shape):
 
 # ---------------------------------------------------------------- elementwise, unary
 class Neg(Primitive):
+    elementwise = True
     def forward(self, x): return -x
     def backward(self, g): return (-g,)
 
 
 class Exp(Primitive):
+    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).exp(x)
     def backward(self, g): return (g * self.saved_output(),)
 
 
 class Log(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).log(x)
     def backward(self, g): return (g / self.saved_tensors[0],)
 
 
 class Log1p(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).log1p(x)
     def backward(self, g): return (g / (self.saved_tensors[0] + 1),)
 
 
 class Expm1(Primitive):
+    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).expm1(x)
     def backward(self, g): return (g * (self.saved_output() + 1),)
 
 
 class Sin(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).sin(x)
     def backward(self, g): return (g * self.saved_tensors[0].cos(),)
 
 
 class Cos(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).cos(x)
     def backward(self, g): return (-g * self.saved_tensors[0].sin(),)
 
 
 class Tan(Primitive):
+    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).tan(x)
     def backward(self, g):
@@ -78,6 +86,7 @@ class Tan(Primitive):
 
 
 class Tanh(Primitive):
+    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).tanh(x)
     def backward(self, g):
@@ -86,6 +95,7 @@ class Tanh(Primitive):
 
 
 class Sigmoid(Primitive):
+    elementwise = True
     saves_output = True
     def forward(self, x):
         xp = array_module(x)
@@ -98,18 +108,21 @@ class Sigmoid(Primitive):
 
 
 class Sqrt(Primitive):
+    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).sqrt(x)
     def backward(self, g): return (g / (2 * self.saved_output()),)
 
 
 class Abs(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).abs(x)
     def backward(self, g): return (g * self.saved_tensors[0].sign(),)
 
 
 class Erf(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, x):
         from .. import backends
@@ -122,6 +135,7 @@ class Erf(Primitive):
 
 
 class Relu(Primitive):
+    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).maximum(x, 0)
     def backward(self, g):
@@ -131,6 +145,7 @@ class Relu(Primitive):
 
 class Clamp(Primitive):
     """Clamp with scalar bounds; the gradient passes where lo <= x <= hi, as in torch."""
+    elementwise = True
     def forward(self, x):
         xp = array_module(x)
         lo, hi = self.lo, self.hi
@@ -147,6 +162,7 @@ class Clamp(Primitive):
 
 class Cast(Primitive):
     keeps_dtype = False
+    elementwise = True
     def forward(self, x):
         self.src = x.dtype
         return x.astype(self.dtype)
@@ -173,6 +189,7 @@ class ToDevice(Primitive):
 
 
 class Clone(Primitive):
+    elementwise = True
     def forward(self, x): return x.copy()
     def backward(self, g): return (g,)
 
@@ -180,6 +197,7 @@ class Clone(Primitive):
 # ---------------------------------------------------------------- elementwise, binary
 # Binary primitives get operands of one dtype and device (the ops layer promotes); shapes broadcast.
 class Add(Primitive):
+    elementwise = True
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
         return a + b
@@ -189,6 +207,7 @@ class Add(Primitive):
 
 
 class Sub(Primitive):
+    elementwise = True
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
         return a - b
@@ -198,6 +217,7 @@ class Sub(Primitive):
 
 
 class Mul(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return a * b
     def save_for_backward(self, a, b):
@@ -215,6 +235,7 @@ class Mul(Primitive):
 
 
 class Div(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return a / b
     def save_for_backward(self, a, b):
@@ -229,6 +250,7 @@ class Div(Primitive):
 
 
 class Pow(Primitive):
+    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return a ** b
     def backward(self, g):
@@ -246,6 +268,7 @@ class Pow(Primitive):
 
 class Maximum(Primitive):
     """max(a, b) elementwise; on ties each side gets half the gradient (as torch)."""
+    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return array_module(a).maximum(a, b)
     def backward(self, g):
@@ -256,6 +279,7 @@ class Maximum(Primitive):
 
 class Where(Primitive):
     """where(cond, a, b) with a constant boolean condition."""
+    elementwise = True
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
         return array_module(a).where(self.cond, a, b)
@@ -276,7 +300,7 @@ class Sum(Primitive):
     def backward(self, g):
         if not self.keepdims and self.axis is not None:
             g = Reshape.apply(g, shape=_keepdim_shape(self.shape, self.axis))
-        return (Expand.apply(g, shape=self.shape),)
+        return (Expand.apply(g, shape=self.shape, fill=g.ndim == 0),)
 
 
 class Amax(Primitive):
@@ -325,6 +349,7 @@ class Prod(Primitive):
 
 
 class Cumsum(Primitive):
+    elementwise = True
     def forward(self, x): return array_module(x).cumsum(x, axis=self.axis)
     def backward(self, g):
         return (Flip.apply(Cumsum.apply(Flip.apply(g, axes=(self.axis,)), axis=self.axis),
@@ -332,6 +357,7 @@ class Cumsum(Primitive):
 
 
 class Cumprod(Primitive):
+    elementwise = True
     saves_inputs = True
     saves_output = True
     def forward(self, x): return array_module(x).cumprod(x, axis=self.axis)
@@ -366,8 +392,8 @@ class Permute(Primitive):
 class Expand(Primitive):
     def forward(self, x):
         self.src = x.shape
-        if x.ndim == 0:   # e.g. the backward of a full sum: a plain filled array is cheaper than a view
-            return array_module(x).full(self.shape, x, dtype=x.dtype)
+        if x.ndim == 0 and getattr(self, "fill", False):   # the backward of a full sum: a plain filled
+            return array_module(x).full(self.shape, x, dtype=x.dtype)   # array is cheaper than a view
         return array_module(x).broadcast_to(x, self.shape)
     def backward(self, g): return (sum_to(g, self.src),)
 
@@ -378,6 +404,7 @@ class Flip(Primitive):
 
 
 class Roll(Primitive):
+    elementwise = True
     def forward(self, x): return array_module(x).roll(x, self.shifts, self.axes)
     def backward(self, g):
         return (Roll.apply(g, shifts=tuple(-s for s in self.shifts), axes=self.axes),)

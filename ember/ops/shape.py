@@ -6,7 +6,8 @@ import collections
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _memory
+from .._dims import wrap_dim as _dim, wrap_dims
 from .._errors import check_same_device, describe, op_error
 from .._tensor import Tensor
 from ..backends import array_module
@@ -19,14 +20,6 @@ def _view_of(out, base):
         out._vc = base._get_vc()
         out._base = base._base if base._base is not None else base
     return out
-
-
-def _dim(d, ndim, op):
-    n = builtins.max(ndim, 1)
-    if not -n <= d < n:
-        raise op_error(op, f"dimension {d} is out of range (expected to be in range of [{-n}, {n - 1}])",
-                       IndexError)
-    return d % n
 
 
 def _shape_arg(shape):
@@ -82,9 +75,10 @@ def view(input, *shape):
 def contiguous(input):
     if input._data.flags.c_contiguous:
         return input
-    return P.Clone.apply(input) if input.requires_grad else \
-        Tensor._make(np.ascontiguousarray(input._data) if array_module(input) is np
-                     else array_module(input).ascontiguousarray(input._data), input._device)
+    if input.requires_grad:
+        return P.Clone.apply(input)
+    _memory.check("contiguous", input.shape, input.dtype)
+    return Tensor._make(array_module(input).ascontiguousarray(input._data), input._device)
 
 
 def clone(input):
@@ -93,10 +87,11 @@ def clone(input):
 
 def permute(input, *dims):
     dims = _shape_arg(dims)
-    if len(dims) != input.ndim or sorted(d % builtins.max(input.ndim, 1) for d in dims) != list(range(input.ndim)):
+    if len(dims) != input.ndim:
         raise op_error("permute", f"dims {list(dims)} are not a permutation of the {input.ndim} dims of "
                                   f"a tensor of shape {tuple(input.shape)}")
-    return _view_of(P.Permute.apply(input, dims=tuple(d % input.ndim for d in dims)), input)
+    dims = wrap_dims(dims, input.ndim, "permute") if input.ndim else ()
+    return _view_of(P.Permute.apply(input, dims=dims), input)
 
 
 def transpose(input, dim0, dim1):
@@ -121,7 +116,7 @@ def squeeze(input, dim=None):
     if dim is None:
         shape = tuple(s for s in input.shape if s != 1)
     else:
-        dims = {_dim(d, input.ndim, "squeeze") for d in ((dim,) if isinstance(dim, int) else dim)}
+        dims = wrap_dims(dim, input.ndim, "squeeze")
         shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
     return input if shape == input.shape else _view_of(P.Reshape.apply(input, shape=shape), input)
 
@@ -163,16 +158,26 @@ def broadcast_tensors(*tensors):
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    s, e = _dim(start_dim, input.ndim, "flatten"), _dim(end_dim, input.ndim, "flatten")
     if input.ndim == 0:
         return reshape(input, 1)
-    s, e = _dim(start_dim, input.ndim, "flatten"), _dim(end_dim, input.ndim, "flatten")
+    if s > e:
+        raise op_error("flatten", f"start_dim {start_dim} cannot come after end_dim {end_dim}")
     shape = input.shape[:s] + (int(np.prod(input.shape[s:e + 1])),) + input.shape[e + 1:]
     return reshape(input, shape)
 
 
 def unflatten(input, dim, sizes):
     d = _dim(dim, input.ndim, "unflatten")
-    return reshape(input, input.shape[:d] + tuple(sizes) + input.shape[d + 1:])
+    sizes = tuple(int(s) for s in sizes)
+    if sizes.count(-1) == 1:   # infer -1 from this dim alone (a total of 0 elements says nothing)
+        known = int(np.prod([s for s in sizes if s != -1]))
+        if known and input.shape[d] % known == 0:
+            sizes = tuple(input.shape[d] // known if s == -1 else s for s in sizes)
+    if int(np.prod(sizes)) != input.shape[d]:
+        raise op_error("unflatten", f"provided sizes {list(sizes)} don't multiply up to the size of dim "
+                                    f"{dim} ({input.shape[d]}) in the input tensor of shape {tuple(input.shape)}")
+    return reshape(input, input.shape[:d] + sizes + input.shape[d + 1:])
 
 
 def ravel(input):
@@ -262,8 +267,11 @@ def split(tensor, split_size_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise op_error("chunk", f"chunks must be greater than 0, got {chunks}")
-    n = input.shape[_dim(dim, input.ndim, "chunk")]
-    return split(input, builtins.max(-(-n // chunks), 1), dim)
+    d = _dim(dim, input.ndim, "chunk")
+    n = input.shape[d]
+    if n == 0:   # torch gives `chunks` empty pieces
+        return tuple(_slice_along(input, d, 0, 0) for _ in range(chunks))
+    return split(input, -(-n // chunks), dim)
 
 
 def tensor_split(input, sections, dim=0):
@@ -285,7 +293,7 @@ def unbind(input, dim=0):
 
 def flip(input, dims):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    return P.Flip.apply(input, axes=tuple(_dim(d, input.ndim, "flip") for d in dims))
+    return P.Flip.apply(input, axes=wrap_dims(dims, input.ndim, "flip") if input.ndim else ())
 
 
 def fliplr(input):
@@ -354,6 +362,9 @@ def triu(input, diagonal=0):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     xp = array_module(input)
+    if input.ndim < 2:
+        raise op_error("diagonal", f"expects a tensor of at least 2 dims, got shape {tuple(input.shape)}")
+    dim1, dim2 = wrap_dims((dim1, dim2), input.ndim, "diagonal")
     n = builtins.min(input.shape[dim1], input.shape[dim2])
     rows = xp.arange(n)
     x = movedim(input, (dim1, dim2), (-2, -1))
@@ -380,8 +391,11 @@ def trace(input):
 def movedim(input, source, destination):
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
-    src = [_dim(s, input.ndim, "movedim") for s in src]
-    dst = [_dim(s, input.ndim, "movedim") for s in dst]
+    if len(src) != len(dst):
+        raise op_error("movedim", f"Invalid source or destination dims: source ({list(src)} dims) should "
+                                  f"contain the same number of dims as destination ({list(dst)} dims)")
+    src = list(wrap_dims(src, input.ndim, "movedim"))
+    dst = list(wrap_dims(dst, input.ndim, "movedim"))
     order = [i for i in range(input.ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -476,6 +490,11 @@ def index_select(input, dim, index):
     check_same_device("index_select", input, index, "index")
     if index.ndim > 1:
         raise op_error("index_select", f"index must be 1-D, got shape {tuple(index.shape)}", IndexError)
+    n = input.shape[d] if input.ndim else 1
+    idx = index._data
+    if idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
+        raise op_error("index_select", f"index out of range in self: indices {index.tolist()} for dim {d} "
+                                       f"of size {n} (shape {tuple(input.shape)})", IndexError)
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 
@@ -494,6 +513,11 @@ def gather(input, dim, index):
     if idx.ndim != input.ndim:
         raise op_error("gather", f"index {tuple(index.shape)} and input {tuple(input.shape)} must have "
                                  f"the same number of dimensions")
+    if any(i > s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
+        raise op_error("gather", f"size does not match: index {tuple(index.shape)} must be no larger than "
+                                 f"input {tuple(input.shape)} apart from dimension {d}", IndexError)
+    if any(i < s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
+        input = getitem(input, tuple(slice(None) if j == d else slice(0, i) for j, i in enumerate(idx.shape)))
     try:
         return P.Gather.apply(input, index=idx, axis=d)
     except (IndexError, ValueError) as e:
@@ -505,6 +529,7 @@ def take_along_dim(input, indices, dim=None):
     check_same_device("take_along_dim", input, indices, "indices")
     if dim is None:
         return gather(flatten(input), 0, flatten(indices))
+    dim = _dim(dim, input.ndim, "take_along_dim")
     shape = list(np.broadcast_shapes(tuple(s if i != dim % input.ndim else 1 for i, s in enumerate(input.shape)),
                                      tuple(s if i != dim % input.ndim else 1 for i, s in enumerate(indices.shape))))
     shp_in, shp_ix = list(shape), list(shape)
@@ -616,6 +641,7 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
+    _dim(dim, input.ndim, "argsort")
     return sort(input.detach(), dim, descending, stable).indices
 
 
@@ -625,6 +651,8 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     d = _dim(dim, input.ndim, "topk")
+    if input.dtype.name == "bool":
+        raise op_error("topk", "does not support bool inputs (as torch on CPU); convert with .int() first")
     if not 0 <= k <= (input.shape[d] if input.ndim else 1):
         raise op_error("topk", f"selected index k={k} out of range for dimension {d} of size "
                                f"{input.shape[d] if input.ndim else 1}")
@@ -643,6 +671,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     xp = array_module(input)
+    if dim is not None:
+        dim = _dim(dim, input.ndim, "unique")
     res = xp.unique(input._data, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
     if not isinstance(res, tuple):
         return Tensor._make(res, input._device)

@@ -7,7 +7,7 @@ import math
 from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M
-from ...ops.layers import Gelu, Softmax, LogSoftmax
+from ...ops.layers import Gelu
 from ._utils import _apply_inplace
 
 
@@ -79,25 +79,12 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1   # torch's legacy implicit-dim rule
 
 
-def _softmax_like(prim, input, dim, dtype):
-    if dtype is not None:
-        input = input.to(dtype)
-    if not input.dtype.is_floating_point:
-        raise op_error("softmax", f"expected a floating point input, got {input.dtype.name}")
-    if input.ndim == 0:
-        return prim.apply(input.reshape(1), axis=0).reshape(())
-    dim = _softmax_dim(input.ndim) if dim is None else dim
-    if not -input.ndim <= dim < input.ndim:
-        raise op_error("softmax", f"dim {dim} is out of range for a {input.ndim}-D input", IndexError)
-    return prim.apply(input, axis=dim % input.ndim)
-
-
 def softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
-    return _softmax_like(Softmax, input, dim, dtype)
+    return M.softmax(input, _softmax_dim(input.ndim) if dim is None else dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
-    return _softmax_like(LogSoftmax, input, dim, dtype)
+    return M.log_softmax(input, _softmax_dim(input.ndim) if dim is None else dim, dtype=dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:

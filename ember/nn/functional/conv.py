@@ -28,12 +28,24 @@ def _pad_spatial(x, pads, value=0.0):
     return P.Pad.apply(x, pads=((0, 0), (0, 0)) + tuple(pads), value=value)
 
 
+def _check_groups(op, input, weight, groups):
+    """groups must be positive and split weight's first dim (out channels; in channels when transposed)."""
+    if not isinstance(groups, int) or groups <= 0:
+        raise op_error(op, f"groups must be a positive int, got {groups!r}")
+    if weight.ndim and weight.shape[0] % groups:
+        raise op_error(op, f"given groups={groups}, expected weight to be divisible by {groups} at "
+                           f"dimension 0, but got weight of shape {tuple(weight.shape)} (input "
+                           f"{tuple(input.shape)}): {weight.shape[0]} channels cannot be split into "
+                           f"{groups} groups")
+
+
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
     if input.ndim == nd + 1:   # unbatched
         return _convnd(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, nd, op).squeeze(0)
     _check_dim(input, (nd + 2,), op)
     if weight.ndim != nd + 2:
         raise op_error(op, f"expected a {nd + 2}-D weight, got shape {tuple(weight.shape)}", ValueError)
+    _check_groups(op, input, weight, groups)
     C_in = input.shape[1]
     if C_in != weight.shape[1] * groups:
         raise op_error(op, f"input {tuple(input.shape)} has {C_in} channels but weight "
@@ -79,6 +91,7 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
         return _conv_transposend(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
                                  dilation, nd, op).squeeze(0)
     _check_dim(input, (nd + 2,), op)
+    _check_groups(op, input, weight, groups)
     if input.shape[1] != weight.shape[0]:
         raise op_error(op, f"input {tuple(input.shape)} has {input.shape[1]} channels but weight "
                        f"{tuple(weight.shape)} expects {weight.shape[0]}")

@@ -62,7 +62,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:
     N, C_ = input.shape[:2]
     if C_ % num_groups:
         raise op_error("group_norm", f"{C_} channels are not divisible into {num_groups} groups")
-    x = input.reshape(N, num_groups, -1)
+    x = input.reshape(N, num_groups, input.numel() // max(N * num_groups, 1))   # not -1: N may be 0
     mean = x.mean(-1, keepdim=True)
     var = x.var(-1, keepdim=True, correction=0)
     out = ((x - mean) * M.rsqrt(var + eps)).reshape(input.shape)

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..._dims import wrap_dims
 from ..._errors import op_error, user_frame
 from ..._tensor import Tensor
 from ...ops import math as M, creation as C
@@ -111,6 +112,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def normalize(input, p=2.0, dim=1, eps=1e-12) -> Tensor:
     """input / max(||input||_p over dim, eps)."""
+    wrap_dims(dim, input.ndim, "normalize")
+    if not input.dtype.is_floating_point:
+        raise op_error("normalize", f"expected a floating point input, got {input.dtype.name}")
     n = M.norm(input, p, dim, keepdim=True)
     return input / M.clamp(n, min=eps)
 
