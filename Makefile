@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 PIP     := $(VPY) -m pip
 
-.PHONY: demo test test-all bench data clean
+.PHONY: demo test test-all bench data clean mutation
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -38,3 +38,13 @@ bench: $(VENV)/.test
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Mutation testing (docs/testing.md), slow and not in CI: `make mutation MODULE=optim`, or all six modules
+# one after the other. Rerun a module's after changing it a lot.
+MODULE ?= all
+$(VENV)/.mutation: $(VENV)/.test
+	$(PIP) install -q -e ".[mutation]"
+	touch $@
+
+mutation: $(VENV)/.mutation
+	nice -n 19 $(VPY) scripts/mutation.py $(MODULE)

@@ -1,0 +1,95 @@
+"""Mutation testing of one Ember module at a time with mutmut (results: docs/testing.md, "Mutation testing").
+
+    python scripts/mutation.py optim            # one module
+    python scripts/mutation.py all              # the six modules, one after the other
+    python scripts/mutation.py ops --files ember/ops/shape.py   # part of a big module
+
+mutmut reads one `[tool.mutmut]` table (pyproject.toml). This script narrows it to one module: only that
+module's files are mutated, and only that module's own test files are collected. mutmut then records which
+of those tests execute each function, and runs only those tests against each mutant of it. Without that
+narrowing a mutant of `ops.math.add` would run most of the suite (every nn and optim test adds).
+
+mutmut keeps its copy and its results under mutants/; switching module resets the cached results (the test
+selection changed), rerunning the same module reruns only mutants of functions that changed. A summary and
+the list of surviving mutants are written to mutants/<module>-summary.txt; `mutmut show NAME` prints a diff.
+"""
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# module -> (files to mutate, test files whose coverage picks the tests for each mutant)
+MODULES = {
+    "serialization": (["ember/serialization.py"], ["tests/test_serialization.py"]),
+    "optim": (["ember/optim/*"], ["tests/optim"]),
+    "autograd": (["ember/autograd/*"], ["tests/autograd"]),
+    "utils.data": (["ember/utils/data/*"], ["tests/utils"]),
+    "nn.functional": (["ember/nn/functional/*"], ["tests/nn"]),
+    "ops": (["ember/ops/*"], ["tests/ops", "tests/test_tensor.py", "tests/test_dtype.py"]),
+}
+
+
+def summarize(module):
+    """Count mutmut's verdicts for the mutated files and list the mutants that are not killed."""
+    from mutmut.__main__ import SourceFileMutationData, walk_mutatable_files
+    from mutmut.stats import status_by_exit_code
+
+    counts, not_killed = {}, []
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        for name, exit_code in sorted(data.exit_code_by_key.items()):
+            status = status_by_exit_code[exit_code]
+            counts[status] = counts.get(status, 0) + 1
+            if status not in ("killed", "timeout", "caught by type check"):
+                not_killed.append(f"{status}: {name}")
+    total = sum(counts.values())
+    detected = counts.get("killed", 0) + counts.get("timeout", 0) + counts.get("caught by type check", 0)
+    rate = 100.0 * detected / total if total else 0.0
+    lines = [f"{module}: {total} mutants, " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+             + f"; killed (incl. timeouts) {detected}/{total} = {rate:.1f}%"]
+    lines += ["  " + line for line in not_killed]
+    text = "\n".join(lines) + "\n"
+    (ROOT / "mutants" / f"{module}-summary.txt").write_text(text)
+    print(text, end="")
+
+
+def run_module(module, files, max_children):
+    from mutmut import configuration
+    from mutmut.__main__ import cli
+
+    mutate, tests = MODULES[module]
+    cfg = configuration.config()
+    cfg.only_mutate = files or mutate
+    cfg.pytest_add_cli_args_test_selection = tests
+    try:
+        cli(["run", "--max-children", str(max_children)], standalone_mode=False)
+    finally:
+        summarize(module)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("module", choices=[*MODULES, "all"])
+    parser.add_argument("--files", nargs="+", help="mutate only these files of the module (globs)")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants tested in parallel")
+    args = parser.parse_args()
+
+    os.chdir(ROOT)
+    # one thread per test process: several run at once on a small shared machine
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    if args.module != "all":
+        run_module(args.module, args.files, args.max_children)
+        return
+    # each module in a fresh process: mutmut keeps its configuration and state in globals
+    for module in MODULES:
+        cmd = [sys.executable, __file__, module, "--max-children", str(args.max_children)]
+        subprocess.run(cmd, check=True)
+
+
+if __name__ == "__main__":
+    main()
