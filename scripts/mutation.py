@@ -10,11 +10,14 @@ of those tests execute each function, and runs only those tests against each mut
 narrowing a mutant of `ops.math.add` would run most of the suite (every nn and optim test adds).
 
 mutmut keeps its copy and its results under mutants/; switching module resets the cached results (the test
-selection changed), rerunning the same module reruns only mutants of functions that changed. A summary and
-the list of surviving mutants are written to mutants/<module>-summary.txt; `mutmut show NAME` prints a diff.
+selection changed), so this script then starts from a clean mutants/; rerunning the same module reruns only
+mutants of functions that changed. A summary and
+the list of surviving mutants are written to mutants/<module>-summary.txt, their diffs to
+mutants/<module>-survivors.diff.
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +40,9 @@ def summarize(module):
     from mutmut.__main__ import SourceFileMutationData, walk_mutatable_files
     from mutmut.stats import status_by_exit_code
 
-    counts, not_killed = {}, []
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    counts, not_killed, diffs = {}, [], []
     for path in walk_mutatable_files():
         data = SourceFileMutationData(path=path)
         data.load()
@@ -46,6 +51,8 @@ def summarize(module):
             counts[status] = counts.get(status, 0) + 1
             if status not in ("killed", "timeout", "caught by type check"):
                 not_killed.append(f"{status}: {name}")
+                diff = get_diff_for_mutant(name, path=path).splitlines()
+                diffs += [f"== {status}: {name}"] + [d for d in diff if d[:1] in "+-" and d[:3] not in ("+++", "---")]
     total = sum(counts.values())
     detected = counts.get("killed", 0) + counts.get("timeout", 0) + counts.get("caught by type check", 0)
     rate = 100.0 * detected / total if total else 0.0
@@ -54,17 +61,33 @@ def summarize(module):
     lines += ["  " + line for line in not_killed]
     text = "\n".join(lines) + "\n"
     (ROOT / "mutants" / f"{module}-summary.txt").write_text(text)
+    (ROOT / "mutants" / f"{module}-survivors.diff").write_text("\n".join(diffs) + "\n")
     print(text, end="")
 
 
-def run_module(module, files, max_children):
+def _start_fresh_if_module_changed(module):
+    """mutmut's cache under mutants/ belongs to one module's file and test selection: switching module
+    starts from a clean copy (keeping the summaries), rerunning a module reuses it."""
+    work = ROOT / "mutants"
+    marker = work / "module.txt"
+    if work.exists() and (not marker.exists() or marker.read_text() != module):
+        for entry in work.iterdir():
+            if entry.name.endswith(("-summary.txt", "-survivors.diff")):
+                continue
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    work.mkdir(exist_ok=True)
+    marker.write_text(module)
+
+
+def run_module(module, files, max_children, deselect):
     from mutmut import configuration
     from mutmut.__main__ import cli
 
     mutate, tests = MODULES[module]
+    _start_fresh_if_module_changed(module)
     cfg = configuration.config()
     cfg.only_mutate = files or mutate
-    cfg.pytest_add_cli_args_test_selection = tests
+    cfg.pytest_add_cli_args_test_selection = tests + [arg for test in deselect for arg in ("--deselect", test)]
     try:
         cli(["run", "--max-children", str(max_children)], standalone_mode=False)
     finally:
@@ -75,6 +98,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("module", choices=[*MODULES, "all"])
     parser.add_argument("--files", nargs="+", help="mutate only these files of the module (globs)")
+    parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
+                        help="leave out a test that fails on the unmutated code (mutmut needs a green run)")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested in parallel")
     args = parser.parse_args()
 
@@ -83,7 +108,7 @@ def main():
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     if args.module != "all":
-        run_module(args.module, args.files, args.max_children)
+        run_module(args.module, args.files, args.max_children, args.deselect)
         return
     # each module in a fresh process: mutmut keeps its configuration and state in globals
     for module in MODULES:
