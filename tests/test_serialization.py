@@ -415,8 +415,13 @@ def test_save_errors_name_the_path(tmp_path):
     inner["me"] = inner
     with pytest.raises(ValueError, match=r"contains itself \(at a\.me\)$"):
         save({"a": inner}, tmp_path / "x.safetensors")
-    with pytest.raises(TypeError, match=r"cannot save a object \(at the top\)"):
+    with pytest.raises(TypeError) as info:
         save(object(), tmp_path / "x.safetensors")
+    assert str(info.value) == ("ember.save: cannot save a object (at the top); checkpoints hold tensors, dicts, "
+                               "lists, tuples, numbers, strings, bools and None (no pickle)")
+    shared = [1, 2]  # one container reached twice is not a cycle
+    save({"x": shared, "y": shared}, tmp_path / "x.safetensors")
+    assert load(tmp_path / "x.safetensors") == {"x": [1, 2], "y": [1, 2]}
 
 
 @pytest.mark.parametrize("anonymous", [True, False], ids=["O_TMPFILE", "named-temp"])
