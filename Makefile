@@ -6,7 +6,7 @@ PIP     := $(VPY) -m pip
 # every pip call (here, in scripts/, in the build backend's isolated env) installs the pinned versions
 export PIP_CONSTRAINT := $(abspath constraints.txt)
 
-.PHONY: demo test test-all coverage bench data clean lock
+.PHONY: demo test test-all coverage bench data clean lock mutation
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -52,3 +52,13 @@ lock:
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Mutation testing (docs/testing.md), slow and not in CI: `make mutation MODULE=optim`, or all six modules
+# one after the other. Rerun a module's after changing it a lot.
+MODULE ?= all
+$(VENV)/.mutation: $(VENV)/.test
+	$(PIP) install -q -e ".[mutation]"
+	touch $@
+
+mutation: $(VENV)/.mutation
+	nice -n 19 $(VPY) scripts/mutation.py $(MODULE)

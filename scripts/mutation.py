@@ -1,0 +1,120 @@
+"""Mutation testing of one Ember module at a time with mutmut (results: docs/testing.md, "Mutation testing").
+
+    python scripts/mutation.py optim            # one module
+    python scripts/mutation.py all              # the six modules, one after the other
+    python scripts/mutation.py ops --files ember/ops/shape.py   # part of a big module
+
+mutmut reads one `[tool.mutmut]` table (pyproject.toml). This script narrows it to one module: only that
+module's files are mutated, and only that module's own test files are collected. mutmut then records which
+of those tests execute each function, and runs only those tests against each mutant of it. Without that
+narrowing a mutant of `ops.math.add` would run most of the suite (every nn and optim test adds).
+
+mutmut keeps its copy and its results under mutants/; switching module resets the cached results (the test
+selection changed), so this script then starts from a clean mutants/; rerunning the same module reruns only
+mutants of functions that changed. A summary and
+the list of surviving mutants are written to mutants/<module>-summary.txt, their diffs to
+mutants/<module>-survivors.diff.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# module -> (files to mutate, test files whose coverage picks the tests for each mutant)
+MODULES = {
+    "serialization": (["ember/serialization.py"], ["tests/test_serialization.py"]),
+    "optim": (["ember/optim/*"], ["tests/optim"]),
+    "autograd": (["ember/autograd/*"], ["tests/autograd"]),
+    "utils.data": (["ember/utils/data/*"], ["tests/utils"]),
+    "nn.functional": (["ember/nn/functional/*"], ["tests/nn"]),
+    "ops": (["ember/ops/*"], ["tests/ops", "tests/test_tensor.py", "tests/test_dtype.py"]),
+}
+
+
+def summarize(module):
+    """Count mutmut's verdicts for the mutated files and list the mutants that are not killed."""
+    from mutmut.__main__ import SourceFileMutationData, walk_mutatable_files
+    from mutmut.stats import status_by_exit_code
+
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    counts, not_killed, diffs = {}, [], []
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        for name, exit_code in sorted(data.exit_code_by_key.items()):
+            status = status_by_exit_code[exit_code]
+            counts[status] = counts.get(status, 0) + 1
+            if status not in ("killed", "timeout", "caught by type check"):
+                not_killed.append(f"{status}: {name}")
+                diff = get_diff_for_mutant(name, path=path).splitlines()
+                diffs += [f"== {status}: {name}"] + [d for d in diff if d[:1] in "+-" and d[:3] not in ("+++", "---")]
+    total = sum(counts.values())
+    detected = counts.get("killed", 0) + counts.get("timeout", 0) + counts.get("caught by type check", 0)
+    rate = 100.0 * detected / total if total else 0.0
+    lines = [f"{module}: {total} mutants, " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+             + f"; killed (incl. timeouts) {detected}/{total} = {rate:.1f}%"]
+    lines += ["  " + line for line in not_killed]
+    text = "\n".join(lines) + "\n"
+    (ROOT / "mutants" / f"{module}-summary.txt").write_text(text)
+    (ROOT / "mutants" / f"{module}-survivors.diff").write_text("\n".join(diffs) + "\n")
+    print(text, end="")
+
+
+def _start_fresh_if_module_changed(module):
+    """mutmut's cache under mutants/ belongs to one module's file and test selection: switching module
+    starts from a clean copy (keeping the summaries), rerunning a module reuses it."""
+    work = ROOT / "mutants"
+    marker = work / "module.txt"
+    if work.exists() and (not marker.exists() or marker.read_text() != module):
+        for entry in work.iterdir():
+            if entry.name.endswith(("-summary.txt", "-survivors.diff")):
+                continue
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    work.mkdir(exist_ok=True)
+    marker.write_text(module)
+
+
+def run_module(module, files, max_children, deselect):
+    from mutmut import configuration
+    from mutmut.__main__ import cli
+
+    mutate, tests = MODULES[module]
+    _start_fresh_if_module_changed(module)
+    cfg = configuration.config()
+    cfg.only_mutate = files or mutate
+    cfg.pytest_add_cli_args_test_selection = tests + [arg for test in deselect for arg in ("--deselect", test)]
+    try:
+        cli(["run", "--max-children", str(max_children)], standalone_mode=False)
+    finally:
+        summarize(module)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("module", choices=[*MODULES, "all"])
+    parser.add_argument("--files", nargs="+", help="mutate only these files of the module (globs)")
+    parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
+                        help="leave out a test that fails on the unmutated code (mutmut needs a green run)")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants tested in parallel")
+    args = parser.parse_args()
+
+    os.chdir(ROOT)
+    # one thread per test process: several run at once on a small shared machine
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    if args.module != "all":
+        run_module(args.module, args.files, args.max_children, args.deselect)
+        return
+    # each module in a fresh process: mutmut keeps its configuration and state in globals
+    for module in MODULES:
+        cmd = [sys.executable, __file__, module, "--max-children", str(args.max_children)]
+        subprocess.run(cmd, check=True)
+
+
+if __name__ == "__main__":
+    main()
