@@ -50,3 +50,34 @@ def warn(op: str, message: str, category=UserWarning) -> None:
     while f is not None and _is_internal(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     warnings.warn(f"{op}: {message} (at {user_frame()})", category, stacklevel=level)
+
+
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38}
+
+
+def check_scalar_fits(op: str, value, dtype):
+    """torch's rule (c10::overflows) for a Python number stored into a tensor of `dtype` by fill-like ops
+    (full, fill_, masked_fill, where, clamp): it must fit, except that an unsigned type takes negative
+    values down to -max, which wrap around as in C (uint8: -1 is 255). Arithmetic (`x + 300`) wraps
+    instead and does not come here. Returns the value to store (a negative one wrapped for unsigned types)."""
+    import builtins
+    import numpy as np
+    if isinstance(value, builtins.bool) or dtype.name == "bool":
+        return value
+    if dtype.is_floating_point:
+        if not isinstance(value, (builtins.int, builtins.float)) or not np.isfinite(value):
+            return value
+        bad = builtins.abs(value) > _FLOAT_MAX.get(dtype.name, float("inf"))
+    elif isinstance(value, builtins.int):
+        info = np.iinfo(dtype.np)
+        if info.min == 0:
+            bad = value > info.max or -value > info.max
+        else:
+            bad = value < info.min or value > info.max
+    else:
+        return value   # a float into an integer tensor is truncated, as torch does
+    if bad:
+        raise op_error(op, f"value {value!r} cannot be converted to type {dtype.name} without overflow")
+    if isinstance(value, builtins.int) and value < 0 and not dtype.is_floating_point and np.iinfo(dtype.np).min == 0:
+        return value + (1 << (8 * np.dtype(dtype.np).itemsize))
+    return value

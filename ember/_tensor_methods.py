@@ -9,6 +9,7 @@ import numpy as np
 from . import _dtype
 from ._device import device as _device_cls
 from ._tensor import Tensor
+from ._errors import check_scalar_fits
 from .autograd.grad_mode import STATE
 from .ops import math as M, shape as S, creation as C
 from .ops.inplace import inplace, check_leaf, needs_graph, write_direct
@@ -134,6 +135,7 @@ def zero_(self):
 def fill_(self, value):
     if isinstance(value, Tensor):
         value = value.item()
+    value = check_scalar_fits("fill_", value, self.dtype)
     return _write(self, lambda: value, "fill_")
 
 

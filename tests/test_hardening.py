@@ -178,3 +178,51 @@ def test_memory_error_from_any_primitive_becomes_ember_error():
     with pytest.raises(ember.OutOfMemoryError, match=r"_greedy: not enough memory \(Unable to allocate "
                                                      r"3.64 TiB\); inputs \(2,\) float32"):
         _Greedy.apply(ember.ones(2))
+
+
+# ------------------------------------------------------------------ a Python number stored into a tensor
+# torch checks that it fits the tensor's dtype (c10::overflows: uint8 takes -1 as 255, not 300) where it
+# stores the number (full, fill_, masked_fill, clamp's bounds, where on integers); arithmetic wraps instead
+SCALAR_CASES = {
+    "add_wraps": lambda L, x: x + 300,
+    "clamp_u8_max_300": lambda L, x: L.clamp(x, max=300),
+    "clamp_u8_min_-1": lambda L, x: L.clamp(x, min=-1),
+    "clamp_u8_min_-256": lambda L, x: L.clamp(x, min=-256),
+    "clamp_i8_max_300": lambda L, x: L.clamp(x.to(L.int8), max=300),
+    "clamp_i8_min_-200": lambda L, x: L.clamp(x.to(L.int8), min=-200),
+    "clamp_f16_max_1e5": lambda L, x: L.clamp(x.to(L.float16), max=1e5),
+    "clamp_f16_max_inf": lambda L, x: L.clamp(x.to(L.float16), max=float("inf")),
+    "clamp_u8_max_2.5": lambda L, x: L.clamp(x, max=2.5),
+    "fill_300": lambda L, x: x.clone().fill_(300),
+    "fill_-1": lambda L, x: x.clone().fill_(-1),
+    "fill_2.7": lambda L, x: x.clone().fill_(2.7),
+    "fill_f16_1e6": lambda L, x: x.to(L.float16).fill_(1e6),
+    "masked_fill_300": lambda L, x: x.masked_fill(x > 0, 300),
+    "masked_fill_-1": lambda L, x: x.masked_fill(x > 0, -1),
+    "masked_fill_f16_1e6": lambda L, x: x.to(L.float16).masked_fill(x > 0, 1e6),
+    "full_u8_300": lambda L, x: L.full((2,), 300, dtype=L.uint8),
+    "full_u8_-1": lambda L, x: L.full((2,), -1, dtype=L.uint8),
+    "full_f16_1e6": lambda L, x: L.full((2,), 1e6, dtype=L.float16),
+    "full_like_-3": lambda L, x: L.full_like(x, -3),
+    "where_u8_300": lambda L, x: L.where(x > 0, x, 300),
+    "where_u8_-1": lambda L, x: L.where(x > 0, x, -1),
+    "where_u8_2.5": lambda L, x: L.where(x > 0, x, 2.5),
+    "where_f16_1e6": lambda L, x: L.where(x > 0, x.to(L.float16), 1e6),
+}
+
+
+@pytest.mark.parametrize("name", list(SCALAR_CASES))
+def test_python_numbers_stored_into_a_dtype_fit_or_raise_as_in_torch(name):
+    fn = SCALAR_CASES[name]
+    data = np.array([0, 1, 255], dtype=np.uint8)
+    try:
+        t = fn(torch, torch.from_numpy(data.copy()))
+    except RuntimeError:
+        op = name.split("_")[0] if not name.startswith("masked") else "masked_fill"
+        op = {"fill": "fill_", "full": "full"}.get(op, op)
+        with pytest.raises(RuntimeError, match=rf"^{op}: value .* cannot be converted to type \w+ without overflow"):
+            fn(ember, ember.tensor(data.copy()))
+        return
+    e = fn(ember, ember.tensor(data.copy()))
+    assert e.dtype.name == str(t.dtype).replace("torch.", "")
+    assert e.tolist() == t.tolist()

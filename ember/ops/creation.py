@@ -6,6 +6,7 @@ import numpy as np
 from .. import _dtype, _memory
 from .._device import device as _device_cls, CPU
 from .._tensor import Tensor
+from .._errors import check_scalar_fits
 from .. import backends
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace",
@@ -129,7 +130,9 @@ def _size(size):
 
 
 def _fill(size, value, dtype, device, requires_grad=False, op="zeros"):
-    dt = _dtype.to_dtype(dtype).np if dtype is not None else _dtype.get_default_dtype().np
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    value = check_scalar_fits(op, value, dt)
+    dt = dt.np
     dev = _resolve_device(device)
     if dev is CPU:
         _memory.check(op, size, dt)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dtype, _memory
 from .._dims import wrap_dim, wrap_dims
-from .._errors import check_same_device, op_error, describe
+from .._errors import check_same_device, check_scalar_fits, op_error, describe
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
 from ..backends import array_module
@@ -323,6 +323,9 @@ def clamp(input, min=None, max=None):
     dt = _dtype.result_type(input, *[b for b in (min, max) if b is not None])
     if dt.np != input._data.dtype:
         input = P.Cast.apply(input, dtype=dt.np)
+    for v in (min, max):
+        if v is not None:
+            check_scalar_fits("clamp", v, dt)
     if not dt.is_floating_point:   # bounds wrap around into the dtype like torch's (-1 is 255 for uint8)
         min, max = [None if v is None else _scalar_tensor(v, dt, input._device).item() for v in (min, max)]
     return P.Clamp.apply(input, lo=min, hi=max)
@@ -386,6 +389,9 @@ def where(condition, input=None, other=None):
         from .shape import nonzero
         return nonzero(condition, as_tuple=True)
     a, b = binary_operands(input, other, "where")
+    for v in (input, other):
+        if not isinstance(v, Tensor) and not a.dtype.is_floating_point:   # torch checks integer types only
+            check_scalar_fits("where", v, a.dtype)
     if isinstance(condition, Tensor) and condition._device is not a._device:
         if condition.ndim == 0 and condition._device.type == "cpu":   # a CPU scalar joins any device
             from .shape import to_device

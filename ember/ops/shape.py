@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype, _memory
 from .._dims import wrap_dim as _dim, wrap_dims
-from .._errors import check_same_device, describe, op_error
+from .._errors import check_same_device, check_scalar_fits, describe, op_error
 from .._tensor import Tensor
 from ..backends import array_module
 from . import primitives as P
@@ -591,6 +591,8 @@ def masked_fill(input, mask, value):
     if mask.dtype.name != "bool":
         raise op_error("masked_fill", f"expected a bool mask, got {mask.dtype.name}")
     check_same_device("masked_fill", input, mask, "mask")
+    if not isinstance(value, Tensor):
+        value = check_scalar_fits("masked_fill", value, input.dtype)
     out = where(mask, value if isinstance(value, Tensor) else Tensor._make(
         array_module(input).asarray(value, dtype=input._data.dtype), input._device), input)
     if out.shape != input.shape:
