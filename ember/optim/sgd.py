@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, required, wrap
+from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, wrap
 
 __all__ = ["SGD", "sgd"]
 
@@ -21,11 +21,10 @@ class SGD(Optimizer):
     [0.8, -1.6]
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = required,  # type: ignore[assignment]
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  momentum: float = 0, dampening: float = 0, weight_decay: float = 0,
                  nesterov: bool = False, *, maximize: bool = False) -> None:
-        if lr is not required:
-            check_arg("SGD", lr >= 0.0, "learning rate", lr)
+        check_arg("SGD", lr >= 0.0, "learning rate", lr)
         check_arg("SGD", momentum >= 0.0, "momentum value", momentum)
         check_arg("SGD", weight_decay >= 0.0, "weight_decay value", weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):

@@ -51,3 +51,13 @@ def test_functional_linear_mixed_dtypes_and_shape_errors():
     with pytest.raises(RuntimeError, match=r"linear: input's last dim 4 != weight's in_features 3 "
                                            r"\(input \(2, 3, 4\), weight \(5, 3\)\)"):
         ember.nn.functional.linear(x, ember.randn(5, 3))
+
+
+def test_linear_bias_of_another_dtype_raises_as_in_torch():
+    import torch
+    import ember
+    x, w = torch.randn(2, 3), torch.randn(4, 3)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.linear(x, w, torch.randn(4, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match=r"^linear: expected bias of dtype float32 .* got float64"):
+        ember.nn.functional.linear(ember.randn(2, 3), ember.randn(4, 3), ember.randn(4).double())

@@ -53,8 +53,13 @@ def test_params_must_be_an_iterable_of_tensors_or_dicts():
         optim.SGD([], lr=0.1)
     with pytest.raises(TypeError, match="can only optimize Tensors"):
         optim.SGD([w, 3.0], lr=0.1)
+    assert optim.SGD([w]).param_groups[0]["lr"] == torch.optim.SGD([torch.zeros(1, requires_grad=True)]).defaults["lr"]
+
+    class NeedsLr(optim.Optimizer):   # a default marked `required` must come from every group
+        def __init__(self, params, lr=optim.optimizer.required):
+            super().__init__(params, dict(lr=lr))
     with pytest.raises(ValueError, match="required option 'lr'"):
-        optim.SGD([w])
+        NeedsLr([w])
     with pytest.raises(ValueError, match="more than one parameter group"):
         optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
     with pytest.raises(ValueError, match="non-leaf"):

@@ -25,9 +25,12 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
         (bias is None or (bias._data.dtype == x._data.dtype and bias._device is x._device and bias.ndim == 1))
     if same:   # the common case: one fused node
         out = LinearPrim.apply(x, weight) if bias is None else LinearPrim.apply(x, weight, bias)
-    else:      # mixed dtypes or devices: the general ops promote or explain
+    else:      # mixed dtypes or devices: the general ops explain
         out = M.matmul(x, weight.t())
         if bias is not None:
+            if bias.dtype is not out.dtype:   # torch does not promote the bias either
+                raise op_error("linear", f"expected bias of dtype {out.dtype.name} (the input's and weight's), "
+                                         f"got {bias.dtype.name}; convert it with .to({out.dtype.name})")
             out = out + bias
     return out if input.ndim == 2 else out.reshape(*lead, weight.shape[0])
 
