@@ -2,9 +2,11 @@
 
 A broadcast view (`x.expand(10**6, 10**6)`) costs nothing, but an elementwise op on it would allocate
 the full 1e12 elements: NumPy either spends minutes first (a reduction before the allocation) or ends
-in a raw `MemoryError: Unable to allocate 3.64 TiB`. Ember checks the bytes an elementwise primitive's
-output needs against a limit before any work (`check`), and turns any `MemoryError` a primitive raises
-into the same error (`from_memory_error`), like torch's
+in a raw `MemoryError: Unable to allocate 3.64 TiB`. Where an op would work before it allocates (softmax
+reduces first; var, logsumexp, norm, cumsum, creation ops, casts), Ember checks the bytes of its output
+against a limit before any work (`check`); a plain ufunc allocates first and fails at once, so it is not
+checked up front (that would cost every small op). Any `MemoryError` a primitive raises becomes the
+same error (`from_memory_error`), like torch's
 `RuntimeError: DefaultCPUAllocator: not enough memory: you tried to allocate N bytes`.
 
 The limit defaults to the machine's physical memory; set `EMBER_MEMORY_LIMIT` (bytes) or call

@@ -107,8 +107,10 @@ class Primitive(Node):
 
     Class flags say what backward needs: `saves_inputs` keeps the input Tensors,
     `saves_output` keeps the output array (re-wrapped by `saved_output()`). `elementwise` says the
-    output has the broadcast shape of the inputs (elementwise maps, but also softmax, scans and
-    normalisation): `apply` then checks that it fits in memory before any work.
+    output has the broadcast shape of the inputs and the forward does work before it allocates that
+    output (softmax reduces first, a scan or a roll walks a view): `apply` then checks that the output
+    fits in memory before any work. A plain ufunc needs no flag: NumPy allocates its output first, and a
+    MemoryError from any forward becomes Ember's OutOfMemoryError.
     """
     saves_inputs = False
     saves_output = False
@@ -122,11 +124,12 @@ class Primitive(Node):
         if params:
             node.__dict__.update(params)
         arrays = [t._data for t in inputs]
-        if cls.elementwise and arrays[0].__class__ is _ndarray:
-            n = 8   # bytes per element, at most
-            for a in arrays:
-                n *= a.size   # bounds the broadcast size
-            if n > _memory._LIMIT:
+        if cls.elementwise:
+            n = arrays[0].size << 3   # bytes of the output, at most (8 per element; bounds broadcasting)
+            if len(arrays) > 1:
+                for a in arrays[1:]:
+                    n *= a.size
+            if n > _memory._LIMIT and arrays[0].__class__ is _ndarray:
                 _check_output_fits(node, arrays)
         try:
             out = node.forward(*arrays)
@@ -189,6 +192,8 @@ def _check_output_fits(node, arrays):
             except ValueError:
                 return   # forward raises the broadcast error
     _memory.check(node.op_name, shape, np.dtype(node.__dict__.get("dtype", arrays[0].dtype)))
+
+
 _make_fn = None   # Tensor._make, set by ember._tensor once the class exists
 
 

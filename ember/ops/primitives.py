@@ -29,55 +29,47 @@ def sum_to(g, shape):
 
 # ---------------------------------------------------------------- elementwise, unary
 class Neg(Primitive):
-    elementwise = True
     def forward(self, x): return -x
     def backward(self, g): return (-g,)
 
 
 class Exp(Primitive):
-    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).exp(x)
     def backward(self, g): return (g * self.saved_output(),)
 
 
 class Log(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).log(x)
     def backward(self, g): return (g / self.saved_tensors[0],)
 
 
 class Log1p(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).log1p(x)
     def backward(self, g): return (g / (self.saved_tensors[0] + 1),)
 
 
 class Expm1(Primitive):
-    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).expm1(x)
     def backward(self, g): return (g * (self.saved_output() + 1),)
 
 
 class Sin(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).sin(x)
     def backward(self, g): return (g * self.saved_tensors[0].cos(),)
 
 
 class Cos(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).cos(x)
     def backward(self, g): return (-g * self.saved_tensors[0].sin(),)
 
 
 class Tan(Primitive):
-    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).tan(x)
     def backward(self, g):
@@ -86,7 +78,6 @@ class Tan(Primitive):
 
 
 class Tanh(Primitive):
-    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).tanh(x)
     def backward(self, g):
@@ -95,7 +86,6 @@ class Tanh(Primitive):
 
 
 class Sigmoid(Primitive):
-    elementwise = True
     saves_output = True
     def forward(self, x):
         xp = array_module(x)
@@ -108,21 +98,18 @@ class Sigmoid(Primitive):
 
 
 class Sqrt(Primitive):
-    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).sqrt(x)
     def backward(self, g): return (g / (2 * self.saved_output()),)
 
 
 class Abs(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, x): return array_module(x).abs(x)
     def backward(self, g): return (g * self.saved_tensors[0].sign(),)
 
 
 class Erf(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, x):
         from .. import backends
@@ -135,7 +122,6 @@ class Erf(Primitive):
 
 
 class Relu(Primitive):
-    elementwise = True
     saves_output = True
     def forward(self, x): return array_module(x).maximum(x, 0)
     def backward(self, g):
@@ -145,7 +131,6 @@ class Relu(Primitive):
 
 class Clamp(Primitive):
     """Clamp with scalar bounds; the gradient passes where lo <= x <= hi, as in torch."""
-    elementwise = True
     def forward(self, x):
         xp = array_module(x)
         lo, hi = self.lo, self.hi
@@ -162,7 +147,6 @@ class Clamp(Primitive):
 
 class Cast(Primitive):
     keeps_dtype = False
-    elementwise = True
     def forward(self, x):
         self.src = x.dtype
         return x.astype(self.dtype)
@@ -189,7 +173,6 @@ class ToDevice(Primitive):
 
 
 class Clone(Primitive):
-    elementwise = True
     def forward(self, x): return x.copy()
     def backward(self, g): return (g,)
 
@@ -197,7 +180,6 @@ class Clone(Primitive):
 # ---------------------------------------------------------------- elementwise, binary
 # Binary primitives get operands of one dtype and device (the ops layer promotes); shapes broadcast.
 class Add(Primitive):
-    elementwise = True
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
         return a + b
@@ -207,7 +189,6 @@ class Add(Primitive):
 
 
 class Sub(Primitive):
-    elementwise = True
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
         return a - b
@@ -217,7 +198,6 @@ class Sub(Primitive):
 
 
 class Mul(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return a * b
     def save_for_backward(self, a, b):
@@ -235,7 +215,6 @@ class Mul(Primitive):
 
 
 class Div(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return a / b
     def save_for_backward(self, a, b):
@@ -250,7 +229,6 @@ class Div(Primitive):
 
 
 class Pow(Primitive):
-    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return a ** b
     def backward(self, g):
@@ -268,7 +246,6 @@ class Pow(Primitive):
 
 class Maximum(Primitive):
     """max(a, b) elementwise; on ties each side gets half the gradient (as torch)."""
-    elementwise = True
     saves_inputs = True
     def forward(self, a, b): return array_module(a).maximum(a, b)
     def backward(self, g):
@@ -279,7 +256,6 @@ class Maximum(Primitive):
 
 class Where(Primitive):
     """where(cond, a, b) with a constant boolean condition."""
-    elementwise = True
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
         return array_module(a).where(self.cond, a, b)
