@@ -13,11 +13,11 @@ from .grad_mode import set_enabled
 
 
 def _fresh(g):
-    """A new detached tensor safe to store as `.grad`: owned, writeable memory (no broadcast view)."""
-    a = g._data
-    if a.base is not None or not a.flags.writeable:
-        a = a.copy()
-    return function._make_fn(a, g._device)
+    """A new detached tensor safe to store as `.grad`: its own writeable memory. Always a copy: the
+    gradient reaching a leaf may be shared with another leaf (Add passes one array to both inputs), be
+    the caller's `gradient=` tensor, a hook's or a custom backward's return value, or a broadcast view;
+    `.grad` is later changed in place (accumulation, clip_grad_norm_, zero_), which must not reach those."""
+    return function._make_fn(g._data.copy(), g._device)
 
 
 def _call_hooks(hooks, g):
@@ -87,6 +87,13 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
     while ready:
         node = ready.pop()
         grads = buffers.pop(node)
+        if all(g is None for g in grads):
+            # every consumer returned None for it (a custom backward may): nothing flows on, but the
+            # nodes below still wait on this one, so it passes None to each input
+            if not retain_graph:
+                node.release()
+            _pass_on(node, [None] * len(node.parents), buffers, deps, ready, leaf_grads)
+            continue
         if node._hooks or node._retained or capture is not None:
             grads = _node_outputs(node, grads, capture)
         if node._freed:
@@ -102,20 +109,7 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             in_grads = node.backward(*grads)
         if not retain_graph:
             node.release()
-        for e, g in zip(node.parents, in_grads):
-            if e is None or g is None:
-                continue
-            p, i = e
-            if i < 0:
-                _send_leaf(p, g, leaf_grads)
-                continue
-            buf = buffers.get(p)
-            if buf is None:
-                buf = buffers[p] = [None] * p.n_out
-            buf[i] = g if buf[i] is None else buf[i] + g
-            deps[p] -= 1
-            if deps[p] == 0:
-                ready.append(p)
+        _pass_on(node, in_grads, buffers, deps, ready, leaf_grads)
     # 3. leaves
     for leaf, g in leaf_grads.values():
         if leaf._hooks:
@@ -124,6 +118,27 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             capture[id(leaf)] = g
         if accumulate and (capture is None or id(leaf) in capture):
             _accumulate(leaf, g, create_graph)
+
+
+def _pass_on(node, in_grads, buffers, deps, ready, leaf_grads):
+    """Send a node's input gradients to its inputs; an input node whose consumers are all done is ready.
+    A None gradient (no contribution) still counts as its consumer being done."""
+    for e, g in zip(node.parents, in_grads):
+        if e is None:
+            continue
+        p, i = e
+        if i < 0:
+            if g is not None:
+                _send_leaf(p, g, leaf_grads)
+            continue
+        buf = buffers.get(p)
+        if buf is None:
+            buf = buffers[p] = [None] * p.n_out
+        if g is not None:
+            buf[i] = g if buf[i] is None else buf[i] + g
+        deps[p] -= 1
+        if deps[p] == 0:
+            ready.append(p)
 
 
 def _send_leaf(leaf, g, leaf_grads):
