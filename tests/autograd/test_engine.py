@@ -671,3 +671,79 @@ def test_grad_of_the_same_non_leaf_twice_and_no_reference_left_behind():
         assert ref() is None
     finally:
         gc.enable()
+
+
+# ------------------------------------------------------------------ grad modes: exceptions, decorators, nesting
+MODES = {
+    "no_grad": lambda L: L.no_grad(),
+    "enable_grad": lambda L: L.enable_grad(),
+    "set_grad_enabled(False)": lambda L: L.set_grad_enabled(False),
+    "set_grad_enabled(True)": lambda L: L.set_grad_enabled(True),
+    "inference_mode": lambda L: L.inference_mode(),
+    "inference_mode(False)": lambda L: L.inference_mode(False),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grad_modes_let_exceptions_through_and_restore(mode):
+    for L in (ember, torch):
+        for outer in (L.enable_grad, L.no_grad):
+            with outer():
+                before = (L.is_grad_enabled(), L.is_inference_mode_enabled())
+                with pytest.raises(KeyError):
+                    with MODES[mode](L):
+                        raise KeyError("x")
+                assert (L.is_grad_enabled(), L.is_inference_mode_enabled()) == before
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grad_modes_inside_each_other_as_torch(mode):
+    seen = {}
+    for L in (ember, torch):
+        rows = []
+        for outer in ("no_grad", "inference_mode", "enable_grad"):
+            with MODES[outer](L):
+                with MODES[mode](L):
+                    x = L.ones(2, requires_grad=True)
+                    # inside inference mode torch records nothing even with grad re-enabled (its inference
+                    # tensors); Ember has no inference tensors and records then: not compared
+                    rec = None if outer == "inference_mode" else (x * 2).requires_grad
+                    rows.append((L.is_grad_enabled(), L.is_inference_mode_enabled(), rec))
+                rows.append((L.is_grad_enabled(), L.is_inference_mode_enabled()))
+        seen[L.__name__] = rows
+    assert seen["ember"] == seen["torch"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grad_mode_decorators_keep_name_arguments_and_result(mode):
+    for L in (ember, torch):
+        @MODES[mode](L)
+        def scaled(a, *, k):
+            """doc"""
+            return a * k, L.is_grad_enabled()
+
+        x = L.ones(2, requires_grad=True)
+        for outer in (L.enable_grad, L.no_grad):
+            with outer():
+                before = L.is_grad_enabled()
+                y, inside = scaled(x, k=3)
+                assert y.tolist() == [3.0, 3.0] and L.is_grad_enabled() == before
+                assert inside == (mode in ("enable_grad", "set_grad_enabled(True)", "inference_mode(False)"))
+                assert y.requires_grad == inside
+        assert scaled.__name__ == "scaled" and scaled.__doc__ == "doc"
+
+
+def test_set_grad_enabled_as_a_call_with_a_falsy_value():
+    ember.set_grad_enabled(0)
+    try:
+        assert ember.is_grad_enabled() is False
+    finally:
+        ember.set_grad_enabled(True)
+    assert ember.is_grad_enabled() is True
+
+
+def test_bare_decorator_with_a_non_callable_argument():
+    with pytest.raises(TypeError, match=r"^no_grad\(\) takes no arguments \(got 5\)$"):
+        ember.no_grad(5)
+    with pytest.raises(TypeError, match=r"^enable_grad\(\) takes no arguments \(got 'x'\)$"):
+        ember.enable_grad("x")
