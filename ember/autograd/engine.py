@@ -82,6 +82,8 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             else:
                 deps[p] = 1
                 stack.append(p)
+    # with `inputs`, only the nodes through which a gradient reaches one of them run (as torch)
+    needed = _leading_to(deps, capture) if capture is not None else None
     # 2. run nodes whose consumers are all done
     ready = [n for n in buffers if deps[n] == 0]
     while ready:
@@ -96,6 +98,9 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             continue
         if node._hooks or node._retained or capture is not None:
             grads = _node_outputs(node, grads, capture)
+        if needed is not None and node not in needed:   # nothing below it is asked for: not run, kept
+            _pass_on(node, [None] * len(node.parents), buffers, deps, ready, leaf_grads)
+            continue
         if node._freed:
             from .function import _FREED
             raise RuntimeError(_FREED)
@@ -118,6 +123,36 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             capture[id(leaf)] = g
         if accumulate and (capture is None or id(leaf) in capture):
             _accumulate(leaf, g, create_graph)
+
+
+def _leading_to(deps, capture):
+    """The nodes of the graph (deps' keys) from which some input in `capture` is reached: a captured
+    leaf among its inputs, or an input node that is itself such a node or owns a captured output."""
+    left = dict(deps)
+    order = []
+    stack = [n for n, d in left.items() if d == 0]
+    while stack:   # a topological order, consumers before their inputs
+        node = stack.pop()
+        order.append(node)
+        for e in node.parents:
+            if e is not None and e[1] >= 0:
+                left[e[0]] -= 1
+                if left[e[0]] == 0:
+                    stack.append(e[0])
+    needed = set()
+    for node in reversed(order):   # inputs before their consumers
+        for e in node.parents:
+            if e is None:
+                continue
+            p, i = e
+            if i < 0:
+                if id(p) in capture:
+                    needed.add(node)
+                    break
+            elif p in needed or any(id(t) in capture for t in getattr(p, "_captured", {}).values()):
+                needed.add(node)
+                break
+    return needed
 
 
 def _pass_on(node, in_grads, buffers, deps, ready, leaf_grads):
@@ -178,8 +213,6 @@ def _node_outputs(node, grads, capture):
             if t is not None:
                 g = grads[i].detach()
                 t.grad = _fresh(g) if t.grad is None else t.grad + g
-                if capture is not None and id(t) in capture:
-                    capture[id(t)] = grads[i]
         if capture is not None:
             owner = getattr(node, "_captured", None)
             if owner and i in owner and id(owner[i]) in capture:

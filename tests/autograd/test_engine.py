@@ -747,3 +747,77 @@ def test_bare_decorator_with_a_non_callable_argument():
         ember.no_grad(5)
     with pytest.raises(TypeError, match=r"^enable_grad\(\) takes no arguments \(got 'x'\)$"):
         ember.enable_grad("x")
+
+
+# ------------------------------------------------------------------ retain_grad, hooks on several outputs, debug log
+def test_retain_grad_accumulates_over_backwards_and_is_detached():
+    res = {}
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 2
+        h.retain_grad()
+        y = (h * h).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        first = h.grad.tolist()
+        # grad() w.r.t. the retained h: h's own node (freed above) is not needed and does not run, and
+        # h.grad gets this gradient too (torch's retain_grad hook fires in grad() as well)
+        gh, = L.autograd.grad((h * 3).sum(), h)
+        res[L.__name__] = (first, h.grad.tolist(), h.grad.requires_grad, gh.tolist())
+    assert res["ember"] == res["torch"] == ([8.0, 16.0], [11.0, 19.0], False, [3.0, 3.0])
+
+
+def test_grad_runs_only_the_nodes_leading_to_its_inputs():
+    res = {}
+    for L in (ember, torch):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        w = L.tensor([0.5, 1.0], requires_grad=True)
+        b = w.exp()
+        b.sum().backward()                          # frees Exp's saved output
+        y = (a * b).sum()
+        ga, = L.autograd.grad(y, a, retain_graph=True)  # does not go through the freed Exp
+        with pytest.raises(RuntimeError, match="second time"):
+            L.autograd.grad(y, w)                   # this one must
+        c = a * 2
+        d = c.exp()
+        z = (d * c).sum()
+        gc, gd = L.autograd.grad(z, [c, d], retain_graph=True)
+        ga2, gd2 = L.autograd.grad(z, [a, d])       # both ends: the path through c still runs
+        res[L.__name__] = [t.tolist() for t in (ga, gc, gd, ga2, gd2)]
+    np.testing.assert_allclose(res["ember"], res["torch"], rtol=1e-6)
+
+
+def test_hook_on_the_second_output_when_the_first_gets_no_gradient():
+    res = {}
+    for L in (ember, torch):
+        class Two(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 * 2 + g2 * 3
+
+        x = L.ones(2, requires_grad=True)
+        a, b = Two.apply(x)
+        seen = []
+        def hook_a(g):                 # torch calls it with None here; Ember does not call it
+            if g is not None:
+                seen.append("a")
+        a.register_hook(hook_a)
+        b.register_hook(lambda g: seen.append("b") or g * 10)
+        b.sum().backward()
+        res[L.__name__] = (seen, x.grad.tolist())
+    assert res["ember"] == res["torch"] == (["b"], [30.0, 30.0])
+
+
+@pytest.mark.parametrize("level, logged", [(1, False), (2, True)])
+def test_debug_level_2_logs_each_backward_node(monkeypatch, capsys, level, logged):
+    from ember import _debug
+    monkeypatch.setattr(_debug, "LEVEL", level)
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    (x.exp() * 2).sum().backward()
+    err = capsys.readouterr().err
+    assert ("ember: backward Exp (forward at " in err) == logged
+    assert ("ember: backward Mul (forward at " in err) == logged
