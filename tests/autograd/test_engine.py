@@ -569,9 +569,11 @@ def test_scalar_backward_with_explicit_gradient_and_dtype_of_grads():
         x = L.tensor([1.0, 2.0], requires_grad=True)
         (x * x).sum().backward(L.tensor(3.0))
         assert x.grad.tolist() == [6.0, 12.0] and x.grad.dtype == L.float32
-    x = ember.tensor([1.0, 2.0], dtype=ember.float16, requires_grad=True)
-    (x * x).sum().backward()
-    assert x.grad.dtype == ember.float16
+    for dt in (ember.float16, ember.float32):
+        x = ember.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+        (x * x).sum().backward()                               # the implicit ones has the output's dtype
+        g, = ember.autograd.grad((x * x).sum(), x)
+        assert x.grad.dtype == g.dtype == dt
 
 
 def test_retain_graph_and_create_graph_on_the_general_path():
