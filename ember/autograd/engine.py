@@ -193,7 +193,7 @@ def _accumulate(leaf, g, create_graph):
     with _ACCUMULATE:
         if leaf.grad is None:
             leaf.grad = g if create_graph else _fresh(g)
-        elif create_graph or leaf.grad.requires_grad:
+        elif create_graph:
             leaf.grad = leaf.grad + g
         else:
             leaf.grad._data += g._data

@@ -506,15 +506,16 @@ def test_grad_keeps_its_identity_and_version_counts_accumulation():
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")
-def test_accumulation_after_create_graph_is_out_of_place():
+def test_accumulation_with_create_graph_is_out_of_place():
     for L in (ember, torch):
         x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
         (x ** 3).sum().backward(create_graph=True)
         g1 = x.grad                            # 3x^2, with a graph
         (x ** 3).sum().backward(create_graph=True)
         assert g1.tolist() == [3.0, 12.0] and x.grad.tolist() == [6.0, 24.0] and x.grad.requires_grad
-        (x * x).sum().backward()               # no create_graph: still not in place (g has a graph)
-        assert x.grad.tolist() == [8.0, 28.0] and g1.tolist() == [3.0, 12.0]
+        g2 = x.grad
+        (x * x).sum().backward()               # without create_graph: in place, as torch, even though
+        assert x.grad is g2 and g2.tolist() == [8.0, 28.0] and g1.tolist() == [3.0, 12.0]   # g2 has a graph
 
 
 def test_backward_through_a_custom_backward_returning_none():
@@ -536,8 +537,20 @@ def test_backward_through_a_custom_backward_returning_none():
         (IgnoreFirst.apply(h, w) + h * 3).sum().backward()
         k = L.ones(2, requires_grad=True)
         IgnoreFirst.apply(k * 2, w).sum().backward()    # only None reaches k's node: k gets no grad
-        res[L.__name__] = (x.grad.tolist(), w.grad.tolist(), k.grad)
-    assert res["ember"] == res["torch"] == ([6.0, 6.0], [2.0, 2.0], None)
+
+        class IgnoreSecond(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None
+
+        v = L.ones(2, requires_grad=True)
+        IgnoreSecond.apply(v * 3, k * 2).sum().backward()   # the None node first, then v's still runs
+        res[L.__name__] = (x.grad.tolist(), w.grad.tolist(), k.grad, v.grad.tolist())
+    assert res["ember"] == res["torch"] == ([6.0, 6.0], [2.0, 2.0], None, [3.0, 3.0])
 
 
 # ------------------------------------------------------------------ roots
@@ -821,5 +834,15 @@ def test_debug_level_2_logs_each_backward_node(monkeypatch, capsys, level, logge
     x = ember.tensor([1.0, 2.0], requires_grad=True)
     (x.exp() * 2).sum().backward()
     err = capsys.readouterr().err
+    assert "ember: Exp((2,) float32) -> (2,) float32 at " in err       # level 1: each op, its output
     assert ("ember: backward Exp (forward at " in err) == logged
     assert ("ember: backward Mul (forward at " in err) == logged
+    assert "(forward at ?)" not in err                                  # level 2 records forward lines
+
+
+def test_inputs_without_grad_get_no_gradient():
+    for L in (ember, torch):
+        x = L.tensor([[1.0, 2.0]], requires_grad=True)
+        c = L.tensor([[3.0], [4.0]])
+        ((x * c).sum() + (c / x).sum() + (x @ c).sum() + (c - x).sum() + L.where(c > 3, x, c).sum()).backward()
+        assert c.grad is None and x.grad is not None

@@ -200,6 +200,26 @@ def test_mark_dirty_in_place_function():
     assert res["ember"] == res["torch"] == ([2.0, 3.0], [6.0, 6.0])
 
 
+def test_mark_dirty_output_followed_by_another_output():
+    def run(L):
+        class Inc_(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x, x * 2
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 + g2 * 2
+
+        h = L.tensor([1.0, 2.0], requires_grad=True) * 1
+        a, b = Inc_.apply(h)
+        return a is h, b.requires_grad, b.tolist()
+    res = both_libs(run)
+    assert res["ember"] == res["torch"] == (True, True, [4.0, 6.0])
+
+
 def test_set_materialize_grads_false_passes_none():
     def run(L):
         seen = []
@@ -487,6 +507,7 @@ def test_primitive_memory_error_is_embers():
 def test_elementwise_output_checked_against_the_memory_limit():
     a = ember.ones(1000, 1, dtype=ember.float64)
     b = ember.ones(1, 1000, dtype=ember.float64)
+    big = ember.ones(1, 200_000, dtype=ember.float64)     # 1.6 MB, made before the limit goes down
     old = _memory.set_limit(1_000_000)                   # 1 MB: the inputs fit, the 8 MB product does not
     try:
         with pytest.raises(ember.OutOfMemoryError, match=r"^mul: not enough memory: you tried to allocate "
@@ -501,6 +522,7 @@ def test_elementwise_output_checked_against_the_memory_limit():
         with pytest.raises(ember.OutOfMemoryError, match=r"^cast: .*1600000 bytes .* float64 tensor of shape"):
             v.double()
         assert (a.sum() + b.sum()).item() == 2000.0      # a reduction is not checked as elementwise
+        assert big.sum().item() == 200_000.0              # (its input alone is over the limit)
         with pytest.raises(RuntimeError) as e:           # shapes that do not broadcast: the op's own error
             ember.ones(3) * ember.ones(4)
         assert not isinstance(e.value, ember.OutOfMemoryError)

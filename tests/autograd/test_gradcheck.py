@@ -140,3 +140,8 @@ def test_gradgradcheck_with_non_tensor_and_constant_inputs():
     with pytest.raises(RuntimeError, match="Jacobian mismatch"):
         gradgradcheck(lambda k, a, b: cube_third_second_off_by(0.5)(b) * k * a, (2.0, c, x))
 
+
+
+def test_gradgradcheck_with_an_unused_input_after_a_non_tensor():
+    a, b = f64([0.5]), f64([0.7])           # a requires grad but func does not use it
+    assert gradgradcheck(lambda k, a, b: (b ** 3) * k, (2.0, a, b))

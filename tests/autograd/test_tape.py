@@ -163,6 +163,10 @@ def test_jacobian_rows_that_do_not_depend_on_the_source_are_zero():
         y = ember.cat([x * 2, z * 3])
     np.testing.assert_allclose(tape.jacobian(y, z).tolist(), [[0, 0], [0, 0], [3, 0], [0, 3]])
     np.testing.assert_allclose(tape.jacobian(y, x).tolist(), [[2, 0], [0, 2], [0, 0], [0, 0]])
+    with ember.GradientTape(persistent=True) as tape:    # a source the target does not use at all
+        tape.watch([x, z])
+        y = x * 2
+    np.testing.assert_allclose(tape.jacobian(y, z).tolist(), [[0, 0], [0, 0]])
 
 
 def test_tape_lets_exceptions_through_and_restores_grad_mode():
