@@ -100,8 +100,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 from ..ops.creation import zeros_like
                 res[i] = zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError("grad: one of the differentiated Tensors appears to not have been used "
-                                   "in the graph. Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"grad: the differentiated Tensor at index {i} appears to not have been "
+                                   f"used in the graph. Set allow_unused=True if this is the desired behavior.")
         elif not create_graph:
             res[i] = g.detach()
     return tuple(res)

@@ -13,11 +13,11 @@ from .grad_mode import set_enabled
 
 
 def _fresh(g):
-    """A new detached tensor safe to store as `.grad`: owned, writeable memory (no broadcast view)."""
-    a = g._data
-    if a.base is not None or not a.flags.writeable:
-        a = a.copy()
-    return function._make_fn(a, g._device)
+    """A new detached tensor safe to store as `.grad`: its own writeable memory. Always a copy: the
+    gradient reaching a leaf may be shared with another leaf (Add passes one array to both inputs), be
+    the caller's `gradient=` tensor, a hook's or a custom backward's return value, or a broadcast view;
+    `.grad` is later changed in place (accumulation, clip_grad_norm_, zero_), which must not reach those."""
+    return function._make_fn(g._data.copy(), g._device)
 
 
 def _call_hooks(hooks, g):
@@ -82,13 +82,25 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             else:
                 deps[p] = 1
                 stack.append(p)
+    # with `inputs`, only the nodes through which a gradient reaches one of them run (as torch)
+    needed = _leading_to(deps, capture) if capture is not None else None
     # 2. run nodes whose consumers are all done
     ready = [n for n in buffers if deps[n] == 0]
     while ready:
         node = ready.pop()
         grads = buffers.pop(node)
+        if all(g is None for g in grads):
+            # every consumer returned None for it (a custom backward may): nothing flows on, but the
+            # nodes below still wait on this one, so it passes None to each input
+            if not retain_graph:
+                node.release()
+            _pass_on(node, [None] * len(node.parents), buffers, deps, ready, leaf_grads)
+            continue
         if node._hooks or node._retained or capture is not None:
             grads = _node_outputs(node, grads, capture)
+        if needed is not None and node not in needed:   # nothing below it is asked for: not run, kept
+            _pass_on(node, [None] * len(node.parents), buffers, deps, ready, leaf_grads)
+            continue
         if node._freed:
             from .function import _FREED
             raise RuntimeError(_FREED)
@@ -102,20 +114,7 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             in_grads = node.backward(*grads)
         if not retain_graph:
             node.release()
-        for e, g in zip(node.parents, in_grads):
-            if e is None or g is None:
-                continue
-            p, i = e
-            if i < 0:
-                _send_leaf(p, g, leaf_grads)
-                continue
-            buf = buffers.get(p)
-            if buf is None:
-                buf = buffers[p] = [None] * p.n_out
-            buf[i] = g if buf[i] is None else buf[i] + g
-            deps[p] -= 1
-            if deps[p] == 0:
-                ready.append(p)
+        _pass_on(node, in_grads, buffers, deps, ready, leaf_grads)
     # 3. leaves
     for leaf, g in leaf_grads.values():
         if leaf._hooks:
@@ -124,6 +123,57 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             capture[id(leaf)] = g
         if accumulate and (capture is None or id(leaf) in capture):
             _accumulate(leaf, g, create_graph)
+
+
+def _leading_to(deps, capture):
+    """The nodes of the graph (deps' keys) from which some input in `capture` is reached: a captured
+    leaf among its inputs, or an input node that is itself such a node or owns a captured output."""
+    left = dict(deps)
+    order = []
+    stack = [n for n, d in left.items() if d == 0]
+    while stack:   # a topological order, consumers before their inputs
+        node = stack.pop()
+        order.append(node)
+        for e in node.parents:
+            if e is not None and e[1] >= 0:
+                left[e[0]] -= 1
+                if left[e[0]] == 0:
+                    stack.append(e[0])
+    needed = set()
+    for node in reversed(order):   # inputs before their consumers
+        for e in node.parents:
+            if e is None:
+                continue
+            p, i = e
+            if i < 0:
+                if id(p) in capture:
+                    needed.add(node)
+                    break
+            elif p in needed or any(id(t) in capture for t in getattr(p, "_captured", {}).values()):
+                needed.add(node)
+                break
+    return needed
+
+
+def _pass_on(node, in_grads, buffers, deps, ready, leaf_grads):
+    """Send a node's input gradients to its inputs; an input node whose consumers are all done is ready.
+    A None gradient (no contribution) still counts as its consumer being done."""
+    for e, g in zip(node.parents, in_grads):
+        if e is None:
+            continue
+        p, i = e
+        if i < 0:
+            if g is not None:
+                _send_leaf(p, g, leaf_grads)
+            continue
+        buf = buffers.get(p)
+        if buf is None:
+            buf = buffers[p] = [None] * p.n_out
+        if g is not None:
+            buf[i] = g if buf[i] is None else buf[i] + g
+        deps[p] -= 1
+        if deps[p] == 0:
+            ready.append(p)
 
 
 def _send_leaf(leaf, g, leaf_grads):
@@ -143,7 +193,7 @@ def _accumulate(leaf, g, create_graph):
     with _ACCUMULATE:
         if leaf.grad is None:
             leaf.grad = g if create_graph else _fresh(g)
-        elif create_graph or leaf.grad.requires_grad:
+        elif create_graph:
             leaf.grad = leaf.grad + g
         else:
             leaf.grad._data += g._data
@@ -163,8 +213,6 @@ def _node_outputs(node, grads, capture):
             if t is not None:
                 g = grads[i].detach()
                 t.grad = _fresh(g) if t.grad is None else t.grad + g
-                if capture is not None and id(t) in capture:
-                    capture[id(t)] = grads[i]
         if capture is not None:
             owner = getattr(node, "_captured", None)
             if owner and i in owner and id(owner[i]) in capture:

@@ -137,10 +137,11 @@ class inference_mode(_Mode):
         self.mode = mode
 
     def __enter__(self):
+        # as torch's InferenceMode(mode): inference on means grad off; inference_mode(False) turns
+        # inference mode off and grad mode on inside, even within no_grad or inference_mode
         self._prev = (STATE.enabled, STATE.inference)
-        if self.mode:
-            set_enabled(False)
-            STATE.inference = True
+        set_enabled(not self.mode)
+        STATE.inference = bool(self.mode)
 
     def __exit__(self, *exc):
         set_enabled(self._prev[0])

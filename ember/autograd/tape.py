@@ -33,20 +33,19 @@ _RECORDING = _Recording()
 
 class GradientTape:
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        # watch_accessed_variables is accepted for TensorFlow's signature only: a tensor that requires
+        # grad is always a source here (Ember has no separate trainable-variable type to leave unwatched)
         self.persistent = persistent
         self._watched = []
         self._used = False
-        self._active = False
 
     def __enter__(self):
         self._prev = set_enabled(True)
-        self._active = True
         _RECORDING.tapes.append(self)
         return self
 
     def __exit__(self, *exc):
         set_enabled(self._prev)
-        self._active = False
         _RECORDING.tapes.remove(self)
         return False
 
@@ -59,7 +58,6 @@ class GradientTape:
                                 f"got {t.dtype.name}")
             if not t.requires_grad:
                 t.requires_grad = True
-                t._tape_watched = True
             self._watched.append(t)
 
     def watched_variables(self):
@@ -69,6 +67,9 @@ class GradientTape:
         """d(target)/d(sources) (of the sum of target's elements); sources may be a tensor, list or
         dict. Unconnected sources give None (or zeros with unconnected_gradients='zero')."""
         from . import grad
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"GradientTape.gradient: unconnected_gradients must be 'none' or 'zero', "
+                             f"got {unconnected_gradients!r}")
         if self._used and not self.persistent:
             raise RuntimeError("GradientTape.gradient can only be called once on a non-persistent tape; "
                                "use GradientTape(persistent=True)")

@@ -113,3 +113,79 @@ def test_anomaly_checks_every_float_dtype(dt):
     with ember.autograd.detect_anomaly():
         with pytest.raises(RuntimeError, match="SqrtBackward"):
             (x.sqrt() * 0).sum().backward()
+
+
+def test_forward_line_is_recorded():
+    # the exact line is checked above; this also holds where the frames between (a test runner's
+    # instrumentation) hide the test file: the node records some user line, not nothing
+    x = ember.tensor([0.0], requires_grad=True)
+    with ember.autograd.detect_anomaly():
+        y = x.sqrt()
+        with pytest.raises(RuntimeError) as e:
+            (y * 0).sum().backward()
+    msg = str(e.value)
+    assert msg.startswith("Function 'SqrtBackward' returned nan values in its 0th output (gradient (1,) "
+                          "float32); the forward op Sqrt was called at ")
+    assert "<unknown" not in msg and msg.rsplit(" ", 1)[1].count(":") == 1
+
+
+def test_forward_outside_anomaly_mode_says_so():
+    x = ember.tensor([0.0], requires_grad=True)
+    y = x.sqrt() * 0            # recorded before anomaly mode is on: no forward line
+    with ember.autograd.detect_anomaly():
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+    assert str(e.value).endswith("the forward op Sqrt was called at "
+                                 "<unknown: enable anomaly mode before the forward>")
+
+
+def test_set_detect_anomaly_as_call_and_context_manager():
+    assert not ember.autograd.is_anomaly_enabled()
+    ember.autograd.set_detect_anomaly(True)         # a plain call takes effect at once, check_nan on
+    try:
+        assert ember.autograd.is_anomaly_enabled() and ember.autograd.is_anomaly_check_nan_enabled()
+        ember.autograd.set_detect_anomaly(True, check_nan=False)
+        assert not ember.autograd.is_anomaly_check_nan_enabled()
+        ember.autograd.set_detect_anomaly(True, check_nan=True)
+        assert ember.autograd.is_anomaly_check_nan_enabled()
+    finally:
+        ember.autograd.set_detect_anomaly(False)
+    assert not ember.autograd.is_anomaly_enabled()
+    for lib, mod in ((torch, torch), (ember, ember.autograd)):
+        with lib.autograd.set_detect_anomaly(True, check_nan=False) as m:
+            assert mod.is_anomaly_enabled() and not mod.is_anomaly_check_nan_enabled()
+        assert not mod.is_anomaly_enabled() and mod.is_anomaly_check_nan_enabled()
+    assert isinstance(m, ember.autograd.set_detect_anomaly)
+    with ember.autograd.detect_anomaly() as d:
+        assert isinstance(d, ember.autograd.detect_anomaly)
+
+
+@pytest.mark.parametrize("ctx", ["set_detect_anomaly", "detect_anomaly"])
+def test_anomaly_modes_let_exceptions_through(ctx):
+    make = {"set_detect_anomaly": lambda: ember.autograd.set_detect_anomaly(True),
+            "detect_anomaly": lambda: ember.autograd.detect_anomaly()}[ctx]
+    with pytest.raises(KeyError):
+        with make():
+            raise KeyError("x")
+    assert not ember.autograd.is_anomaly_enabled()
+
+
+def test_detect_anomaly_decorator_keeps_check_nan_name_and_result():
+    @ember.autograd.detect_anomaly(check_nan=False)
+    def f(a, *, k):
+        """doc"""
+        assert ember.autograd.is_anomaly_enabled() and not ember.autograd.is_anomaly_check_nan_enabled()
+        (x.sqrt() * 0).sum().backward()      # not checked: no error
+        return a * k
+
+    x = ember.tensor([0.0], requires_grad=True)
+    assert f(2, k=3) == 6 and f.__name__ == "f" and f.__doc__ == "doc"
+    assert not ember.autograd.is_anomaly_enabled() and ember.autograd.is_anomaly_check_nan_enabled()
+
+
+def test_has_nan_only_for_floating_arrays():
+    import ml_dtypes
+    from ember.autograd.anomaly import _has_nan
+    assert not _has_nan(np.arange(3)) and not _has_nan(np.array([True]))
+    assert _has_nan(np.array([1.0, np.nan])) and _has_nan(np.array([np.nan], dtype=ml_dtypes.bfloat16))
+    assert not _has_nan(np.array([1.0, np.inf], dtype=np.float16))

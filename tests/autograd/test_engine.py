@@ -461,3 +461,388 @@ def test_bare_decorators_like_torch():
     with ember.no_grad():
         assert h(x).requires_grad
     assert (x * 2).requires_grad   # nothing leaked out of the decorators
+
+
+# ------------------------------------------------------------------ .grad owns its memory
+def test_grad_never_aliases_the_gradient_argument_or_another_leaf():
+    # Add hands one gradient array to both inputs, and here that array is the caller's `gradient=`:
+    # each .grad must be its own copy, or accumulating into one changes the other and the caller's tensor
+    res = {}
+    for L in (ember, torch):
+        x, y = L.ones(3, requires_grad=True), L.ones(3, requires_grad=True)
+        g = L.ones(3)
+        (x + y).backward(g)
+        (x + y).backward(g)
+        x.grad.mul_(10)                       # as clip_grad_norm_ does
+        res[L.__name__] = (g.tolist(), x.grad.tolist(), y.grad.tolist())
+        leaf = L.ones(2, requires_grad=True)
+        g2 = L.ones(2)
+        leaf.backward(g2)                     # a leaf as the root: its own gradient, copied
+        leaf.grad.add_(1)
+        assert g2.tolist() == [1.0, 1.0]
+    assert res["ember"] == res["torch"] == ([1.0] * 3, [20.0] * 3, [2.0] * 3)
+
+
+def test_grad_of_a_broadcast_backward_is_writeable_and_accumulates():
+    for L in (ember, torch):
+        x = L.ones(2, 3, requires_grad=True)
+        x.sum().backward()                    # sum's backward broadcasts the gradient (a read-only view)
+        x.grad.mul_(2)
+        x.sum().backward()                    # in-place accumulation into that grad
+        assert x.grad.tolist() == [[3.0] * 3] * 2
+
+
+def test_grad_keeps_its_identity_and_version_counts_accumulation():
+    versions = []
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+        g = x.grad
+        v0 = g._version
+        (x * x).sum().backward()
+        assert x.grad is g and g.tolist() == [4.0, 8.0]
+        versions.append(g._version > v0)
+    assert versions == [True, True]
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")
+def test_accumulation_with_create_graph_is_out_of_place():
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        (x ** 3).sum().backward(create_graph=True)
+        g1 = x.grad                            # 3x^2, with a graph
+        (x ** 3).sum().backward(create_graph=True)
+        assert g1.tolist() == [3.0, 12.0] and x.grad.tolist() == [6.0, 24.0] and x.grad.requires_grad
+        g2 = x.grad
+        (x * x).sum().backward()               # without create_graph: in place, as torch, even though
+        assert x.grad is g2 and g2.tolist() == [8.0, 28.0] and g1.tolist() == [3.0, 12.0]   # g2 has a graph
+
+
+def test_backward_through_a_custom_backward_returning_none():
+    # None from a backward means "no gradient"; the input node below it still runs for its other
+    # consumers (here h also feeds h * 3)
+    res = {}
+    for L in (ember, torch):
+        class IgnoreFirst(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                return None, g
+
+        x, w = L.ones(2, requires_grad=True), L.ones(2, requires_grad=True)
+        h = x * 2
+        (IgnoreFirst.apply(h, w) + h * 3).sum().backward()
+        k = L.ones(2, requires_grad=True)
+        IgnoreFirst.apply(k * 2, w).sum().backward()    # only None reaches k's node: k gets no grad
+
+        class IgnoreSecond(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None
+
+        v = L.ones(2, requires_grad=True)
+        IgnoreSecond.apply(v * 3, k * 2).sum().backward()   # the None node first, then v's still runs
+        res[L.__name__] = (x.grad.tolist(), w.grad.tolist(), k.grad, v.grad.tolist())
+    assert res["ember"] == res["torch"] == ([6.0, 6.0], [2.0, 2.0], None, [3.0, 3.0])
+
+
+# ------------------------------------------------------------------ roots
+def test_several_roots_same_root_twice_and_a_leaf_root():
+    res = {}
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 3
+        L.autograd.backward([x, y, y], [L.tensor([1.0, 1.0]), L.tensor([1.0, 0.0]), L.tensor([0.0, 2.0])])
+        res[L.__name__] = x.grad.tolist()
+    assert res["ember"] == res["torch"] == [4.0, 7.0]
+
+
+def test_autograd_backward_function_defaults_and_lists():
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x).sum()
+        L.autograd.backward(y)                          # no create_graph, graph freed
+        assert not x.grad.requires_grad and x.grad.tolist() == [2.0, 4.0]
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            L.autograd.backward(y)
+        z = (x * 2).sum()
+        L.autograd.backward([z])                        # a list of one root
+        assert x.grad.tolist() == [4.0, 6.0]
+
+
+def test_scalar_backward_with_explicit_gradient_and_dtype_of_grads():
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward(L.tensor(3.0))
+        assert x.grad.tolist() == [6.0, 12.0] and x.grad.dtype == L.float32
+    for dt in (ember.float16, ember.float32):
+        x = ember.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+        (x * x).sum().backward()                               # the implicit ones has the output's dtype
+        g, = ember.autograd.grad((x * x).sum(), x)
+        assert x.grad.dtype == g.dtype == dt
+
+
+def test_retain_graph_and_create_graph_on_the_general_path():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x                                             # non-scalar: backward takes gradient=
+    y.backward(ember.ones(2), retain_graph=True)
+    y.backward(ember.ones(2))
+    assert x.grad.tolist() == [4.0, 8.0]
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward(ember.ones(2))
+    y = x * x
+    y.backward(ember.ones(2), create_graph=True)          # create_graph retains the graph by default
+    y.backward(ember.ones(2), create_graph=True)
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward(ember.ones(2), create_graph=True, retain_graph=False)
+        y.backward(ember.ones(2))
+
+
+def test_grad_mode_restored_when_backward_raises():
+    x = ember.tensor([1.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError):
+        y.backward(create_graph=True)
+    assert ember.is_grad_enabled()
+    with ember.no_grad():
+        with pytest.raises(RuntimeError):
+            y.backward(create_graph=True)
+        assert not ember.is_grad_enabled()
+
+
+# ------------------------------------------------------------------ exact messages
+AT = r" \(at \S+:\d+\)$"
+
+
+def test_root_errors_name_the_call_and_the_line():
+    x = ember.ones(2, 3, requires_grad=True)
+    cases = [
+        (lambda: (x * 2).backward(),
+         r"^backward: grad can be implicitly created only for scalar outputs; the output has shape \(2, 3\): "
+         r"pass `gradient=` of that shape" + AT),
+        (lambda: (x[0, :2] * 2).backward(),           # two elements: not a scalar either
+         r"^backward: grad can be implicitly created only for scalar outputs; the output has shape \(2,\)"),
+        (lambda: (x * 2).backward(ember.ones(3)),
+         r"^backward: gradient has shape \(3,\) but the output has shape \(2, 3\)" + AT),
+        (lambda: ember.ones(2).sum().backward(),
+         r"^backward: element 0 of tensors does not require grad and does not have a grad_fn \(did you "
+         r"compute it under no_grad, or forget requires_grad=True\?\)" + AT),
+        (lambda: ember.autograd.backward([x.sum()], [ember.ones(()), ember.ones(())]),
+         r"^backward: got 2 gradients for 1 outputs" + AT),
+        (lambda: ember.autograd.grad((x * 2), x),
+         r"^grad: grad can be implicitly created only for scalar outputs"),
+        (lambda: ember.autograd.grad(ember.ones(2).sum(), x),
+         r"^grad: element 0 of tensors does not require grad"),
+    ]
+    for fn, pattern in cases:
+        with pytest.raises(RuntimeError, match=pattern):
+            fn()
+
+
+def test_grad_input_errors_as_torch():
+    msgs = {}
+    for L in (ember, torch):
+        x = L.ones(2, requires_grad=True)
+        z = L.ones(1, requires_grad=True)
+        c = L.ones(2)
+        with pytest.raises(RuntimeError) as e1:
+            L.autograd.grad((x * 2).sum(), [x, c])
+        with pytest.raises(RuntimeError) as e2:
+            L.autograd.grad((x * 2).sum(), [x, z])
+        msgs[L.__name__] = (str(e1.value), str(e2.value))
+    assert msgs["torch"] == ("One of the differentiated Tensors does not require grad",
+                             "The differentiated Tensor at index 1 appears to not have been used in the graph. "
+                             "Set allow_unused=True if this is the desired behavior.")
+    assert msgs["ember"] == tuple("grad: " + m[0].lower() + m[1:] for m in msgs["torch"])
+
+
+def test_grad_of_the_same_non_leaf_twice_and_no_reference_left_behind():
+    import gc
+    import weakref
+    res = {}
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        gh = L.autograd.grad((h * h).sum(), [h, h])
+        res[L.__name__] = [g.tolist() for g in gh]
+    assert res["ember"] == res["torch"] == [[6.0, 12.0]] * 2
+    # grad() marks a non-leaf input on its node while it runs; the mark must go, or the node would keep
+    # its own output alive (a reference cycle only the garbage collector frees)
+    gc.disable()
+    try:
+        x = ember.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        ember.autograd.grad((h * h).sum(), h)
+        ref = weakref.ref(h)
+        del h
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+# ------------------------------------------------------------------ grad modes: exceptions, decorators, nesting
+MODES = {
+    "no_grad": lambda L: L.no_grad(),
+    "enable_grad": lambda L: L.enable_grad(),
+    "set_grad_enabled(False)": lambda L: L.set_grad_enabled(False),
+    "set_grad_enabled(True)": lambda L: L.set_grad_enabled(True),
+    "inference_mode": lambda L: L.inference_mode(),
+    "inference_mode(False)": lambda L: L.inference_mode(False),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grad_modes_let_exceptions_through_and_restore(mode):
+    for L in (ember, torch):
+        for outer in (L.enable_grad, L.no_grad):
+            with outer():
+                before = (L.is_grad_enabled(), L.is_inference_mode_enabled())
+                with pytest.raises(KeyError):
+                    with MODES[mode](L):
+                        raise KeyError("x")
+                assert (L.is_grad_enabled(), L.is_inference_mode_enabled()) == before
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grad_modes_inside_each_other_as_torch(mode):
+    seen = {}
+    for L in (ember, torch):
+        rows = []
+        for outer in ("no_grad", "inference_mode", "enable_grad"):
+            with MODES[outer](L):
+                with MODES[mode](L):
+                    x = L.ones(2, requires_grad=True)
+                    # inside inference mode torch records nothing even with grad re-enabled (its inference
+                    # tensors); Ember has no inference tensors and records then: not compared
+                    rec = None if outer == "inference_mode" else (x * 2).requires_grad
+                    rows.append((L.is_grad_enabled(), L.is_inference_mode_enabled(), rec))
+                rows.append((L.is_grad_enabled(), L.is_inference_mode_enabled()))
+        seen[L.__name__] = rows
+    assert seen["ember"] == seen["torch"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grad_mode_decorators_keep_name_arguments_and_result(mode):
+    for L in (ember, torch):
+        @MODES[mode](L)
+        def scaled(a, *, k):
+            """doc"""
+            return a * k, L.is_grad_enabled()
+
+        x = L.ones(2, requires_grad=True)
+        for outer in (L.enable_grad, L.no_grad):
+            with outer():
+                before = L.is_grad_enabled()
+                y, inside = scaled(x, k=3)
+                assert y.tolist() == [3.0, 3.0] and L.is_grad_enabled() == before
+                assert inside == (mode in ("enable_grad", "set_grad_enabled(True)", "inference_mode(False)"))
+                assert y.requires_grad == inside
+        assert scaled.__name__ == "scaled" and scaled.__doc__ == "doc"
+
+
+def test_set_grad_enabled_as_a_call_with_a_falsy_value():
+    ember.set_grad_enabled(0)
+    try:
+        assert ember.is_grad_enabled() is False
+    finally:
+        ember.set_grad_enabled(True)
+    assert ember.is_grad_enabled() is True
+
+
+def test_bare_decorator_with_a_non_callable_argument():
+    with pytest.raises(TypeError, match=r"^no_grad\(\) takes no arguments \(got 5\)$"):
+        ember.no_grad(5)
+    with pytest.raises(TypeError, match=r"^enable_grad\(\) takes no arguments \(got 'x'\)$"):
+        ember.enable_grad("x")
+
+
+# ------------------------------------------------------------------ retain_grad, hooks on several outputs, debug log
+def test_retain_grad_accumulates_over_backwards_and_is_detached():
+    res = {}
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 2
+        h.retain_grad()
+        y = (h * h).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        first = h.grad.tolist()
+        # grad() w.r.t. the retained h: h's own node (freed above) is not needed and does not run, and
+        # h.grad gets this gradient too (torch's retain_grad hook fires in grad() as well)
+        gh, = L.autograd.grad((h * 3).sum(), h)
+        res[L.__name__] = (first, h.grad.tolist(), h.grad.requires_grad, gh.tolist())
+    assert res["ember"] == res["torch"] == ([8.0, 16.0], [11.0, 19.0], False, [3.0, 3.0])
+
+
+def test_grad_runs_only_the_nodes_leading_to_its_inputs():
+    res = {}
+    for L in (ember, torch):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        w = L.tensor([0.5, 1.0], requires_grad=True)
+        b = w.exp()
+        b.sum().backward()                          # frees Exp's saved output
+        y = (a * b).sum()
+        ga, = L.autograd.grad(y, a, retain_graph=True)  # does not go through the freed Exp
+        with pytest.raises(RuntimeError, match="second time"):
+            L.autograd.grad(y, w)                   # this one must
+        c = a * 2
+        d = c.exp()
+        z = (d * c).sum()
+        gc, gd = L.autograd.grad(z, [c, d], retain_graph=True)
+        ga2, gd2 = L.autograd.grad(z, [a, d])       # both ends: the path through c still runs
+        res[L.__name__] = [t.tolist() for t in (ga, gc, gd, ga2, gd2)]
+    np.testing.assert_allclose(res["ember"], res["torch"], rtol=1e-6)
+
+
+def test_hook_on_the_second_output_when_the_first_gets_no_gradient():
+    res = {}
+    for L in (ember, torch):
+        class Two(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 * 2 + g2 * 3
+
+        x = L.ones(2, requires_grad=True)
+        a, b = Two.apply(x)
+        seen = []
+        def hook_a(g):                 # torch calls it with None here; Ember does not call it
+            if g is not None:
+                seen.append("a")
+        a.register_hook(hook_a)
+        b.register_hook(lambda g: seen.append("b") or g * 10)
+        b.sum().backward()
+        res[L.__name__] = (seen, x.grad.tolist())
+    assert res["ember"] == res["torch"] == (["b"], [30.0, 30.0])
+
+
+@pytest.mark.parametrize("level, logged", [(1, False), (2, True)])
+def test_debug_level_2_logs_each_backward_node(monkeypatch, capsys, level, logged):
+    from ember import _debug
+    monkeypatch.setattr(_debug, "LEVEL", level)
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    (x.exp() * 2).sum().backward()
+    err = capsys.readouterr().err
+    assert "ember: Exp((2,) float32) -> (2,) float32 at " in err       # level 1: each op, its output
+    assert ("ember: backward Exp (forward at " in err) == logged
+    assert ("ember: backward Mul (forward at " in err) == logged
+    assert "(forward at ?)" not in err                                  # level 2 records forward lines
+
+
+def test_inputs_without_grad_get_no_gradient():
+    for L in (ember, torch):
+        x = L.tensor([[1.0, 2.0]], requires_grad=True)
+        c = L.tensor([[3.0], [4.0]])
+        ((x * c).sum() + (c / x).sum() + (x @ c).sum() + (c - x).sum() + L.where(c > 3, x, c).sum()).backward()
+        assert c.grad is None and x.grad is not None

@@ -169,3 +169,363 @@ def test_forward_returning_input_is_wrapped():
     assert y is not x and not y.is_leaf
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+# ------------------------------------------------------------------ ctx features, as torch
+def both_libs(fn):
+    return {L.__name__: fn(L) for L in (ember, torch)}
+
+
+def test_mark_dirty_in_place_function():
+    def run(L):
+        class AddOne_(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        h = a * 1
+        out = AddOne_.apply(h)
+        assert out is h and not h.is_leaf and h.requires_grad
+        assert "AddOne_" in type(h.grad_fn).__name__ or "AddOne_" in h.grad_fn.name()
+        (h * 3).sum().backward()
+        return h.tolist(), a.grad.tolist()
+    res = both_libs(run)
+    assert res["ember"] == res["torch"] == ([2.0, 3.0], [6.0, 6.0])
+
+
+def test_mark_dirty_output_followed_by_another_output():
+    def run(L):
+        class Inc_(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x, x * 2
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 + g2 * 2
+
+        h = L.tensor([1.0, 2.0], requires_grad=True) * 1
+        a, b = Inc_.apply(h)
+        return a is h, b.requires_grad, b.tolist()
+    res = both_libs(run)
+    assert res["ember"] == res["torch"] == (True, True, [4.0, 6.0])
+
+
+def test_set_materialize_grads_false_passes_none():
+    def run(L):
+        seen = []
+
+        class Two(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, materialize):
+                ctx.set_materialize_grads(materialize)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                seen.append((g1 is None, None if g2 is None else (tuple(g2.shape), str(g2.dtype)[-7:])))
+                return (g1 * 2 if g1 is not None else 0) + (g2 * 3 if g2 is not None else 0), None
+
+        x = L.ones(2, dtype=L.float64, requires_grad=True)
+        Two.apply(x, False)[1].sum().backward()
+        Two.apply(x, True)[1].sum().backward()
+        return seen, x.grad.tolist()
+    res = both_libs(run)
+    assert res["ember"] == res["torch"] == ([(True, ((2,), "float64")), (False, ((2,), "float64"))], [6.0, 6.0])
+
+
+def test_unused_outputs_get_zeros_of_their_shape_and_dtype():
+    def run(L):
+        seen = []
+
+        class Split(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x.sum(0) * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                seen.append([(tuple(g.shape), str(g.dtype)[-7:], g.abs().sum().item()) for g in (g1, g2)])
+                return g1 * 2 + g2 * 3
+
+        x = L.ones(2, 3, dtype=L.float64, requires_grad=True)
+        a, b = Split.apply(x)
+        b.sum().backward()
+        a2, _ = Split.apply(x)
+        a2.sum().backward()
+        return seen, x.grad.tolist()
+    res = both_libs(run)
+    assert res["ember"] == res["torch"]
+    assert res["ember"][0] == [[((2, 3), "float64", 0.0), ((3,), "float64", 3.0)],
+                               [((2, 3), "float64", 6.0), ((3,), "float64", 0.0)]]
+
+
+def test_mark_non_differentiable_float_output_and_integer_outputs():
+    def run(L):
+        class SortLike(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                mask = (x > 0).to(x.dtype)        # a float output marked non-differentiable
+                ctx.mark_non_differentiable(mask)
+                return mask, x * 2, x.argmax()   # argmax: integer, never differentiable
+
+            @staticmethod
+            def backward(ctx, g_mask, g_y, g_idx):
+                return g_y * 2
+
+        x = L.tensor([-1.0, 2.0], requires_grad=True)
+        mask, y, idx = SortLike.apply(x)
+        flags = (mask.requires_grad, y.requires_grad, idx.requires_grad)
+        (y.sum() + mask.sum()).backward()
+        return flags, mask.tolist(), idx.item(), x.grad.tolist()
+    res = both_libs(run)
+    assert res["ember"] == res["torch"] == ((False, True, False), [0.0, 1.0], 1, [2.0, 2.0])
+
+
+def test_non_tensor_outputs_pass_through():
+    def run(L):
+        class WithInfo(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, "info", x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g_info, g3):
+                return g1 * 2 + g3 * 3
+
+        x = L.ones(2, requires_grad=True)
+        a, info, b = WithInfo.apply(x)
+        (a + b).sum().backward()
+        return info, a.requires_grad, b.requires_grad, x.grad.tolist()
+    res = both_libs(run)
+    assert res["ember"] == res["torch"] == ("info", True, True, [5.0, 5.0])
+
+
+def test_forward_runs_without_grad_and_gets_keyword_arguments():
+    class Scale(ember.autograd.Function):
+        inside = None
+
+        @staticmethod
+        def forward(ctx, x, *, k=1.0):
+            Scale.inside = ember.is_grad_enabled()
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k
+
+    x = ember.ones(2, requires_grad=True)
+    y = Scale.apply(x, k=4.0)
+    assert Scale.inside is False and y.tolist() == [4.0, 4.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [4.0, 4.0]
+
+
+def test_grad_fn_names_and_repr():
+    relu = make_relu(ember)
+    y = relu.apply(ember.randn(3, requires_grad=True))
+    assert type(y.grad_fn).__name__ == "MyReLUBackward" and y.grad_fn.name == "MyReLU"
+    assert repr(y.grad_fn) == "<MyReLUBackward>"
+    assert repr((ember.ones(2, requires_grad=True) * 2).grad_fn) == "<MulBackward>"
+
+
+def test_a_subclass_named_function_works():
+    class Function(ember.autograd.Function):     # a user's own class may well be called Function
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = ember.ones(2, requires_grad=True)
+    y = Function.apply(x)
+    assert type(y.grad_fn).__name__ == "FunctionBackward"
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_missing_forward_or_backward():
+    x = ember.ones(2, requires_grad=True)
+    with pytest.raises(NotImplementedError, match=r"^a Function subclass must define forward\(ctx, \.\.\.\)$"):
+        ember.autograd.Function.apply(x)
+
+    class NoBackward(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    with pytest.raises(NotImplementedError, match=r"^a Function subclass must define backward\(ctx, \.\.\.\)$"):
+        NoBackward.apply(x).sum().backward()
+
+
+def test_returning_a_tensor_tracked_elsewhere_does_not_rewire_it():
+    w = ember.ones(2, requires_grad=True)
+    outer = w * 5                                   # has its own graph (MulBackward)
+
+    class ReturnsOuter(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return outer
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 7
+
+    x = ember.ones(2, requires_grad=True)
+    y = ReturnsOuter.apply(x)
+    assert y is not outer and outer.grad_fn.name == "Mul" and y.grad_fn.name == "ReturnsOuter"
+    y.sum().backward()
+    assert x.grad.tolist() == [7.0, 7.0] and w.grad is None
+    outer.sum().backward()
+    assert w.grad.tolist() == [5.0, 5.0]
+
+
+def test_custom_function_nan_in_anomaly_mode_names_it():
+    class NanGrad(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    x = ember.ones(2, requires_grad=True)
+    with ember.autograd.detect_anomaly():
+        y = NanGrad.apply(x)
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+    msg = str(e.value)
+    assert msg.startswith("Function 'NanGradBackward' returned nan values in its 0th output (gradient (2,) "
+                          "float32); the forward op NanGrad was called at ")
+    assert "<unknown" not in msg
+
+
+# ------------------------------------------------------------------ saved tensors and versions
+def test_saved_tensor_changed_by_gradient_accumulation_message():
+    # accumulating into .grad changes it in place with no op name: the message then names none
+    msgs = {}
+    for L in (ember, torch):
+        x = L.ones(2, requires_grad=True)
+        w = L.ones(2, requires_grad=True)
+        (x * 2).sum().backward()
+        y = (w * x.grad).sum()           # Mul saves x.grad
+        (x * 2).sum().backward()         # ... which accumulation now changes in place
+        with pytest.raises(RuntimeError) as e:
+            y.backward()
+        msgs[L.__name__] = str(e.value)
+    assert "is at version 1; expected version 0 instead" in msgs["torch"]
+    assert msgs["ember"] == (
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        "[float32 (2,)], which is output of a leaf, is at version 1; expected version 0 instead (it was saved "
+        "by Mul). Hint: replace the in-place op (a method ending in '_', +=, x[...] = ) by its out-of-place form.")
+
+
+def test_saved_output_changed_in_place_message():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).exp()
+    y.mul_(3)
+    y.mul_(3)
+    with pytest.raises(RuntimeError) as e:
+        y.sum().backward()
+    assert str(e.value) == (
+        "one of the variables needed for gradient computation has been modified by an inplace operation "
+        "(mul_): the output of Exp is at version 2; expected version 0. Hint: use the out-of-place form of "
+        "that op on this tensor.")
+
+
+def test_freed_graph_message_is_torchs():
+    msgs = {}
+    for L in (ember, torch):
+        y = (L.ones(2, requires_grad=True) * 2).exp().sum()
+        y.backward()
+        with pytest.raises(RuntimeError) as e:
+            y.backward()
+        msgs[L.__name__] = str(e.value)
+    assert msgs["ember"] == msgs["torch"]
+
+
+# ------------------------------------------------------------------ Primitive.apply
+from ember.autograd.function import Primitive   # noqa: E402
+from ember import _memory                         # noqa: E402
+
+
+class _ToBFloat16(Primitive):
+    def forward(self, a):
+        import ml_dtypes
+        return a.astype(ml_dtypes.bfloat16)
+
+
+class _ToHalf(Primitive):
+    def forward(self, a):
+        return a.astype(np.float16)
+
+
+class _IsPositive(Primitive):
+    def forward(self, a):
+        return a > 0
+
+
+class _Total(Primitive):
+    def forward(self, a):
+        return a.sum()                   # NumPy returns a scalar here
+
+
+class _Boom(Primitive):
+    def forward(self, a):
+        raise MemoryError("no room")
+
+
+def test_primitive_outputs_keep_the_first_inputs_float_dtype():
+    x = ember.ones(3)
+    assert _ToBFloat16.apply(x).dtype == ember.float32
+    assert _ToHalf.apply(x).dtype == ember.float32
+    assert _ToHalf.apply(ember.ones(3, dtype=ember.float64)).dtype == ember.float64
+    assert _IsPositive.apply(x).dtype == ember.bool          # not a float: left alone
+    t = _Total.apply(x)
+    assert isinstance(t._data, np.ndarray) and t.shape == () and t.item() == 3.0
+
+
+def test_primitive_memory_error_is_embers():
+    with pytest.raises(ember.OutOfMemoryError, match=r"^_boom: not enough memory \(no room\); inputs \(3,\) "
+                                                     r"float32 \(at \S+:\d+\)$"):
+        _Boom.apply(ember.ones(3))
+
+
+def test_elementwise_output_checked_against_the_memory_limit():
+    a = ember.ones(1000, 1, dtype=ember.float64)
+    b = ember.ones(1, 1000, dtype=ember.float64)
+    big = ember.ones(1, 200_000, dtype=ember.float64)     # 1.6 MB, made before the limit goes down
+    old = _memory.set_limit(1_000_000)                   # 1 MB: the inputs fit, the 8 MB product does not
+    try:
+        with pytest.raises(ember.OutOfMemoryError, match=r"^mul: not enough memory: you tried to allocate "
+                                                         r"8000000 bytes .* float64 tensor of shape \(1000, 1000\)"):
+            a * b
+        with pytest.raises(ember.OutOfMemoryError, match=r"float32 tensor of shape \(1000, 1000\)"):
+            a.float() + b.float()
+        with pytest.raises(ember.OutOfMemoryError, match=r"float64 tensor of shape \(1000, 1000\)"):
+            a * b.float()
+        # a cast's output has its target dtype: 200,000 float32 (800 kB) fit, as float64 (1.6 MB) they do not
+        v = ember.ones(200_000)
+        with pytest.raises(ember.OutOfMemoryError, match=r"^cast: .*1600000 bytes .* float64 tensor of shape"):
+            v.double()
+        assert (a.sum() + b.sum()).item() == 2000.0      # a reduction is not checked as elementwise
+        assert big.sum().item() == 200_000.0              # (its input alone is over the limit)
+        with pytest.raises(RuntimeError) as e:           # shapes that do not broadcast: the op's own error
+            ember.ones(3) * ember.ones(4)
+        assert not isinstance(e.value, ember.OutOfMemoryError)
+    finally:
+        _memory.set_limit(old)
+    assert (a * b).shape == (1000, 1000)

@@ -106,3 +106,78 @@ def test_single_tape_gradient_records_nothing():
         y = x * x
     g = tape.gradient(y, x)
     assert g.grad_fn is None and not g.requires_grad
+
+
+def test_watch_a_list_and_tensors_already_requiring_grad():
+    a, b = ember.tensor([1.0, 2.0]), ember.tensor(3.0, requires_grad=True)
+    with ember.GradientTape() as tape:
+        tape.watch([a, b])
+        y = (a * b).sum()
+    watched = tape.watched_variables()
+    assert isinstance(watched, tuple) and len(watched) == 2 and watched[0] is a and watched[1] is b
+    ga, gb = tape.gradient(y, [a, b])
+    assert ga.tolist() == [3.0, 3.0] and gb.item() == 3.0
+    assert a.requires_grad and a.is_leaf
+
+
+def test_list_of_targets_and_output_gradients():
+    x = ember.tensor([1.0, 2.0])
+    with ember.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y1, y2 = x * x, x * 3
+    assert tape.gradient([y1, y2], x).tolist() == [5.0, 7.0]                     # sum of both targets
+    g = tape.gradient(y1, x, output_gradients=[ember.tensor([1.0, -1.0])])
+    assert g.tolist() == [2.0, -4.0]
+
+
+def test_unconnected_zero_keeps_the_connected_gradients():
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    c = ember.tensor([5.0], requires_grad=True)
+    with ember.GradientTape(persistent=True) as tape:
+        y = (a * a).sum()
+    ga, gc = tape.gradient(y, [a, c], unconnected_gradients="zero")
+    assert ga.tolist() == [2.0, 4.0] and gc.tolist() == [0.0]
+    ga, gc = tape.gradient(y, [a, c])
+    assert ga.tolist() == [2.0, 4.0] and gc is None
+    with pytest.raises(ValueError, match=r"^GradientTape.gradient: unconnected_gradients must be 'none' or "
+                                         r"'zero', got 'zeros'$"):
+        tape.gradient(y, a, unconnected_gradients="zeros")
+
+
+def test_non_persistent_error_message():
+    x = ember.tensor(3.0)
+    with ember.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    tape.gradient(y, x)
+    with pytest.raises(RuntimeError) as e:
+        tape.gradient(y, x)
+    assert str(e.value) == ("GradientTape.gradient can only be called once on a non-persistent tape; "
+                            "use GradientTape(persistent=True)")
+
+
+def test_jacobian_rows_that_do_not_depend_on_the_source_are_zero():
+    x, z = ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0])
+    with ember.GradientTape(persistent=True) as tape:
+        tape.watch([x, z])
+        y = ember.cat([x * 2, z * 3])
+    np.testing.assert_allclose(tape.jacobian(y, z).tolist(), [[0, 0], [0, 0], [3, 0], [0, 3]])
+    np.testing.assert_allclose(tape.jacobian(y, x).tolist(), [[2, 0], [0, 2], [0, 0], [0, 0]])
+    with ember.GradientTape(persistent=True) as tape:    # a source the target does not use at all
+        tape.watch([x, z])
+        y = x * 2
+    np.testing.assert_allclose(tape.jacobian(y, z).tolist(), [[0, 0], [0, 0]])
+
+
+def test_tape_lets_exceptions_through_and_restores_grad_mode():
+    with ember.no_grad():
+        with pytest.raises(KeyError):
+            with ember.GradientTape():
+                assert ember.is_grad_enabled()
+                raise KeyError("x")
+        assert not ember.is_grad_enabled()
+    x = ember.tensor(2.0)
+    with ember.GradientTape() as tape:     # the failed tape left no trace: this one is not nested
+        tape.watch(x)
+        y = x * x
+    assert tape.gradient(y, x).requires_grad is False
