@@ -401,8 +401,9 @@ def _check_tensors(header: dict, name: str, data_len: int) -> dict[str, _Entry]:
         dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if not isinstance(dtype, str):
             raise bad(f"has dtype {_snippet(dtype)}, which is not a dtype name")
-        if dtype not in _ST_TO_EMBER:
-            raise bad(f"has dtype {dtype}, which Ember does not support (supported: {', '.join(_ST_TO_EMBER)})")
+        if dtype not in _ST_TO_EMBER:  # a valid file of another tool (U16, F8_E4M3, ...) is not corrupt
+            raise CheckpointError(f"ember.load: {name} holds tensor {key!r} of dtype {dtype}, which Ember does not "
+                                  f"support (supported: {', '.join(_ST_TO_EMBER)})")
         if not (isinstance(shape, list) and all(_is_index(d) for d in shape)):
             raise bad(f"has shape {_snippet(shape)}; a shape is a list of non-negative integers")
         if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_index(o) for o in offsets)):
