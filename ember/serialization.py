@@ -317,7 +317,7 @@ def _seekable(fh) -> tuple[BinaryIO, int, int]:
 def _read_header(fh: BinaryIO, name: str, start: int, size: int) -> tuple[dict, int]:
     """The JSON header and its length in bytes, after checks that give a clear error for pickle and zip
     files, truncation and a header length that does not fit in the file."""
-    head = fh.read(min(size, 9))
+    head = bytes(_read_exact(fh, bytearray(min(size, 9)), name))  # a file object may return short reads
     if head[:4] == b"PK\x03\x04" or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
         kind = "zip archive" if head[:2] == b"PK" else "pickle"
         raise CheckpointError(f"ember.load: {name} is not a safetensors file: it is a {kind}, as torch.save "
