@@ -707,6 +707,8 @@ def test_cuda_tensors_round_trip_on_the_fake_cuda_backend(tmp_path):
         back = load(tmp_path / "g.safetensors", map_location="cpu")
         assert back["g"].device.type == "cpu" and back["g"].tolist() == [[1.0, 3.0], [2.0, 4.0]]
         assert back["c"].requires_grad
+        save(back, tmp_path / "moved.safetensors")  # saved again from the CPU: no device entry any more
+        assert load(tmp_path / "moved.safetensors")["g"].device.type == "cpu"
 
 
 def test_save_writes_compact_pt_metadata_and_unique_tensor_names(tmp_path):
@@ -980,13 +982,13 @@ def test_file_objects_without_readinto_and_with_short_reads(tmp_path):
     assert back["w"].tolist() == state["w"].tolist() and back["i"].tolist() == state["i"].tolist()
 
 
-@pytest.mark.parametrize("where", ["header", "data"])
+@pytest.mark.parametrize("where", ["length", "header", "data"])
 def test_a_file_cut_while_it_is_read_is_named(tmp_path, where):
     buf = io.BytesIO()
     save({"w": ember.ones(100)}, buf)
     data = buf.getvalue()
     n = int.from_bytes(data[:8], "little")
-    keep = 12 if where == "header" else 8 + n + 10
+    keep = {"length": 4, "header": 12, "data": 8 + n + 10}[where]
     with pytest.raises(CheckpointError) as info:
         load(_Shrinking(data, keep))
     assert str(info.value) == ("ember.load: shrinking.safetensors is truncated: it ended while being read (was it "
