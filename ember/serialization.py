@@ -317,7 +317,7 @@ def _seekable(fh) -> tuple[BinaryIO, int, int]:
 def _read_header(fh: BinaryIO, name: str, start: int, size: int) -> tuple[dict, int]:
     """The JSON header and its length in bytes, after checks that give a clear error for pickle and zip
     files, truncation and a header length that does not fit in the file."""
-    head = fh.read(min(size, 9))
+    head = bytes(_read_exact(fh, bytearray(min(size, 9)), name))  # a file object may return short reads
     if head[:4] == b"PK\x03\x04" or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
         kind = "zip archive" if head[:2] == b"PK" else "pickle"
         raise CheckpointError(f"ember.load: {name} is not a safetensors file: it is a {kind}, as torch.save "
@@ -401,8 +401,9 @@ def _check_tensors(header: dict, name: str, data_len: int) -> dict[str, _Entry]:
         dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if not isinstance(dtype, str):
             raise bad(f"has dtype {_snippet(dtype)}, which is not a dtype name")
-        if dtype not in _ST_TO_EMBER:
-            raise bad(f"has dtype {dtype}, which Ember does not support (supported: {', '.join(_ST_TO_EMBER)})")
+        if dtype not in _ST_TO_EMBER:  # a valid file of another tool (U16, F8_E4M3, ...) is not corrupt
+            raise CheckpointError(f"ember.load: {name} holds tensor {key!r} of dtype {dtype}, which Ember does not "
+                                  f"support (supported: {', '.join(_ST_TO_EMBER)})")
         if not (isinstance(shape, list) and all(_is_index(d) for d in shape)):
             raise bad(f"has shape {_snippet(shape)}; a shape is a list of non-negative integers")
         if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_index(o) for o in offsets)):
