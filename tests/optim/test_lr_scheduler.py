@@ -1,5 +1,6 @@
 """Every scheduler's learning rates (and OneCycle's momentum) over 25 steps against torch's."""
 import math
+import warnings
 
 import pytest
 import torch
@@ -216,3 +217,40 @@ def fresh_resume_history(lib, name, epoch):
 @pytest.mark.parametrize("name", [n for n in RESUMABLE if not n.startswith(("OneCycleLR", "SequentialLR"))])
 def test_resuming_a_fresh_optimizer_matches_torch(name):
     assert_rows_close(fresh_resume_history(ember, name, 5), fresh_resume_history(torch, name, 5))
+
+
+EPOCH_WARNING = "passing an epoch to scheduler.step() is deprecated (as in torch); call step() without arguments"
+
+
+@pytest.mark.parametrize("name", [n for n in SCHEDULERS if not n.startswith("SequentialLR")])
+def test_step_with_an_epoch_uses_the_closed_form_like_torch(name):
+    """step(epoch) jumps to `epoch` (torch's deprecated form): the closed form where there is one."""
+    def history(lib):
+        opt = make_optimizer(lib)
+        sched = SCHEDULERS[name](lib.optim.lr_scheduler, opt)
+        rows = []
+        for epoch in [3, 8, 5, 13, 4, 0, 20, 9, 16, 17]:
+            opt.step()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sched.step(epoch)
+            assert any(issubclass(w.category, UserWarning) for w in caught)
+            if lib is ember:
+                assert [str(w.message) for w in caught] == [EPOCH_WARNING]
+                assert caught[0].filename == __file__   # stacklevel: the user's line
+            rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt),
+                         [sched.last_epoch]))
+        return rows
+
+    assert_rows_close(history(ember), history(torch))
+
+
+def test_plateau_step_with_an_epoch_warns_and_sets_it():
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sched.step(1.0, epoch=7)
+    assert [str(w.message) for w in caught] == ["passing an epoch to scheduler.step() is deprecated (as in torch)"]
+    assert caught[0].category is UserWarning and caught[0].filename == __file__
+    assert sched.last_epoch == 7

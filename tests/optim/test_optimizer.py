@@ -239,3 +239,77 @@ def test_load_state_dict_from_json_like_dicts():
     opt2.load_state_dict(jsonish)
     assert opt2.param_groups[0]["betas"] == (0.8, 0.9) and opt2.state[w2]["step"] == 1
     assert opt2.state[w2]["exp_avg"].tolist() == opt.state[w]["exp_avg"].tolist()
+
+
+# Every checked argument of every optimizer: a bad value raises exactly this message (the optimizer's
+# name, the option, the value as given), and the boundary value, which torch accepts, is accepted.
+EXACT_MESSAGES = [
+    (optim.SGD, dict(lr=-0.1), "SGD: invalid learning rate: -0.1"),
+    (optim.SGD, dict(lr=0.1, momentum=-1), "SGD: invalid momentum value: -1"),
+    (optim.SGD, dict(lr=0.1, weight_decay=-0.5), "SGD: invalid weight_decay value: -0.5"),
+    (optim.SGD, dict(lr=0.1, momentum=0, nesterov=True),
+     "SGD: nesterov momentum requires a momentum > 0 and zero dampening, got momentum=0, dampening=0"),
+    (optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, nesterov=True),
+     "SGD: nesterov momentum requires a momentum > 0 and zero dampening, got momentum=0.9, dampening=0.1"),
+    (optim.Adam, dict(lr=-1e-3), "Adam: invalid learning rate: -0.001"),
+    (optim.Adam, dict(eps=-1e-8), "Adam: invalid epsilon value: -1e-08"),
+    (optim.Adam, dict(betas=(-0.1, 0.999)), "Adam: invalid beta parameter at index 0: -0.1"),
+    (optim.Adam, dict(betas=(1.0, 0.999)), "Adam: invalid beta parameter at index 0: 1.0"),
+    (optim.Adam, dict(betas=(0.9, -0.1)), "Adam: invalid beta parameter at index 1: -0.1"),
+    (optim.Adam, dict(betas=(0.9, 1.0)), "Adam: invalid beta parameter at index 1: 1.0"),
+    (optim.Adam, dict(weight_decay=-0.01), "Adam: invalid weight_decay value: -0.01"),
+    (optim.AdamW, dict(lr=-1e-3), "AdamW: invalid learning rate: -0.001"),
+    (optim.AdamW, dict(weight_decay=-0.01), "AdamW: invalid weight_decay value: -0.01"),
+    (optim.RMSprop, dict(lr=-0.1), "RMSprop: invalid learning rate: -0.1"),
+    (optim.RMSprop, dict(eps=-0.1), "RMSprop: invalid epsilon value: -0.1"),
+    (optim.RMSprop, dict(momentum=-0.5), "RMSprop: invalid momentum value: -0.5"),
+    (optim.RMSprop, dict(weight_decay=-0.5), "RMSprop: invalid weight_decay value: -0.5"),
+    (optim.RMSprop, dict(alpha=-0.5), "RMSprop: invalid alpha value: -0.5"),
+    (optim.Adagrad, dict(lr=-0.1), "Adagrad: invalid learning rate: -0.1"),
+    (optim.Adagrad, dict(lr_decay=-1), "Adagrad: invalid lr_decay value: -1"),
+    (optim.Adagrad, dict(weight_decay=-1), "Adagrad: invalid weight_decay value: -1"),
+    (optim.Adagrad, dict(initial_accumulator_value=-1), "Adagrad: invalid initial_accumulator_value value: -1"),
+    (optim.Adagrad, dict(eps=-1), "Adagrad: invalid epsilon value: -1"),
+    (optim.Adadelta, dict(lr=-1), "Adadelta: invalid learning rate: -1"),
+    (optim.Adadelta, dict(rho=-0.5), "Adadelta: invalid rho value: -0.5"),
+    (optim.Adadelta, dict(rho=1.5), "Adadelta: invalid rho value: 1.5"),
+    (optim.Adadelta, dict(eps=-1), "Adadelta: invalid epsilon value: -1"),
+    (optim.Adadelta, dict(weight_decay=-1), "Adadelta: invalid weight_decay value: -1"),
+    (optim.LBFGS, dict(lr=-1), "LBFGS: invalid learning rate: -1"),
+    (optim.LBFGS, dict(max_iter=0), "LBFGS: invalid max_iter: 0"),
+    (optim.LBFGS, dict(max_iter=2.0), "LBFGS: invalid max_iter: 2.0"),
+    (optim.LBFGS, dict(max_eval=0), "LBFGS: invalid max_eval: 0"),
+    (optim.LBFGS, dict(max_eval=3.0), "LBFGS: invalid max_eval: 3.0"),
+    (optim.LBFGS, dict(history_size=0), "LBFGS: invalid history_size: 0"),
+    (optim.LBFGS, dict(history_size=2.0), "LBFGS: invalid history_size: 2.0"),
+    (optim.LBFGS, dict(line_search_fn="armijo"),
+     "LBFGS: invalid line_search_fn (expected None or 'strong_wolfe'): 'armijo'"),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,message", EXACT_MESSAGES, ids=[m for _, _, m in EXACT_MESSAGES])
+def test_invalid_arguments_exact_message(cls, kwargs, message):
+    with pytest.raises(ValueError) as info:
+        cls([leaf([1.0])], **kwargs)
+    assert str(info.value) == message
+
+
+BOUNDARIES = [   # the edge of every valid range, each accepted by torch too
+    ("SGD", dict(lr=0.0, momentum=0.0, dampening=0.0, weight_decay=0.0)),
+    ("SGD", dict(lr=0.1, momentum=1e-3, nesterov=True)),
+    ("Adam", dict(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0)),
+    ("AdamW", dict(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0)),
+    ("RMSprop", dict(lr=0.0, eps=0.0, momentum=0.0, weight_decay=0.0, alpha=0.0)),
+    ("Adagrad", dict(lr=0.0, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=0.0)),
+    ("Adadelta", dict(lr=0.0, rho=0.0, eps=0.0, weight_decay=0.0)),
+    ("Adadelta", dict(rho=1.0)),
+    ("LBFGS", dict(lr=0.0, max_iter=1, max_eval=1, history_size=1, line_search_fn="strong_wolfe")),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", BOUNDARIES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(BOUNDARIES)])
+def test_boundary_arguments_are_accepted_like_torch(name, kwargs):
+    getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], **kwargs)
+    opt = getattr(optim, name)([leaf([1.0])], **kwargs)
+    for key, value in kwargs.items():
+        assert opt.param_groups[0][key] == value

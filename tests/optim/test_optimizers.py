@@ -136,3 +136,53 @@ def test_cuda_trajectory_matches_cpu(name, kwargs):
     on_gpu, opt, _ = trajectory(ember, make, "float64", steps=10, device="cuda")
     np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-9, atol=1e-12)
     assert all(v.device.type == "cuda" for s in opt.state.values() for v in s.values() if hasattr(v, "device"))
+
+
+def assert_state_matches_torch(ours, theirs, dtype="float64"):
+    """Two state_dicts: the same indices, state keys, step counts and state tensors; the same options."""
+    assert ours["state"].keys() == theirs["state"].keys()
+    for index, t_state in theirs["state"].items():
+        e_state = ours["state"][index]
+        assert e_state.keys() == t_state.keys(), index
+        for key, t_value in t_state.items():
+            if key == "step":
+                assert e_state[key] == t_value.item(), (index, key)
+            else:
+                np.testing.assert_allclose(e_state[key].numpy(), t_value.detach().numpy(), **TOL[dtype])
+    for e_group, t_group in zip(ours["param_groups"], theirs["param_groups"]):
+        assert e_group == {k: v for k, v in t_group.items() if k in e_group}
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_state_after_steps_matches_torch(name, kwargs):
+    # the state each option creates (buffers, averages, step counts), not only the parameters it moves
+    def make(optim, params):
+        return getattr(optim, name)(params, **kwargs)
+
+    _, opt_t, _ = trajectory(torch, make, "float64", steps=7)
+    _, opt_e, _ = trajectory(ember, make, "float64", steps=7)
+    assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_group_added_after_steps_matches_torch(name, kwargs):
+    """A group added with add_param_group after some steps gets fresh state on its first step."""
+    kwargs = dict(kwargs, **({"initial_accumulator_value": 0.3} if name == "Adagrad" else {}))
+
+    def run(lib):
+        w = lib.tensor(W0, dtype=lib.float64, requires_grad=True)
+        b = lib.tensor(B0, dtype=lib.float64, requires_grad=True)
+        opt = getattr(lib.optim, name)([w], **kwargs)
+        out = []
+        for step in range(8):
+            if step == 3:
+                opt.add_param_group({"params": [b]})
+            opt.zero_grad()
+            loss_fn(w, b).backward()
+            opt.step()
+            out.append(np.concatenate([w.detach().numpy().ravel(), b.detach().numpy().ravel()]))
+        return np.array(out), opt
+
+    (expected, opt_t), (actual, opt_e) = run(torch), run(ember)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
+    assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
