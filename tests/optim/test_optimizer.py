@@ -313,3 +313,21 @@ def test_boundary_arguments_are_accepted_like_torch(name, kwargs):
     opt = getattr(optim, name)([leaf([1.0])], **kwargs)
     for key, value in kwargs.items():
         assert opt.param_groups[0][key] == value
+
+
+DEFAULTS = [("SGD", dict(lr=0.1)), ("Adam", {}), ("AdamW", {}), ("RMSprop", {}), ("Adagrad", {}), ("Adadelta", {}),
+            ("LBFGS", {}), ("LBFGS", dict(max_iter=4)), ("LBFGS", dict(max_iter=7))]
+
+
+@pytest.mark.parametrize("name,kwargs", DEFAULTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(DEFAULTS)])
+def test_default_options_are_torch_defaults(name, kwargs):
+    theirs = getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], **kwargs).param_groups[0]
+    ours = getattr(optim, name)([leaf([1.0])], **kwargs).param_groups[0]
+    for key, value in ours.items():
+        if key != "params":
+            assert repr(value) == repr(theirs[key]), key   # the value and its type (0 and 0.0 print differently)
+
+
+def test_required_prints_like_torch():
+    from torch.optim.optimizer import required as torch_required
+    assert repr(optim.optimizer.required) == repr(torch_required) == "<required parameter>"

@@ -75,6 +75,7 @@ CASES = [
     ("Adam", dict(lr=0.05, betas=(0.3, 0.5))),  # lerp weight 0.7 takes torch's other rounding branch
     ("AdamW", dict(lr=0.05)),
     ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True)),
+    ("AdamW", dict(lr=0.02, betas=(0.7, 0.95), eps=1e-3, maximize=True)),  # every option passed on to Adam
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True)),
     ("RMSprop", dict(lr=0.01, momentum=0.9, weight_decay=0.1)),
