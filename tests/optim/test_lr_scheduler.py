@@ -115,6 +115,8 @@ PLATEAU = [dict(patience=2), dict(mode="max", patience=1, factor=0.5), dict(pati
            dict(metrics=RISING, mode="max", threshold=0.03, patience=0),
            dict(metrics=RISING, mode="max", threshold=0.03, threshold_mode="abs", patience=0),
            dict(metrics=RISING, mode="max", threshold=0.045, threshold_mode="abs", patience=0),
+           dict(patience=0, cooldown=2), dict(patience=1, cooldown=3, factor=0.5),
+           dict(patience=0, factor=0.5, eps=0.05),   # 0.1 -> 0.05 changes the lr by exactly eps: not applied
            # around 10 a relative threshold of 3% (0.3) and an absolute one of 0.03 disagree on 10.1
            dict(metrics=[10.0, 10.1, 10.2, 10.5, 11.0, 11.0, 11.02, 12.0], mode="max", threshold=0.03, patience=0),
            dict(metrics=[10.0, 10.1, 10.2, 10.5, 11.0, 11.0, 11.02, 12.0], mode="max", threshold=0.03,
@@ -336,3 +338,170 @@ def plateau_state_of_torch(kwargs, metrics):
     for m in metrics:
         sched.step(torch.tensor(m, dtype=torch.float64))
     return sched.state_dict()
+
+
+def _sgd(momentum=0.9):
+    return ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1, momentum=momentum)
+
+
+SCHEDULER_ERRORS = [   # (build, exception type, the exact message)
+    (lambda o: ember_sched.StepLR("opt", step_size=2), TypeError, "StepLR: expected an Optimizer, got str"),
+    (lambda o: ember_sched.StepLR(o, step_size=0), ValueError, "StepLR: step_size must be a positive integer, got 0"),
+    (lambda o: ember_sched.StepLR(o, step_size=True), ValueError,
+     "StepLR: step_size must be a positive integer, got True"),
+    (lambda o: ember_sched.StepLR(o, step_size=2.0), ValueError,
+     "StepLR: step_size must be a positive integer, got 2.0"),
+    (lambda o: ember_sched.CosineAnnealingLR(o, T_max=0), ValueError,
+     "CosineAnnealingLR: T_max must be a positive integer, got 0"),
+    (lambda o: ember_sched.LinearLR(o, start_factor=0), ValueError, "LinearLR: start_factor must be in (0, 1], got 0"),
+    (lambda o: ember_sched.LinearLR(o, start_factor=1.5), ValueError,
+     "LinearLR: start_factor must be in (0, 1], got 1.5"),
+    (lambda o: ember_sched.LinearLR(o, end_factor=-0.1), ValueError, "LinearLR: end_factor must be in [0, 1], got -0.1"),
+    (lambda o: ember_sched.LinearLR(o, end_factor=1.5), ValueError, "LinearLR: end_factor must be in [0, 1], got 1.5"),
+    (lambda o: ember_sched.LinearLR(o, total_iters=0), ValueError,
+     "LinearLR: total_iters must be a positive integer, got 0"),
+    (lambda o: ember_sched.LambdaLR(o, [lambda_scale, lambda_scale]), ValueError,
+     "LambdaLR: expected 1 lr_lambdas (one per param group), got 2"),
+    (lambda o: ember_sched.LambdaLR(o, 0.5), TypeError, "LambdaLR: lr_lambda must be callable, got float"),
+    (lambda o: ember_sched.OneCycleLR("opt", max_lr=0.1, total_steps=5), TypeError,
+     "OneCycleLR: expected an Optimizer, got str"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=0), ValueError,
+     "OneCycleLR: total_steps must be a positive integer, got 0"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, epochs=0, steps_per_epoch=3), ValueError,
+     "OneCycleLR: epochs must be a positive integer, got 0"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, epochs=2, steps_per_epoch=0), ValueError,
+     "OneCycleLR: steps_per_epoch must be a positive integer, got 0"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, epochs=2), ValueError,
+     "OneCycleLR: pass total_steps, or both epochs and steps_per_epoch"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, steps_per_epoch=2), ValueError,
+     "OneCycleLR: pass total_steps, or both epochs and steps_per_epoch"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, pct_start=1), ValueError,
+     "OneCycleLR: pct_start must be a float in [0, 1], got 1"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, pct_start=-0.1), ValueError,
+     "OneCycleLR: pct_start must be a float in [0, 1], got -0.1"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, pct_start=1.5), ValueError,
+     "OneCycleLR: pct_start must be a float in [0, 1], got 1.5"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, anneal_strategy="exp"), ValueError,
+     "OneCycleLR: anneal_strategy must be 'cos' or 'linear', got 'exp'"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=[0.1, 0.2], total_steps=5), ValueError,
+     "OneCycleLR: expected 1 values for max_lr (one per param group), got 2"),
+    (lambda o: ember_sched.OneCycleLR(ember.optim.Adagrad([ember.zeros(1, requires_grad=True)]), max_lr=0.1,
+                                      total_steps=5), ValueError,
+     "OneCycleLR: cycle_momentum=True needs an optimizer with momentum or betas, but Adagrad has neither; "
+     "pass cycle_momentum=False"),
+    (lambda o: ember_sched.ReduceLROnPlateau("opt"), TypeError, "ReduceLROnPlateau: expected an Optimizer, got str"),
+    (lambda o: ember_sched.SequentialLR(o, [], milestones=[]), ValueError,
+     "SequentialLR: expected at least one scheduler, got none"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2), ember_sched.ReduceLROnPlateau(o)], [3]),
+     ValueError, "SequentialLR: scheduler 1 is a ReduceLROnPlateau, which needs a metric in step() and so cannot "
+                 "be sequenced"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2), ember_sched.StepLR(_sgd(), 2)], [3]),
+     ValueError, "SequentialLR: scheduler 1 (StepLR) belongs to a different optimizer; all schedulers must share "
+                 "the SequentialLR's optimizer"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2), lambda_scale], [3]),
+     ValueError, "SequentialLR: scheduler 1 (function) belongs to a different optimizer; all schedulers must share "
+                 "the SequentialLR's optimizer"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2)], [3]), ValueError,
+     "SequentialLR: expected 0 milestones for 1 schedulers, got 1"),
+]
+
+
+@pytest.mark.parametrize("build,exc,message", SCHEDULER_ERRORS, ids=[m for _, _, m in SCHEDULER_ERRORS])
+def test_scheduler_errors_exact_message(build, exc, message):
+    with pytest.raises(exc) as info:
+        build(_sgd())
+    assert str(info.value) == message
+
+
+def test_resume_without_initial_lr_names_the_group():
+    opt = make_optimizer(ember)
+    opt.param_groups[0]["initial_lr"] = 0.1
+    with pytest.raises(KeyError) as info:
+        ember_sched.StepLR(opt, step_size=2, last_epoch=3)
+    assert info.value.args[0] == ("StepLR: param_groups[1] has no 'initial_lr', which resuming with last_epoch=3 "
+                                  "needs; load the optimizer's state dict first, or start with last_epoch=-1")
+
+
+def test_plateau_min_lr_list_must_follow_added_groups():
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt, patience=0, min_lr=[0.01, 0.001])
+    opt.add_param_group({"params": [ember.zeros(1, requires_grad=True)]})
+    sched.step(1.0)
+    with pytest.raises(RuntimeError) as info:
+        sched.step(2.0)
+    assert str(info.value) == ("ReduceLROnPlateau: the optimizer now has 3 param groups but min_lr has 2 entries; "
+                               "update scheduler.min_lrs")
+
+
+def test_plateau_with_a_group_added_later_matches_torch():
+    def history(lib):
+        opt = make_optimizer(lib)
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, min_lr=0.004)
+        opt.add_param_group({"params": [lib.zeros(1, requires_grad=True)], "lr": 0.3})
+        rows = []
+        for m in [1.0, 2.0, 3.0, 0.5, 0.6, 0.7, 0.8]:
+            sched.step(m)
+            rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], list(sched.min_lrs)))
+        return rows
+
+    assert_rows_close(history(ember), history(torch))
+
+
+FRESH = {  # every scheduler with its defaults, as built with the fewest arguments
+    "StepLR": lambda S, o: S.StepLR(o, step_size=3),
+    "MultiStepLR": lambda S, o: S.MultiStepLR(o, milestones=[2, 5]),
+    "ExponentialLR": lambda S, o: S.ExponentialLR(o, gamma=0.9),
+    "CosineAnnealingLR": lambda S, o: S.CosineAnnealingLR(o, T_max=8),
+    "LinearLR": lambda S, o: S.LinearLR(o),
+    "LambdaLR": lambda S, o: S.LambdaLR(o, lambda_scale),
+    "OneCycleLR": lambda S, o: S.OneCycleLR(o, max_lr=0.5, total_steps=20),
+    "OneCycleLR-pct0": lambda S, o: S.OneCycleLR(o, max_lr=0.5, total_steps=20, pct_start=0.0),
+    "OneCycleLR-pct1": lambda S, o: S.OneCycleLR(o, max_lr=0.5, total_steps=20, pct_start=1.0),
+    "ReduceLROnPlateau": lambda S, o: S.ReduceLROnPlateau(o),
+    "SequentialLR-1": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5)], milestones=[]),
+    "SequentialLR-early": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5), S.StepLR(o, 2)],
+                                                      milestones=[1]),
+}
+
+
+@pytest.mark.parametrize("name", list(FRESH))
+def test_fresh_scheduler_state_and_lrs_match_torch(name):
+    """Defaults, the state a new scheduler saves, get_lr() called directly, and a few steps."""
+    def build(lib):
+        opt = make_optimizer(lib)
+        sched = FRESH[name](lib.optim.lr_scheduler, opt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # torch warns about get_lr() outside step()
+            direct = None if name.startswith(("ReduceLROnPlateau", "SequentialLR")) else sched.get_lr()
+        rows = [(sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt))]
+        for _ in range(6):
+            opt.step()
+            sched.step(1.0) if name == "ReduceLROnPlateau" else sched.step()
+            rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt)))
+        return sched, opt, direct, rows
+
+    (ours, opt, our_direct, our_rows), (theirs, _, their_direct, their_rows) = build(ember), build(torch)
+    assert ours.optimizer is opt
+    assert_rows_close(our_rows, their_rows)
+    if our_direct is not None:
+        assert_rows_close([(our_direct,)], [(their_direct,)])
+    theirs_sd = theirs.state_dict()
+    for key, value in ours.state_dict().items():
+        if key in theirs_sd and key not in ("_schedulers", "lr_lambdas"):
+            assert value == theirs_sd[key], key
+
+
+@pytest.mark.parametrize("name", ["CosineAnnealingLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
+                                  "LambdaLR"])
+def test_get_lr_right_after_resuming_matches_torch(name):
+    # get_lr() called directly before the first step(): CosineAnnealingLR then answers with its closed form
+    def direct(lib):
+        w, b = lib.tensor([1.0], requires_grad=True), lib.tensor([2.0], requires_grad=True)
+        opt = lib.optim.SGD([{"params": [w], "initial_lr": 0.1, "lr": 0.02},
+                             {"params": [b], "initial_lr": 0.05, "lr": 0.04}], lr=0.1)
+        sched = RESUMABLE[name](lib.optim.lr_scheduler, opt, 5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return sched.get_lr()
+
+    assert_rows_close([(direct(ember),)], [(direct(torch),)])
