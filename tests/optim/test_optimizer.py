@@ -331,3 +331,79 @@ def test_default_options_are_torch_defaults(name, kwargs):
 def test_required_prints_like_torch():
     from torch.optim.optimizer import required as torch_required
     assert repr(optim.optimizer.required) == repr(torch_required) == "<required parameter>"
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """The 'cuda' device on NumPy arrays, in this process (as EMBER_FAKE_CUDA=1 does at import)."""
+    from ember.backends import cuda
+    monkeypatch.setattr(cuda, "FAKE", True)
+    monkeypatch.setattr(cuda, "xp", np)
+
+
+def test_load_state_dict_moves_state_to_the_param_device(fake_cuda):
+    w = leaf([1.0, 2.0])
+    opt = optim.Adam([w], lr=0.1)
+    one_step(opt, [w])
+    on_gpu = ember.tensor(w.tolist(), dtype=ember.float64, device="cuda", requires_grad=True)
+    opt_gpu = optim.Adam([on_gpu], lr=0.1)
+    opt_gpu.load_state_dict(opt.state_dict())
+    state = opt_gpu.state[on_gpu]
+    assert state["exp_avg"].device == on_gpu.device and state["exp_avg_sq"].device == on_gpu.device
+    assert state["exp_avg"].tolist() == opt.state[w]["exp_avg"].tolist()
+    one_step(opt, [w])
+    one_step(opt_gpu, [on_gpu])
+    assert on_gpu.tolist() == w.tolist()
+    # and back: state on the GPU loaded for a CPU parameter
+    w2 = leaf([1.0, 2.0])
+    opt2 = optim.Adam([w2], lr=0.1)
+    opt2.load_state_dict(opt_gpu.state_dict())
+    assert opt2.state[w2]["exp_avg"].device == w2.device
+
+
+def test_load_state_dict_step_becomes_a_number_and_other_state_keeps_its_kind():
+    w = leaf([1.0, 2.0], dtype=ember.float32)
+    opt = optim.SGD([w], lr=0.1)
+    counts = ember.tensor([3, 4])                    # an integer state tensor: not cast to the param's float dtype
+    history = [ember.tensor([1.0, 2.0]), ember.tensor([0.5, 0.25])]   # a list of float64 tensors: each cast
+    opt.load_state_dict({"state": {0: {"step": ember.tensor(7.0), "count": counts, "history": history,
+                                       "note": {"tags": ["a"]}}},
+                         "param_groups": [dict(opt.param_groups[0], params=[0])]})
+    state = opt.state[w]
+    assert state["step"] == 7 and not isinstance(state["step"], ember.Tensor)
+    assert state["count"].dtype == counts.dtype and state["count"].tolist() == [3, 4]
+    assert [h.dtype for h in state["history"]] == [ember.float32, ember.float32]
+    assert [h.tolist() for h in state["history"]] == [[1.0, 2.0], [0.5, 0.25]]
+    assert state["note"] == {"tags": ["a"]}
+
+
+def test_load_state_dict_copies_what_it_loads():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1)
+    note = {"tags": ["a"]}
+    group = dict(opt.param_groups[0], params=[0], schedule={"milestones": [1, 2]})
+    sd = {"state": {0: {"note": note}}, "param_groups": [group]}
+    opt.load_state_dict(sd)
+    note["tags"].append("b")
+    group["schedule"]["milestones"].append(3)
+    assert opt.state[w]["note"] == {"tags": ["a"]}
+    assert opt.param_groups[0]["schedule"] == {"milestones": [1, 2]}
+    assert opt.state_dict()["param_groups"][0]["params"] == [0]
+    opt.state[leaf([0.0])]["fresh"] = 1   # the loaded state is still a defaultdict: a new parameter gets {}
+
+
+def test_load_state_dict_string_indices():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1, momentum=0.9)
+    one_step(opt, [w])
+    buf = opt.state[w]["momentum_buffer"]
+    # a negative index (any int names a parameter) written as a string, as JSON writes keys
+    opt.load_state_dict({"state": {"-1": {"momentum_buffer": buf}},
+                         "param_groups": [dict(opt.param_groups[0], params=[-1])]})
+    assert opt.state[w]["momentum_buffer"].tolist() == buf.tolist()
+    for key in ["X1", "1.5"]:
+        with pytest.raises(ValueError) as info:
+            opt.load_state_dict({"state": {key: {"momentum_buffer": buf}},
+                                 "param_groups": [dict(opt.param_groups[0], params=[0])]})
+        assert str(info.value) == (f"SGD.load_state_dict: state for parameter indices [{key!r}] that no "
+                                   "parameter group refers to")
