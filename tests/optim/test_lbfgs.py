@@ -99,3 +99,76 @@ def test_lbfgs_state_dict_round_trip_continues_identically():
     opt2.step(closure2)
     opt2.step(closure2)
     np.testing.assert_array_equal(x2.detach().numpy(), full[-1])
+
+
+RNG = np.random.default_rng(1)
+XS = RNG.standard_normal((6, 2))
+YS = RNG.standard_normal((6, 3))
+W_START = RNG.standard_normal((2, 3))
+B_START = RNG.standard_normal(3) * 0.1
+
+
+def regression_run(lib, kwargs, calls, start=(W_START, B_START)):
+    """Two parameters of different shapes and one that never gets a gradient, as one flat vector."""
+    w = lib.tensor(start[0], dtype=lib.float64, requires_grad=True)
+    b = lib.tensor(start[1], dtype=lib.float64, requires_grad=True)
+    unused = lib.tensor([5.0, 6.0], dtype=lib.float64, requires_grad=True)
+    opt = lib.optim.LBFGS([w, unused, b], **kwargs)
+    x_, y_ = lib.tensor(XS, dtype=lib.float64), lib.tensor(YS, dtype=lib.float64)
+
+    def closure():
+        opt.zero_grad()
+        r = x_ @ w + b - y_
+        loss = (r * r).sum() + 0.1 * (w * w * w * w).sum()
+        loss.backward()
+        return loss
+
+    rows = []
+    for _ in range(calls):
+        loss = opt.step(closure).item()
+        state = opt.state[w]
+        rows.append((np.concatenate([w.detach().numpy().ravel(), unused.detach().numpy(), b.detach().numpy()]),
+                     loss, state["n_iter"], state["func_evals"]))
+    return rows, opt
+
+
+REGRESSION_CASES = [
+    dict(lr=1),
+    dict(lr=1, line_search_fn="strong_wolfe"),
+    dict(lr=0.2, max_iter=6, history_size=1),
+    dict(lr=1, max_iter=10, history_size=2, line_search_fn="strong_wolfe"),
+    dict(lr=8, max_iter=6, line_search_fn="strong_wolfe"),            # too long a first step: the zoom phase
+    dict(lr=0.01, max_iter=6, line_search_fn="strong_wolfe"),         # too short: extrapolation
+    dict(lr=1, max_iter=40, tolerance_change=1e-3),                   # stops on a small change of the loss
+    dict(lr=1, max_iter=40, tolerance_grad=1e-2, line_search_fn="strong_wolfe"),
+    dict(lr=1, max_iter=40, max_eval=9, line_search_fn="strong_wolfe"),
+    dict(lr=0.5, max_iter=40, max_eval=7),
+]
+
+
+@pytest.mark.parametrize("kwargs", REGRESSION_CASES, ids=[str(i) for i in range(len(REGRESSION_CASES))])
+def test_lbfgs_several_parameters_match_torch(kwargs):
+    ours, opt_e = regression_run(ember, kwargs, 3)
+    theirs, opt_t = regression_run(torch, kwargs, 3)
+    for (x_e, loss_e, n_e, f_e), (x_t, loss_t, n_t, f_t) in zip(ours, theirs):
+        np.testing.assert_allclose(x_e, x_t, rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(loss_e, loss_t, rtol=1e-7, atol=1e-12)
+        assert (n_e, f_e) == (n_t, f_t)
+    se, st = opt_e.state[opt_e.param_groups[0]["params"][0]], opt_t.state[opt_t.param_groups[0]["params"][0]]
+    assert len(se["old_dirs"]) == len(st["old_dirs"]) and len(se["ro"]) == len(st["ro"])
+    np.testing.assert_allclose(np.array(se["ro"], dtype=float), [float(r) for r in st["ro"]], rtol=1e-6)
+    np.testing.assert_allclose(float(se["H_diag"]), float(st["H_diag"]), rtol=1e-6)
+    np.testing.assert_allclose(float(se["t"]), float(st["t"]), rtol=1e-6)
+    np.testing.assert_allclose(se["prev_loss"], st["prev_loss"], rtol=1e-7)
+    np.testing.assert_allclose(se["d"].numpy(), st["d"].numpy(), rtol=1e-5, atol=1e-9)
+
+
+def test_lbfgs_at_a_minimum_returns_after_one_evaluation():
+    for lib in (ember, torch):
+        rows, _ = regression_run(lib, dict(lr=1, max_iter=100, line_search_fn="strong_wolfe"), 3)
+        x_min = rows[-1][0]                                   # w (6), unused (2), b (3)
+        start = (x_min[:6].reshape(2, 3), x_min[8:])
+        rows, opt = regression_run(lib, dict(lr=1, tolerance_grad=1e-3), 2, start=start)
+        assert [r[2:] for r in rows] == [(0, 1), (0, 2)]     # no iteration, one closure call per step
+        np.testing.assert_array_equal(rows[-1][0], x_min)
+        assert "d" not in opt.state[opt.param_groups[0]["params"][0]]
