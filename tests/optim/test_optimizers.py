@@ -187,3 +187,13 @@ def test_group_added_after_steps_matches_torch(name, kwargs):
     (expected, opt_t), (actual, opt_e) = run(torch), run(ember)
     np.testing.assert_allclose(actual, expected, **TOL["float64"])
     assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
+
+
+def test_adagrad_state_exists_before_the_first_step_like_torch():
+    def build(optim, params):
+        return optim.Adagrad([{"params": [params[0]]}, {"params": [params[1]], "lr": 0.5}],
+                             initial_accumulator_value=0.25)
+
+    _, opt_t, _ = trajectory(torch, build, "float64", steps=0)
+    _, opt_e, _ = trajectory(ember, build, "float64", steps=0)
+    assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
