@@ -1,4 +1,6 @@
 """LBFGS against torch on the Rosenbrock function, with and without the strong-Wolfe line search."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -172,3 +174,99 @@ def test_lbfgs_at_a_minimum_returns_after_one_evaluation():
         assert [r[2:] for r in rows] == [(0, 1), (0, 2)]     # no iteration, one closure call per step
         np.testing.assert_array_equal(rows[-1][0], x_min)
         assert "d" not in opt.state[opt.param_groups[0]["params"][0]]
+
+
+# The line search and its cubic interpolation directly against torch's (private, but the algorithm
+# Ember follows step by step): every branch of the bracketing and zoom phases, on the same numbers.
+from ember.optim.lbfgs import _cubic_interpolate, _strong_wolfe  # noqa: E402
+from torch.optim.lbfgs import _cubic_interpolate as torch_cubic, _strong_wolfe as torch_strong_wolfe  # noqa: E402
+
+
+def _cubic_inputs():
+    rng = np.random.default_rng(2)
+    cases = []
+    for _ in range(300):
+        x1, x2 = rng.uniform(-2, 3, size=2)
+        f1, f2, g1, g2 = rng.standard_normal(4) * rng.choice([0.1, 1, 10])
+        bounds = None if rng.random() < 0.5 else tuple(sorted(rng.uniform(-3, 4, size=2)))
+        cases.append((x1, f1, g1, x2, f2, g2, bounds))
+    cases += [(1.0, 2.0, -1.0, 1.0 + 2 ** -20, 2.0, 1.0, None),      # nearly equal points
+              (2.0, 1.0, 0.5, 0.0, 1.0, -0.5, None), (0.0, 1.0, -0.5, 2.0, 1.0, 0.5, None),   # symmetric: d2 == 0
+              (0.0, 1.0, -1.0, 1.0, 0.0, -2.0, (0.5, 3.0))]
+    return cases
+
+
+def test_cubic_interpolate_matches_torch():
+    for x1, f1, g1, x2, f2, g2, bounds in _cubic_inputs():
+        ours = _cubic_interpolate(x1, f1, np.float64(g1), x2, f2, np.float64(g2), bounds=bounds)
+        theirs = torch_cubic(x1, f1, torch.tensor(g1, dtype=torch.float64), x2, f2,
+                             torch.tensor(g2, dtype=torch.float64), bounds=bounds)
+        assert math.isclose(float(ours), float(theirs), rel_tol=1e-12, abs_tol=1e-12), (x1, f1, g1, x2, f2, g2, bounds)
+
+
+def _rosen(z):
+    a, b = z[0::2], z[1::2]
+    f = ((1 - a) ** 2 + 100 * (b - a ** 2) ** 2).sum()
+    g = np.empty_like(z)
+    g[0::2] = -2 * (1 - a) - 400 * a * (b - a ** 2)
+    g[1::2] = 200 * (b - a ** 2)
+    return f, g
+
+
+def _bowl(z):
+    # convex, quartic away from the origin: long steps overshoot, short ones must be extrapolated
+    scale = np.arange(1.0, z.size + 1)
+    return (scale * z ** 4).sum() + 0.5 * (z ** 2).sum(), 4 * scale * z ** 3 + z
+
+
+def _walls(z):
+    # pseudo-Huber between steep exponential walls: cubic fits land near the ends of the bracket
+    root = np.sqrt(1 + z ** 2)
+    return (root + 0.1 * np.cosh(3 * z)).sum(), z / root + 0.3 * np.sinh(3 * z)
+
+
+def _quadratic(z):
+    scale = np.arange(1.0, z.size + 1)
+    return 0.5 * (scale * z * z).sum(), scale * z
+
+
+_QUADRATIC_T = 1.0633080695497101   # -g.d / d.(A d) from [0.3, -0.8, 1.1, 0.9] along d = -g / max|g|
+
+LINE_SEARCHES = [  # (function, start, step t, max_ls, tolerance_change)
+    (fn, start, t, max_ls, tol)
+    for fn in (_rosen, _bowl, _walls)
+    for start in (np.array([-1.5, 2.0, -0.5, 1.2]), np.array([0.3, -0.8, 1.1, 0.9]))
+    for t in (1e-4, 1e-2, 0.3, 1.0, 5.0, 100.0)
+    for max_ls, tol in ((25, 1e-9), (2, 1e-9), (1, 1e-9), (25, 1e-1), (25, 2.0))
+] + [
+    # on a quadratic, steps of a multiple of the exact minimiser along d: 1.95 of it lowers f enough but
+    # ends on a slope too steep and uphill, so the bracket is [0, t]
+    (_quadratic, np.array([0.3, -0.8, 1.1, 0.9]), k * _QUADRATIC_T, 25, 1e-9) for k in (0.3, 1.95, 2.5, 40.0)
+]
+
+
+@pytest.mark.parametrize("fn,start,t,max_ls,tol", LINE_SEARCHES, ids=[str(i) for i in range(len(LINE_SEARCHES))])
+def test_strong_wolfe_matches_torch(fn, start, t, max_ls, tol):
+    f0, g0 = fn(start)
+    d = -g0 / np.abs(g0).max()           # a descent direction of unit max-norm
+    calls = {"ember": [], "torch": []}
+
+    def ember_obj(x, step, direction):
+        calls["ember"].append(step)
+        f, g = fn(start + step * direction)
+        return float(f), g
+
+    def torch_obj(x, step, direction):
+        calls["torch"].append(float(step))
+        f, g = fn(start + float(step) * direction.numpy())
+        return float(f), torch.from_numpy(g)
+
+    gtd = np.float64(g0 @ d)
+    ours = _strong_wolfe(ember_obj, None, t, d, float(f0), g0.copy(), gtd, tolerance_change=tol, max_ls=max_ls)
+    theirs = torch_strong_wolfe(torch_obj, None, t, torch.from_numpy(d), float(f0), torch.from_numpy(g0.copy()),
+                                torch.tensor(gtd), tolerance_change=tol, max_ls=max_ls)
+    np.testing.assert_allclose(calls["ember"], calls["torch"], rtol=1e-10)   # the same trial steps
+    assert math.isclose(float(ours[0]), float(theirs[0]), rel_tol=1e-10)     # f at the chosen step
+    np.testing.assert_allclose(ours[1], theirs[1].numpy(), rtol=1e-10, atol=1e-12)
+    assert math.isclose(float(ours[2]), float(theirs[2]), rel_tol=1e-10)     # the step
+    assert ours[3] == theirs[3]                                              # evaluations
