@@ -26,7 +26,7 @@ def _const(like, a):
     return lib.tensor(a, dtype=like.dtype, device=like.device)
 
 
-def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None, device="cpu"):
+def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None, device="cpu", set_to_none=True):
     """Parameters after each of `steps` steps; `make_opt(optim_module, [w, b])` builds the optimizer."""
     ldtype = getattr(lib, dtype)
     w0, b0 = start if start is not None else (W0, B0)
@@ -37,7 +37,7 @@ def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None, devic
         opt.load_state_dict(opt_state)
     out = []
     for _ in range(steps):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=set_to_none)
         loss_fn(w, b).backward()
         opt.step()
         out.append(np.concatenate([w.detach().cpu().numpy().ravel(), b.detach().cpu().numpy().ravel()]))
@@ -76,6 +76,8 @@ CASES = [
     ("AdamW", dict(lr=0.05)),
     ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True)),
     ("AdamW", dict(lr=0.02, betas=(0.7, 0.95), eps=1e-3, maximize=True)),  # every option passed on to Adam
+    ("AdamW", dict(lr=0.01, weight_decay=1.0)),
+    ("SGD", dict(lr=0.02, weight_decay=1.0)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True)),
     ("RMSprop", dict(lr=0.01, momentum=0.9, weight_decay=0.1)),
@@ -197,3 +199,14 @@ def test_adagrad_state_exists_before_the_first_step_like_torch():
     _, opt_t, _ = trajectory(torch, build, "float64", steps=0)
     _, opt_e, _ = trajectory(ember, build, "float64", steps=0)
     assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_gradients_zeroed_in_place_match_torch(name, kwargs):
+    # zero_grad(set_to_none=False) reuses each gradient's array: state must never alias it
+    def make(optim, params):
+        return getattr(optim, name)(params, **kwargs)
+
+    expected, _, _ = trajectory(torch, make, "float64", steps=6, set_to_none=False)
+    actual, _, _ = trajectory(ember, make, "float64", steps=6, set_to_none=False)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
