@@ -270,3 +270,61 @@ def test_strong_wolfe_matches_torch(fn, start, t, max_ls, tol):
     np.testing.assert_allclose(ours[1], theirs[1].numpy(), rtol=1e-10, atol=1e-12)
     assert math.isclose(float(ours[2]), float(theirs[2]), rel_tol=1e-10)     # the step
     assert ours[3] == theirs[3]                                              # evaluations
+
+
+def test_lbfgs_errors_exact_message():
+    x = ember.tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError) as info:
+        ember.optim.LBFGS([x]).step()
+    assert str(info.value) == ("LBFGS.step: a closure is required (it re-evaluates the loss and its gradients: "
+                               "zero_grad(), loss = ..., loss.backward(), return loss)")
+    with pytest.raises(ValueError) as info:
+        ember.optim.LBFGS([{"params": [x]}, {"params": [ember.tensor([2.0], requires_grad=True)]}])
+    assert str(info.value) == ("LBFGS: parameter groups are not supported (all parameters share one flat vector); "
+                               "pass a single list of parameters")
+
+
+def l1_run(lib, kwargs, calls, float_loss=False, dtype="float64"):
+    """A weighted L1 norm: no curvature at all while no coordinate changes sign (every y.s is 0)."""
+    x = lib.tensor([1.0, -2.0, 3.0], dtype=getattr(lib, dtype), requires_grad=True)
+    unused = lib.tensor([7.0], dtype=getattr(lib, dtype), requires_grad=True)
+    weights = lib.tensor([0.05, 0.1, 0.15], dtype=getattr(lib, dtype))
+    opt = lib.optim.LBFGS([unused, x], **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = (weights * x.abs()).sum()
+        loss.backward()
+        return loss.item() if float_loss else loss   # torch and Ember accept a Python float too
+
+    rows = []
+    for _ in range(calls):
+        loss = opt.step(closure)
+        state = opt.state[unused]
+        rows.append((x.detach().numpy().copy(), float(loss.item() if hasattr(loss, "item") else loss),
+                     state["n_iter"], state["func_evals"],
+                     float(state["H_diag"]), float(state["t"])))
+    return rows, opt
+
+
+L1_CASES = [dict(lr=0.5, max_iter=4),
+            dict(lr=0.05, max_iter=6, tolerance_change=1e-2),   # stops: the parameters move by < 0.01
+            dict(lr=0.5, max_iter=6, tolerance_change=0.03),    # stops: the loss changes by < 0.03
+            dict(lr=3.0, max_iter=5, tolerance_change=0.3)]     # stops: g.d = -0.035 is no descent by 0.3
+
+
+@pytest.mark.parametrize("float_loss", [False, True])
+@pytest.mark.parametrize("kwargs", L1_CASES, ids=[str(i) for i in range(len(L1_CASES))])
+def test_lbfgs_without_curvature_matches_torch(kwargs, float_loss):
+    # the gradient's L1 norm is 0.3 < 1: the first step is lr * 1 (not lr / 0.3), H stays the identity
+    ours, _ = l1_run(ember, kwargs, 3, float_loss)
+    theirs, _ = l1_run(torch, kwargs, 3, float_loss)
+    for row_e, row_t in zip(ours, theirs):
+        np.testing.assert_allclose(row_e[0], row_t[0], rtol=1e-12)
+        assert row_e[1:] == pytest.approx(row_t[1:], rel=1e-12)
+
+
+def test_lbfgs_float32_keeps_its_dtype_with_a_parameter_without_gradient():
+    _, opt = l1_run(ember, dict(lr=0.5, max_iter=3), 1, dtype="float32")
+    state = opt.state[opt.param_groups[0]["params"][0]]
+    assert state["d"].dtype == ember.float32 and state["prev_flat_grad"].dtype == ember.float32
