@@ -84,9 +84,10 @@ def test_lr_sequence_matches_torch(name):
 
 
 def test_onecycle_cycles_adam_beta1():
-    ours, _, _ = lr_history(ember, "OneCycleLR", kind="Adam")
-    theirs, _, _ = lr_history(torch, "OneCycleLR", kind="Adam")
+    ours, _, opt_e = lr_history(ember, "OneCycleLR", kind="Adam")
+    theirs, _, opt_t = lr_history(torch, "OneCycleLR", kind="Adam")
     assert_rows_close(ours, theirs)
+    assert [g["betas"][1] for g in opt_e.param_groups] == [g["betas"][1] for g in opt_t.param_groups] == [0.999] * 2
 
 
 FALLING = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6,
@@ -385,6 +386,10 @@ SCHEDULER_ERRORS = [   # (build, exception type, the exact message)
      "OneCycleLR: anneal_strategy must be 'cos' or 'linear', got 'exp'"),
     (lambda o: ember_sched.OneCycleLR(o, max_lr=[0.1, 0.2], total_steps=5), ValueError,
      "OneCycleLR: expected 1 values for max_lr (one per param group), got 2"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, max_momentum=(0.9, 0.95)), ValueError,
+     "OneCycleLR: expected 1 values for max_momentum (one per param group), got 2"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, base_momentum=[]), ValueError,
+     "OneCycleLR: expected 1 values for base_momentum (one per param group), got 0"),
     (lambda o: ember_sched.OneCycleLR(ember.optim.Adagrad([ember.zeros(1, requires_grad=True)]), max_lr=0.1,
                                       total_steps=5), ValueError,
      "OneCycleLR: cycle_momentum=True needs an optimizer with momentum or betas, but Adagrad has neither; "
@@ -461,6 +466,11 @@ FRESH = {  # every scheduler with its defaults, as built with the fewest argumen
     "SequentialLR-1": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5)], milestones=[]),
     "SequentialLR-early": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5), S.StepLR(o, 2)],
                                                       milestones=[1]),
+    # the smallest accepted values
+    "StepLR-1": lambda S, o: S.StepLR(o, step_size=1, gamma=0.5),
+    "CosineAnnealingLR-1": lambda S, o: S.CosineAnnealingLR(o, T_max=1, eta_min=0.01),
+    "LinearLR-1": lambda S, o: S.LinearLR(o, start_factor=1.0, end_factor=0.0, total_iters=1),
+    "OneCycleLR-1": lambda S, o: S.OneCycleLR(o, max_lr=0.5, epochs=1, steps_per_epoch=7),
 }
 
 
@@ -476,7 +486,10 @@ def test_fresh_scheduler_state_and_lrs_match_torch(name):
         rows = [(sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt))]
         for _ in range(6):
             opt.step()
-            sched.step(1.0) if name == "ReduceLROnPlateau" else sched.step()
+            with warnings.catch_warnings():
+                if lib is ember:
+                    warnings.simplefilter("error")   # only step(epoch) warns
+                sched.step(1.0) if name == "ReduceLROnPlateau" else sched.step()
             rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt)))
         return sched, opt, direct, rows
 

@@ -407,3 +407,80 @@ def test_load_state_dict_string_indices():
                                  "param_groups": [dict(opt.param_groups[0], params=[0])]})
         assert str(info.value) == (f"SGD.load_state_dict: state for parameter indices [{key!r}] that no "
                                    "parameter group refers to")
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.1, 0.3, 0.4999, 0.5, 0.7, 0.999, 1.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lerp_rounds_like_torch(weight, dtype):
+    # the helper behind Adam's first moment and RMSprop's centred mean. Where torch's formula involves no
+    # rounding choice (weight 0, 0.5 and 1: start exactly, the midpoint from its upper formula, end
+    # exactly) it is bit for bit torch's; elsewhere torch's kernel may fuse a multiply-add, so last bits differ
+    from ember.optim.optimizer import lerp_
+    rng = np.random.default_rng(3)
+    start, end = (rng.standard_normal(2000).astype(dtype) for _ in range(2))
+    expected = torch.from_numpy(start.copy()).lerp_(torch.from_numpy(end), weight).numpy()
+    ours = start.copy()
+    lerp_(ours, end, weight, np)
+    if weight in (0.0, 0.5, 1.0):
+        np.testing.assert_array_equal(ours, expected)
+    else:
+        np.testing.assert_allclose(ours, expected, rtol=4 * np.finfo(dtype).eps, atol=4 * np.finfo(dtype).eps)
+
+
+OPTIMIZER_ERRORS = [   # (build, exception type, the exact message)
+    (lambda w: optim.SGD(w, lr=0.1), TypeError,
+     "SGD: params must be an iterable of Tensors or dicts, but got a single Tensor; wrap it in a list: [tensor]"),
+    (lambda w: optim.Adam({"params": [w]}), TypeError,
+     "Adam: params must be an iterable of Tensors or dicts, but got a dict; pass [dict(params=..., lr=...)] or "
+     "model.parameters()"),
+    (lambda w: optim.RMSprop([]), ValueError, "RMSprop: got an empty parameter list"),
+    (lambda w: optim.Adagrad([{"params": {w}}]), TypeError,
+     "Adagrad: parameters must be an ordered collection (a list or tuple), not a set: the order of a set changes "
+     "between runs"),
+    (lambda w: optim.Adadelta([w, 3.0]), TypeError, "Adadelta: can only optimize Tensors, but one of the params is float"),
+    (lambda w: optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1), TypeError,
+     "SGD: can only optimize Tensors, but one of the params is Tensor"),
+    (lambda w: optim.AdamW([w * 2]), ValueError,
+     "AdamW: can't optimize a non-leaf Tensor (shape (2,)); optimize the leaf it was computed from, or "
+     ".detach().requires_grad_()"),
+    (lambda w: optim.SGD([w]), ValueError, "SGD: parameter group didn't specify a value of required option 'lr'"),
+    (lambda w: optim.SGD([w, w], lr=0.1), ValueError, "SGD: a parameter group contains the same parameter twice"),
+    (lambda w: optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1), ValueError,
+     "SGD: some parameters appear in more than one parameter group"),
+    (lambda w: optim.SGD([w], lr=0.1).add_param_group([w]), TypeError,
+     "SGD.add_param_group: expected a dict, got list"),
+]
+
+
+@pytest.mark.parametrize("build,exc,message", OPTIMIZER_ERRORS, ids=[m for _, _, m in OPTIMIZER_ERRORS])
+def test_optimizer_errors_exact_message(build, exc, message):
+    with pytest.raises(exc) as info:
+        build(leaf([1.0, 2.0]))
+    assert str(info.value) == message
+
+
+def test_zero_grad_goes_past_parameters_without_gradient():
+    frozen, w = leaf([1.0]), leaf([1.0, 2.0])
+    opt = optim.SGD([frozen, w], lr=0.1)
+    (w * w).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    assert frozen.grad is None and w.grad.tolist() == [0.0, 0.0]
+    (w * w).sum().backward()
+    opt.zero_grad()
+    assert w.grad is None
+
+
+def test_sgd_momentum_buffer_is_one_tensor_updated_in_place_like_torch():
+    def run(lib):
+        w = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+        opt = lib.optim.SGD([w], lr=0.1, momentum=0.9)
+        bufs = []
+        for _ in range(3):
+            opt.zero_grad()
+            (w * w).sum().backward()
+            opt.step()
+            bufs.append(opt.state[w]["momentum_buffer"])
+        return bufs
+
+    for bufs in (run(torch), run(ember)):
+        assert bufs[0] is bufs[1] is bufs[2]

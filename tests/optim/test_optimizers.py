@@ -78,6 +78,7 @@ CASES = [
     ("AdamW", dict(lr=0.02, betas=(0.7, 0.95), eps=1e-3, maximize=True)),  # every option passed on to Adam
     ("AdamW", dict(lr=0.01, weight_decay=1.0)),
     ("SGD", dict(lr=0.02, weight_decay=1.0)),
+    ("SGD", dict(lr=0.01, momentum=1.0)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True)),
     ("RMSprop", dict(lr=0.01, momentum=0.9, weight_decay=0.1)),
