@@ -230,6 +230,26 @@ def _quadratic(z):
     return 0.5 * (scale * z * z).sum(), scale * z
 
 
+def _wiggly(w, a, p):
+    """|z|^p / p plus a sine ripple: slopes change sign often, so the zoom phase runs long and its cubic
+    steps land near the ends of the bracket (the insufficient-progress safeguard)."""
+    def fn(z):
+        return ((np.abs(z) ** p / p + a * np.sin(w * z)).sum(),
+                np.sign(z) * np.abs(z) ** (p - 1) + a * w * np.cos(w * z))
+    fn.__name__ = f"wiggly_{w}_{a}_{p}"
+    return fn
+
+
+# found by a search over ripples, starts and steps; each case takes the safeguard's branches
+WIGGLY = [(_wiggly(3.0, 0.3, 2.0), np.array([0.85, 1.15, 0.85]), 10.0),
+          (_wiggly(7.0, 1.0, 2.0), np.array([-0.26, 0.68, -1.69]), 1.0),
+          (_wiggly(15.0, 0.3, 4.0), np.array([1.11, 1.14, 1.12]), 10.0),
+          (_wiggly(7.0, 1.0, 4.0), np.array([1.21, -0.25, -1.73]), 1.0),
+          (_wiggly(15.0, 0.05, 2.0), np.array([-0.92, 0.69, 0.27]), 10.0),
+          (_wiggly(3.0, 0.05, 2.0), np.array([-0.25, -0.29, 0.01]), 3.0),
+          (_wiggly(3.0, 0.05, 2.0), np.array([-0.17, -0.72, 1.09]), 10.0),
+          (_wiggly(3.0, 0.05, 2.0), np.array([-0.72, -0.47, -0.87]), 10.0)]
+
 _QUADRATIC_T = 1.0633080695497101   # -g.d / d.(A d) from [0.3, -0.8, 1.1, 0.9] along d = -g / max|g|
 
 LINE_SEARCHES = [  # (function, start, step t, max_ls, tolerance_change)
@@ -242,7 +262,7 @@ LINE_SEARCHES = [  # (function, start, step t, max_ls, tolerance_change)
     # on a quadratic, steps of a multiple of the exact minimiser along d: 1.95 of it lowers f enough but
     # ends on a slope too steep and uphill, so the bracket is [0, t]
     (_quadratic, np.array([0.3, -0.8, 1.1, 0.9]), k * _QUADRATIC_T, 25, 1e-9) for k in (0.3, 1.95, 2.5, 40.0)
-]
+] + [(fn, start, t, max_ls, 1e-9) for fn, start, t in WIGGLY for max_ls in (25, 4)]
 
 
 @pytest.mark.parametrize("fn,start,t,max_ls,tol", LINE_SEARCHES, ids=[str(i) for i in range(len(LINE_SEARCHES))])
