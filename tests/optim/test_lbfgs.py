@@ -192,7 +192,8 @@ def _cubic_inputs():
         cases.append((x1, f1, g1, x2, f2, g2, bounds))
     cases += [(1.0, 2.0, -1.0, 1.0 + 2 ** -20, 2.0, 1.0, None),      # nearly equal points
               (2.0, 1.0, 0.5, 0.0, 1.0, -0.5, None), (0.0, 1.0, -0.5, 2.0, 1.0, 0.5, None),   # symmetric: d2 == 0
-              (0.0, 1.0, -1.0, 1.0, 0.0, -2.0, (0.5, 3.0))]
+              (0.0, 1.0, -1.0, 1.0, 0.0, -2.0, (0.5, 3.0)),
+              (0.0, 0.0, 1.0, 1.0, 1.0, 4.0, None), (1.0, 1.0, 4.0, 0.0, 0.0, 1.0, None)]   # d2 == 0 exactly
     return cases
 
 
@@ -348,3 +349,28 @@ def test_lbfgs_float32_keeps_its_dtype_with_a_parameter_without_gradient():
     _, opt = l1_run(ember, dict(lr=0.5, max_iter=3), 1, dtype="float32")
     state = opt.state[opt.param_groups[0]["params"][0]]
     assert state["d"].dtype == ember.float32 and state["prev_flat_grad"].dtype == ember.float32
+
+
+def exact_run(lib, start, kwargs):
+    """L1 norm of x - 1, from a start where one step of lr lands exactly on the minimum (gradient 0)."""
+    x = lib.tensor(start, dtype=lib.float64, requires_grad=True)
+    weights = lib.tensor([0.1, 0.2], dtype=lib.float64)
+    opt = lib.optim.LBFGS([x], **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = (weights * (x - 1).abs()).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    state = opt.state[x]
+    return x.detach().numpy().tolist(), state["n_iter"], state["func_evals"]
+
+
+@pytest.mark.parametrize("start", [[1.0, 1.0], [1.05, 0.9]], ids=["at-minimum", "one-step-away"])
+def test_lbfgs_with_zero_tolerance_stops_on_an_exactly_zero_gradient(start):
+    # tolerance_grad=0: a gradient of exactly 0 (at the start, or after a step) still counts as optimal
+    kwargs = dict(lr=0.5, max_iter=5, tolerance_grad=0.0, tolerance_change=0.0)
+    ours, theirs = exact_run(ember, start, kwargs), exact_run(torch, start, kwargs)
+    assert ours == theirs and ours[0] == [1.0, 1.0]

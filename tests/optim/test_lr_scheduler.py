@@ -2,6 +2,7 @@
 import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -480,6 +481,7 @@ def test_fresh_scheduler_state_and_lrs_match_torch(name):
     def build(lib):
         opt = make_optimizer(lib)
         sched = FRESH[name](lib.optim.lr_scheduler, opt)
+        initial_state.append(_plain_state(sched))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # torch warns about get_lr() outside step()
             direct = None if name.startswith(("ReduceLROnPlateau", "SequentialLR")) else sched.get_lr()
@@ -493,28 +495,55 @@ def test_fresh_scheduler_state_and_lrs_match_torch(name):
             rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt)))
         return sched, opt, direct, rows
 
-    (ours, opt, our_direct, our_rows), (theirs, _, their_direct, their_rows) = build(ember), build(torch)
+    initial_state = []
+    (ours, opt, our_direct, our_rows), (theirs, opt_t, their_direct, their_rows) = build(ember), build(torch)
     assert ours.optimizer is opt
     assert_rows_close(our_rows, their_rows)
     if our_direct is not None:
         assert_rows_close([(our_direct,)], [(their_direct,)])
-    theirs_sd = theirs.state_dict()
-    for key, value in ours.state_dict().items():
-        if key in theirs_sd and key not in ("_schedulers", "lr_lambdas"):
-            assert value == theirs_sd[key], key
+    _assert_common_state_equal(*initial_state)                          # right after construction
+    _assert_common_state_equal(_plain_state(ours), _plain_state(theirs))  # and after the steps
+    for group, group_t in zip(opt.param_groups, opt_t.param_groups):
+        assert set(group) <= set(group_t)          # no option torch's scheduler would not have added
 
 
+def _plain_state(sched):
+    """A scheduler's state dict, with SequentialLR's sub-schedulers' states flattened in."""
+    state = dict(sched.state_dict())
+    for i, sub in enumerate(state.pop("_schedulers", [])):
+        state.update({f"_schedulers[{i}].{k}": v for k, v in sub.items()})
+    state.pop("lr_lambdas", None)
+    return state
+
+
+def _assert_common_state_equal(ours, theirs):
+    for key, value in ours.items():
+        if key in theirs:
+            assert value == theirs[key], key
+
+
+@pytest.mark.parametrize("epoch", [0, 1, 5])
 @pytest.mark.parametrize("name", ["CosineAnnealingLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
                                   "LambdaLR"])
-def test_get_lr_right_after_resuming_matches_torch(name):
+def test_get_lr_right_after_resuming_matches_torch(name, epoch):
     # get_lr() called directly before the first step(): CosineAnnealingLR then answers with its closed form
     def direct(lib):
         w, b = lib.tensor([1.0], requires_grad=True), lib.tensor([2.0], requires_grad=True)
         opt = lib.optim.SGD([{"params": [w], "initial_lr": 0.1, "lr": 0.02},
                              {"params": [b], "initial_lr": 0.05, "lr": 0.04}], lr=0.1)
-        sched = RESUMABLE[name](lib.optim.lr_scheduler, opt, 5)
+        sched = RESUMABLE[name](lib.optim.lr_scheduler, opt, epoch)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return sched.get_lr()
 
     assert_rows_close([(direct(ember),)], [(direct(torch),)])
+
+
+def test_plateau_takes_one_element_arrays_without_warning():
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt, patience=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")    # float() of a 1-element NumPy array is deprecated; .item() is not
+        for m in [np.array([1.0]), np.array([2.0]), ember.tensor([3.0])]:
+            sched.step(m)
+    assert sched.best == 1.0 and sched.get_last_lr() == [pytest.approx(0.001), pytest.approx(0.0005)]
