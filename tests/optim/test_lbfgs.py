@@ -263,7 +263,16 @@ LINE_SEARCHES = [  # (function, start, step t, max_ls, tolerance_change)
     # on a quadratic, steps of a multiple of the exact minimiser along d: 1.95 of it lowers f enough but
     # ends on a slope too steep and uphill, so the bracket is [0, t]
     (_quadratic, np.array([0.3, -0.8, 1.1, 0.9]), k * _QUADRATIC_T, 25, 1e-9) for k in (0.3, 1.95, 2.5, 40.0)
-] + [(fn, start, t, max_ls, 1e-9) for fn, start, t in WIGGLY for max_ls in (25, 4)]
+] + [(fn, start, t, max_ls, 1e-9) for fn, start, t in WIGGLY for max_ls in (25, 4)] + [
+    # found by searching for inputs on which a changed zoom phase (bracket order, the low end's update, the
+    # budget's fallback bracket) gives another step than torch's
+    (_wiggly(40.0, 1.0, 4.0), np.array([-1.03, 0.85, 0.84]), 1.0, 25, 1e-3),
+    (_wiggly(40.0, 0.05, 2.0), np.array([-1.58, 1.95, 1.04]), 0.1, 6, 1e-9),
+    (_wiggly(40.0, 0.05, 2.0), np.array([-0.06, 1.94, 0.46]), 1.0, 3, 1e-3),
+    (_wiggly(40.0, 1.0, 4.0), np.array([-0.6, -1.94, 1.37]), 1.0, 25, 0.05),
+    (_wiggly(15.0, 0.3, 4.0), np.array([-0.98, -0.32, 1.52]), 1.0, 6, 1e-9),
+    (_wiggly(40.0, 0.05, 4.0), np.array([-1.08, 0.73, 0.24]), 1.0, 6, 0.05),
+    (_wiggly(7.0, 0.05, 2.0), np.array([0.6, -0.8, 0.18]), 0.01, 3, 0.05)]
 
 
 @pytest.mark.parametrize("fn,start,t,max_ls,tol", LINE_SEARCHES, ids=[str(i) for i in range(len(LINE_SEARCHES))])
