@@ -314,11 +314,11 @@ def test_lbfgs_errors_exact_message():
                                "pass a single list of parameters")
 
 
-def l1_run(lib, kwargs, calls, float_loss=False, dtype="float64"):
+def l1_run(lib, kwargs, calls, float_loss=False, dtype="float64", weights=(0.05, 0.1, 0.15)):
     """A weighted L1 norm: no curvature at all while no coordinate changes sign (every y.s is 0)."""
     x = lib.tensor([1.0, -2.0, 3.0], dtype=getattr(lib, dtype), requires_grad=True)
     unused = lib.tensor([7.0], dtype=getattr(lib, dtype), requires_grad=True)
-    weights = lib.tensor([0.05, 0.1, 0.15], dtype=getattr(lib, dtype))
+    weights = lib.tensor(weights, dtype=getattr(lib, dtype))
     opt = lib.optim.LBFGS([unused, x], **kwargs)
 
     def closure():
@@ -352,6 +352,16 @@ def test_lbfgs_without_curvature_matches_torch(kwargs, float_loss):
     for row_e, row_t in zip(ours, theirs):
         np.testing.assert_allclose(row_e[0], row_t[0], rtol=1e-12)
         assert row_e[1:] == pytest.approx(row_t[1:], rel=1e-12)
+
+
+def test_lbfgs_stops_on_small_parameter_change_before_the_loss_settles():
+    # weights 0.9: the first step t = 0.027 / 2.7 = 0.01 moves each coordinate by 0.009 <= 0.01 while the
+    # loss drops by 0.0243 > 0.01, so only the parameter test stops the iterations
+    kwargs = dict(lr=0.027, max_iter=6, tolerance_change=0.01)
+    ours, _ = l1_run(ember, kwargs, 2, weights=(0.9, 0.9, 0.9))
+    theirs, _ = l1_run(torch, kwargs, 2, weights=(0.9, 0.9, 0.9))
+    assert [r[2:4] for r in ours] == [r[2:4] for r in theirs] == [(1, 2), (7, 8)]   # then steps of lr: 6 more
+    np.testing.assert_allclose(ours[-1][0], theirs[-1][0], rtol=1e-12)
 
 
 def test_lbfgs_float32_keeps_its_dtype_with_a_parameter_without_gradient():

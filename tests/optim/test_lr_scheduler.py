@@ -89,6 +89,8 @@ def test_onecycle_cycles_adam_beta1():
     theirs, _, opt_t = lr_history(torch, "OneCycleLR", kind="Adam")
     assert_rows_close(ours, theirs)
     assert [g["betas"][1] for g in opt_e.param_groups] == [g["betas"][1] for g in opt_t.param_groups] == [0.999] * 2
+    for group, group_t in zip(opt_e.param_groups, opt_t.param_groups):
+        assert set(group) <= set(group_t)          # no option torch's scheduler would not have added
 
 
 FALLING = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6,
