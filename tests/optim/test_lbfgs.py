@@ -278,7 +278,18 @@ LINE_SEARCHES = [  # (function, start, step t, max_ls, tolerance_change)
 @pytest.mark.parametrize("fn,start,t,max_ls,tol", LINE_SEARCHES, ids=[str(i) for i in range(len(LINE_SEARCHES))])
 def test_strong_wolfe_matches_torch(fn, start, t, max_ls, tol):
     f0, g0 = fn(start)
-    d = -g0 / np.abs(g0).max()           # a descent direction of unit max-norm
+    _compare_line_search(fn, start, t, max_ls, tol, -g0 / np.abs(g0).max())   # a descent direction of max-norm 1
+
+
+@pytest.mark.parametrize("t,tol", [(1e-3, 1e-9), (1e-3, 0.05), (0.01, 0.5), (0.01, 5.0)])
+def test_strong_wolfe_with_a_long_direction_matches_torch(t, tol):
+    # d = -g on Rosenbrock (max-norm ~ 300): the bracket-too-small test scales the bracket by |d|
+    f0, g0 = _rosen(START)
+    _compare_line_search(_rosen, START, t, 25, tol, -g0)
+
+
+def _compare_line_search(fn, start, t, max_ls, tol, d):
+    f0, g0 = fn(start)
     calls = {"ember": [], "torch": []}
 
     def ember_obj(x, step, direction):
