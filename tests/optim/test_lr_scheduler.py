@@ -1,6 +1,8 @@
 """Every scheduler's learning rates (and OneCycle's momentum) over 25 steps against torch's."""
 import math
+import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -83,16 +85,23 @@ def test_lr_sequence_matches_torch(name):
 
 
 def test_onecycle_cycles_adam_beta1():
-    ours, _, _ = lr_history(ember, "OneCycleLR", kind="Adam")
-    theirs, _, _ = lr_history(torch, "OneCycleLR", kind="Adam")
+    ours, _, opt_e = lr_history(ember, "OneCycleLR", kind="Adam")
+    theirs, _, opt_t = lr_history(torch, "OneCycleLR", kind="Adam")
     assert_rows_close(ours, theirs)
+    assert [g["betas"][1] for g in opt_e.param_groups] == [g["betas"][1] for g in opt_t.param_groups] == [0.999] * 2
+    for group, group_t in zip(opt_e.param_groups, opt_t.param_groups):
+        assert set(group) <= set(group_t)          # no option torch's scheduler would not have added
 
 
-def plateau_history(lib, **kwargs):
+FALLING = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6,
+           0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
+# rises by 1%, 4%, 0.5%, 8%, 2%, then ties: tells a relative threshold from an absolute one and > from >=
+RISING = [1.0, 1.01, 1.0504, 1.055652, 1.14010416, 1.1629062432, 1.1629062432, 1.1629062432, 1.0, 1.0, 1.0, 1.0]
+
+
+def plateau_history(lib, metrics=FALLING, **kwargs):
     opt = make_optimizer(lib)
     sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
-    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6,
-               0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
     rows = []
     for m in metrics:
         opt.step()
@@ -102,7 +111,20 @@ def plateau_history(lib, **kwargs):
 
 
 PLATEAU = [dict(patience=2), dict(mode="max", patience=1, factor=0.5), dict(patience=1, cooldown=2, min_lr=0.02),
-           dict(threshold=0.05, threshold_mode="abs", patience=1, min_lr=[0.01, 0.001])]
+           dict(threshold=0.05, threshold_mode="abs", patience=1, min_lr=[0.01, 0.001]),
+           dict(threshold=0.0, patience=0), dict(threshold=0.1, patience=0), dict(threshold=0.1, patience=1),
+           dict(metrics=[-m for m in RISING], threshold=0.03, patience=0),
+           dict(metrics=[-m for m in RISING], threshold=0.03, threshold_mode="abs", patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.0, patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.03, patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.03, threshold_mode="abs", patience=0),
+           dict(metrics=RISING, mode="max", threshold=0.045, threshold_mode="abs", patience=0),
+           dict(patience=0, cooldown=2), dict(patience=1, cooldown=3, factor=0.5),
+           dict(patience=0, factor=0.5, eps=0.05),   # 0.1 -> 0.05 changes the lr by exactly eps: not applied
+           # around 10 a relative threshold of 3% (0.3) and an absolute one of 0.03 disagree on 10.1
+           dict(metrics=[10.0, 10.1, 10.2, 10.5, 11.0, 11.0, 11.02, 12.0], mode="max", threshold=0.03, patience=0),
+           dict(metrics=[10.0, 10.1, 10.2, 10.5, 11.0, 11.0, 11.02, 12.0], mode="max", threshold=0.03,
+                threshold_mode="abs", patience=0)]
 
 
 @pytest.mark.parametrize("kwargs", PLATEAU, ids=[str(i) for i in range(len(PLATEAU))])
@@ -216,3 +238,314 @@ def fresh_resume_history(lib, name, epoch):
 @pytest.mark.parametrize("name", [n for n in RESUMABLE if not n.startswith(("OneCycleLR", "SequentialLR"))])
 def test_resuming_a_fresh_optimizer_matches_torch(name):
     assert_rows_close(fresh_resume_history(ember, name, 5), fresh_resume_history(torch, name, 5))
+
+
+EPOCH_WARNING = "passing an epoch to scheduler.step() is deprecated (as in torch); call step() without arguments"
+
+
+@pytest.mark.parametrize("name", [n for n in SCHEDULERS if not n.startswith("SequentialLR")])
+def test_step_with_an_epoch_uses_the_closed_form_like_torch(name):
+    """step(epoch) jumps to `epoch` (torch's deprecated form): the closed form where there is one."""
+    def history(lib):
+        opt = make_optimizer(lib)
+        sched = SCHEDULERS[name](lib.optim.lr_scheduler, opt)
+        rows = []
+        for epoch in [3, 8, 5, 13, 4, 0, 20, 9, 16, 17]:
+            opt.step()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sched.step(epoch)
+            assert any(issubclass(w.category, UserWarning) for w in caught)
+            if lib is ember:
+                assert [str(w.message) for w in caught] == [EPOCH_WARNING]
+            rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt),
+                         [sched.last_epoch]))
+        return rows
+
+    assert_rows_close(history(ember), history(torch))
+
+
+def test_plateau_arguments_are_checked():
+    opt = make_optimizer(ember)
+    for kwargs, message in [
+            (dict(mode="avg"), "ReduceLROnPlateau: mode must be 'min' or 'max', got 'avg'"),
+            (dict(threshold_mode="pct"), "ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got 'pct'"),
+            (dict(factor=1.0), "ReduceLROnPlateau: factor must be < 1.0, got 1.0"),
+            (dict(min_lr=[0.1]), "ReduceLROnPlateau: expected 2 min_lrs (one per param group), got 1")]:
+        with pytest.raises(ValueError) as info:
+            ember_sched.ReduceLROnPlateau(opt, **kwargs)
+        assert str(info.value) == message
+
+
+def test_plateau_step_with_an_epoch_warns_and_sets_it():
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sched.step(1.0, epoch=7)
+    assert [str(w.message) for w in caught] == ["passing an epoch to scheduler.step() is deprecated (as in torch)"]
+    assert caught[0].category is UserWarning
+    assert sched.last_epoch == 7
+
+
+class Scale:
+    """A callable object as lr_lambda: its attributes are saved in the state dict (a function's are not)."""
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __call__(self, epoch):
+        return self.factor ** epoch
+
+
+def test_lambda_lr_state_dict_saves_callable_objects_like_torch():
+    def build(lib, factor):
+        opt = make_optimizer(lib)
+        return lib.optim.lr_scheduler.LambdaLR(opt, [lambda_scale, Scale(factor)]), opt
+
+    (ours, _), (theirs, _) = build(ember, 0.5), build(torch, 0.5)
+    assert ours.state_dict()["lr_lambdas"] == theirs.state_dict()["lr_lambdas"] == [None, {"factor": 0.5}]
+    assert "optimizer" not in ours.state_dict()
+    for _ in range(3):
+        ours.optimizer.step()
+        ours.step()
+    resumed, opt = build(ember, 0.9)
+    resumed.load_state_dict(ours.state_dict())
+    assert resumed.lr_lambdas[1].factor == 0.5 and resumed.lr_lambdas[0] is lambda_scale
+    opt.step()
+    resumed.step()
+    assert resumed.get_last_lr() == [0.1 * 0.9 ** 4, 0.05 * 0.5 ** 4]
+
+
+def test_plateau_state_dict_round_trip_continues_identically():
+    kwargs = dict(mode="max", patience=1, threshold=0.03, threshold_mode="abs", cooldown=1)
+    metrics = [10.0, 10.1, 10.2, 10.2, 10.2, 10.5, 10.5, 10.5, 10.5, 11.0, 11.0, 11.0]
+    full = plateau_history(ember, metrics, **kwargs)
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt, **kwargs)
+    for m in metrics[:5]:
+        sched.step(ember.tensor(m, dtype=ember.float64))   # a 0-dim tensor, as a loss is
+    state = sched.state_dict()
+    assert state == plateau_state_of_torch(kwargs, metrics[:5])
+    opt2 = make_optimizer(ember)
+    opt2.load_state_dict(opt.state_dict())
+    resumed = ember_sched.ReduceLROnPlateau(opt2)   # built with other options: the state dict restores them
+    resumed.load_state_dict(state)
+    rows = []
+    for m in metrics[5:]:
+        resumed.step(m)
+        rows.append((resumed.get_last_lr(), [g["lr"] for g in opt2.param_groups]))
+    assert_rows_close(rows, full[5:])
+
+
+def plateau_state_of_torch(kwargs, metrics):
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(make_optimizer(torch), **kwargs)
+    for m in metrics:
+        sched.step(torch.tensor(m, dtype=torch.float64))
+    return sched.state_dict()
+
+
+def _sgd(momentum=0.9):
+    return ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1, momentum=momentum)
+
+
+SCHEDULER_ERRORS = [   # (build, exception type, the exact message)
+    (lambda o: ember_sched.StepLR("opt", step_size=2), TypeError, "StepLR: expected an Optimizer, got str"),
+    (lambda o: ember_sched.StepLR(o, step_size=0), ValueError, "StepLR: step_size must be a positive integer, got 0"),
+    (lambda o: ember_sched.StepLR(o, step_size=True), ValueError,
+     "StepLR: step_size must be a positive integer, got True"),
+    (lambda o: ember_sched.StepLR(o, step_size=2.0), ValueError,
+     "StepLR: step_size must be a positive integer, got 2.0"),
+    (lambda o: ember_sched.CosineAnnealingLR(o, T_max=0), ValueError,
+     "CosineAnnealingLR: T_max must be a positive integer, got 0"),
+    (lambda o: ember_sched.LinearLR(o, start_factor=0), ValueError, "LinearLR: start_factor must be in (0, 1], got 0"),
+    (lambda o: ember_sched.LinearLR(o, start_factor=1.5), ValueError,
+     "LinearLR: start_factor must be in (0, 1], got 1.5"),
+    (lambda o: ember_sched.LinearLR(o, end_factor=-0.1), ValueError, "LinearLR: end_factor must be in [0, 1], got -0.1"),
+    (lambda o: ember_sched.LinearLR(o, end_factor=1.5), ValueError, "LinearLR: end_factor must be in [0, 1], got 1.5"),
+    (lambda o: ember_sched.LinearLR(o, total_iters=0), ValueError,
+     "LinearLR: total_iters must be a positive integer, got 0"),
+    (lambda o: ember_sched.LambdaLR(o, [lambda_scale, lambda_scale]), ValueError,
+     "LambdaLR: expected 1 lr_lambdas (one per param group), got 2"),
+    (lambda o: ember_sched.LambdaLR(o, 0.5), TypeError, "LambdaLR: lr_lambda must be callable, got float"),
+    (lambda o: ember_sched.OneCycleLR("opt", max_lr=0.1, total_steps=5), TypeError,
+     "OneCycleLR: expected an Optimizer, got str"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=0), ValueError,
+     "OneCycleLR: total_steps must be a positive integer, got 0"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, epochs=0, steps_per_epoch=3), ValueError,
+     "OneCycleLR: epochs must be a positive integer, got 0"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, epochs=2, steps_per_epoch=0), ValueError,
+     "OneCycleLR: steps_per_epoch must be a positive integer, got 0"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, epochs=2), ValueError,
+     "OneCycleLR: pass total_steps, or both epochs and steps_per_epoch"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, steps_per_epoch=2), ValueError,
+     "OneCycleLR: pass total_steps, or both epochs and steps_per_epoch"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, pct_start=1), ValueError,
+     "OneCycleLR: pct_start must be a float in [0, 1], got 1"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, pct_start=-0.1), ValueError,
+     "OneCycleLR: pct_start must be a float in [0, 1], got -0.1"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, pct_start=1.5), ValueError,
+     "OneCycleLR: pct_start must be a float in [0, 1], got 1.5"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, anneal_strategy="exp"), ValueError,
+     "OneCycleLR: anneal_strategy must be 'cos' or 'linear', got 'exp'"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=[0.1, 0.2], total_steps=5), ValueError,
+     "OneCycleLR: expected 1 values for max_lr (one per param group), got 2"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, max_momentum=(0.9, 0.95)), ValueError,
+     "OneCycleLR: expected 1 values for max_momentum (one per param group), got 2"),
+    (lambda o: ember_sched.OneCycleLR(o, max_lr=0.1, total_steps=5, base_momentum=[]), ValueError,
+     "OneCycleLR: expected 1 values for base_momentum (one per param group), got 0"),
+    (lambda o: ember_sched.OneCycleLR(ember.optim.Adagrad([ember.zeros(1, requires_grad=True)]), max_lr=0.1,
+                                      total_steps=5), ValueError,
+     "OneCycleLR: cycle_momentum=True needs an optimizer with momentum or betas, but Adagrad has neither; "
+     "pass cycle_momentum=False"),
+    (lambda o: ember_sched.ReduceLROnPlateau("opt"), TypeError, "ReduceLROnPlateau: expected an Optimizer, got str"),
+    (lambda o: ember_sched.SequentialLR(o, [], milestones=[]), ValueError,
+     "SequentialLR: expected at least one scheduler, got none"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2), ember_sched.ReduceLROnPlateau(o)], [3]),
+     ValueError, "SequentialLR: scheduler 1 is a ReduceLROnPlateau, which needs a metric in step() and so cannot "
+                 "be sequenced"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2), ember_sched.StepLR(_sgd(), 2)], [3]),
+     ValueError, "SequentialLR: scheduler 1 (StepLR) belongs to a different optimizer; all schedulers must share "
+                 "the SequentialLR's optimizer"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2), lambda_scale], [3]),
+     ValueError, "SequentialLR: scheduler 1 (function) belongs to a different optimizer; all schedulers must share "
+                 "the SequentialLR's optimizer"),
+    (lambda o: ember_sched.SequentialLR(o, [ember_sched.StepLR(o, 2)], [3]), ValueError,
+     "SequentialLR: expected 0 milestones for 1 schedulers, got 1"),
+]
+
+
+@pytest.mark.parametrize("build,exc,message", SCHEDULER_ERRORS, ids=[m for _, _, m in SCHEDULER_ERRORS])
+def test_scheduler_errors_exact_message(build, exc, message):
+    with pytest.raises(exc) as info:
+        build(_sgd())
+    assert str(info.value) == message
+
+
+def test_resume_without_initial_lr_names_the_group():
+    opt = make_optimizer(ember)
+    opt.param_groups[0]["initial_lr"] = 0.1
+    with pytest.raises(KeyError) as info:
+        ember_sched.StepLR(opt, step_size=2, last_epoch=3)
+    assert info.value.args[0] == ("StepLR: param_groups[1] has no 'initial_lr', which resuming with last_epoch=3 "
+                                  "needs; load the optimizer's state dict first, or start with last_epoch=-1")
+
+
+def test_plateau_min_lr_list_must_follow_added_groups():
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt, patience=0, min_lr=[0.01, 0.001])
+    opt.add_param_group({"params": [ember.zeros(1, requires_grad=True)]})
+    sched.step(1.0)
+    with pytest.raises(RuntimeError) as info:
+        sched.step(2.0)
+    assert str(info.value) == ("ReduceLROnPlateau: the optimizer now has 3 param groups but min_lr has 2 entries; "
+                               "update scheduler.min_lrs")
+
+
+def test_plateau_with_a_group_added_later_matches_torch():
+    def history(lib):
+        opt = make_optimizer(lib)
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, min_lr=0.004)
+        opt.add_param_group({"params": [lib.zeros(1, requires_grad=True)], "lr": 0.3})
+        rows = []
+        for m in [1.0, 2.0, 3.0, 0.5, 0.6, 0.7, 0.8]:
+            sched.step(m)
+            rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], list(sched.min_lrs)))
+        return rows
+
+    assert_rows_close(history(ember), history(torch))
+
+
+FRESH = {  # every scheduler with its defaults, as built with the fewest arguments
+    "StepLR": lambda S, o: S.StepLR(o, step_size=3),
+    "MultiStepLR": lambda S, o: S.MultiStepLR(o, milestones=[2, 5]),
+    "ExponentialLR": lambda S, o: S.ExponentialLR(o, gamma=0.9),
+    "CosineAnnealingLR": lambda S, o: S.CosineAnnealingLR(o, T_max=8),
+    "LinearLR": lambda S, o: S.LinearLR(o),
+    "LambdaLR": lambda S, o: S.LambdaLR(o, lambda_scale),
+    "OneCycleLR": lambda S, o: S.OneCycleLR(o, max_lr=0.5, total_steps=20),
+    "OneCycleLR-pct0": lambda S, o: S.OneCycleLR(o, max_lr=0.5, total_steps=20, pct_start=0.0),
+    "OneCycleLR-pct1": lambda S, o: S.OneCycleLR(o, max_lr=0.5, total_steps=20, pct_start=1.0),
+    "ReduceLROnPlateau": lambda S, o: S.ReduceLROnPlateau(o),
+    "SequentialLR-1": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5)], milestones=[]),
+    "SequentialLR-early": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5), S.StepLR(o, 2)],
+                                                      milestones=[1]),
+    # the smallest accepted values
+    "StepLR-1": lambda S, o: S.StepLR(o, step_size=1, gamma=0.5),
+    "CosineAnnealingLR-1": lambda S, o: S.CosineAnnealingLR(o, T_max=1, eta_min=0.01),
+    "LinearLR-1": lambda S, o: S.LinearLR(o, start_factor=1.0, end_factor=0.0, total_iters=1),
+    "OneCycleLR-1": lambda S, o: S.OneCycleLR(o, max_lr=0.5, epochs=1, steps_per_epoch=7),
+}
+
+
+@pytest.mark.parametrize("name", list(FRESH))
+def test_fresh_scheduler_state_and_lrs_match_torch(name):
+    """Defaults, the state a new scheduler saves, get_lr() called directly, and a few steps."""
+    def build(lib):
+        opt = make_optimizer(lib)
+        sched = FRESH[name](lib.optim.lr_scheduler, opt)
+        initial_state.append(_plain_state(sched))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # torch warns about get_lr() outside step()
+            direct = None if name.startswith(("ReduceLROnPlateau", "SequentialLR")) else sched.get_lr()
+        rows = [(sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt))]
+        for _ in range(6):
+            opt.step()
+            with warnings.catch_warnings():
+                if lib is ember:
+                    warnings.simplefilter("error")   # only step(epoch) warns
+                sched.step(1.0) if name == "ReduceLROnPlateau" else sched.step()
+            rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt)))
+        return sched, opt, direct, rows
+
+    initial_state = []
+    (ours, opt, our_direct, our_rows), (theirs, opt_t, their_direct, their_rows) = build(ember), build(torch)
+    assert ours.optimizer is opt
+    assert_rows_close(our_rows, their_rows)
+    if our_direct is not None:
+        assert_rows_close([(our_direct,)], [(their_direct,)])
+    _assert_common_state_equal(*initial_state)                          # right after construction
+    _assert_common_state_equal(_plain_state(ours), _plain_state(theirs))  # and after the steps
+    for group, group_t in zip(opt.param_groups, opt_t.param_groups):
+        assert set(group) <= set(group_t)          # no option torch's scheduler would not have added
+
+
+def _plain_state(sched):
+    """A scheduler's state dict, with SequentialLR's sub-schedulers' states flattened in."""
+    state = dict(sched.state_dict())
+    for i, sub in enumerate(state.pop("_schedulers", [])):
+        state.update({f"_schedulers[{i}].{k}": v for k, v in sub.items()})
+    state.pop("lr_lambdas", None)
+    return state
+
+
+def _assert_common_state_equal(ours, theirs):
+    for key, value in ours.items():
+        if key in theirs:
+            assert value == theirs[key], key
+
+
+@pytest.mark.parametrize("epoch", [0, 1, 5])
+@pytest.mark.parametrize("name", ["CosineAnnealingLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
+                                  "LambdaLR"])
+def test_get_lr_right_after_resuming_matches_torch(name, epoch):
+    # get_lr() called directly before the first step(): CosineAnnealingLR then answers with its closed form
+    def direct(lib):
+        w, b = lib.tensor([1.0], requires_grad=True), lib.tensor([2.0], requires_grad=True)
+        opt = lib.optim.SGD([{"params": [w], "initial_lr": 0.1, "lr": 0.02},
+                             {"params": [b], "initial_lr": 0.05, "lr": 0.04}], lr=0.1)
+        sched = RESUMABLE[name](lib.optim.lr_scheduler, opt, epoch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return sched.get_lr()
+
+    assert_rows_close([(direct(ember),)], [(direct(torch),)])
+
+
+def test_plateau_takes_one_element_arrays_without_warning():
+    opt = make_optimizer(ember)
+    sched = ember_sched.ReduceLROnPlateau(opt, patience=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")    # float() of a 1-element NumPy array is deprecated; .item() is not
+        for m in [np.array([1.0]), np.array([2.0]), ember.tensor([3.0])]:
+            sched.step(m)
+    assert sched.best == 1.0 and sched.get_last_lr() == [pytest.approx(0.001), pytest.approx(0.0005)]

@@ -244,3 +244,248 @@ def test_load_state_dict_from_json_like_dicts():
     opt2.load_state_dict(jsonish)
     assert opt2.param_groups[0]["betas"] == (0.8, 0.9) and opt2.state[w2]["step"] == 1
     assert opt2.state[w2]["exp_avg"].tolist() == opt.state[w]["exp_avg"].tolist()
+
+
+# Every checked argument of every optimizer: a bad value raises exactly this message (the optimizer's
+# name, the option, the value as given), and the boundary value, which torch accepts, is accepted.
+EXACT_MESSAGES = [
+    (optim.SGD, dict(lr=-0.1), "SGD: invalid learning rate: -0.1"),
+    (optim.SGD, dict(lr=0.1, momentum=-1), "SGD: invalid momentum value: -1"),
+    (optim.SGD, dict(lr=0.1, weight_decay=-0.5), "SGD: invalid weight_decay value: -0.5"),
+    (optim.SGD, dict(lr=0.1, momentum=0, nesterov=True),
+     "SGD: nesterov momentum requires a momentum > 0 and zero dampening, got momentum=0, dampening=0"),
+    (optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, nesterov=True),
+     "SGD: nesterov momentum requires a momentum > 0 and zero dampening, got momentum=0.9, dampening=0.1"),
+    (optim.Adam, dict(lr=-1e-3), "Adam: invalid learning rate: -0.001"),
+    (optim.Adam, dict(eps=-1e-8), "Adam: invalid epsilon value: -1e-08"),
+    (optim.Adam, dict(betas=(-0.1, 0.999)), "Adam: invalid beta parameter at index 0: -0.1"),
+    (optim.Adam, dict(betas=(1.0, 0.999)), "Adam: invalid beta parameter at index 0: 1.0"),
+    (optim.Adam, dict(betas=(0.9, -0.1)), "Adam: invalid beta parameter at index 1: -0.1"),
+    (optim.Adam, dict(betas=(0.9, 1.0)), "Adam: invalid beta parameter at index 1: 1.0"),
+    (optim.Adam, dict(weight_decay=-0.01), "Adam: invalid weight_decay value: -0.01"),
+    (optim.AdamW, dict(lr=-1e-3), "AdamW: invalid learning rate: -0.001"),
+    (optim.AdamW, dict(weight_decay=-0.01), "AdamW: invalid weight_decay value: -0.01"),
+    (optim.RMSprop, dict(lr=-0.1), "RMSprop: invalid learning rate: -0.1"),
+    (optim.RMSprop, dict(eps=-0.1), "RMSprop: invalid epsilon value: -0.1"),
+    (optim.RMSprop, dict(momentum=-0.5), "RMSprop: invalid momentum value: -0.5"),
+    (optim.RMSprop, dict(weight_decay=-0.5), "RMSprop: invalid weight_decay value: -0.5"),
+    (optim.RMSprop, dict(alpha=-0.5), "RMSprop: invalid alpha value: -0.5"),
+    (optim.Adagrad, dict(lr=-0.1), "Adagrad: invalid learning rate: -0.1"),
+    (optim.Adagrad, dict(lr_decay=-1), "Adagrad: invalid lr_decay value: -1"),
+    (optim.Adagrad, dict(weight_decay=-1), "Adagrad: invalid weight_decay value: -1"),
+    (optim.Adagrad, dict(initial_accumulator_value=-1), "Adagrad: invalid initial_accumulator_value value: -1"),
+    (optim.Adagrad, dict(eps=-1), "Adagrad: invalid epsilon value: -1"),
+    (optim.Adadelta, dict(lr=-1), "Adadelta: invalid learning rate: -1"),
+    (optim.Adadelta, dict(rho=-0.5), "Adadelta: invalid rho value: -0.5"),
+    (optim.Adadelta, dict(rho=1.5), "Adadelta: invalid rho value: 1.5"),
+    (optim.Adadelta, dict(eps=-1), "Adadelta: invalid epsilon value: -1"),
+    (optim.Adadelta, dict(weight_decay=-1), "Adadelta: invalid weight_decay value: -1"),
+    (optim.LBFGS, dict(lr=-1), "LBFGS: invalid learning rate: -1"),
+    (optim.LBFGS, dict(max_iter=0), "LBFGS: invalid max_iter: 0"),
+    (optim.LBFGS, dict(max_iter=2.0), "LBFGS: invalid max_iter: 2.0"),
+    (optim.LBFGS, dict(max_eval=0), "LBFGS: invalid max_eval: 0"),
+    (optim.LBFGS, dict(max_eval=3.0), "LBFGS: invalid max_eval: 3.0"),
+    (optim.LBFGS, dict(history_size=0), "LBFGS: invalid history_size: 0"),
+    (optim.LBFGS, dict(history_size=2.0), "LBFGS: invalid history_size: 2.0"),
+    (optim.LBFGS, dict(line_search_fn="armijo"),
+     "LBFGS: invalid line_search_fn (expected None or 'strong_wolfe'): 'armijo'"),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,message", EXACT_MESSAGES, ids=[m for _, _, m in EXACT_MESSAGES])
+def test_invalid_arguments_exact_message(cls, kwargs, message):
+    with pytest.raises(ValueError) as info:
+        cls([leaf([1.0])], **kwargs)
+    assert str(info.value) == message
+
+
+BOUNDARIES = [   # the edge of every valid range, each accepted by torch too
+    ("SGD", dict(lr=0.0, momentum=0.0, dampening=0.0, weight_decay=0.0)),
+    ("SGD", dict(lr=0.1, momentum=1e-3, nesterov=True)),
+    ("Adam", dict(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0)),
+    ("AdamW", dict(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0)),
+    ("RMSprop", dict(lr=0.0, eps=0.0, momentum=0.0, weight_decay=0.0, alpha=0.0)),
+    ("Adagrad", dict(lr=0.0, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=0.0)),
+    ("Adadelta", dict(lr=0.0, rho=0.0, eps=0.0, weight_decay=0.0)),
+    ("Adadelta", dict(rho=1.0)),
+    ("LBFGS", dict(lr=0.0, max_iter=1, max_eval=1, history_size=1, line_search_fn="strong_wolfe")),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", BOUNDARIES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(BOUNDARIES)])
+def test_boundary_arguments_are_accepted_like_torch(name, kwargs):
+    getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], **kwargs)
+    opt = getattr(optim, name)([leaf([1.0])], **kwargs)
+    for key, value in kwargs.items():
+        assert opt.param_groups[0][key] == value
+
+
+DEFAULTS = [("SGD", dict(lr=0.1)), ("Adam", {}), ("AdamW", {}), ("RMSprop", {}), ("Adagrad", {}), ("Adadelta", {}),
+            ("LBFGS", {}), ("LBFGS", dict(max_iter=4)), ("LBFGS", dict(max_iter=7))]
+
+
+@pytest.mark.parametrize("name,kwargs", DEFAULTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(DEFAULTS)])
+def test_default_options_are_torch_defaults(name, kwargs):
+    theirs = getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], **kwargs).param_groups[0]
+    ours = getattr(optim, name)([leaf([1.0])], **kwargs).param_groups[0]
+    for key, value in ours.items():
+        if key != "params":
+            assert repr(value) == repr(theirs[key]), key   # the value and its type (0 and 0.0 print differently)
+
+
+def test_required_prints_like_torch():
+    from torch.optim.optimizer import required as torch_required
+    assert repr(optim.optimizer.required) == repr(torch_required) == "<required parameter>"
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """The 'cuda' device on NumPy arrays, in this process (as EMBER_FAKE_CUDA=1 does at import)."""
+    from ember.backends import cuda
+    monkeypatch.setattr(cuda, "FAKE", True)
+    monkeypatch.setattr(cuda, "xp", np)
+
+
+def test_load_state_dict_moves_state_to_the_param_device(fake_cuda):
+    w = leaf([1.0, 2.0])
+    opt = optim.Adam([w], lr=0.1)
+    one_step(opt, [w])
+    on_gpu = ember.tensor(w.tolist(), dtype=ember.float64, device="cuda", requires_grad=True)
+    opt_gpu = optim.Adam([on_gpu], lr=0.1)
+    opt_gpu.load_state_dict(opt.state_dict())
+    state = opt_gpu.state[on_gpu]
+    assert state["exp_avg"].device == on_gpu.device and state["exp_avg_sq"].device == on_gpu.device
+    assert state["exp_avg"].tolist() == opt.state[w]["exp_avg"].tolist()
+    one_step(opt, [w])
+    one_step(opt_gpu, [on_gpu])
+    assert on_gpu.tolist() == w.tolist()
+    # and back: state on the GPU loaded for a CPU parameter
+    w2 = leaf([1.0, 2.0])
+    opt2 = optim.Adam([w2], lr=0.1)
+    opt2.load_state_dict(opt_gpu.state_dict())
+    assert opt2.state[w2]["exp_avg"].device == w2.device
+
+
+def test_load_state_dict_step_becomes_a_number_and_other_state_keeps_its_kind():
+    w = leaf([1.0, 2.0], dtype=ember.float32)
+    opt = optim.SGD([w], lr=0.1)
+    counts = ember.tensor([3, 4])                    # an integer state tensor: not cast to the param's float dtype
+    history = [ember.tensor([1.0, 2.0]), ember.tensor([0.5, 0.25])]   # a list of float64 tensors: each cast
+    opt.load_state_dict({"state": {0: {"step": ember.tensor(7.0), "count": counts, "history": history,
+                                       "note": {"tags": ["a"]}}},
+                         "param_groups": [dict(opt.param_groups[0], params=[0])]})
+    state = opt.state[w]
+    assert state["step"] == 7 and not isinstance(state["step"], ember.Tensor)
+    assert state["count"].dtype == counts.dtype and state["count"].tolist() == [3, 4]
+    assert [h.dtype for h in state["history"]] == [ember.float32, ember.float32]
+    assert [h.tolist() for h in state["history"]] == [[1.0, 2.0], [0.5, 0.25]]
+    assert state["note"] == {"tags": ["a"]}
+
+
+def test_load_state_dict_copies_what_it_loads():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1)
+    note = {"tags": ["a"]}
+    group = dict(opt.param_groups[0], params=[0], schedule={"milestones": [1, 2]})
+    sd = {"state": {0: {"note": note}}, "param_groups": [group]}
+    opt.load_state_dict(sd)
+    note["tags"].append("b")
+    group["schedule"]["milestones"].append(3)
+    assert opt.state[w]["note"] == {"tags": ["a"]}
+    assert opt.param_groups[0]["schedule"] == {"milestones": [1, 2]}
+    assert opt.state_dict()["param_groups"][0]["params"] == [0]
+    opt.state[leaf([0.0])]["fresh"] = 1   # the loaded state is still a defaultdict: a new parameter gets {}
+
+
+def test_load_state_dict_string_indices():
+    w = leaf([1.0, 2.0])
+    opt = optim.SGD([w], lr=0.1, momentum=0.9)
+    one_step(opt, [w])
+    buf = opt.state[w]["momentum_buffer"]
+    # a negative index (any int names a parameter) written as a string, as JSON writes keys
+    opt.load_state_dict({"state": {"-1": {"momentum_buffer": buf}},
+                         "param_groups": [dict(opt.param_groups[0], params=[-1])]})
+    assert opt.state[w]["momentum_buffer"].tolist() == buf.tolist()
+    for key in ["X1", "1.5"]:
+        with pytest.raises(ValueError) as info:
+            opt.load_state_dict({"state": {key: {"momentum_buffer": buf}},
+                                 "param_groups": [dict(opt.param_groups[0], params=[0])]})
+        assert str(info.value) == (f"SGD.load_state_dict: state for parameter indices [{key!r}] that no "
+                                   "parameter group refers to")
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.1, 0.3, 0.4999, 0.5, 0.7, 0.999, 1.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lerp_rounds_like_torch(weight, dtype):
+    # the helper behind Adam's first moment and RMSprop's centred mean. Where torch's formula involves no
+    # rounding choice (weight 0, 0.5 and 1: start exactly, the midpoint from its upper formula, end
+    # exactly) it is bit for bit torch's; elsewhere torch's kernel may fuse a multiply-add, so last bits differ
+    from ember.optim.optimizer import lerp_
+    rng = np.random.default_rng(3)
+    start, end = (rng.standard_normal(2000).astype(dtype) for _ in range(2))
+    expected = torch.from_numpy(start.copy()).lerp_(torch.from_numpy(end), weight).numpy()
+    ours = start.copy()
+    lerp_(ours, end, weight, np)
+    if weight in (0.0, 0.5, 1.0):
+        np.testing.assert_array_equal(ours, expected)
+    else:
+        np.testing.assert_allclose(ours, expected, rtol=4 * np.finfo(dtype).eps, atol=4 * np.finfo(dtype).eps)
+
+
+OPTIMIZER_ERRORS = [   # (build, exception type, the exact message)
+    (lambda w: optim.SGD(w, lr=0.1), TypeError,
+     "SGD: params must be an iterable of Tensors or dicts, but got a single Tensor; wrap it in a list: [tensor]"),
+    (lambda w: optim.Adam({"params": [w]}), TypeError,
+     "Adam: params must be an iterable of Tensors or dicts, but got a dict; pass [dict(params=..., lr=...)] or "
+     "model.parameters()"),
+    (lambda w: optim.RMSprop([]), ValueError, "RMSprop: got an empty parameter list"),
+    (lambda w: optim.Adagrad([{"params": {w}}]), TypeError,
+     "Adagrad: parameters must be an ordered collection (a list or tuple), not a set: the order of a set changes "
+     "between runs"),
+    (lambda w: optim.Adadelta([w, 3.0]), TypeError, "Adadelta: can only optimize Tensors, but one of the params is float"),
+    (lambda w: optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1), TypeError,
+     "SGD: can only optimize Tensors, but one of the params is Tensor"),
+    (lambda w: optim.AdamW([w * 2]), ValueError,
+     "AdamW: can't optimize a non-leaf Tensor (shape (2,)); optimize the leaf it was computed from, or "
+     ".detach().requires_grad_()"),
+    (lambda w: optim.SGD([w]), ValueError, "SGD: parameter group didn't specify a value of required option 'lr'"),
+    (lambda w: optim.SGD([w, w], lr=0.1), ValueError, "SGD: a parameter group contains the same parameter twice"),
+    (lambda w: optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1), ValueError,
+     "SGD: some parameters appear in more than one parameter group"),
+    (lambda w: optim.SGD([w], lr=0.1).add_param_group([w]), TypeError,
+     "SGD.add_param_group: expected a dict, got list"),
+]
+
+
+@pytest.mark.parametrize("build,exc,message", OPTIMIZER_ERRORS, ids=[m for _, _, m in OPTIMIZER_ERRORS])
+def test_optimizer_errors_exact_message(build, exc, message):
+    with pytest.raises(exc) as info:
+        build(leaf([1.0, 2.0]))
+    assert str(info.value) == message
+
+
+def test_zero_grad_goes_past_parameters_without_gradient():
+    frozen, w = leaf([1.0]), leaf([1.0, 2.0])
+    opt = optim.SGD([frozen, w], lr=0.1)
+    (w * w).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    assert frozen.grad is None and w.grad.tolist() == [0.0, 0.0]
+    (w * w).sum().backward()
+    opt.zero_grad()
+    assert w.grad is None
+
+
+def test_sgd_momentum_buffer_is_one_tensor_updated_in_place_like_torch():
+    def run(lib):
+        w = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+        opt = lib.optim.SGD([w], lr=0.1, momentum=0.9)
+        bufs = []
+        for _ in range(3):
+            opt.zero_grad()
+            (w * w).sum().backward()
+            opt.step()
+            bufs.append(opt.state[w]["momentum_buffer"])
+        return bufs
+
+    for bufs in (run(torch), run(ember)):
+        assert bufs[0] is bufs[1] is bufs[2]

@@ -26,7 +26,7 @@ def _const(like, a):
     return lib.tensor(a, dtype=like.dtype, device=like.device)
 
 
-def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None, device="cpu"):
+def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None, device="cpu", set_to_none=True):
     """Parameters after each of `steps` steps; `make_opt(optim_module, [w, b])` builds the optimizer."""
     ldtype = getattr(lib, dtype)
     w0, b0 = start if start is not None else (W0, B0)
@@ -37,7 +37,7 @@ def trajectory(lib, make_opt, dtype, steps=20, start=None, opt_state=None, devic
         opt.load_state_dict(opt_state)
     out = []
     for _ in range(steps):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=set_to_none)
         loss_fn(w, b).backward()
         opt.step()
         out.append(np.concatenate([w.detach().cpu().numpy().ravel(), b.detach().cpu().numpy().ravel()]))
@@ -75,6 +75,10 @@ CASES = [
     ("Adam", dict(lr=0.05, betas=(0.3, 0.5))),  # lerp weight 0.7 takes torch's other rounding branch
     ("AdamW", dict(lr=0.05)),
     ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True)),
+    ("AdamW", dict(lr=0.02, betas=(0.7, 0.95), eps=1e-3, maximize=True)),  # every option passed on to Adam
+    ("AdamW", dict(lr=0.01, weight_decay=1.0)),
+    ("SGD", dict(lr=0.02, weight_decay=1.0)),
+    ("SGD", dict(lr=0.01, momentum=1.0)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True)),
     ("RMSprop", dict(lr=0.01, momentum=0.9, weight_decay=0.1)),
@@ -136,3 +140,74 @@ def test_cuda_trajectory_matches_cpu(name, kwargs):
     on_gpu, opt, _ = trajectory(ember, make, "float64", steps=10, device="cuda")
     np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-9, atol=1e-12)
     assert all(v.device.type == "cuda" for s in opt.state.values() for v in s.values() if hasattr(v, "device"))
+
+
+def assert_state_matches_torch(ours, theirs, dtype="float64"):
+    """Two state_dicts: the same indices, state keys, step counts and state tensors; the same options."""
+    assert ours["state"].keys() == theirs["state"].keys()
+    for index, t_state in theirs["state"].items():
+        e_state = ours["state"][index]
+        assert e_state.keys() == t_state.keys(), index
+        for key, t_value in t_state.items():
+            if key == "step":
+                assert e_state[key] == t_value.item(), (index, key)
+            else:
+                np.testing.assert_allclose(e_state[key].numpy(), t_value.detach().numpy(), **TOL[dtype])
+    for e_group, t_group in zip(ours["param_groups"], theirs["param_groups"]):
+        assert e_group == {k: v for k, v in t_group.items() if k in e_group}
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_state_after_steps_matches_torch(name, kwargs):
+    # the state each option creates (buffers, averages, step counts), not only the parameters it moves
+    def make(optim, params):
+        return getattr(optim, name)(params, **kwargs)
+
+    _, opt_t, _ = trajectory(torch, make, "float64", steps=7)
+    _, opt_e, _ = trajectory(ember, make, "float64", steps=7)
+    assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_group_added_after_steps_matches_torch(name, kwargs):
+    """A group added with add_param_group after some steps gets fresh state on its first step."""
+    kwargs = dict(kwargs, **({"initial_accumulator_value": 0.3} if name == "Adagrad" else {}))
+
+    def run(lib):
+        w = lib.tensor(W0, dtype=lib.float64, requires_grad=True)
+        b = lib.tensor(B0, dtype=lib.float64, requires_grad=True)
+        opt = getattr(lib.optim, name)([w], **kwargs)
+        out = []
+        for step in range(8):
+            if step == 3:
+                opt.add_param_group({"params": [b]})
+            opt.zero_grad()
+            loss_fn(w, b).backward()
+            opt.step()
+            out.append(np.concatenate([w.detach().numpy().ravel(), b.detach().numpy().ravel()]))
+        return np.array(out), opt
+
+    (expected, opt_t), (actual, opt_e) = run(torch), run(ember)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
+    assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
+
+
+def test_adagrad_state_exists_before_the_first_step_like_torch():
+    def build(optim, params):
+        return optim.Adagrad([{"params": [params[0]]}, {"params": [params[1]], "lr": 0.5}],
+                             initial_accumulator_value=0.25)
+
+    _, opt_t, _ = trajectory(torch, build, "float64", steps=0)
+    _, opt_e, _ = trajectory(ember, build, "float64", steps=0)
+    assert_state_matches_torch(opt_e.state_dict(), opt_t.state_dict())
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_gradients_zeroed_in_place_match_torch(name, kwargs):
+    # zero_grad(set_to_none=False) reuses each gradient's array: state must never alias it
+    def make(optim, params):
+        return getattr(optim, name)(params, **kwargs)
+
+    expected, _, _ = trajectory(torch, make, "float64", steps=6, set_to_none=False)
+    actual, _, _ = trajectory(ember, make, "float64", steps=6, set_to_none=False)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
