@@ -432,6 +432,12 @@ def test_lerp_rounds_like_torch(weight, dtype):
         np.testing.assert_allclose(ours, expected, rtol=4 * np.finfo(dtype).eps, atol=4 * np.finfo(dtype).eps)
 
 
+class _NeedsLr(optim.Optimizer):
+    """An optimizer whose lr has no default (torch's `required`), as SGD's had before torch 2.2."""
+    def __init__(self, params, lr=optim.optimizer.required):
+        super().__init__(params, dict(lr=lr))
+
+
 OPTIMIZER_ERRORS = [   # (build, exception type, the exact message)
     (lambda w: optim.SGD(w, lr=0.1), TypeError,
      "SGD: params must be an iterable of Tensors or dicts, but got a single Tensor; wrap it in a list: [tensor]"),
@@ -448,7 +454,7 @@ OPTIMIZER_ERRORS = [   # (build, exception type, the exact message)
     (lambda w: optim.AdamW([w * 2]), ValueError,
      "AdamW: can't optimize a non-leaf Tensor (shape (2,)); optimize the leaf it was computed from, or "
      ".detach().requires_grad_()"),
-    (lambda w: optim.SGD([w]), ValueError, "SGD: parameter group didn't specify a value of required option 'lr'"),
+    (lambda w: _NeedsLr([w]), ValueError, "_NeedsLr: parameter group didn't specify a value of required option 'lr'"),
     (lambda w: optim.SGD([w, w], lr=0.1), ValueError, "SGD: a parameter group contains the same parameter twice"),
     (lambda w: optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1), ValueError,
      "SGD: some parameters appear in more than one parameter group"),
