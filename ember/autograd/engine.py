@@ -89,7 +89,7 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
     while ready:
         node = ready.pop()
         grads = buffers.pop(node)
-        if all(g is None for g in grads):
+        if grads[0] is None and (node.n_out == 1 or all(g is None for g in grads)):
             # every consumer returned None for it (a custom backward may): nothing flows on, but the
             # nodes below still wait on this one, so it passes None to each input
             if not retain_graph:
@@ -114,7 +114,22 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             in_grads = node.backward(*grads)
         if not retain_graph:
             node.release()
-        _pass_on(node, in_grads, buffers, deps, ready, leaf_grads)
+        for e, g in zip(node.parents, in_grads):   # _pass_on, inlined: this loop is the hot path
+            if e is None:
+                continue
+            p, i = e
+            if i < 0:
+                if g is not None:
+                    _send_leaf(p, g, leaf_grads)
+                continue
+            buf = buffers.get(p)
+            if buf is None:
+                buf = buffers[p] = [None] * p.n_out
+            if g is not None:
+                buf[i] = g if buf[i] is None else buf[i] + g
+            deps[p] -= 1
+            if deps[p] == 0:
+                ready.append(p)
     # 3. leaves
     for leaf, g in leaf_grads.values():
         if leaf._hooks:
