@@ -94,27 +94,10 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             # nodes below still wait on this one, so it passes None to each input
             if not retain_graph:
                 node.release()
-            _pass_on(node, [None] * len(node.parents), buffers, deps, ready, leaf_grads)
-            continue
-        if node._hooks or node._retained or capture is not None:
-            grads = _node_outputs(node, grads, capture)
-        if needed is not None and node not in needed:   # nothing below it is asked for: not run, kept
-            _pass_on(node, [None] * len(node.parents), buffers, deps, ready, leaf_grads)
-            continue
-        if node._freed:
-            from .function import _FREED
-            raise RuntimeError(_FREED)
-        if node.n_out > 1:
-            grads = _materialize(node, grads)
-        if _debug.LEVEL >= 2:
-            _debug.backward(node)
-        if anomaly.ENABLED:
-            in_grads = anomaly.checked_backward(node, grads)
+            in_grads = (None,) * len(node.parents)
         else:
-            in_grads = node.backward(*grads)
-        if not retain_graph:
-            node.release()
-        for e, g in zip(node.parents, in_grads):   # _pass_on, inlined: this loop is the hot path
+            in_grads = _run_node(node, grads, capture, needed, retain_graph)
+        for e, g in zip(node.parents, in_grads):   # send each input its gradient (None counts as done)
             if e is None:
                 continue
             p, i = e
@@ -170,25 +153,27 @@ def _leading_to(deps, capture):
     return needed
 
 
-def _pass_on(node, in_grads, buffers, deps, ready, leaf_grads):
-    """Send a node's input gradients to its inputs; an input node whose consumers are all done is ready.
-    A None gradient (no contribution) still counts as its consumer being done."""
-    for e, g in zip(node.parents, in_grads):
-        if e is None:
-            continue
-        p, i = e
-        if i < 0:
-            if g is not None:
-                _send_leaf(p, g, leaf_grads)
-            continue
-        buf = buffers.get(p)
-        if buf is None:
-            buf = buffers[p] = [None] * p.n_out
-        if g is not None:
-            buf[i] = g if buf[i] is None else buf[i] + g
-        deps[p] -= 1
-        if deps[p] == 0:
-            ready.append(p)
+def _run_node(node, grads, capture, needed, retain_graph):
+    """The gradients a node sends to its inputs: its backward's, or Nones when nothing below it is asked
+    for (autograd.grad with `inputs`: the node is not run and its saved values are kept)."""
+    if node._hooks or node._retained or capture is not None:
+        grads = _node_outputs(node, grads, capture)
+    if needed is not None and node not in needed:
+        return (None,) * len(node.parents)
+    if node._freed:
+        from .function import _FREED
+        raise RuntimeError(_FREED)
+    if node.n_out > 1:
+        grads = _materialize(node, grads)
+    if _debug.LEVEL >= 2:
+        _debug.backward(node)
+    if anomaly.ENABLED:
+        in_grads = anomaly.checked_backward(node, grads)
+    else:
+        in_grads = node.backward(*grads)
+    if not retain_graph:
+        node.release()
+    return in_grads
 
 
 def _send_leaf(leaf, g, leaf_grads):
