@@ -15,6 +15,7 @@ import re
 import numpy as np
 
 from .grad_mode import STATE, OFF
+from .dispatch import ACTIVE, mode_open as _mode_open, to_mode as _to_mode
 from . import anomaly
 from .. import _debug, _memory
 
@@ -120,6 +121,10 @@ class Primitive(Node):
 
     @classmethod
     def apply(cls, *inputs, **params):
+        """The dispatcher (`ember.autograd.dispatch.dispatch`): run this primitive on `inputs` with
+        attributes `params`, recording a node when grad mode is on and an input requires grad."""
+        if ACTIVE and _mode_open():   # a dispatch mode is open in this thread: it decides
+            return _to_mode(cls, inputs, params)
         node = cls.__new__(cls)
         if params:
             node.__dict__.update(params)

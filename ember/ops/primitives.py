@@ -164,7 +164,7 @@ class ToDevice(Primitive):
         return (to_device(g, self.src),)
 
     @classmethod
-    def apply(cls, x, dst):
+    def apply(cls, x, dst, _src_device=None):
         out = super().apply(x, _src_device=x._device, dst=dst)
         out._device = dst
         if out._node is not None:

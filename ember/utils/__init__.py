@@ -1,4 +1,4 @@
 """Utilities: ``ember.utils.data`` (datasets, samplers, DataLoader)."""
-from ember.utils import data
+from ember.utils import data, dispatch
 
-__all__ = ["data"]
+__all__ = ["data", "dispatch"]

@@ -1,0 +1,88 @@
+"""The one entry point for computation on tensor data, and the modes that can intercept it.
+
+Every primitive call goes through `dispatch(prim, inputs, attrs)` (spelled `Prim.apply(*inputs,
+**attrs)` in the ops): the primitive's forward runs on the inputs' backend arrays and, with grad mode
+on, a graph node is recorded. A *dispatch mode*, as torch's `TorchDispatchMode`, sees each call first:
+
+    class Count(DispatchMode):
+        def __ember_dispatch__(self, prim, inputs, attrs):
+            self.n = getattr(self, "n", 0) + 1
+            return prim.apply(*inputs, **attrs)      # run it (this mode is popped meanwhile)
+
+    with Count() as c:
+        model(x).sum().backward()
+
+Modes stack per thread; while a mode's `__ember_dispatch__` runs, that mode is off the stack, so the
+calls it makes go to the mode below it (or straight to the backend). `ACTIVE` counts the modes open in
+all threads: while it is zero the hot path reads one list and skips the thread-local stack.
+"""
+from __future__ import annotations
+
+from .grad_mode import STATE
+
+__all__ = ["dispatch", "DispatchMode", "current_modes"]
+
+# One entry per mode open in any thread (list.append/pop are atomic under the GIL).
+ACTIVE: list = []
+
+
+def dispatch(prim, inputs, attrs):
+    """Run primitive `prim` (a Primitive subclass) on `inputs` (Tensors) with `attrs` (a dict of
+    hashable values). Returns a Tensor (or a tuple for multi-output primitives)."""
+    return prim.apply(*inputs, **attrs)
+
+
+def _stack() -> list:
+    s = STATE.__dict__.get("modes")
+    if s is None:
+        s = STATE.modes = []
+    return s
+
+
+def current_modes() -> tuple:
+    """The modes open in this thread, innermost last."""
+    return tuple(_stack())
+
+
+def to_mode(prim, inputs, attrs):
+    """Called by `Primitive.apply` when a mode is open in this thread: hand the call to the innermost
+    mode, with that mode popped while it decides."""
+    stack = _stack()
+    mode = stack.pop()
+    ACTIVE.pop()
+    try:
+        return mode.__ember_dispatch__(prim, inputs, attrs)
+    finally:
+        stack.append(mode)
+        ACTIVE.append(None)
+
+
+def mode_open() -> bool:
+    """Whether this thread has a dispatch mode open (the cheap global check first)."""
+    return bool(ACTIVE) and bool(STATE.__dict__.get("modes"))
+
+
+class DispatchMode:
+    """Base class of dispatch modes: a context manager whose `__ember_dispatch__(prim, inputs, attrs)`
+    sees every primitive call made in this thread while it is open, and returns the call's result.
+
+    `prim` is the Primitive class (its name: `prim.__name__`), `inputs` the tuple of input Tensors,
+    `attrs` the dict of its static attributes. The default runs the call unchanged.
+    """
+
+    def __ember_dispatch__(self, prim, inputs, attrs):
+        return prim.apply(*inputs, **attrs)
+
+    def __enter__(self):
+        _stack().append(self)
+        ACTIVE.append(None)
+        return self
+
+    def __exit__(self, *exc):
+        stack = _stack()
+        if not stack or stack[-1] is not self:
+            raise RuntimeError(f"{type(self).__name__}: dispatch modes must be exited in the reverse order "
+                               f"they were entered")
+        stack.pop()
+        ACTIVE.pop()
+        return False

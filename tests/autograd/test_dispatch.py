@@ -1,0 +1,106 @@
+"""Dispatch modes see every primitive call; PrimitiveLog records and replays them."""
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+from ember.utils.dispatch import DispatchMode, PrimitiveLog, current_modes, dispatch
+
+
+class Names(DispatchMode):
+    def __init__(self):
+        self.names = []
+
+    def __ember_dispatch__(self, prim, inputs, attrs):
+        self.names.append(prim.__name__)
+        return prim.apply(*inputs, **attrs)
+
+
+def test_mode_sees_forward_and_backward_calls():
+    x = ember.randn(3, 4, requires_grad=True)
+    with Names() as m:
+        y = (x * 2).exp().sum()
+        y.backward()
+    assert m.names[:3] == ["Mul", "Exp", "Sum"]
+    assert len(m.names) > 3          # the backward's calls too
+    assert current_modes() == ()
+
+
+def test_mode_can_replace_the_result():
+    class Zero(DispatchMode):
+        def __ember_dispatch__(self, prim, inputs, attrs):
+            out = prim.apply(*inputs, **attrs)
+            return out * 0 if prim.__name__ == "Exp" else out   # the Mul inside runs without this mode
+
+    x = ember.ones(3)
+    with Zero():
+        y = x.exp() + 1
+    np.testing.assert_array_equal(y.numpy(), np.ones(3, np.float32))
+
+
+def test_modes_nest_inner_first_and_are_popped_while_they_run():
+    seen = []
+
+    class Tag(DispatchMode):
+        def __init__(self, tag):
+            self.tag = tag
+
+        def __ember_dispatch__(self, prim, inputs, attrs):
+            seen.append((self.tag, prim.__name__, len(current_modes())))
+            return prim.apply(*inputs, **attrs)
+
+    with Tag("outer"), Tag("inner"):
+        ember.ones(2).neg()
+    assert seen == [("inner", "Neg", 1), ("outer", "Neg", 0)]
+
+
+def test_mode_is_per_thread():
+    m = Names()
+    other = []
+    with m:
+        t = threading.Thread(target=lambda: other.append(ember.ones(2).neg()))
+        t.start()
+        t.join()
+    assert m.names == []
+
+
+def test_exit_out_of_order_raises():
+    a, b = Names(), Names()
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(RuntimeError, match="reverse order"):
+        a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    assert current_modes() == ()
+
+
+def test_dispatch_function_is_the_primitive_call():
+    from ember.ops.primitives import Add
+    a, b = ember.ones(2), ember.full((2,), 2.0)
+    np.testing.assert_array_equal(dispatch(Add, (a, b), {}).numpy(), [3, 3])
+
+
+def test_primitive_log_replays_a_forward_bit_for_bit():
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(5, 8), ember.nn.GELU(), ember.nn.LayerNorm(8),
+                                ember.nn.Linear(8, 3))
+    x = ember.randn(4, 5)
+    log = PrimitiveLog()
+    with log:
+        y = model(x).softmax(-1)
+    assert log.counts() == {"Linear": 2, "Gelu": 1, "LayerNorm": 1, "Softmax": 1}
+    values = log.replay()
+    assert values[y].tobytes() == y._data.tobytes()
+
+
+def test_primitive_log_replay_runs_on_copies():
+    x = ember.ones(3)
+    log = PrimitiveLog()
+    with log:
+        y = x * 3
+    x._data[...] = 7          # the log copied x when it first saw it
+    assert (log.replay()[y] == 3).all()
+    with pytest.raises(KeyError, match="not seen by the log"):
+        log.replay()[ember.ones(1)]
