@@ -27,6 +27,7 @@ class Tensor:
     _vc = None            # version counter: a one-element list shared with views, made on demand
     _base = None          # the tensor this one is a view of
     _hooks = None
+    _post_acc_hooks = None
     _retains_grad = False
     _is_param = False
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
@@ -211,6 +212,21 @@ class Tensor:
             self._hooks.append(hook)
             hooks, key = self._hooks, hook
         return _RemovableHandle(hooks, key)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call `hook(self)` during backward as soon as this leaf's `.grad` is final (accumulated),
+        while backward goes on with the rest of the graph (data-parallel training starts its
+        all-reduce there). The hook returns None; it may change `self.grad` in place. As torch's."""
+        if not self.requires_grad:
+            raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on a tensor "
+                               "that doesn't require gradient")
+        if self._node is not None:
+            raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks cannot be "
+                               "registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        self._post_acc_hooks.append(hook)
+        return _RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad` (see ember.autograd.backward)."""

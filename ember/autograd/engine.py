@@ -40,7 +40,7 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
         capture = {}
         for t in inputs:
             capture[id(t)] = None
-    leaf_grads = {}   # id(leaf) -> [leaf, summed grad], applied at the end
+    leaf_grads = {}   # id(leaf) -> [leaf, summed grad, edges still to deliver]
     prev = set_enabled(create_graph)
     try:
         _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate)
@@ -52,14 +52,14 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
 
 
 def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate):
-    # 1. count, for each reachable node, how many edges lead into it
+    # 1. count, for each reachable node and each leaf, how many edges lead into it
     deps = {}
     buffers = {}
     stack = []
     for t, g in zip(roots, grad_roots):
         node = t._node
         if node is None:       # the root is itself a leaf
-            _send_leaf(t, g, leaf_grads)
+            _count_leaf(t, leaf_grads)
             continue
         buf = buffers.get(node)
         if buf is None:
@@ -76,15 +76,20 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
                 continue
             p, i = e
             if i < 0:
+                _count_leaf(p, leaf_grads)
                 continue
             if p in deps:
                 deps[p] += 1
             else:
                 deps[p] = 1
                 stack.append(p)
+    done = (capture, accumulate, create_graph)
+    for t, g in zip(roots, grad_roots):
+        if t._node is None:
+            _send_leaf(t, g, leaf_grads, done)
     # with `inputs`, only the nodes through which a gradient reaches one of them run (as torch)
     needed = _leading_to(deps, capture) if capture is not None else None
-    # 2. run nodes whose consumers are all done
+    # 2. run nodes whose consumers are all done; a leaf is finished when its last edge has delivered
     ready = [n for n in buffers if deps[n] == 0]
     while ready:
         node = ready.pop()
@@ -102,8 +107,7 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
                 continue
             p, i = e
             if i < 0:
-                if g is not None:
-                    _send_leaf(p, g, leaf_grads)
+                _send_leaf(p, g, leaf_grads, done)
                 continue
             buf = buffers.get(p)
             if buf is None:
@@ -113,14 +117,44 @@ def _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, ac
             deps[p] -= 1
             if deps[p] == 0:
                 ready.append(p)
-    # 3. leaves
-    for leaf, g in leaf_grads.values():
-        if leaf._hooks:
-            g = _call_hooks(leaf._hooks, g)
-        if capture is not None and id(leaf) in capture:
-            capture[id(leaf)] = g
-        if accumulate and (capture is None or id(leaf) in capture):
-            _accumulate(leaf, g, create_graph)
+
+
+def _count_leaf(leaf, leaf_grads):
+    entry = leaf_grads.get(id(leaf))
+    if entry is None:
+        leaf_grads[id(leaf)] = [leaf, None, 1]
+    else:
+        entry[2] += 1
+
+
+def _send_leaf(leaf, g, leaf_grads, done):
+    """One edge into `leaf` delivers `g` (None: nothing flows on it); after its last edge, the leaf's
+    gradient is final: its hooks run, it is captured or accumulated into `.grad`, and then its
+    post-accumulate-grad hooks run (data-parallel all-reduce starts there, while backward goes on)."""
+    entry = leaf_grads[id(leaf)]
+    if g is not None:
+        entry[1] = g if entry[1] is None else entry[1] + g
+    entry[2] -= 1
+    if entry[2] or entry[1] is None:
+        return
+    capture, accumulate, create_graph = done
+    g = entry[1]
+    if leaf._hooks:
+        g = _call_hooks(leaf._hooks, g)
+    if capture is not None and id(leaf) in capture:
+        capture[id(leaf)] = g
+    if accumulate and (capture is None or id(leaf) in capture):
+        _accumulate(leaf, g, create_graph)
+        if leaf._post_acc_hooks:
+            for h in list(leaf._post_acc_hooks):
+                r = h(leaf)
+                if r is None or r is leaf:
+                    continue
+                if not isinstance(r, type(leaf)):
+                    raise TypeError(f"backward: expected Tensor, but post accumulate grad hook returned "
+                                    f"{type(r).__name__!r}")
+                raise RuntimeError("backward: Tensor post accumulate grad hooks should return None "
+                                       "(as torch's; a hook may change `param.grad` in place)")
 
 
 def _leading_to(deps, capture):
@@ -174,14 +208,6 @@ def _run_node(node, grads, capture, needed, retain_graph):
     if not retain_graph:
         node.release()
     return in_grads
-
-
-def _send_leaf(leaf, g, leaf_grads):
-    entry = leaf_grads.get(id(leaf))
-    if entry is None:
-        leaf_grads[id(leaf)] = [leaf, g]
-    else:
-        entry[1] = entry[1] + g
 
 
 # Backwards in two threads may meet at a shared leaf (Hogwild, a shared embedding): as torch does, one

@@ -104,3 +104,78 @@ def test_primitive_log_replay_runs_on_copies():
     assert (log.replay()[y] == 3).all()
     with pytest.raises(KeyError, match="not seen by the log"):
         log.replay()[ember.ones(1)]
+
+
+# ---------------------------------------------------------------- post-accumulate-grad hooks
+def test_post_accumulate_grad_hook_fires_when_the_leaf_is_final_before_backward_ends():
+    ember.manual_seed(0)
+    a = ember.randn(3, requires_grad=True)      # used late in the forward: final early in backward
+    b = ember.randn(3, requires_grad=True)      # used first and last: final only at the very end
+    order = []
+
+    class Watch(DispatchMode):
+        def __ember_dispatch__(self, prim, inputs, attrs):
+            order.append(prim.__name__)
+            return prim.apply(*inputs, **attrs)
+
+    seen = {}
+
+    def hook(name):
+        def h(p):
+            seen[name] = (len(order), p.grad.numpy().copy())
+        return h
+
+    a.register_post_accumulate_grad_hook(hook("a"))
+    b.register_post_accumulate_grad_hook(hook("b"))
+    h = b.exp()
+    for _ in range(5):
+        h = h.sin()
+    y = (h * a).sum()
+    with Watch():
+        y.backward()
+    assert seen["a"][0] < seen["b"][0] < len(order) + 1   # a's hook ran while backward still ran ops
+    assert seen["a"][0] < len(order)
+    np.testing.assert_array_equal(seen["a"][1], a.grad.numpy())
+    np.testing.assert_array_equal(seen["b"][1], b.grad.numpy())
+
+
+def test_post_accumulate_grad_hook_matches_torch_rules():
+    torch = pytest.importorskip("torch")
+    x = ember.ones(2, requires_grad=True)
+    calls = []
+    handle = x.register_post_accumulate_grad_hook(lambda p: calls.append(p.grad.numpy().copy()))
+    (x * 3).sum().backward()
+    (x * 3).sum().backward()                    # accumulated: the hook sees the running total
+    np.testing.assert_array_equal(calls[1], [6, 6])
+    ember.autograd.grad((x * 3).sum(), x)       # no accumulation: no call (as torch)
+    assert len(calls) == 2
+    handle.remove()
+    (x * 3).sum().backward()
+    assert len(calls) == 2
+    # the hook may change .grad in place, as DDP's all-reduce does
+    x.grad = None
+    def halve(p):
+        p.grad.mul_(0.5)
+    x.register_post_accumulate_grad_hook(halve)
+    (x * 4).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2])
+    t = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (t * 2).register_post_accumulate_grad_hook(lambda p: None)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda p: None)
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        ember.ones(2).register_post_accumulate_grad_hook(lambda p: None)
+    y = ember.ones(2, requires_grad=True)
+    y.register_post_accumulate_grad_hook(lambda p: p)    # returning the tensor itself is allowed
+    y.sum().backward()
+    for lib, err in ((ember, RuntimeError), (torch, RuntimeError)):
+        z = lib.ones(2, requires_grad=True)
+        z.register_post_accumulate_grad_hook(lambda p: p.grad * 2)
+        with pytest.raises(err, match="should return None"):
+            z.sum().backward()
+    for lib in (ember, torch):
+        z = lib.ones(2, requires_grad=True)
+        z.register_post_accumulate_grad_hook(lambda p: 5)
+        with pytest.raises(TypeError, match="hook returned 'int'"):
+            z.sum().backward()
