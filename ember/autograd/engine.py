@@ -10,6 +10,8 @@ import threading
 from . import anomaly, function
 from .. import _debug
 from .grad_mode import set_enabled
+from . import profile_hooks as _profile_hooks
+from .profile_hooks import OPEN as _PROFILING
 
 
 def _fresh(g):
@@ -167,7 +169,9 @@ def _run_node(node, grads, capture, needed, retain_graph):
         grads = _materialize(node, grads)
     if _debug.LEVEL >= 2:
         _debug.backward(node)
-    if anomaly.ENABLED:
+    if _PROFILING:   # ember.profiler is open: the node runs inside a scope named after it
+        in_grads = _profile_hooks.run_node(node, grads)
+    elif anomaly.ENABLED:
         in_grads = anomaly.checked_backward(node, grads)
     else:
         in_grads = node.backward(*grads)
