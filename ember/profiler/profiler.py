@@ -34,6 +34,17 @@ class ProfilerActivity(Enum):
     CPU = 0
     CUDA = 1
 
+    @classmethod
+    def _parse(cls, activities) -> set:
+        """The set of activities asked for (None: CPU only), checked."""
+        if activities is None:
+            return {cls.CPU}
+        activities = set(activities)
+        bad = [a for a in activities if not isinstance(a, cls)]
+        if bad:
+            raise ValueError(f"profile: activities must be ProfilerActivity values (CPU, CUDA), got {bad!r}")
+        return activities
+
 
 class ProfilerAction(Enum):
     """What a `schedule` asks for at a step: nothing, warm-up (treated as nothing), record, or record
@@ -42,6 +53,11 @@ class ProfilerAction(Enum):
     WARMUP = 1
     RECORD = 2
     RECORD_AND_SAVE = 3
+
+    @property
+    def records(self) -> bool:
+        """Whether a step with this action is recorded."""
+        return self is ProfilerAction.RECORD or self is ProfilerAction.RECORD_AND_SAVE
 
 
 def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0) -> Callable:
@@ -89,9 +105,6 @@ def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None) -> 
     return handler
 
 
-_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
-
-
 class profile(DispatchMode):
     """Profile the primitive calls, module calls and backward nodes run in this thread, as
     `torch.profiler.profile`.
@@ -116,10 +129,7 @@ class profile(DispatchMode):
                  schedule: Callable[[int], ProfilerAction] | None = None,
                  on_trace_ready: Callable | None = None, record_shapes: bool = False,
                  profile_memory: bool = False, with_stack: bool = False):
-        activities = {ProfilerActivity.CPU} if activities is None else set(activities)
-        bad = [a for a in activities if not isinstance(a, ProfilerActivity)]
-        if bad:
-            raise ValueError(f"profile: activities must be ProfilerActivity values (CPU, CUDA), got {bad!r}")
+        activities = ProfilerActivity._parse(activities)
         if schedule is not None and not callable(schedule):
             raise TypeError(f"profile: schedule must be a callable step -> ProfilerAction, got {schedule!r}")
         self.activities = activities
@@ -160,14 +170,14 @@ class profile(DispatchMode):
         self._t0 = time.perf_counter_ns()
         self.step_num = 0
         self.current_action = self.schedule(0)
-        if self.current_action in _RECORDING:
+        if self.current_action.records:
             self._start_trace()
 
     def stop(self) -> None:
         if not self._open:
             return
         try:
-            if self.current_action in _RECORDING:
+            if self.current_action.records:
                 self._stop_trace()
                 if self.on_trace_ready is not None:
                     self.on_trace_ready(self)
@@ -182,16 +192,16 @@ class profile(DispatchMode):
         prev = self.current_action
         self.step_num += 1
         self.current_action = self.schedule(self.step_num)
-        if prev in _RECORDING:
-            if prev is ProfilerAction.RECORD_AND_SAVE or self.current_action not in _RECORDING:
+        if prev.records:
+            if prev is ProfilerAction.RECORD_AND_SAVE or not self.current_action.records:
                 self._stop_trace()
                 if self.on_trace_ready is not None:
                     self.on_trace_ready(self)
-                if self.current_action in _RECORDING:
+                if self.current_action.records:
                     self._start_trace()
             else:
                 self._open_step_event()
-        elif self.current_action in _RECORDING:
+        elif self.current_action.records:
             self._start_trace()
 
     def _start_trace(self) -> None:
