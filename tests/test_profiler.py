@@ -74,6 +74,8 @@ def test_table_has_torchs_columns_and_rows():
     assert selfs == sorted(selfs, reverse=True)
     assert len(prof.key_averages().table(sort_by="count", row_limit=3).splitlines()) == 3 + 3 + 2
     assert str(avgs) == avgs.table()
+    top = avgs.table(top_level_events_only=True)
+    assert "nn.Module: Sequential" in top and "nn.Module: Linear" not in top
     with pytest.raises(ValueError, match="sort_by='self_cuda_time_total' is not one of"):
         avgs.table(sort_by="self_cuda_time_total")
 

@@ -87,8 +87,11 @@ class FunctionEventAvg:
         self.self_cpu_memory_usage = 0
         self.is_backward = False
         self.stack: list = []
+        self.cpu_parent = None    # the first event's parent (for table(top_level_events_only=True))
 
     def add(self, evt) -> "FunctionEventAvg":
+        if self.count == 0:
+            self.cpu_parent = getattr(evt, "cpu_parent", None)
         self.count += evt.count
         self.cpu_time_total += evt.cpu_time_total
         self.self_cpu_time_total += evt.self_cpu_time_total
