@@ -118,6 +118,19 @@ def test_module_scopes_nest_and_backward_is_marked():
     assert "MatMul" in [c.name for c in lin_bw.cpu_children]
 
 
+def test_every_call_of_the_backward_is_marked():
+    lin = ember.nn.Linear(3, 3)
+    with profile() as prof:
+        y = lin(ember.ones(2, 3))
+        (y * y).sum().backward()
+    ev = prof.events()
+    first = [i for i, e in enumerate(ev) if e.name.startswith(EVAL)][0]
+    assert not any(e.is_backward for e in ev[:first]) and all(e.is_backward for e in ev[first:])
+    # y's two gradients (from both inputs of the Mul) are summed by the engine outside any node
+    outside = [e.name for e in ev[first:] if e.cpu_parent is None and not e.name.startswith(EVAL)]
+    assert outside == ["Add"]
+
+
 def test_record_shapes():
     model, opt, x, y = _mlp()
     with profile(record_shapes=True) as prof:

@@ -43,9 +43,10 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
         for t in inputs:
             capture[id(t)] = None
     leaf_grads = {}   # id(leaf) -> [leaf, summed grad], applied at the end
+    walk = _profile_hooks.marked_backward(_walk) if _PROFILING else _walk   # a profile marks its calls
     prev = set_enabled(create_graph)
     try:
-        _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate)
+        walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate)
     finally:
         set_enabled(prev)
     if capture is not None:

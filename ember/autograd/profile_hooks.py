@@ -30,6 +30,21 @@ def module_call(module, args, kwargs):
         return module._call_with_hooks(args, kwargs)
 
 
+def marked_backward(walk):
+    """The engine's walk, with every event that starts during it marked as backward (the sums of
+    gradients and the `.grad` accumulation run outside any node's scope)."""
+    def marked(*args):
+        p = current()
+        if p is None:
+            return walk(*args)
+        p._backward_depth += 1
+        try:
+            return walk(*args)
+        finally:
+            p._backward_depth -= 1
+    return marked
+
+
 def run_node(node, grads):
     """A graph node's backward inside a scope named as torch's (the engine's slow path)."""
     from . import anomaly

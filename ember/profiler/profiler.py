@@ -146,6 +146,7 @@ class profile(DispatchMode):
         self._events: list[FunctionEvent] = []
         self._stack: list[FunctionEvent] = []   # the open scopes, innermost last
         self._step_event = None
+        self._backward_depth = 0                 # > 0 while the autograd engine runs a backward
         self._t0 = 0
         self._tid = 0
         self._open = False
@@ -169,6 +170,7 @@ class profile(DispatchMode):
         self._tid = threading.get_native_id()
         self._t0 = time.perf_counter_ns()
         self.step_num = 0
+        self._backward_depth = 0
         self.current_action = self.schedule(0)
         if self.current_action.records:
             self._start_trace()
@@ -230,7 +232,7 @@ class profile(DispatchMode):
         parent = self._stack[-1] if self._stack else None
         ev = FunctionEvent(len(self._events), name, category, self._tid, 0, parent, shapes,
                            _user_stack() if self.with_stack else [],
-                           backward or (parent is not None and parent.is_backward))
+                           backward or self._backward_depth > 0 or (parent is not None and parent.is_backward))
         if parent is not None:
             parent.cpu_children.append(ev)
         self._events.append(ev)
