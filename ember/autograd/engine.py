@@ -10,6 +10,8 @@ import threading
 from . import anomaly, function
 from .. import _debug
 from .grad_mode import set_enabled
+from . import profile_hooks as _profile_hooks
+from .profile_hooks import OPEN as _PROFILING
 
 
 def _fresh(g):
@@ -41,9 +43,10 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
         for t in inputs:
             capture[id(t)] = None
     leaf_grads = {}   # id(leaf) -> [leaf, summed grad, edges still to deliver]
+    walk = _profile_hooks.marked_backward(_walk) if _PROFILING else _walk   # a profile marks its calls
     prev = set_enabled(create_graph)
     try:
-        _walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate)
+        walk(roots, grad_roots, retain_graph, create_graph, capture, leaf_grads, accumulate)
     finally:
         set_enabled(prev)
     if capture is not None:
@@ -201,7 +204,9 @@ def _run_node(node, grads, capture, needed, retain_graph):
         grads = _materialize(node, grads)
     if _debug.LEVEL >= 2:
         _debug.backward(node)
-    if anomaly.ENABLED:
+    if _PROFILING:   # ember.profiler is open: the node runs inside a scope named after it
+        in_grads = _profile_hooks.run_node(node, grads)
+    elif anomaly.ENABLED:
         in_grads = anomaly.checked_backward(node, grads)
     else:
         in_grads = node.backward(*grads)

@@ -11,6 +11,8 @@ from typing import Callable, Iterator
 from .._tensor import Tensor
 from .. import _dtype
 from ..autograd.grad_mode import no_grad
+from ..autograd import profile_hooks as _profile_hooks
+from ..autograd.profile_hooks import OPEN as _PROFILING
 from .parameter import Parameter
 
 __all__ = ["Module"]
@@ -72,8 +74,13 @@ class Module:
 
     # --- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or _PROFILING):
             return self.forward(*args, **kwargs)   # the fast path: no hooks, no bookkeeping
+        if _PROFILING:   # ember.profiler is open: the call runs inside a scope named after the module
+            return _profile_hooks.module_call(self, args, kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
         for hook in list(self._forward_pre_hooks.values()):
             out = hook(self, args)
             if out is not None:
