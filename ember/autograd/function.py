@@ -179,6 +179,12 @@ class Primitive(Node):
         """'log_softmax' for LogSoftmax: the name error messages give the primitive."""
         return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", type(self).__name__).lower()
 
+    def infer(self, *specs):
+        """(shape tuple, numpy dtype) of the output for inputs that have only `.shape` and `.dtype`
+        (meta tensors, a planner); attributes are `self.<name>` as in forward. Every primitive has one."""
+        raise NotImplementedError(f"{self.op_name}: primitive {type(self).__name__} has no infer(), so it "
+                                  f"cannot run on device='meta'; add infer(self, *specs) -> (shape, dtype)")
+
 
 def _same_dtype(out, dt):
     """A float output in its float input's dtype, as torch gives it. NumPy upcasts bfloat16 (ml_dtypes)

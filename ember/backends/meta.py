@@ -36,6 +36,7 @@ class MetaArray:
     """
     __slots__ = ("shape", "dtype")
     _is_meta = True
+    base = None   # no memory, so no view relations are tracked (a view is a new meta array)
 
     def __init__(self, shape, dtype):
         self.shape = tuple(int(s) for s in shape)
