@@ -242,7 +242,7 @@ def test_resnet18_forward_backward_through_pure_layers_on_meta():
                    "on branches sidedoors/assign): BatchNorm running stats (mul_/add_ -> inplace.write_direct), "
                    "relu backward's comparison (ops/math.py _compare), cross_entropy/nll_loss reading target "
                    "values (nn/functional/loss.py), .grad accumulation (engine._fresh / _accumulate), "
-                   "SGD.step (optim/sgd.py on p._data), zero_grad (p.grad._data.fill)")
+                   "SGD.step (optim/sgd.py on p._data)")
 def test_resnet18_training_step_on_meta():
     """A full training step of ResNet-18 at batch 256, 3x224x224, on device='meta': forward, cross-entropy,
     backward, SGD(momentum) step, zero_grad. Only shapes and dtypes are asserted (bench/meta_resnet18.py
