@@ -258,7 +258,7 @@ class Gelu(Primitive):
         return (g * (cdf + x * pdf),)
 
     def infer(self, x):
-        self.cdf = _meta((x.size,), _wide_dtype(x.dtype))
+        self.cdf = _meta((math.prod(x.shape),), _wide_dtype(x.dtype))
         return _same(x)
 
 
@@ -340,7 +340,7 @@ class Normalize(Primitive):
         return (r * (g - g.mean(axes, keepdim=True) - y * (g * y).mean(axes, keepdim=True)),)
 
     def infer(self, x):
-        self.rstd = _meta(x.shape[:x.ndim - self.n] + (1,) * self.n, x.dtype)
+        self.rstd = _meta(tuple(x.shape[:len(x.shape) - self.n]) + (1,) * self.n, x.dtype)
         return _same(x)
 
 
@@ -388,7 +388,7 @@ class EmbeddingGrad(Primitive):
             out = out * Tensor._make(keep.reshape(keep.shape + (1,) * (out.ndim - keep.ndim)), out._device)
         return (out,)
 
-    def infer(self, g): return (self.num,) + tuple(g.shape[self.idx.ndim:]), g.dtype
+    def infer(self, g): return (self.num,) + tuple(g.shape[len(self.idx.shape):]), g.dtype
 
 
 class Linear(Primitive):
@@ -471,5 +471,5 @@ class LayerNorm(Primitive):
 
     def infer(self, x, w, b):
         self.xhat = _meta(x.shape, _wide_dtype(x.dtype))
-        self.rstd = _meta(x.shape[:x.ndim - self.n] + (1,) * self.n, _wide_dtype(x.dtype))
+        self.rstd = _meta(tuple(x.shape[:len(x.shape) - self.n]) + (1,) * self.n, _wide_dtype(x.dtype))
         return _same(x)
