@@ -137,8 +137,8 @@ class Primitive(Node):
                     n *= a.size
             if n > _memory._LIMIT and arrays[0].__class__ is _ndarray:
                 _check_output_fits(node, arrays)
-        if arrays and arrays[0].__class__ is not _ndarray and arrays[0].__class__ is _MetaArray:
-            out = _infer_meta(node, inputs, arrays)   # device="meta": shapes and dtypes only
+        if arrays and arrays[0].__class__ is _MetaArray:   # one identity test on the CPU path
+            out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
         else:
             try:
                 out = node.forward(*arrays)
