@@ -63,6 +63,19 @@ def test_mixing_meta_and_cpu_raises_device_mismatch():
     from ember.ops.primitives import Add
     with pytest.raises(RuntimeError, match="add: expected all tensors to be on the same device"):
         Add.apply(m, c)
+    assert (m + ember.tensor(2.0)).is_meta   # a CPU 0-d tensor joins any device, as in torch
+
+
+def test_a_primitive_without_infer_says_so_on_meta():
+    from ember.autograd.function import Primitive
+
+    class Twice(Primitive):
+        def forward(self, x): return x * 2
+        def backward(self, g): return (g * 2,)
+
+    assert Twice.apply(ember.ones(2)).tolist() == [2.0, 2.0]
+    with pytest.raises(NotImplementedError, match="twice: primitive Twice has no infer.*device='meta'"):
+        Twice.apply(ember.ones(2, device="meta"))
 
 
 def test_to_and_module_to_empty():
