@@ -56,7 +56,7 @@ def tensor_repr(t) -> str:
 def _extras(t) -> list:
     """The dtype and autograd parts of a meta tensor's repr."""
     out = []
-    if t.dtype.name != "float32" or _dtype.get_default_dtype().name != "float32":
+    if t.dtype.name != _dtype.get_default_dtype().name:   # torch: any dtype but the default (int64 too)
         out.append(f"dtype=ember.{t.dtype.name}")
     if t._node is not None:
         out.append(f"grad_fn=<{t._node.name}Backward>")

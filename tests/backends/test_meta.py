@@ -53,6 +53,15 @@ def test_repr_as_torch():
     t = ember.empty(4, dtype=ember.float64, device="meta", requires_grad=True)
     assert repr(t) == "tensor(..., device='meta', size=(4,), dtype=ember.float64, requires_grad=True)"
     assert "grad_fn=<MulBackward>" in repr(t * 2)
+    assert repr(ember.empty(2, dtype=ember.int64, device="meta")) == \
+        "tensor(..., device='meta', size=(2,), dtype=ember.int64)"
+    old = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:
+        assert repr(ember.empty(2, device="meta")) == "tensor(..., device='meta', size=(2,))"
+        assert repr(ember.empty(2, dtype=ember.float32, device="meta")).endswith("dtype=ember.float32)")
+    finally:
+        ember.set_default_dtype(old)
 
 
 def test_mixing_meta_and_cpu_raises_device_mismatch():
