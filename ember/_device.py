@@ -29,8 +29,8 @@ class device:
             if not idx.isdigit():
                 raise ValueError(f"device: invalid device string {type_or_str!r}")
             index = int(idx)
-        if typ not in ("cpu", "cuda"):
-            raise ValueError(f"device: unknown device type {typ!r}; expected 'cpu' or 'cuda'")
+        if typ not in ("cpu", "cuda", "meta"):
+            raise ValueError(f"device: unknown device type {typ!r}; expected 'cpu', 'cuda' or 'meta'")
         if typ == "cuda" and index is None:
             index = 0
         canon = (typ, index)

@@ -30,6 +30,8 @@ def _formatter(a: np.ndarray):
 
 
 def tensor_repr(t) -> str:
+    if t.device.type == "meta":   # no values to show, as torch: tensor(..., device='meta', size=(2, 3))
+        return "tensor(" + ", ".join(["...", "device='meta'", f"size={tuple(t.shape)}"] + _extras(t)) + ")"
     a = t.detach().cpu()._data
     if t.dtype is _dtype.bfloat16 or a.dtype == np.float16:
         a = a.astype(np.float32)
@@ -49,3 +51,15 @@ def tensor_repr(t) -> str:
         body = np.array2string(a, separator=", ", prefix="tensor(", formatter=_formatter(a),
                                threshold=1000, edgeitems=3, max_line_width=80)
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _extras(t) -> list:
+    """The dtype and autograd parts of a meta tensor's repr."""
+    out = []
+    if t.dtype.name != _dtype.get_default_dtype().name:   # torch: any dtype but the default (int64 too)
+        out.append(f"dtype=ember.{t.dtype.name}")
+    if t._node is not None:
+        out.append(f"grad_fn=<{t._node.name}Backward>")
+    elif t.requires_grad:
+        out.append("requires_grad=True")
+    return out

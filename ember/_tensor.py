@@ -103,6 +103,11 @@ class Tensor:
         return self._device.type == "cuda"
 
     @property
+    def is_meta(self) -> bool:
+        """True for a tensor on device='meta' (shape and dtype, no data)."""
+        return self._device.type == "meta"
+
+    @property
     def is_leaf(self) -> bool:
         return self._node is None
 

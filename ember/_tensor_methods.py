@@ -121,7 +121,8 @@ def _view_safe(self, name, other):
 def _write(self, arr_fn, name):
     """In-place fill from raw values (zero_, fill_, uniform_, ...): no graph, version bumped."""
     check_leaf(self, name)
-    self._data[...] = arr_fn()
+    if self._device.type != "meta":   # a meta tensor has no values to write (nor draw: arr_fn not run)
+        self._data[...] = arr_fn()
     if self._node is not None and STATE.enabled:   # overwritten: no longer depends on its history
         self._node, self.requires_grad = None, False
     self._bump_version(name)

@@ -87,6 +87,11 @@ def _out(arr, dtype, device, requires_grad=False):
     return t.requires_grad_(True) if requires_grad else t
 
 
+def _meta_empty(size, dtype, device, requires_grad):
+    from .ops.creation import empty
+    return empty(*_size(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
 def _size(size):
     from .ops.creation import _size as s
     return s(size)
@@ -94,11 +99,15 @@ def _size(size):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform samples from [0, 1)."""
+    if device is not None and str(device) == "meta":   # no values to draw
+        return _meta_empty(size, dtype, device, requires_grad)
     return _out(_rng(generator).random(_size(size)), dtype, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples."""
+    if device is not None and str(device) == "meta":   # no values to draw
+        return _meta_empty(size, dtype, device, requires_grad)
     return _out(_rng(generator).standard_normal(_size(size)), dtype, device, requires_grad)
 
 

@@ -18,6 +18,7 @@ from .grad_mode import STATE, OFF
 from .dispatch import ACTIVE, mode_open as _mode_open, to_mode as _to_mode
 from . import anomaly
 from .. import _debug, _memory
+from ..backends.meta import MetaArray
 
 __all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
 
@@ -136,10 +137,13 @@ class Primitive(Node):
                     n *= a.size
             if n > _memory._LIMIT and arrays[0].__class__ is _ndarray:
                 _check_output_fits(node, arrays)
-        try:
-            out = node.forward(*arrays)
-        except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
-            raise _memory.from_memory_error(node.op_name, e, arrays) from None
+        if arrays and arrays[0].__class__ is _MetaArray:   # one identity test on the CPU path
+            out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
+        else:
+            try:
+                out = node.forward(*arrays)
+            except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
+                raise _memory.from_memory_error(node.op_name, e, arrays) from None
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
             out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
         if arrays and out.dtype is not arrays[0].dtype and cls.keeps_dtype:
@@ -175,6 +179,12 @@ class Primitive(Node):
         """'log_softmax' for LogSoftmax: the name error messages give the primitive."""
         return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", type(self).__name__).lower()
 
+    def infer(self, *specs):
+        """(shape tuple, numpy dtype) of the output for inputs that have only `.shape` and `.dtype`
+        (meta tensors, a planner); attributes are `self.<name>` as in forward. Every primitive has one."""
+        raise NotImplementedError(f"{self.op_name}: primitive {type(self).__name__} has no infer(), so it "
+                                  f"cannot run on device='meta'; add infer(self, *specs) -> (shape, dtype)")
+
 
 def _same_dtype(out, dt):
     """A float output in its float input's dtype, as torch gives it. NumPy upcasts bfloat16 (ml_dtypes)
@@ -185,6 +195,25 @@ def _same_dtype(out, dt):
 
 
 _ndarray = np.ndarray
+_MetaArray = MetaArray
+
+
+def _infer_meta(node, inputs, arrays):
+    """The output of `node` on meta inputs: a MetaArray of the shape and dtype its `infer` gives.
+    Every input must be on meta (a CPU 0-d scalar has been moved there by the ops layer)."""
+    for t, a in zip(inputs, arrays):
+        if a.__class__ is not _MetaArray:
+            from .._errors import op_error, describe
+            raise op_error(node.op_name, f"expected all tensors to be on the same device, but found at "
+                                         f"least two devices, meta and {t._device} (inputs: "
+                                         f"{', '.join(describe(x) for x in inputs)})")
+    shape, dtype = node.infer(*arrays)
+    dtype = np.dtype(dtype)
+    if node.keeps_dtype and arrays:   # the rule apply applies to a forward's output (see _same_dtype)
+        dt = arrays[0].dtype
+        if dtype != dt and dtype.kind in "fV" and dt.kind in "fV":
+            dtype = dt
+    return _MetaArray(shape, dtype)
 
 
 def _check_output_fits(node, arrays):

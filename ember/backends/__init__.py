@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = ["get", "array_module", "is_available"]
 
-_MODULES = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda"}
+_MODULES = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda", "meta": "ember.backends.meta"}
 _loaded: dict = {}
 
 
@@ -44,4 +44,6 @@ def array_module(x):
     data = getattr(x, "_data", x)
     if isinstance(data, np.ndarray) or np.isscalar(data):
         return np
+    if getattr(data, "_is_meta", False):   # a MetaArray: its xp raises on any use (no data)
+        return get("meta").xp
     return get("cuda").xp

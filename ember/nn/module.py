@@ -432,6 +432,15 @@ class Module:
             return out
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Move parameters and buffers to `device` without copying their values (uninitialised
+        memory), as torch: the way off device='meta', where tensors have no values to copy."""
+        from ..ops.creation import empty
+
+        def convert(t):
+            return empty(*t.shape, dtype=t.dtype, device=device)
+        return self._apply(convert)
+
     def cpu(self) -> "Module":
         return self.to("cpu")
 

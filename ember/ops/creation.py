@@ -136,6 +136,9 @@ def _fill(size, value, dtype, device, requires_grad=False, op="zeros"):
     dev = _resolve_device(device)
     if dev is CPU:
         _memory.check(op, size, dt)
+    elif dev.type == "meta":   # shape and dtype, no memory
+        t = Tensor._make(backends.get("meta").MetaArray(size, dt), dev)
+        return t.requires_grad_(True) if requires_grad else t
     xp = backends.get(dev.type).xp if dev is not CPU else np
     if dev is CPU:
         arr = np.full(size, value, dtype=dt) if value != 0 else np.zeros(size, dtype=dt)

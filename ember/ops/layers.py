@@ -21,6 +21,7 @@ import numpy as np
 from ..autograd.function import Primitive
 from ..backends import array_module
 from .primitives import ScatterAdd, Reshape
+from ._infer import _meta, _same, _shape_error, _wide_dtype
 
 __all__ = ["Conv", "ConvInputGrad", "ConvWeightGrad", "MaxPool", "windows", "out_size"]
 
@@ -82,6 +83,10 @@ class Conv(Primitive):
         gw = ConvWeightGrad.apply(x, g, w_shape=w.shape, **p) if self.needs_input_grad[1] else None
         return gx, gw
 
+    def infer(self, x, w):
+        out = tuple(out_size(n, k, s, d) for n, k, s, d in zip(x.shape[2:], w.shape[2:], self.stride, self.dilation))
+        return (x.shape[0], w.shape[0]) + out, x.dtype
+
 
 class ConvInputGrad(Primitive):
     """col2im: scatter g (N, O, *out) through w back onto an input of shape `x_shape`."""
@@ -112,6 +117,8 @@ class ConvInputGrad(Primitive):
         d_w = ConvWeightGrad.apply(gg, g, w_shape=w.shape, **p) if self.needs_input_grad[1] else None
         return d_g, d_w
 
+    def infer(self, g, w): return tuple(self.x_shape), g.dtype
+
 
 class ConvWeightGrad(Primitive):
     """The weight gradient of Conv: sum over batch and positions of g times the windows of x."""
@@ -130,6 +137,8 @@ class ConvWeightGrad(Primitive):
         d_x = ConvInputGrad.apply(g, gg, x_shape=x.shape, **p) if self.needs_input_grad[0] else None
         d_g = Conv.apply(x, gg, **p) if self.needs_input_grad[1] else None
         return d_x, d_g
+
+    def infer(self, x, g): return tuple(self.w_shape), x.dtype
 
 
 class MaxPool(Primitive):
@@ -158,6 +167,12 @@ class MaxPool(Primitive):
         zeros = g.new_zeros((N, C, math.prod(self.x_shape[2:])))
         gx = ScatterAdd.apply(zeros, Reshape.apply(g, shape=(N, C, -1)), index=self.index, axis=2)
         return (Reshape.apply(gx, shape=self.x_shape),)
+
+    def infer(self, x):
+        out = tuple(out_size(n, k, s, d) for n, k, s, d in zip(x.shape[2:], self.kernel, self.stride, self.dilation))
+        self.x_shape = x.shape   # what forward leaves for backward: the argmax positions, here without values
+        self.index = _meta(x.shape[:2] + (math.prod(out),), np.int64)
+        return x.shape[:2] + out, x.dtype
 
 
 # ---------------------------------------------------------------- fused kernels of nn layers
@@ -242,6 +257,10 @@ class Gelu(Primitive):
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
         return (g * (cdf + x * pdf),)
 
+    def infer(self, x):
+        self.cdf = _meta((math.prod(x.shape),), _wide_dtype(x.dtype))
+        return _same(x)
+
 
 class Softmax(Primitive):
     """exp(x - max) / sum over `axis`; backward y * (g - sum(g * y))."""
@@ -268,6 +287,8 @@ class Softmax(Primitive):
         y = self.saved_output()
         return (y * (g - (g * y).sum(self.axis, keepdim=True)),)
 
+    def infer(self, x): return _same(x)
+
 
 class LogSoftmax(Primitive):
     """x - logsumexp(x) over `axis`; backward g - softmax(x) * sum(g)."""
@@ -283,6 +304,8 @@ class LogSoftmax(Primitive):
     def backward(self, g):
         y = self.saved_output()
         return (g - y.exp() * g.sum(self.axis, keepdim=True),)
+
+    def infer(self, x): return _same(x)
 
 
 class Normalize(Primitive):
@@ -316,6 +339,10 @@ class Normalize(Primitive):
             r = Tensor._make(self.rstd, g._device)
         return (r * (g - g.mean(axes, keepdim=True) - y * (g * y).mean(axes, keepdim=True)),)
 
+    def infer(self, x):
+        self.rstd = _meta(tuple(x.shape[:len(x.shape) - self.n]) + (1,) * self.n, x.dtype)
+        return _same(x)
+
 
 class Embedding(Primitive):
     """weight[idx] for an integer index array `idx` (rows of the table)."""
@@ -326,6 +353,10 @@ class Embedding(Primitive):
 
     def backward(self, g):
         return (EmbeddingGrad.apply(g, idx=self.idx, num=self.num, padding_idx=self.padding_idx),)
+
+    def infer(self, w):
+        self.num = w.shape[0]
+        return tuple(self.idx.shape) + tuple(w.shape[1:]), w.dtype
 
 
 class EmbeddingGrad(Primitive):
@@ -357,6 +388,8 @@ class EmbeddingGrad(Primitive):
             out = out * Tensor._make(keep.reshape(keep.shape + (1,) * (out.ndim - keep.ndim)), out._device)
         return (out,)
 
+    def infer(self, g): return (self.num,) + tuple(g.shape[len(self.idx.shape):]), g.dtype
+
 
 class Linear(Primitive):
     """x @ w.T (+ b) for 2-D x (N, in), w (out, in), b (out,): one node instead of transpose, matmul, add."""
@@ -379,6 +412,11 @@ class Linear(Primitive):
             return gx, gw
         gb = Sum.apply(g, axis=(0,), keepdims=False) if need[2] else None
         return gx, gw, gb
+
+    def infer(self, x, w, b=None):
+        if x.shape[-1] != w.shape[-1]:
+            raise _shape_error("linear", f"x {x.shape} and weight {w.shape} do not align: {x.shape[-1]} != {w.shape[-1]}")
+        return tuple(x.shape[:-1]) + (w.shape[0],), x.dtype
 
 
 class LayerNorm(Primitive):
@@ -430,3 +468,8 @@ class LayerNorm(Primitive):
         gw = sum_to(g * xhat, w.shape) if need[1] else None
         gb = sum_to(g, b.shape) if need[2] else None
         return gx, gw, gb
+
+    def infer(self, x, w, b):
+        self.xhat = _meta(x.shape, _wide_dtype(x.dtype))
+        self.rstd = _meta(tuple(x.shape[:len(x.shape) - self.n]) + (1,) * self.n, _wide_dtype(x.dtype))
+        return _same(x)

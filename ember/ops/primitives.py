@@ -13,6 +13,8 @@ import numpy as np
 
 from ..autograd.function import Primitive
 from ..backends import array_module
+from ._infer import (_acc_dtype, _broadcast, _broadcast_shape, _concatenated, _einsum_shape, _indexed, _matmul_shape,
+                     _meta, _reduced, _reshaped, _same)
 
 
 def sum_to(g, shape):
@@ -31,42 +33,49 @@ def sum_to(g, shape):
 class Neg(Primitive):
     def forward(self, x): return -x
     def backward(self, g): return (-g,)
+    def infer(self, x): return _same(x)
 
 
 class Exp(Primitive):
     saves_output = True
     def forward(self, x): return array_module(x).exp(x)
     def backward(self, g): return (g * self.saved_output(),)
+    def infer(self, x): return _same(x)
 
 
 class Log(Primitive):
     saves_inputs = True
     def forward(self, x): return array_module(x).log(x)
     def backward(self, g): return (g / self.saved_tensors[0],)
+    def infer(self, x): return _same(x)
 
 
 class Log1p(Primitive):
     saves_inputs = True
     def forward(self, x): return array_module(x).log1p(x)
     def backward(self, g): return (g / (self.saved_tensors[0] + 1),)
+    def infer(self, x): return _same(x)
 
 
 class Expm1(Primitive):
     saves_output = True
     def forward(self, x): return array_module(x).expm1(x)
     def backward(self, g): return (g * (self.saved_output() + 1),)
+    def infer(self, x): return _same(x)
 
 
 class Sin(Primitive):
     saves_inputs = True
     def forward(self, x): return array_module(x).sin(x)
     def backward(self, g): return (g * self.saved_tensors[0].cos(),)
+    def infer(self, x): return _same(x)
 
 
 class Cos(Primitive):
     saves_inputs = True
     def forward(self, x): return array_module(x).cos(x)
     def backward(self, g): return (-g * self.saved_tensors[0].sin(),)
+    def infer(self, x): return _same(x)
 
 
 class Tan(Primitive):
@@ -75,6 +84,7 @@ class Tan(Primitive):
     def backward(self, g):
         y = self.saved_output()
         return (g * (1 + y * y),)
+    def infer(self, x): return _same(x)
 
 
 class Tanh(Primitive):
@@ -83,6 +93,7 @@ class Tanh(Primitive):
     def backward(self, g):
         y = self.saved_output()
         return (g * (1 - y * y),)
+    def infer(self, x): return _same(x)
 
 
 class Sigmoid(Primitive):
@@ -95,18 +106,21 @@ class Sigmoid(Primitive):
     def backward(self, g):
         y = self.saved_output()
         return (g * y * (1 - y),)
+    def infer(self, x): return _same(x)
 
 
 class Sqrt(Primitive):
     saves_output = True
     def forward(self, x): return array_module(x).sqrt(x)
     def backward(self, g): return (g / (2 * self.saved_output()),)
+    def infer(self, x): return _same(x)
 
 
 class Abs(Primitive):
     saves_inputs = True
     def forward(self, x): return array_module(x).abs(x)
     def backward(self, g): return (g * self.saved_tensors[0].sign(),)
+    def infer(self, x): return _same(x)
 
 
 class Erf(Primitive):
@@ -119,6 +133,7 @@ class Erf(Primitive):
     def backward(self, g):
         x = self.saved_tensors[0]
         return (g * (2 / math.sqrt(math.pi)) * (-(x * x)).exp(),)
+    def infer(self, x): return _same(x)
 
 
 class Relu(Primitive):
@@ -127,6 +142,7 @@ class Relu(Primitive):
     def backward(self, g):
         y = self.saved_output()
         return (g * (y > 0),)
+    def infer(self, x): return _same(x)
 
 
 class Clamp(Primitive):
@@ -143,6 +159,9 @@ class Clamp(Primitive):
     def backward(self, g):
         from .._tensor import Tensor
         return (g * Tensor._make(self.mask, g._device),)
+    def infer(self, x):
+        self.mask = _meta(x.shape, np.bool_)   # what forward leaves for backward
+        return _same(x)
 
 
 class Cast(Primitive):
@@ -151,6 +170,9 @@ class Cast(Primitive):
         self.src = x.dtype
         return x.astype(self.dtype)
     def backward(self, g): return (Cast.apply(g, dtype=self.src),)
+    def infer(self, x):
+        self.src = x.dtype
+        return x.shape, np.dtype(self.dtype)
 
 
 class ToDevice(Primitive):
@@ -170,11 +192,18 @@ class ToDevice(Primitive):
         if out._node is not None:
             out._node._device = dst
         return out
+    def infer(self, x):
+        if self.dst.type != "meta":   # on meta there is nothing to copy (torch says the same)
+            from ..backends import meta
+            meta.to_host(x)
+        self.src = self._src_device
+        return _same(x)
 
 
 class Clone(Primitive):
     def forward(self, x): return x.copy()
     def backward(self, g): return (g,)
+    def infer(self, x): return _same(x)
 
 
 # ---------------------------------------------------------------- elementwise, binary
@@ -186,6 +215,9 @@ class Add(Primitive):
     def backward(self, g):
         sa, sb = self.shapes
         return sum_to(g, sa), sum_to(g, sb)
+    def infer(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        return _broadcast(self, a, b)
 
 
 class Sub(Primitive):
@@ -195,6 +227,9 @@ class Sub(Primitive):
     def backward(self, g):
         sa, sb = self.shapes
         return sum_to(g, sa), sum_to(-g, sb)
+    def infer(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        return _broadcast(self, a, b)
 
 
 class Mul(Primitive):
@@ -212,6 +247,7 @@ class Mul(Primitive):
         ga = sum_to(g * b, sa) if self.needs_input_grad[0] else None
         gb = sum_to(g * a, sb) if self.needs_input_grad[1] else None
         return ga, gb
+    def infer(self, a, b): return _broadcast(self, a, b)
 
 
 class Div(Primitive):
@@ -226,6 +262,7 @@ class Div(Primitive):
         ga = sum_to(g / b, sa) if self.needs_input_grad[0] else None
         gb = sum_to(-g * a / (b * b), sb) if self.needs_input_grad[1] else None
         return ga, gb
+    def infer(self, a, b): return _broadcast(self, a, b)
 
 
 class Pow(Primitive):
@@ -242,6 +279,7 @@ class Pow(Primitive):
             y = a ** b
             gb = sum_to(g * where((a == 0) & (b >= 0), 0.0, y * a.log()), b.shape)
         return ga, gb
+    def infer(self, a, b): return _broadcast(self, a, b)
 
 
 class Maximum(Primitive):
@@ -252,6 +290,7 @@ class Maximum(Primitive):
         a, b = self.saved_tensors
         w = ((a > b) + (a == b) * 0.5).to(g.dtype)
         return sum_to(g * w, a.shape), sum_to(g * (1 - w), b.shape)
+    def infer(self, a, b): return _broadcast(self, a, b)
 
 
 class Where(Primitive):
@@ -263,6 +302,9 @@ class Where(Primitive):
         sa, sb = self.shapes
         zero = g.new_zeros(())
         return sum_to(Where.apply(g, zero, cond=self.cond), sa), sum_to(Where.apply(zero, g, cond=self.cond), sb)
+    def infer(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        return _broadcast(self, self.cond, a, b)[0], np.result_type(a.dtype, b.dtype)
 
 
 # ---------------------------------------------------------------- reductions
@@ -277,6 +319,10 @@ class Sum(Primitive):
         if not self.keepdims and self.axis is not None:
             g = Reshape.apply(g, shape=_keepdim_shape(self.shape, self.axis))
         return (Expand.apply(g, shape=self.shape, fill=g.ndim == 0),)
+    def infer(self, x):
+        self.shape = x.shape
+        dt = getattr(self, "dtype", None)
+        return _reduced(x.shape, self.axis, self.keepdims), np.dtype(dt) if dt is not None else _acc_dtype(x.dtype)
 
 
 class Amax(Primitive):
@@ -294,6 +340,7 @@ class Amax(Primitive):
             y, g = y.reshape(shp), g.reshape(shp)
         mask = (x == y).to(g.dtype)
         return (g * mask / mask.sum(self.axis, keepdim=True),)
+    def infer(self, x): return _reduced(x.shape, self.axis, self.keepdims), x.dtype
 
 
 class Prod(Primitive):
@@ -322,6 +369,7 @@ class Prod(Primitive):
                                            -1), -1), -1)
         others = xp.moveaxis((left * right).reshape(shp), tuple(range(-len(axes), 0)), axes)
         return (g * Tensor._make(others, g._device),)
+    def infer(self, x): return _reduced(x.shape, self.axis, self.keepdims), _acc_dtype(x.dtype)
 
 
 class Cumsum(Primitive):
@@ -330,6 +378,7 @@ class Cumsum(Primitive):
     def backward(self, g):
         return (Flip.apply(Cumsum.apply(Flip.apply(g, axes=(self.axis,)), axis=self.axis),
                            axes=(self.axis,)),)
+    def infer(self, x): return x.shape, _acc_dtype(x.dtype)
 
 
 class Cumprod(Primitive):
@@ -344,6 +393,7 @@ class Cumprod(Primitive):
         rev = Flip.apply(Cumsum.apply(Flip.apply(g * y, axes=(self.axis,)), axis=self.axis),
                          axes=(self.axis,))
         return (rev / x,)
+    def infer(self, x): return x.shape, _acc_dtype(x.dtype)
 
 
 def _keepdim_shape(shape, axis):
@@ -358,11 +408,15 @@ class Reshape(Primitive):
         self.src = x.shape
         return x.reshape(self.shape)
     def backward(self, g): return (Reshape.apply(g, shape=self.src),)
+    def infer(self, x):
+        self.src = x.shape
+        return _reshaped(x.shape, self.shape), x.dtype
 
 
 class Permute(Primitive):
     def forward(self, x): return x.transpose(self.dims)
     def backward(self, g): return (Permute.apply(g, dims=tuple(np.argsort(self.dims))),)
+    def infer(self, x): return tuple(x.shape[d] for d in self.dims), x.dtype
 
 
 class Expand(Primitive):
@@ -372,11 +426,15 @@ class Expand(Primitive):
             return array_module(x).full(self.shape, x, dtype=x.dtype)   # array is cheaper than a view
         return array_module(x).broadcast_to(x, self.shape)
     def backward(self, g): return (sum_to(g, self.src),)
+    def infer(self, x):
+        self.src = x.shape
+        return _broadcast_shape("expand", x.shape, tuple(self.shape), to=True), x.dtype
 
 
 class Flip(Primitive):
     def forward(self, x): return array_module(x).flip(x, self.axes)
     def backward(self, g): return (Flip.apply(g, axes=self.axes),)
+    def infer(self, x): return _same(x)
 
 
 class Roll(Primitive):
@@ -384,6 +442,7 @@ class Roll(Primitive):
     def forward(self, x): return array_module(x).roll(x, self.shifts, self.axes)
     def backward(self, g):
         return (Roll.apply(g, shifts=tuple(-s for s in self.shifts), axes=self.axes),)
+    def infer(self, x): return _same(x)
 
 
 class Index(Primitive):
@@ -392,6 +451,9 @@ class Index(Primitive):
         self.src = x.shape
         return x[self.key]
     def backward(self, g): return (IndexAddInto.apply(g, key=self.key, shape=self.src),)
+    def infer(self, x):
+        self.src = x.shape
+        return _indexed(x.shape, self.key), x.dtype
 
 
 class IndexAddInto(Primitive):
@@ -405,6 +467,7 @@ class IndexAddInto(Primitive):
             _add_at(xp, out, self.key, g)
         return out
     def backward(self, gg): return (Index.apply(gg, key=self.key),)
+    def infer(self, g): return tuple(self.shape), g.dtype
 
 
 class IndexPut(Primitive):
@@ -424,6 +487,9 @@ class IndexPut(Primitive):
             gx = IndexPut.apply(g, g.new_zeros(()), key=self.key, accumulate=False)
         gv = sum_to(Index.apply(g, key=self.key), self.vshape) if self.needs_input_grad[1] else None
         return gx, gv
+    def infer(self, x, v):
+        self.vshape = v.shape
+        return _same(x)
 
 
 def _is_basic(key):
@@ -451,6 +517,9 @@ class Cat(Primitive):
             out.append(Index.apply(g, key=key))
             start += s
         return tuple(out)
+    def infer(self, *xs):
+        self.sizes = [x.shape[self.axis] for x in xs]
+        return _concatenated([x.shape for x in xs], self.axis), np.result_type(*[x.dtype for x in xs])
 
 
 class Pad(Primitive):
@@ -460,6 +529,7 @@ class Pad(Primitive):
     def backward(self, g):
         key = tuple(slice(b, g.shape[i] - a) for i, (b, a) in enumerate(self.pads))
         return (Index.apply(g, key=key),)
+    def infer(self, x): return tuple(s + b + a for s, (b, a) in zip(x.shape, self.pads)), x.dtype
 
 
 class Gather(Primitive):
@@ -469,6 +539,9 @@ class Gather(Primitive):
         return array_module(x).take_along_axis(x, self.index, axis=self.axis)
     def backward(self, g):
         return (ScatterAdd.apply(g.new_zeros(self.src), g, index=self.index, axis=self.axis),)
+    def infer(self, x):
+        self.src = x.shape
+        return tuple(self.index.shape), x.dtype
 
 
 class ScatterAdd(Primitive):
@@ -481,6 +554,7 @@ class ScatterAdd(Primitive):
     def backward(self, g):
         gs = Gather.apply(g, index=self.index, axis=self.axis) if self.needs_input_grad[1] else None
         return g, gs
+    def infer(self, x, src): return _same(x)
 
 
 class Scatter(Primitive):
@@ -495,6 +569,7 @@ class Scatter(Primitive):
         gx = Scatter.apply(g, zeros, index=self.index, axis=self.axis)
         gs = Gather.apply(g, index=self.index, axis=self.axis) if self.needs_input_grad[1] else None
         return gx, gs
+    def infer(self, x, src): return _same(x)
 
 
 def _prefix(shape):
@@ -518,6 +593,7 @@ class MatMul(Primitive):
         ga = sum_to(MatMul.apply(g, b.mT), a.shape) if self.needs_input_grad[0] else None
         gb = sum_to(MatMul.apply(a.mT, g), b.shape) if self.needs_input_grad[1] else None
         return ga, gb
+    def infer(self, a, b): return _matmul_shape(a.shape, b.shape), a.dtype
 
 
 class Einsum(Primitive):
@@ -547,3 +623,4 @@ class Einsum(Primitive):
                 gi = gi.reshape(shape).expand(x.shape)
             grads.append(gi)
         return tuple(grads)
+    def infer(self, *xs): return _einsum_shape(self.eq, [x.shape for x in xs]), xs[0].dtype
