@@ -135,7 +135,8 @@ def _draw(dist, shape, np_dtype, device, generator, prob=None, **params) -> Tens
     g = generator if generator is not None else default_generator
     dev = _resolve_device(device)
     shape = tuple(shape)
-    nblocks = P.blocks(dist, np_dtype, math.prod(shape), params.get("words", 1), params.get("span", 0))
+    nblocks = P.blocks(dist, np_dtype, math.prod(shape), params.get("words", 1), params.get("span", 0),
+                       params.get("bits", 32))
     state = g._state_on(dev, nblocks)
     inputs = (state,) if prob is None else (state, prob)
     return P.Random.apply(*inputs, dist=dist, shape=shape, dtype=np.dtype(np_dtype), **params)
@@ -208,10 +209,13 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
     return _bernoulli_scalar(input.shape, float(p), input.dtype.np, input.device, generator)
 
 
-def _bernoulli_scalar(shape, p, np_dtype, device, generator=None) -> Tensor:
-    """A mask of `shape` in `np_dtype` (bool for a keep-mask): 1 with probability p."""
-    threshold = min(max(int(round(p * 2.0 ** 32)), 0), 1 << 32)
-    return _draw("bernoulli", shape, np_dtype, device, generator, threshold=threshold)
+def _bernoulli_scalar(shape, p, np_dtype, device, generator=None, bits=32, value=1.0) -> Tensor:
+    """A mask of `shape` in `np_dtype`: `value` (True for bool) with probability p, else 0.
+
+    bits=16 (dropout's masks) resolves p to 2**-16 and costs half the random words."""
+    threshold = min(max(int(round(p * 2.0 ** bits)), 0), 1 << bits)
+    return _draw("bernoulli", shape, np_dtype, device, generator, threshold=threshold, bits=bits,
+                 value=float(value))
 
 
 def poisson(input, generator=None) -> Tensor:

@@ -24,29 +24,33 @@ Words per element and the maps from words to values:
               larger r: two words as a 64-bit x, x % r. The bias is below r / 2**32 (r / 2**64), the
               price of a fixed number of words per element (torch's kernels make the same trade)
     bernoulli 1 word x; x < round(p * 2**32) for a scalar p (`threshold`), or x / 2**32 < p for a
-              tensor of probabilities given as the second input
+              tensor of probabilities given as the second input. `bits=16` (dropout's masks) takes
+              each half of a word for one element, x < round(p * 2**16): p is then resolved to
+              2**-16 (an error below 8e-6 in the kept fraction) for half the Philox work
 """
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
 from ..autograd.function import Primitive
 from ..backends import array_module
 
-__all__ = ["philox4x32", "Random", "blocks", "KEY_WORDS"]
+__all__ = ["philox4x32", "Random", "blocks", "elements_per_block"]
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57       # Philox4x32 multipliers
 W0, W1 = 0x9E3779B9, 0xBB67AE85       # key schedule (Weyl) increments: golden ratio, sqrt(3) - 1
 ROUNDS = 10
 _MASK = 0xFFFFFFFF
-KEY_WORDS = 2
 
 # Counters per piece on NumPy: a round is ten ufuncs, and on pieces of 2**14 counters their 128 KiB
 # temporaries stay in the L2 cache (3.6 ns per word against 9 ns on 2**18 counters in one go).
 # CuPy runs each ufunc as one kernel over the whole draw, so it gets one piece.
 _PIECE = 1 << 14
+
+_LITTLE = sys.byteorder == "little"   # where a uint64's low 16-bit halves are in a uint16 view
 
 _UNIFORM_BITS = {2: 11, 4: 24}        # float16: 11, float32: 24 (by itemsize); bfloat16 below; float64: 53
 
@@ -100,19 +104,20 @@ def _all_full(*words) -> bool:
     return all(getattr(w, "shape", ()) == shape and getattr(w, "ndim", 0) > 0 for w in words)
 
 
-def words_per_element(dist: str, dtype, words: int = 1, span: int = 0) -> int:
+def elements_per_block(dist: str, dtype, words: int = 1, span: int = 0, bits: int = 32) -> int:
+    """How many elements one block (four 32-bit words) gives."""
     if dist in ("uniform", "normal"):
-        return 2 if dtype.itemsize == 8 else 1
+        return 2 if dtype.itemsize == 8 else 4
     if dist == "bits":
-        return words
+        return 4 // words
     if dist == "integers":
-        return 1 if span <= 1 << 32 else 2
-    return 1                          # bernoulli
+        return 4 if span <= 1 << 32 else 2
+    return 4 * (32 // bits)           # bernoulli: a 32-bit word per element, or two 16-bit halves
 
 
-def blocks(dist: str, dtype, n: int, words: int = 1, span: int = 0) -> int:
-    """Counters (blocks of 4 words) a draw of n elements uses: what the generator's offset advances by."""
-    return -(-n * words_per_element(dist, np.dtype(dtype), words, span) // 4)
+def blocks(dist: str, dtype, n: int, words: int = 1, span: int = 0, bits: int = 32) -> int:
+    """Blocks (counters) a draw of n elements uses: what the generator's offset advances by."""
+    return -(-n // elements_per_block(dist, np.dtype(dtype), words, span, bits))
 
 
 class Random(Primitive):
@@ -122,7 +127,8 @@ class Random(Primitive):
     `dist='bernoulli'` optionally an array of probabilities of the output's shape.
     Attributes: `dist` ('uniform', 'normal', 'bits', 'integers', 'bernoulli'), `shape`, `dtype` (NumPy),
     and per distribution: `words` (bits), `low`, `span` (integers: values low + [0, span)),
-    `threshold` (bernoulli with a scalar p: round(p * 2**32)).
+    `threshold` (bernoulli with a scalar p: round(p * 2**bits)), `bits` (32, or 16 for a scalar p),
+    `value` (bernoulli in a non-bool dtype: the value of a success, so dropout gets its scaled mask).
     """
     differentiable = False
     keeps_dtype = False
@@ -130,13 +136,14 @@ class Random(Primitive):
     low = 0
     span = 0
     threshold = 0
+    bits = 32
+    value = 1.0
 
     def forward(self, state, prob=None):
         xp = array_module(state)
         dtype = np.dtype(self.dtype)
         n = math.prod(self.shape)
-        wpe = words_per_element(self.dist, dtype, self.words, self.span)
-        epb = 4 // wpe                            # elements per block
+        epb = elements_per_block(self.dist, dtype, self.words, self.span, self.bits)
         nblocks = -(-n // epb)
         out = xp.empty((nblocks, epb), dtype=self._out_dtype(dtype))
         su = state.view(xp.uint64)
@@ -157,12 +164,15 @@ class Random(Primitive):
         out = out.reshape(-1)
         if out.size != n:
             out = out[:n]
+        if self.dist == "bernoulli" and dtype != np.bool_:
+            # one contiguous pass from the bool mask (casting stores into strided columns cost 2x)
+            out = xp.multiply(out, dtype.type(self.value), dtype=dtype)
         return out.reshape(self.shape)
 
     def _out_dtype(self, dtype):
         if self.dist in ("bits", "integers"):
             return np.int64
-        return dtype
+        return np.bool_ if self.dist == "bernoulli" else dtype
 
     def _fill(self, xp, out, x, dtype, prob):
         """Write the elements of one piece: out is (blocks, elements per block), x the four word arrays."""
@@ -204,14 +214,27 @@ class Random(Primitive):
                     if self.span < 1 << 64:
                         v = v % xp.uint64(self.span)
                     out[:, col] = (v + low).view(xp.int64)
-        elif dist == "bernoulli":
-            if prob is None:
-                t = xp.uint64(self.threshold) if self.threshold < 1 << 32 else None
+        elif dist == "bernoulli":       # out is bool
+            if prob is None and self.bits == 16:
+                # two elements a word, its low then its high 16 bits: a (blocks, 2) uint16 view of each
+                # word compared in one ufunc straight into the two output columns
+                if self.threshold >= 1 << 16:
+                    out[...] = True
+                    return
+                t = xp.uint16(self.threshold)
                 for i in range(4):
-                    out[:, i] = True if t is None else x[i] < t
+                    halves = x[i].view(xp.uint16).reshape(-1, 4)
+                    xp.less(halves[:, 0:2] if _LITTLE else halves[:, 3:1:-1], t, out=out[:, 2 * i:2 * i + 2])
+            elif prob is None:
+                if self.threshold >= 1 << 32:
+                    out[...] = True
+                    return
+                t = xp.uint64(self.threshold)
+                for i in range(4):
+                    xp.less(x[i], t, out=out[:, i])
             else:
                 for i in range(4):
-                    out[:, i] = x[i].view(xp.int64) * np.float64(2.0 ** -32) < prob[:, i]
+                    xp.less(x[i].view(xp.int64) * np.float64(2.0 ** -32), prob[:, i], out=out[:, i])
         else:
             raise ValueError(f"random: unknown distribution {dist!r}")
 
