@@ -6,10 +6,13 @@ then advances the offset by the number of counters the draw used (torch's Philox
 
 - a seed gives the same numbers on every device (NumPy and CuPy run the same integer arithmetic);
 - the numbers are made where they are used: nothing is drawn on the host and copied;
-- consecutive draws use disjoint counter ranges, hence independent numbers. A draw of n elements of
-  w words each uses ceil(n w / 4) counters (w = 1 for float32 uniforms and normals, bits, integers in a
-  range up to 2**32, bernoulli; 2 for float64 and 64-bit values). When n w is a multiple of 4, the draw of
-  n followed by a draw of m gives exactly the elements of one draw of n + m (same dtype and distribution).
+- the contract between draws: a draw at offset o uses the counters (j, o) for its blocks j = 0 .. b-1,
+  b = ceil(n w / 4) for n elements of w 32-bit words each (w = 1 for float32 uniforms and normals, bits,
+  integers in a range up to 2**32, bernoulli; 2 for float64 and 64-bit values; 1/2 for dropout's masks),
+  and leaves the offset at o + b. Consecutive draws therefore share no counter, hence are independent,
+  and a draw is a function of (seed, offset, distribution, shape, dtype) only: restoring a state replays
+  exactly the draws made after it. (Draws of n then m are not the halves of one draw of n + m: the
+  second one's blocks are (j, o + b), not (b + j, o).)
 
 The state is (seed, offset): `get_state` returns it as 16 bytes (a uint8 tensor, as torch's CUDA
 generators do) and `set_state` takes it back. Host-side samplers (the data pipeline's augmentations)
