@@ -21,6 +21,7 @@ take a NumPy generator derived from the state with `Generator.numpy_generator()`
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -52,6 +53,7 @@ class Generator:
         self._seed = _fresh_seed()
         self._offset = 0
         self._host = None        # the NumPy generator numpy_generator() handed out, while still valid
+        self._lock = threading.Lock()   # two threads drawing at once must not get the same offset
 
     def manual_seed(self, seed: int) -> "Generator":
         self._seed = int(seed) & _U64    # torch keeps the seed's 64 bits: manual_seed(-1) -> 2**64 - 1
@@ -102,9 +104,10 @@ class Generator:
     def _state_on(self, device, nblocks: int) -> Tensor:
         """[seed, offset] as an int64 tensor on `device` for the next draw, and advance past its counters."""
         from .ops.creation import _from_host
-        state = np.array([self._seed, self._offset], dtype=np.uint64).view(np.int64)
-        self._offset = (self._offset + nblocks) & _U64
-        self._host = None
+        with self._lock:
+            state = np.array([self._seed, self._offset], dtype=np.uint64).view(np.int64)
+            self._offset = (self._offset + nblocks) & _U64
+            self._host = None
         return _from_host(state, device)
 
 

@@ -261,3 +261,27 @@ def test_same_numbers_on_cpu_and_fake_cuda():
     env = dict(os.environ, EMBER_FAKE_CUDA="1")
     out = subprocess.run([sys.executable, "-c", FAKE_CUDA_SAME_NUMBERS], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "OK", out.stderr
+
+
+def test_threads_drawing_at_once_get_distinct_offsets():
+    import sys
+    import threading
+    g = ember.Generator().manual_seed(1)
+    out = []
+
+    def work():
+        for _ in range(200):
+            out.append(tuple(ember.randint(0, 2 ** 32, (4,), generator=g).tolist()))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)          # switch threads often, so an unguarded read-advance would race
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert len(set(out)) == 800                                   # no two draws got the same counters
+    assert g.get_state().numpy().view("<u8")[1] == 800
