@@ -190,9 +190,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 
 
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
-    """A random permutation of 0..n-1: the order that sorts n random 64-bit keys (on `device`)."""
-    keys = _draw("bits", (int(n),), np.int64, device, generator, words=2)
-    t = keys.argsort()
+    """A random permutation of 0..n-1: the order of n random 64-bit keys, sorted on `device`."""
+    t = _draw("permutation", (int(n),), np.int64, device, generator)
     return t if dtype is None or _dtype.to_dtype(dtype) is _dtype.int64 else t.to(dtype)
 
 

@@ -20,6 +20,9 @@ Words per element and the maps from words to values:
     normal    Box-Muller on a pair of uniforms (u1 in (0, 1], u2 in [0, 1)) giving two normals; a pair
               is 2 words (computed in float32) or, for float64, 4 words (two 53-bit uniforms)
     bits      1 word (an int64 in [0, 2**32)) or 2 words (all 64 bits of an int64, `words=2`)
+    permutation  of range(n): n random keys of 2 words, their low ceil(log2 n) bits replaced by the
+              index, sorted. Keys whose other 64 - ceil(log2 n) bits tie keep index order: about
+              n**2 / 2**(65 - log2 n) pairs (0.03 for n = 10**6), the only departure from uniform
     integers  [low, high): range r <= 2**32: one word x, (x * r) >> 32 (Lemire's multiply-shift);
               larger r: two words as a 64-bit x, x % r. The bias is below r / 2**32 (r / 2**64), the
               price of a fixed number of words per element (torch's kernels make the same trade)
@@ -110,6 +113,8 @@ def elements_per_block(dist: str, dtype, words: int = 1, span: int = 0, bits: in
         return 2 if dtype.itemsize == 8 else 4
     if dist == "bits":
         return 4 // words
+    if dist == "permutation":
+        return 2
     if dist == "integers":
         return 4 if span <= 1 << 32 else 2
     return 4 * (32 // bits)           # bernoulli: a 32-bit word per element, or two 16-bit halves
@@ -125,8 +130,8 @@ class Random(Primitive):
 
     Inputs: `state`, an int64 array [seed, offset] (the seed's 64 bits, two's complement), and for
     `dist='bernoulli'` optionally an array of probabilities of the output's shape.
-    Attributes: `dist` ('uniform', 'normal', 'bits', 'integers', 'bernoulli'), `shape`, `dtype` (NumPy),
-    and per distribution: `words` (bits), `low`, `span` (integers: values low + [0, span)),
+    Attributes: `dist` ('uniform', 'normal', 'bits', 'integers', 'bernoulli', 'permutation'), `shape`,
+    `dtype` (NumPy), and per distribution: `words` (bits), `low`, `span` (integers: values low + [0, span)),
     `threshold` (bernoulli with a scalar p: round(p * 2**bits)), `bits` (32, or 16 for a scalar p),
     `value` (bernoulli in a non-bool dtype: the value of a success, so dropout gets its scaled mask).
     """
@@ -164,13 +169,15 @@ class Random(Primitive):
         out = out.reshape(-1)
         if out.size != n:
             out = out[:n]
-        if self.dist == "bernoulli" and dtype != np.bool_:
+        if self.dist == "permutation":
+            out = _permutation(xp, out)
+        elif self.dist == "bernoulli" and dtype != np.bool_:
             # one contiguous pass from the bool mask (casting stores into strided columns cost 2x)
             out = xp.multiply(out, dtype.type(self.value), dtype=dtype)
         return out.reshape(self.shape)
 
     def _out_dtype(self, dtype):
-        if self.dist in ("bits", "integers"):
+        if self.dist in ("bits", "integers", "permutation"):
             return np.int64
         return np.bool_ if self.dist == "bernoulli" else dtype
 
@@ -195,8 +202,8 @@ class Random(Primitive):
                 one = np.float32(2.0 ** -24)
                 for a in (0, 2):
                     _box_muller(xp, out[:, a], out[:, a + 1], _ubits(xp, x[a], 24) + one, _ubits(xp, x[a + 1], 24))
-        elif dist == "bits":
-            if self.words == 1:
+        elif dist in ("bits", "permutation"):
+            if self.words == 1 and dist == "bits":
                 for i in range(4):
                     out[:, i] = x[i].view(xp.int64)
             else:
@@ -237,6 +244,20 @@ class Random(Primitive):
                     xp.less(x[i].view(xp.int64) * np.float64(2.0 ** -32), prob[:, i], out=out[:, i])
         else:
             raise ValueError(f"random: unknown distribution {dist!r}")
+
+
+def _permutation(xp, keys):
+    """The order of n random 64-bit keys: each key's low bits replaced by its index, the keys sorted
+    (a value sort, about 4x faster than an argsort on NumPy), the indices read back from the low bits."""
+    n = keys.shape[0]
+    b = max(1, (n - 1).bit_length())
+    k = keys.view(xp.uint64)
+    k >>= xp.uint64(b)
+    k <<= xp.uint64(b)
+    k |= xp.arange(n, dtype=xp.uint64)
+    k.sort()
+    k &= xp.uint64((1 << b) - 1)
+    return k.view(xp.int64)
 
 
 def _padded(xp, a, n):

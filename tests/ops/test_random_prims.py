@@ -165,3 +165,13 @@ def test_random_is_not_differentiable_and_empty_draws_work():
     assert not P.Random.apply(state, dist="uniform", shape=(3,), dtype=np.dtype(np.float32)).requires_grad
     assert draw("normal", (0, 4), np.float32).shape == (0, 4)
     assert draw("uniform", (), np.float32).shape == ()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 1000, 3 * P._PIECE])
+def test_permutation_is_the_order_of_the_random_keys(n):
+    perm = draw("permutation", (n,), np.int64, seed=9)
+    assert sorted(perm.tolist()) == list(range(n))
+    keys = draw("bits", (n,), np.int64, seed=9, words=2).view(np.uint64)     # the same words
+    b = max(1, (n - 1).bit_length())
+    high = keys >> np.uint64(b)
+    assert (np.diff(high[perm].astype(np.float64)) >= 0).all()               # sorted by the keys' high bits
