@@ -4,6 +4,8 @@ Kept apart from `_tensor.py` so the class reads as data + autograd, and the op l
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _dtype
@@ -154,31 +156,59 @@ def copy_(self, src, non_blocking=False):
 
 
 def _rand_(name, sampler):
+    """An in-place sampler: values drawn on the tensor's device by ember.random, then written."""
     def method(self, *args, generator=None, **kwargs):
-        rng = R._rng(generator)
-        return _write(self, lambda: _to_dev(self, sampler(rng, self.shape, *args, **kwargs)), name)
+        return _write(self, lambda: sampler(self, generator, *args, **kwargs)._data, name)
     method.__name__ = name
     return method
 
 
-def _to_dev(self, host):
-    from . import backends
-    host = np.asarray(host, dtype=self._data.dtype)
-    return host if self._device.type == "cpu" else backends.get(self._device.type).to_device(host, self._device)
+def _udt(self):
+    """The float dtype uniforms for an in-place sampler are drawn in: the tensor's, or float64."""
+    return self.dtype if self.dtype.is_floating_point else _dtype.float64
+
+
+def _uniform(self, g, a=0.0, b=1.0):
+    return R.rand(*self.shape, generator=g, dtype=_udt(self), device=self._device) * (b - a) + a
+
+
+def _normal(self, g, mean=0.0, std=1.0):
+    return R.randn(*self.shape, generator=g, dtype=_udt(self), device=self._device) * std + mean
+
+
+def _bernoulli(self, g, p=0.5):
+    if isinstance(p, Tensor):
+        return R.bernoulli(self, p.to(_udt(self)), generator=g)
+    return R._bernoulli_scalar(self.shape, float(p), self._data.dtype, self._device, g)
+
+
+def _exponential(self, g, lambd=1.0):
+    u = R.rand(*self.shape, generator=g, dtype=_dtype.float64, device=self._device)
+    return -(-u).log1p() / lambd          # u in [0, 1): -log(1 - u) in [0, inf)
+
+
+def _geometric(self, g, p):
+    u = R.rand(*self.shape, generator=g, dtype=_dtype.float64, device=self._device)
+    return ((-u).log1p() / math.log1p(-p)).ceil().clamp(min=1)   # trials until the first success
+
+
+def _log_normal(self, g, mean=1.0, std=2.0):
+    return (R.randn(*self.shape, generator=g, dtype=_udt(self), device=self._device) * std + mean).exp()
 
 
 Tensor.zero_ = zero_
 Tensor.fill_ = fill_
 Tensor.copy_ = copy_
-Tensor.uniform_ = _rand_("uniform_", lambda rng, shape, a=0.0, b=1.0: rng.uniform(a, b, shape))
-Tensor.normal_ = _rand_("normal_", lambda rng, shape, mean=0.0, std=1.0: rng.normal(mean, std, shape))
-Tensor.bernoulli_ = _rand_("bernoulli_", lambda rng, shape, p=0.5: rng.random(shape) < p)
-Tensor.exponential_ = _rand_("exponential_", lambda rng, shape, lambd=1.0: rng.exponential(1 / lambd, shape))
-Tensor.geometric_ = _rand_("geometric_", lambda rng, shape, p: rng.geometric(p, shape))
-Tensor.log_normal_ = _rand_("log_normal_", lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape))
+Tensor.uniform_ = _rand_("uniform_", _uniform)
+Tensor.normal_ = _rand_("normal_", _normal)
+Tensor.bernoulli_ = _rand_("bernoulli_", _bernoulli)
+Tensor.exponential_ = _rand_("exponential_", _exponential)
+Tensor.geometric_ = _rand_("geometric_", _geometric)
+Tensor.log_normal_ = _rand_("log_normal_", _log_normal)
 
 
-def _random_(rng, shape, low=0, high=None, *, dtype):
+def _random_(self, g, low=0, high=None):
+    dtype = self._data.dtype
     # torch: without bounds, [0, 2**mantissa] for floats and [0, max] for integers
     if high is None:
         if low:
@@ -189,11 +219,10 @@ def _random_(rng, shape, low=0, high=None, *, dtype):
             low, high = 0, 2
         else:
             low, high = 0, 2 ** {2: 11, 4: 24, 8: 53}[dtype.itemsize] + 1
-    return rng.integers(low, high, shape, dtype=np.int64 if high <= 2 ** 63 else np.uint64)
+    return R._integers(low, high, self.shape, self._device, g)
 
 
-Tensor.random_ = lambda self, *a, generator=None, **k: _write(
-    self, lambda: _to_dev(self, _random_(R._rng(generator), self.shape, *a, dtype=self._data.dtype, **k)), "random_")
+Tensor.random_ = _rand_("random_", _random_)
 Tensor.bernoulli = lambda self, p=None, *, generator=None: R.bernoulli(self, p, generator=generator)
 Tensor.multinomial = lambda self, n, replacement=False, *, generator=None: \
     R.multinomial(self, n, replacement, generator=generator)

@@ -20,7 +20,7 @@ def synchronize(device=None) -> None:
 
 
 def manual_seed(seed: int) -> None:
-    """Samples are drawn on the host from ember's generator, so one seed covers every device."""
+    """ember.manual_seed: the generator is counter-based (Philox), so one seed gives the same numbers on every device."""
     from .random import manual_seed as _ms
     _ms(seed)
 

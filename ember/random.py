@@ -1,22 +1,47 @@
 """Random numbers: ember.manual_seed, ember.Generator and the sampling functions.
 
-A Generator wraps a NumPy `Generator` (PCG64). Samples are drawn on the host and moved to the
-target device, so a seed gives the same numbers on every device.
+A Generator is a seed and an offset. Each draw sends [seed, offset] to the target device as a small
+int64 tensor and runs the counter-based Philox4x32-10 primitive there (`ember/ops/random_prims.py`),
+then advances the offset by the number of counters the draw used (torch's Philox offset). So:
+
+- a seed gives the same numbers on every device (NumPy and CuPy run the same integer arithmetic);
+- the numbers are made where they are used: nothing is drawn on the host and copied;
+- the contract between draws: a draw at offset o uses the counters (j, o) for its blocks j = 0 .. b-1,
+  b = ceil(n w / 4) for n elements of w 32-bit words each (w = 1 for float32 uniforms and normals, bits,
+  integers in a range up to 2**32, bernoulli; 2 for float64 and 64-bit values; 1/2 for dropout's masks),
+  and leaves the offset at o + b. Consecutive draws therefore share no counter, hence are independent,
+  and a draw is a function of (seed, offset, distribution, shape, dtype) only: restoring a state replays
+  exactly the draws made after it. (Draws of n then m are not the halves of one draw of n + m: the
+  second one's blocks are (j, o + b), not (b + j, o).)
+
+The state is (seed, offset): `get_state` returns it as 16 bytes (a uint8 tensor, as torch's CUDA
+generators do) and `set_state` takes it back. Host-side samplers (the data pipeline's augmentations)
+take a NumPy generator derived from the state with `Generator.numpy_generator()`.
 """
 from __future__ import annotations
+
+import math
+import threading
 
 import numpy as np
 
 from . import _dtype
 from ._tensor import Tensor
+from .ops import random_prims as P
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
            "default_generator", "rand", "randn", "randint", "randperm", "normal", "bernoulli",
            "multinomial", "rand_like", "randn_like", "randint_like", "poisson"]
 
+_U64 = (1 << 64) - 1
+
+
+def _fresh_seed() -> int:
+    return int(np.random.SeedSequence().entropy % (2 ** 63))
+
 
 class Generator:
-    """A source of random numbers with its own state (torch.Generator).
+    """A source of random numbers with its own state (torch.Generator): a seed and a counter offset.
 
     >>> g = ember.Generator().manual_seed(0)
     >>> ember.rand(2, generator=g).shape
@@ -25,31 +50,65 @@ class Generator:
 
     def __init__(self, device="cpu"):
         self.device = device
-        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
-        self._np = np.random.Generator(np.random.PCG64(self._seed))
+        self._seed = _fresh_seed()
+        self._offset = 0
+        self._host = None        # the NumPy generator numpy_generator() handed out, while still valid
+        self._lock = threading.Lock()   # two threads drawing at once must not get the same offset
 
     def manual_seed(self, seed: int) -> "Generator":
-        seed = int(seed)
-        self._seed = seed
-        self._np = np.random.Generator(np.random.PCG64(seed & ((1 << 128) - 1)))
+        self._seed = int(seed) & _U64    # torch keeps the seed's 64 bits: manual_seed(-1) -> 2**64 - 1
+        self._offset = 0
+        self._host = None
         return self
 
     def seed(self) -> int:
-        s = int(np.random.SeedSequence().entropy % (2 ** 63))
+        s = _fresh_seed()
         self.manual_seed(s)
         return s
 
     def initial_seed(self) -> int:
         return self._seed
 
-    def get_state(self):
-        return dict(self._np.bit_generator.state, _seed=self._seed)
+    def get_state(self) -> Tensor:
+        """The state as a uint8 tensor of 16 bytes: seed and offset, little-endian 64-bit words."""
+        from .ops.creation import _from_host
+        self._host = None        # a host stream handed out before this point is not part of the state
+        words = np.array([self._seed, self._offset], dtype=np.uint64).astype("<u8")
+        return _from_host(words.view(np.uint8).copy(), None)
 
     def set_state(self, state) -> "Generator":
-        state = dict(state)
-        self._seed = state.pop("_seed", self._seed)
-        self._np.bit_generator.state = state
+        arr = np.asarray(state.detach().cpu()._data if isinstance(state, Tensor) else state)
+        if arr.dtype != np.uint8 or arr.shape != (16,):
+            raise TypeError(f"Generator.set_state: expected the 16-byte uint8 tensor get_state returns, got "
+                            f"{getattr(state, 'dtype', type(state).__name__)} of shape {tuple(arr.shape)}")
+        seed, offset = (int(v) for v in arr.view("<u8"))
+        self._seed, self._offset, self._host = seed, offset, None
         return self
+
+    def numpy_generator(self) -> np.random.Generator:
+        """A NumPy generator for samplers that run on the host on purpose (data augmentation).
+
+        It is seeded from (seed, offset) and the offset advances by one counter, so it is reproducible
+        under manual_seed and independent of the device draws. The same NumPy generator is returned
+        again (its stream continuing) until a device draw, manual_seed, get_state or set_state
+        happens; the next call after one of those derives a new one.
+
+        >>> ember.manual_seed(0); u = ember.default_generator.numpy_generator().random()
+        """
+        if self._host is None:
+            ss = np.random.SeedSequence([self._seed, self._offset, 0x686F7374])   # 'host'
+            self._host = np.random.Generator(np.random.PCG64(ss))
+            self._offset += 1
+        return self._host
+
+    def _state_on(self, device, nblocks: int) -> Tensor:
+        """[seed, offset] as an int64 tensor on `device` for the next draw, and advance past its counters."""
+        from .ops.creation import _from_host
+        with self._lock:
+            state = np.array([self._seed, self._offset], dtype=np.uint64).view(np.int64)
+            self._offset = (self._offset + nblocks) & _U64
+            self._host = None
+        return _from_host(state, device)
 
 
 default_generator = Generator()
@@ -68,7 +127,7 @@ def initial_seed() -> int:
     return default_generator.initial_seed()
 
 
-def get_rng_state():
+def get_rng_state() -> Tensor:
     return default_generator.get_state()
 
 
@@ -76,20 +135,27 @@ def set_rng_state(state) -> None:
     default_generator.set_state(state)
 
 
-def _rng(generator):
-    return (generator or default_generator)._np
+def _draw(dist, shape, np_dtype, device, generator, prob=None, **params) -> Tensor:
+    """Run the Random primitive on `device` with the next counters of `generator`."""
+    from .ops.creation import _resolve_device
+    g = generator if generator is not None else default_generator
+    dev = _resolve_device(device)
+    shape = tuple(shape)
+    if dev.type == "meta":   # no values to draw
+        from .ops.creation import empty
+        return empty(*shape, dtype=_dtype.to_dtype(np.dtype(np_dtype)), device=dev)
+    nblocks = P.blocks(dist, np_dtype, math.prod(shape), params.get("words", 1), params.get("span", 0),
+                       params.get("bits", 32))
+    state = g._state_on(dev, nblocks)
+    inputs = (state,) if prob is None else (state, prob)
+    return P.Random.apply(*inputs, dist=dist, shape=shape, dtype=np.dtype(np_dtype), **params)
 
 
-def _out(arr, dtype, device, requires_grad=False):
-    from .ops.creation import _from_host, _resolve_device
+def _float_dtype(dtype, op):
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    t = _from_host(arr.astype(dt.np, copy=False), _resolve_device(device))
-    return t.requires_grad_(True) if requires_grad else t
-
-
-def _meta_empty(size, dtype, device, requires_grad):
-    from .ops.creation import empty
-    return empty(*_size(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{op}: expects a floating point dtype, got {dt.name}")
+    return dt
 
 
 def _size(size):
@@ -98,17 +164,20 @@ def _size(size):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform samples from [0, 1)."""
-    if device is not None and str(device) == "meta":   # no values to draw
-        return _meta_empty(size, dtype, device, requires_grad)
-    return _out(_rng(generator).random(_size(size)), dtype, device, requires_grad)
+    """Uniform samples from [0, 1), made on `device`."""
+    t = _draw("uniform", _size(size), _float_dtype(dtype, "rand").np, device, generator)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Standard normal samples."""
-    if device is not None and str(device) == "meta":   # no values to draw
-        return _meta_empty(size, dtype, device, requires_grad)
-    return _out(_rng(generator).standard_normal(_size(size)), dtype, device, requires_grad)
+    """Standard normal samples (Box-Muller), made on `device`."""
+    t = _draw("normal", _size(size), _float_dtype(dtype, "randn").np, device, generator)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _integers(low, high, shape, device, generator) -> Tensor:
+    """int64 values uniformly from [low, high) (high - low up to 2**64)."""
+    return _draw("integers", shape, np.int64, device, generator, low=int(low), span=int(high) - int(low))
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
@@ -119,11 +188,14 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         low, high = 0, low
     if low >= high:
         raise ValueError(f"randint: expects 'low' < 'high', got low={low}, high={high}")
-    return _out(_rng(generator).integers(low, high, size=tuple(size)), dtype or _dtype.int64, device)
+    t = _integers(low, high, _size((size,) if isinstance(size, int) else (tuple(size),)), device, generator)
+    return t if dtype is None or _dtype.to_dtype(dtype) is _dtype.int64 else t.to(dtype)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
-    return _out(_rng(generator).permutation(n), dtype or _dtype.int64, device)
+    """A random permutation of 0..n-1: the order of n random 64-bit keys, sorted on `device`."""
+    t = _draw("permutation", (int(n),), np.int64, device, generator)
+    return t if dtype is None or _dtype.to_dtype(dtype) is _dtype.int64 else t.to(dtype)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
@@ -132,37 +204,66 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         ref = mean if isinstance(mean, Tensor) else std
         z = randn(*shape, generator=generator, dtype=ref.dtype, device=ref.device)
         return z * std + mean
-    return _out(_rng(generator).normal(mean, std, size=tuple(size)), dtype, device)
+    return randn(*_size(tuple(size)), generator=generator, dtype=dtype, device=device) * std + mean
 
 
 def bernoulli(input, p=None, *, generator=None) -> Tensor:
-    probs = input._data if p is None else p
-    host = np.asarray(probs.get() if hasattr(probs, "get") else probs)
-    u = _rng(generator).random(input.shape)
-    return _out(u < host, input.dtype, input.device)
+    """0/1 samples in input's dtype: with probabilities `input`, or with the scalar `p` for input's shape."""
+    if p is None or isinstance(p, Tensor):
+        probs = (input if p is None else p).detach()
+        if tuple(probs.shape) != tuple(input.shape):
+            probs = probs.expand(*input.shape)
+        return _draw("bernoulli", input.shape, input.dtype.np, input.device, generator, prob=probs)
+    return _bernoulli_scalar(input.shape, float(p), input.dtype.np, input.device, generator)
+
+
+def _bernoulli_scalar(shape, p, np_dtype, device, generator=None, bits=32, value=1.0) -> Tensor:
+    """A mask of `shape` in `np_dtype`: `value` (True for bool) with probability p, else 0.
+
+    bits=16 (dropout's masks) resolves p to 2**-16 and costs half the random words."""
+    threshold = min(max(int(round(p * 2.0 ** bits)), 0), 1 << bits)
+    return _draw("bernoulli", shape, np_dtype, device, generator, threshold=threshold, bits=bits,
+                 value=float(value))
 
 
 def poisson(input, generator=None) -> Tensor:
-    return _out(_rng(generator).poisson(np.asarray(input.detach().cpu()._data)), input.dtype, input.device)
+    # Host-side on purpose: Poisson sampling is a rejection loop (a data-dependent number of draws),
+    # which the fixed-counter primitive does not do. Drawn from the generator's NumPy stream.
+    from .ops.creation import _from_host
+    g = generator if generator is not None else default_generator
+    rates = np.asarray(input.detach().cpu()._data, dtype=np.float64)
+    out = g.numpy_generator().poisson(rates).astype(input.dtype.np)
+    g._host = None     # one NumPy stream per call: the next draw starts from a fresh offset
+    return _from_host(out, input.device)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:
-    """Sample indices by the (unnormalised) weights in each row of `input`."""
-    w = np.asarray(input.detach().cpu()._data, dtype=np.float64)
-    if (w < 0).any() or not np.isfinite(w).all():
+    """Sample indices by the (unnormalised) weights in each row of `input`, on input's device.
+
+    An exponential race: category i of a row gets the key E_i / w_i with E_i ~ Exp(1); the smallest key
+    wins with probability w_i / sum(w). With replacement each sample runs its own race; without, the
+    first `num_samples` of one race in key order are a sample without replacement (Gumbel top-k).
+    """
+    from .ops import math as M
+    w = input.detach().to(_dtype.float64)
+    if bool(((w < 0) | ~M.isfinite(w)).any()):
         raise RuntimeError("multinomial: probability tensor contains either inf, nan or element < 0")
-    rows = w.reshape(-1, w.shape[-1])
-    rng = _rng(generator)
-    out = []
-    for r in rows:
-        if r.sum() <= 0:
-            raise RuntimeError("multinomial: invalid probability distribution (sum of probabilities <= 0)")
-        if not replacement and num_samples > np.count_nonzero(r):
-            raise RuntimeError(f"multinomial: cannot sample n_sample={num_samples} > prob_dist.size(-1) "
-                               f"non-zero categories without replacement")
-        out.append(rng.choice(len(r), size=num_samples, replace=replacement, p=r / r.sum()))
-    res = np.stack(out).reshape(w.shape[:-1] + (num_samples,))
-    return _out(res, _dtype.int64, input.device)
+    if bool((w.sum(-1) <= 0).any()):
+        raise RuntimeError("multinomial: invalid probability distribution (sum of probabilities <= 0)")
+    if not replacement and bool(((w > 0).sum(-1) < num_samples).any()):
+        raise RuntimeError(f"multinomial: cannot sample n_sample={num_samples} > prob_dist.size(-1) "
+                           f"non-zero categories without replacement")
+    k = w.shape[-1]
+    positive = w > 0
+    safe_w = M.where(positive, w, w * 0 + 1)
+    if replacement:
+        shape = tuple(w.shape[:-1]) + (num_samples, k)
+        e = -M.log1p(-rand(*shape, generator=generator, dtype=_dtype.float64, device=w.device))
+        keys = M.where(positive.unsqueeze(-2), e / safe_w.unsqueeze(-2), math.inf)
+        return keys.argmin(-1)
+    e = -M.log1p(-rand(*w.shape, generator=generator, dtype=_dtype.float64, device=w.device))
+    keys = M.where(positive, e / safe_w, math.inf)
+    return keys.argsort(-1)[..., :num_samples]
 
 
 def rand_like(input, *, dtype=None, device=None) -> Tensor:

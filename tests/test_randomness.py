@@ -9,11 +9,11 @@ standard deviation sqrt(q (1 - q) / n), and we allow SIGMAS = 6 of them (a false
 5e8 runs per check). Every test seeds Ember's generator, so a run is deterministic anyway; the bound says
 how far a correct implementation may wander on any seed, so changing a seed never needs a new tolerance.
 
-Why the masks are not compared element by element with torch's: Ember's generator wraps NumPy's PCG64
-(ember/random.py) and draws a mask as `rand(shape) >= p` on the host; torch's CPU generator is an
-mt19937 whose bernoulli_ kernel consumes the stream in its own (vectorised, thread-chunked) order, and its
-CUDA generator is Philox. The same seed gives different streams, so the same masks cannot be had without
-reimplementing torch's generator and kernels. What can be compared with torch is everything around the
+Why the masks are not compared element by element with torch's: Ember's generator is Philox4x32-10 run on
+the tensor's device (ember/ops/random_prims.py), a dropout mask taking 16 bits per element; torch's CPU
+generator is an mt19937 whose bernoulli_ kernel consumes the stream in its own (vectorised, thread-chunked)
+order, and its CUDA kernels spread Philox's counters over threads in their own way. The same seed gives
+different streams, so the same masks cannot be had without reimplementing torch's generators and kernels. What can be compared with torch is everything around the
 mask: given a mask read back from the output, the values (rescale, alpha-dropout's affine map) must be
 the ones torch's formulas give, and those formulas are checked against torch's own outputs below.
 """

@@ -11,6 +11,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .. import random as R
+from .._dtype import float64
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
@@ -144,7 +145,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = R._rng(generator).standard_normal((rows, cols))
+    # QR runs on the host: the Gaussian matrix is drawn there (float64) and the result copied in
+    flat = R.randn(rows, cols, generator=generator, dtype=float64).numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -185,7 +187,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   generator=None) -> Tensor:
     """N(mean, std) truncated to [a, b], by inverse-CDF sampling (as torch)."""
     lo, hi = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
-    u = R._rng(generator).uniform(2 * lo - 1, 2 * hi - 1, tensor.shape)
+    u = R.rand(*tensor.shape, generator=generator, dtype=float64).numpy() * (2 * hi - 2 * lo) + (2 * lo - 1)
     x = _erfinv(u) * std * math.sqrt(2.0) + mean
     with no_grad():
         return tensor.copy_(Tensor(np.clip(x, a, b)))

@@ -8,11 +8,13 @@ import ember
 
 
 def _numpy_generator() -> Optional[np.random.Generator]:
+    # Augmentations sample on the host on purpose (they run per sample in the data pipeline, on NumPy
+    # images): the NumPy generator ember's default generator derives from its (seed, offset)
     g = getattr(ember, "default_generator", None)
     if g is None:
         g = getattr(getattr(ember, "random", None), "default_generator", None)
-    np_g = getattr(g, "_np", None)
-    return np_g if isinstance(np_g, np.random.Generator) else None
+    get = getattr(g, "numpy_generator", None)
+    return get() if get is not None else None
 
 
 def uniform(low: float, high: float, size: Optional[int] = None) -> Union[float, np.ndarray]:

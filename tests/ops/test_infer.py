@@ -16,6 +16,7 @@ from ember.autograd.function import Primitive
 from ember.backends.meta import MetaArray
 from ember.ops import layers as L
 from ember.ops import primitives as P
+from ember.ops import random_prims as R
 
 
 def _all_primitives():
@@ -58,6 +59,7 @@ CASES = {
     "Cast": (P.Cast, [((2, 3), "f")], {"dtype": np.dtype(np.int32)}),
     "ToDevice": (P.ToDevice, [((2, 3), "f")], {"dst": ember.device("cpu")}),
     "Clone": (P.Clone, [((2, 3), "f")], {}),
+    "Random": (R.Random, [((2,), "i")], {"dist": "normal", "shape": (3, 5), "dtype": np.dtype(np.float32)}),
     "Add": (P.Add, [((2, 1, 3), "f"), ((4, 1), "f")], {}),
     "Sub": (P.Sub, [((3,), "i"), ((2, 3), "i")], {}),
     "Mul": (P.Mul, [((2, 3), "f"), ((), "f")], {}),

@@ -16,8 +16,8 @@ def _check_p(p, op):
 def _dropout_mask(input, shape, p):
     if p == 1.0:
         return C.zeros(shape, dtype=input.dtype, device=input.device)
-    keep = R.rand(*shape, dtype=input.dtype, device=input.device) >= p
-    return keep.to(input.dtype) * (1.0 / (1.0 - p))
+    # 1 / (1 - p) where kept, 0 where dropped
+    return R._bernoulli_scalar(shape, 1.0 - p, input.dtype.np, input.device, bits=16, value=1.0 / (1.0 - p))
 
 
 def dropout(input, p=0.5, training=True, inplace=False) -> Tensor:
@@ -69,7 +69,7 @@ def _alpha_dropout(input, p, training, inplace, op, mask_shape):
     # unit variance (torch's _dropout_impl: a = ((alpha^2 p + 1)(1 - p))^-1/2)
     alpha = _SELU_NEG_SAT
     a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
-    keep = (R.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p).to(input.dtype)
+    keep = R._bernoulli_scalar(mask_shape, 1.0 - p, input.dtype.np, input.device, bits=16)
     b = (keep - 1) * (alpha * a) + alpha * a * p
     return _apply_inplace(input, input * (keep * a) + b, inplace)
 
