@@ -248,3 +248,35 @@ Tensor.new_full = lambda self, size, fill_value, *, dtype=None, device=None, req
     C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 Tensor.new_tensor = lambda self, data, *, dtype=None, device=None, requires_grad=False: \
     C.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------------ predicates (torch's is_* methods)
+def is_nonzero(self) -> bool:
+    """The truth value of a one-element tensor (torch's errors for more or fewer elements)."""
+    if self._data.size != 1:
+        raise RuntimeError(f"is_nonzero: Boolean value of Tensor with {'no values' if self._data.size == 0 else 'more than one value'} "
+                           f"is ambiguous (shape {tuple(self.shape)})")
+    return bool(self.item())
+
+
+def is_set_to(self, tensor) -> bool:
+    """True when both tensors view the same memory with the same shape and strides."""
+    return (self._device is tensor._device and self.data_ptr() == tensor.data_ptr()
+            and self.shape == tensor.shape and self._data.strides == tensor._data.strides)
+
+
+def is_coalesced(self) -> bool:
+    raise RuntimeError(f"is_coalesced expected sparse coordinate tensor layout but got Strided "
+                       f"(Ember has no sparse tensors; input {tuple(self.shape)} {self.dtype.name})")
+
+
+Tensor.is_nonzero = is_nonzero
+Tensor.is_set_to = is_set_to
+Tensor.is_coalesced = is_coalesced
+Tensor.is_signed = lambda self: self._data.dtype.kind in "fiV"   # bfloat16 is kind V; bool and uint8 are not
+Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
+Tensor.is_complex = lambda self: False        # Ember has no complex dtypes
+Tensor.is_conj = lambda self: False
+Tensor.is_neg = lambda self: False
+Tensor.is_shared = lambda self: False         # no shared-memory storage (torch.multiprocessing)
+Tensor.is_distributed = lambda self: False
