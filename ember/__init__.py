@@ -31,6 +31,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is
 from . import backends
 from . import cuda
 from . import accelerator
+from . import linalg
 from ._dtype import __all__ as _dtype_all
 from .ops.math import __all__ as _math_all
 from .ops.shape import __all__ as _shape_all
