@@ -280,3 +280,17 @@ Tensor.is_conj = lambda self: False
 Tensor.is_neg = lambda self: False
 Tensor.is_shared = lambda self: False         # no shared-memory storage (torch.multiprocessing)
 Tensor.is_distributed = lambda self: False
+
+
+# ------------------------------------------------------------------ ember/ops/elementwise.py, and more in-place forms
+from .ops import elementwise as _E  # noqa: E402
+
+for _name in _E.__all__:
+    setattr(Tensor, _name, getattr(_E, _name))
+for _name in """asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2
+                arctan2 hypot copysign deg2rad rad2deg nan_to_num eq ne lt le gt ge greater greater_equal less
+                less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor
+                bitwise_not""".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+Tensor.cumsum_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumsum(s, dim, dtype=dtype), "cumsum_")
+Tensor.cumprod_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumprod(s, dim, dtype=dtype), "cumprod_")
