@@ -294,3 +294,14 @@ for _name in """asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan 
     setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
 Tensor.cumsum_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumsum(s, dim, dtype=dtype), "cumsum_")
 Tensor.cumprod_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumprod(s, dim, dtype=dtype), "cumprod_")
+
+from .ops import aliases as _A  # noqa: E402
+
+for _name in _A.__all__:
+    setattr(Tensor, _name, getattr(_A, _name))
+for _name in "multiply divide subtract fix sgn clamp_min clamp_max".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+Tensor.negative_ = Tensor.neg_
+Tensor.absolute_ = Tensor.abs_
+Tensor.true_divide_ = Tensor.div_
+Tensor.ndimension = Tensor.dim
