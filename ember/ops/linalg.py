@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from .. import _debug
+from ..autograd import anomaly
 from ..autograd.function import Primitive
 from ..autograd.grad_mode import STATE
 from ..backends import array_module
@@ -53,6 +55,8 @@ class MultiOutput(Primitive):
         node._outs = outs
         if cls.saves_inputs:
             node.save_for_backward(*inputs)
+        if anomaly.ENABLED or _debug.LEVEL >= 2:
+            anomaly.record(node)
         return tuple(Tensor._make(o, device, True, node, i) for i, o in enumerate(outs))
 
     def output(self, i):

@@ -209,3 +209,12 @@ def test_newton_step_from_the_lecture_runs_in_ember():
     final = _newton_step(x, A, b)[1]
     assert float(ember.linalg.vector_norm(final)) < 1e-10 < float(ember.linalg.vector_norm(g0))
     assert norms[2] < 1e-3 * norms[0]   # quadratic convergence: the gradient collapses within a few steps
+
+
+def test_anomaly_mode_names_the_decomposition():
+    a = ember.tensor([[2.0, 0.0], [0.0, 2.0]], requires_grad=True)   # repeated eigenvalues: 0/0 in eigh's backward
+    with ember.autograd.detect_anomaly():
+        L, V = ember.linalg.eigh(a)
+        with pytest.raises(RuntimeError, match="Eigh") as e:
+            (V * ember.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    assert "test_linalg.py" in str(e.value)
