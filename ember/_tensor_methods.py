@@ -305,3 +305,8 @@ Tensor.negative_ = Tensor.neg_
 Tensor.absolute_ = Tensor.abs_
 Tensor.true_divide_ = Tensor.div_
 Tensor.ndimension = Tensor.dim
+
+from .ops import reductions as _Red  # noqa: E402
+
+for _name in _Red.__all__:
+    setattr(Tensor, _name, getattr(_Red, _name))
