@@ -205,7 +205,17 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     _check_float("vector_norm", x, "x", low_precision=True)
     if isinstance(ord, str):
         raise op_error("linalg.vector_norm", f"ord must be a number, got {ord!r}", TypeError)
-    return M.norm(x, ord, dim, keepdim)
+    if ord in (0, 1, float("inf"), float("-inf")):
+        return M.norm(x, ord, dim, keepdim)
+    powered = x * x if ord == 2 else M.pow(M.abs(x), ord)
+    return _root(M.sum(powered, dim, keepdim), ord)
+
+
+def _root(s, p):
+    """s^(1/p), with torch's zero gradient where s == 0 (the plain root's gradient there is inf * 0 = NaN)."""
+    zero = s == 0
+    safe = M.where(zero, 1.0, s)
+    return M.where(zero, 0.0, M.sqrt(safe) if p == 2 else M.pow(safe, 1.0 / p))
 
 
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -223,7 +233,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if d0 == d1:
         raise op_error("linalg.matrix_norm", f"dims must be different. Got ({d0}, {d1})")
     if ord == "fro":
-        return M.sqrt(M.sum(A * A, (d0, d1), keepdim))
+        return _root(M.sum(A * A, (d0, d1), keepdim), 2)
     if ord in ("nuc", 2, -2):
         sv = svdvals(A.movedim((d0, d1), (-2, -1)))
         out = sv.sum(-1) if ord == "nuc" else (sv.amax(-1) if ord == 2 else sv.amin(-1))

@@ -218,3 +218,18 @@ def test_anomaly_mode_names_the_decomposition():
         with pytest.raises(RuntimeError, match="Eigh") as e:
             (V * ember.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
     assert "test_linalg.py" in str(e.value)
+
+
+@pytest.mark.parametrize("ord", [2, 3, 1.5, 1, float("inf")])
+def test_vector_norm_gradient_at_zero_is_zero_as_torch(ord):
+    check_op(lambda L, x: L.linalg.vector_norm(x * (L.arange(4) > 0), ord, dim=0), (3, 4))   # column 0 is zero
+    x = ember.zeros(2, 3, requires_grad=True)
+    ember.linalg.vector_norm(x, ord, dim=1).sum().backward()
+    assert x.grad.tolist() == [[0.0] * 3] * 2
+
+
+def test_matrix_norm_fro_gradient_at_zero_is_zero_as_torch():
+    x = ember.zeros(2, 3, requires_grad=True)
+    ember.linalg.matrix_norm(x).backward()
+    assert x.grad.tolist() == [[0.0] * 3] * 2
+    check_op(lambda L, x: L.linalg.norm(x * 0), (2, 3))
