@@ -310,3 +310,8 @@ from .ops import reductions as _Red  # noqa: E402
 
 for _name in _Red.__all__:
     setattr(Tensor, _name, getattr(_Red, _name))
+
+from .ops import stacking as _St  # noqa: E402
+
+for _name in ("hsplit", "vsplit", "dsplit", "rot90"):
+    setattr(Tensor, _name, getattr(_St, _name))
