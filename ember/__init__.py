@@ -21,6 +21,10 @@ from .ops.math import *  # noqa: F401,F403
 from .ops.math import abs, max, min, pow, round, sum, all, any  # noqa: A004  (torch's names)
 from .ops.shape import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
+from .ops.elementwise import *  # noqa: F401,F403
+from .ops.aliases import *  # noqa: F401,F403
+from .ops.reductions import *  # noqa: F401,F403
+from .ops.stacking import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
@@ -30,10 +34,16 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is
     GradientTape, is_inference_mode_enabled
 from . import backends
 from . import cuda
+from . import accelerator
+from . import linalg
 from ._dtype import __all__ as _dtype_all
 from .ops.math import __all__ as _math_all
 from .ops.shape import __all__ as _shape_all
 from .ops.creation import __all__ as _creation_all
+from .ops.elementwise import __all__ as _elementwise_all
+from .ops.aliases import __all__ as _aliases_all
+from .ops.reductions import __all__ as _reductions_all
+from .ops.stacking import __all__ as _stacking_all
 
 __version__ = "0.1.0"
 
@@ -91,7 +101,7 @@ def __getattr__(name):
 # the public names: what `from ember import *` gives, and what tests/api_coverage.py checks every test run uses
 __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
-    + _math_all + _shape_all + _creation_all
+    + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson"]

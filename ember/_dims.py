@@ -41,3 +41,28 @@ def wrap_dims(dims, ndim: int, op: str) -> tuple:
         dup = next(d for d in out if out.count(d) > 1)
         raise op_error(op, f"dim {dup} appears multiple times in the list of dims {tuple(dims)}")
     return out
+
+
+def numpy_names(fn):
+    """`fn` that also takes NumPy's `axis=` for `dim=` and `keepdims=` for `keepdim=`, as torch's argument
+    parser does for every function with those parameters (`x.sum(axis=0, keepdims=True)`)."""
+    def call(*args, **kwargs):
+        if kwargs and ("axis" in kwargs or "keepdims" in kwargs):
+            for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
+                if alias in kwargs:
+                    if name in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {name!r} and its alias {alias!r}")
+                    kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    call.__module__, call.__wrapped__ = fn.__module__, fn
+    return call
+
+
+def add_numpy_names(namespace: dict, names) -> None:
+    """Wrap with `numpy_names` each function of `names` in `namespace` that has a `dim` parameter."""
+    for name in names:
+        fn = namespace[name]
+        code = getattr(fn, "__code__", None)
+        if code is not None and "dim" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+            namespace[name] = numpy_names(fn)

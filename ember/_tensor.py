@@ -103,9 +103,16 @@ class Tensor:
         return self._device.type == "cuda"
 
     @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    @property
     def is_meta(self) -> bool:
-        """True for a tensor on device='meta' (shape and dtype, no data)."""
         return self._device.type == "meta"
+
+    # torch's device, layout and storage predicates Ember has no such device or layout for: always False
+    is_xpu = is_mps = is_mtia = is_ipu = is_maia = is_vulkan = is_xla = property(lambda self: False)
+    is_mkldnn = is_sparse = is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
 
     @property
     def is_leaf(self) -> bool:

@@ -278,3 +278,70 @@ Tensor.new_full = lambda self, size, fill_value, *, dtype=None, device=None, req
     C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 Tensor.new_tensor = lambda self, data, *, dtype=None, device=None, requires_grad=False: \
     C.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------------ predicates (torch's is_* methods)
+def is_nonzero(self) -> bool:
+    """The truth value of a one-element tensor (torch's errors for more or fewer elements)."""
+    if self._data.size != 1:
+        raise RuntimeError(f"is_nonzero: Boolean value of Tensor with {'no values' if self._data.size == 0 else 'more than one value'} "
+                           f"is ambiguous (shape {tuple(self.shape)})")
+    return bool(self.item())
+
+
+def is_set_to(self, tensor) -> bool:
+    """True when both tensors view the same memory with the same shape and strides."""
+    return (self._device is tensor._device and self.data_ptr() == tensor.data_ptr()
+            and self.shape == tensor.shape and self._data.strides == tensor._data.strides)
+
+
+def is_coalesced(self) -> bool:
+    raise RuntimeError(f"is_coalesced expected sparse coordinate tensor layout but got Strided "
+                       f"(Ember has no sparse tensors; input {tuple(self.shape)} {self.dtype.name})")
+
+
+Tensor.is_nonzero = is_nonzero
+Tensor.is_set_to = is_set_to
+Tensor.is_coalesced = is_coalesced
+Tensor.is_signed = lambda self: self._data.dtype.kind in "fiV"   # bfloat16 is kind V; bool and uint8 are not
+Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
+Tensor.is_complex = lambda self: False        # Ember has no complex dtypes
+Tensor.is_conj = lambda self: False
+Tensor.is_neg = lambda self: False
+Tensor.is_shared = lambda self: False         # no shared-memory storage (torch.multiprocessing)
+Tensor.is_distributed = lambda self: False
+
+
+# ------------------------------------------------------------------ ember/ops/elementwise.py, and more in-place forms
+from .ops import elementwise as _E  # noqa: E402
+
+for _name in _E.__all__:
+    setattr(Tensor, _name, getattr(_E, _name))
+for _name in """asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2
+                arctan2 hypot copysign deg2rad rad2deg nan_to_num eq ne lt le gt ge greater greater_equal less
+                less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor
+                bitwise_not""".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+Tensor.cumsum_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumsum(s, dim, dtype=dtype), "cumsum_")
+Tensor.cumprod_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumprod(s, dim, dtype=dtype), "cumprod_")
+
+from .ops import aliases as _A  # noqa: E402
+
+for _name in _A.__all__:
+    setattr(Tensor, _name, getattr(_A, _name))
+for _name in "multiply divide subtract fix sgn clamp_min clamp_max".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+Tensor.negative_ = Tensor.neg_
+Tensor.absolute_ = Tensor.abs_
+Tensor.true_divide_ = Tensor.div_
+Tensor.ndimension = Tensor.dim
+
+from .ops import reductions as _Red  # noqa: E402
+
+for _name in _Red.__all__:
+    setattr(Tensor, _name, getattr(_Red, _name))
+
+from .ops import stacking as _St  # noqa: E402
+
+for _name in ("hsplit", "vsplit", "dsplit", "rot90"):
+    setattr(Tensor, _name, getattr(_St, _name))

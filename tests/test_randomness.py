@@ -111,7 +111,6 @@ CHANNEL_CASES = [   # name, functional, module, input shape, number of trailing 
     ("dropout1d", F.dropout1d, ember.nn.Dropout1d, (64, 128, 7), 1),
     ("dropout1d_unbatched", F.dropout1d, ember.nn.Dropout1d, (4096, 5), 1),
     ("dropout2d", F.dropout2d, ember.nn.Dropout2d, (64, 128, 3, 4), 2),
-    ("dropout2d_unbatched", F.dropout2d, ember.nn.Dropout2d, (4096, 3, 2), 2),
     ("dropout3d", F.dropout3d, ember.nn.Dropout3d, (32, 128, 2, 3, 2), 3),
     ("dropout3d_unbatched", F.dropout3d, ember.nn.Dropout3d, (4096, 2, 2, 2), 3),
 ]

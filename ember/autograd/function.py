@@ -79,6 +79,14 @@ class Node:
                     f"out-of-place form.")
         return self._saved
 
+    def output(self, i):
+        """Output i of a multi-output primitive as a Tensor whose grad_fn is this node (differentiable
+        again, no reference cycle)."""
+        from .._tensor import Tensor
+        if self._freed:
+            raise RuntimeError(_FREED)
+        return Tensor._make(self._outs[i], self._device, requires_grad=bool(self.parents), node=self, idx=i)
+
     def saved_output(self):
         """The forward's output as a Tensor whose grad_fn is this node (no reference cycle)."""
         from .._tensor import Tensor
@@ -95,6 +103,7 @@ class Node:
     def release(self):
         self._saved = ()
         self._out = None
+        self._outs = None
         self._freed = True
 
     # --- hooks on the node's outputs (non-leaf tensors) ------------------------------------
@@ -116,6 +125,7 @@ class Primitive(Node):
     """
     saves_inputs = False
     saves_output = False
+    multi_output = False  # forward returns a tuple of arrays (infer: a tuple of (shape, dtype))
     differentiable = True
     keeps_dtype = True    # a float output has the first input's dtype (False: Cast)
     elementwise = False   # output has the inputs' broadcast shape: checked to fit before it is made
@@ -144,6 +154,8 @@ class Primitive(Node):
                 out = node.forward(*arrays)
             except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
                 raise _memory.from_memory_error(node.op_name, e, arrays) from None
+        if cls.multi_output:
+            return _finish_multi(cls, node, inputs, arrays, out)
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
             out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
         if arrays and out.dtype is not arrays[0].dtype and cls.keeps_dtype:
@@ -207,6 +219,8 @@ def _infer_meta(node, inputs, arrays):
             raise op_error(node.op_name, f"expected all tensors to be on the same device, but found at "
                                          f"least two devices, meta and {t._device} (inputs: "
                                          f"{', '.join(describe(x) for x in inputs)})")
+    if node.multi_output:
+        return tuple(_MetaArray(shape, np.dtype(dtype)) for shape, dtype in node.infer(*arrays))
     shape, dtype = node.infer(*arrays)
     dtype = np.dtype(dtype)
     if node.keeps_dtype and arrays:   # the rule apply applies to a forward's output (see _same_dtype)
@@ -214,6 +228,35 @@ def _infer_meta(node, inputs, arrays):
         if dtype != dt and dtype.kind in "fV" and dt.kind in "fV":
             dtype = dt
     return _MetaArray(shape, dtype)
+
+
+def _finish_multi(cls, node, inputs, arrays, outs):
+    """The tensors of a multi-output primitive: one node, `n_out` outputs; the node keeps the output
+    arrays (`node.output(i)` re-wraps one for backward). Float outputs take the first input's dtype."""
+    dt = arrays[0].dtype if arrays else None
+    if cls.keeps_dtype and dt is not None:
+        outs = tuple(_same_dtype(o, dt) for o in outs)
+    device = inputs[0]._device
+    make = _make_fn
+    if not (STATE.enabled and cls.differentiable and any(t.requires_grad for t in inputs)):
+        return tuple(make(o, device) for o in outs)
+    node.parents = [((t._node, t._out_idx) if t._node is not None else (t, -1)) if t.requires_grad else None
+                    for t in inputs]
+    node.needs_input_grad = [t.requires_grad for t in inputs]
+    node._device = device
+    node.n_out = len(outs)
+    node._out_meta = [(o.shape, _dtype_of(o)) for o in outs]
+    node._outs = outs
+    if cls.saves_inputs:
+        node.save_for_backward(*inputs)
+    if anomaly.ENABLED or _debug.LEVEL >= 2:
+        anomaly.record(node)
+    return tuple(make(o, device, True, node, i) for i, o in enumerate(outs))
+
+
+def _dtype_of(a):
+    from .. import _dtype
+    return _dtype.to_dtype(a.dtype)
 
 
 def _check_output_fits(node, arrays):

@@ -13,7 +13,8 @@ from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, SELU, GELU, SiLU, Mish, Tanh, Sigmoid, Softplus,
-                         Hardtanh, LogSigmoid, Softmax, LogSoftmax, Softmin)
+                         Hardtanh, LogSigmoid, Softmax, LogSoftmax, Softmin, Hardshrink, Softshrink, Tanhshrink,
+                         Softsign, Threshold, CELU, GLU, Hardsigmoid, Hardswish, PReLU)
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
 from .embedding import Embedding
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
@@ -32,7 +33,8 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus",
-    "Hardtanh", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin",
+    "Hardtanh", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin", "Hardshrink", "Softshrink", "Tanhshrink",
+    "Softsign", "Threshold", "CELU", "GLU", "Hardsigmoid", "Hardswish", "PReLU",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "Embedding",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",

@@ -5,7 +5,8 @@ from . import functional as F
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid",
-           "Softplus", "Hardtanh", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin"]
+           "Softplus", "Hardtanh", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin", "Hardshrink", "Softshrink",
+           "Tanhshrink", "Softsign", "Threshold", "CELU", "GLU", "Hardsigmoid", "Hardswish", "PReLU"]
 
 
 class _Inplace(Module):
@@ -147,3 +148,93 @@ class LogSoftmax(_DimModule):
 class Softmin(_DimModule):
     def forward(self, input):
         return F.softmin(input, self.dim)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Threshold(Module):
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Hardsigmoid(_Inplace):
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+
+class Hardswish(_Inplace):
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x) with a learned weight (one, or one per channel), init 0.25."""
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        from ..ops import creation as C
+        from .parameter import Parameter
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(C.full((num_parameters,), init, device=device, dtype=dtype))
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

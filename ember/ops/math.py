@@ -13,7 +13,7 @@ import math as _math
 import numpy as np
 
 from .. import _dtype, _memory
-from .._dims import wrap_dim, wrap_dims
+from .._dims import add_numpy_names, wrap_dim, wrap_dims
 from .._errors import check_same_device, check_scalar_fits, op_error, describe
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
@@ -875,3 +875,7 @@ def tensordot(a, b, dims=2):
         sb[j] = sa[i]
     out = [c for i, c in enumerate(sa) if i not in da] + [c for j, c in enumerate(sb) if j not in db]
     return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+
+
+# torch takes `axis=` for `dim=` and `keepdims=` for `keepdim=` wherever a function has a `dim`
+add_numpy_names(globals(), __all__)

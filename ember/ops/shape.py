@@ -7,7 +7,7 @@ import collections
 import numpy as np
 
 from .. import _dtype, _memory
-from .._dims import wrap_dim as _dim, wrap_dims
+from .._dims import add_numpy_names, wrap_dim as _dim, wrap_dims
 from .._errors import check_same_device, check_scalar_fits, describe, op_error
 from .._tensor import Tensor
 from ..backends import array_module
@@ -712,3 +712,7 @@ def to_device(input, device):
     if d is input._device:
         return input
     return P.ToDevice.apply(input, d)
+
+
+# torch takes `axis=` for `dim=` and `keepdims=` for `keepdim=` wherever a function has a `dim`
+add_numpy_names(globals(), __all__)

@@ -95,3 +95,71 @@ def test_gelu_on_inputs_larger_than_a_cache_block():
     # (output and the saved cdf, then the gradient) must be stitched back in order
     from helpers import check_op
     check_op(lambda lib, x: lib.nn.functional.gelu(x), (301, 257), low=-4, high=4)
+
+
+MORE = [
+    ("hardshrink", lambda lib: lib.nn.Hardshrink()),
+    ("hardshrink_1", lambda lib: lib.nn.Hardshrink(1.0)),
+    ("softshrink", lambda lib: lib.nn.Softshrink(0.7)),
+    ("tanhshrink", lambda lib: lib.nn.Tanhshrink()),
+    ("softsign", lambda lib: lib.nn.Softsign()),
+    ("threshold", lambda lib: lib.nn.Threshold(0.1, 20.0)),
+    ("celu", lambda lib: lib.nn.CELU()),
+    ("celu_alpha", lambda lib: lib.nn.CELU(0.5)),
+    ("glu", lambda lib: lib.nn.GLU(0)),
+    ("hardsigmoid", lambda lib: lib.nn.Hardsigmoid()),
+    ("hardswish", lambda lib: lib.nn.Hardswish()),
+    ("prelu", lambda lib: lib.nn.PReLU()),
+    ("prelu_channels", lambda lib: lib.nn.PReLU(5, init=0.1)),
+]
+
+
+# torch's hardsigmoid backward multiplies by a float32 1/6 even in float64: relative error ~3e-8
+LOOSE = {"grad_rtol": 1e-7, "grad_atol": 1e-8}
+
+
+@pytest.mark.parametrize("name,build", MORE, ids=[c[0] for c in MORE])
+def test_more_activation_layers(name, build):
+    check_module(build, X, modes=("train",), **(LOOSE if name == "hardsigmoid" else {}))
+
+
+def test_prelu_per_channel_on_images_and_functional_forms():
+    from helpers import check_op
+    check_module(lambda lib: lib.nn.PReLU(3), (2, 3, 4, 4), modes=("train",))
+    check_op(lambda L, x, w: L.nn.functional.prelu(x, w), (2, 3, 5), (3,))
+    check_op(lambda L, x: L.nn.functional.glu(x), (2, 6))
+    for name in ["hardshrink", "softshrink", "tanhshrink", "softsign", "celu", "hardsigmoid", "hardswish"]:
+        check_op(lambda L, x: getattr(L.nn.functional, name)(x), (3, 4), low=-4, high=4,
+                 **(LOOSE if name == "hardsigmoid" else {}))
+    check_op(lambda L, x: L.nn.functional.threshold(x, 0.5, -1.0), (3, 4))
+
+
+@pytest.mark.parametrize("name", ["Hardsigmoid", "Hardswish", "CELU"])
+def test_more_inplace(name):
+    import ember
+    import torch
+    x = ember.tensor(X.copy())
+    assert getattr(ember.nn, name)(inplace=True)(x) is x
+    np.testing.assert_allclose(x.numpy(), getattr(torch.nn, name)()(torch.tensor(X)).numpy(), rtol=1e-12)
+    x = ember.tensor(X.copy())
+    assert ember.nn.Threshold(0.0, 2.0, inplace=True)(x) is x
+
+
+def test_more_activation_reprs_and_errors():
+    import ember
+    import torch
+    for lib in (torch, ember):
+        assert repr(lib.nn.PReLU()) == "PReLU(num_parameters=1)" and repr(lib.nn.GLU()) == "GLU(dim=-1)"
+        assert repr(lib.nn.Hardshrink()) == "Hardshrink(0.5)" and repr(lib.nn.Softsign()) == "Softsign()"
+        assert repr(lib.nn.Threshold(0.1, 20)) == "Threshold(threshold=0.1, value=20)"
+        assert repr(lib.nn.CELU()) == "CELU(alpha=1.0)"
+        with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is size 3"):
+            lib.nn.functional.glu(lib.ones(2, 3))
+        with pytest.raises(RuntimeError, match="glu does not support scalars"):
+            lib.nn.functional.glu(lib.ones(()))
+        with pytest.raises(RuntimeError, match="alpha cannot be 0 for CELU"):
+            lib.nn.functional.celu(lib.ones(2), 0.0)
+        with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel size"):
+            lib.nn.functional.prelu(lib.ones(2, 3), lib.ones(2))
+        with pytest.raises(RuntimeError, match="lambda must be in range"):
+            lib.nn.functional.softshrink(lib.ones(2), -1.0)

@@ -12,6 +12,7 @@ from .normalization import batch_norm, layer_norm, group_norm
 from .dropout import dropout, dropout1d, dropout2d, dropout3d, alpha_dropout, feature_alpha_dropout
 from .embedding import embedding, one_hot
 from .activation import relu, relu6, hardtanh, leaky_relu, elu, selu, gelu, silu, softplus, mish, tanh, sigmoid, logsigmoid, softmax, log_softmax, softmin
+from .activation import hardshrink, softshrink, tanhshrink, softsign, threshold, celu, glu, hardsigmoid, hardswish, prelu
 from .attention import scaled_dot_product_attention
 from .vision import pad, interpolate, normalize, cosine_similarity, pairwise_distance
 from .loss import mse_loss, l1_loss, smooth_l1_loss, huber_loss, nll_loss, cross_entropy, binary_cross_entropy, binary_cross_entropy_with_logits, kl_div, multi_margin_loss, margin_ranking_loss, cosine_embedding_loss, triplet_margin_loss
@@ -24,7 +25,8 @@ __all__ = [
     "batch_norm", "layer_norm", "group_norm", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
     "feature_alpha_dropout", "embedding",
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
-    "hardtanh", "logsigmoid", "softmax", "log_softmax", "softmin",
+    "hardtanh", "logsigmoid", "softmax", "log_softmax", "softmin", "hardshrink", "softshrink", "tanhshrink",
+    "softsign", "threshold", "celu", "glu", "hardsigmoid", "hardswish", "prelu",
     "scaled_dot_product_attention", "one_hot", "pad", "interpolate", "normalize", "cosine_similarity",
     "pairwise_distance", "unfold", "fold",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",

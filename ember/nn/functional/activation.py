@@ -89,3 +89,71 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
     return softmax(-input, dim, dtype=dtype)
+
+
+# ------------------------------------------------------------------ shrinkage, gated and hard activations
+def hardshrink(input, lambd=0.5) -> Tensor:
+    """input where |input| > lambd, else 0."""
+    return M.where(M.abs(input) > lambd, input, 0.0)
+
+
+def softshrink(input, lambd=0.5) -> Tensor:
+    """input - lambd above lambd, input + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        raise op_error("softshrink", f"lambda must be in range [0, inf) for input {input.dtype.name}, but found "
+                                     f"{lambd}")
+    return M.where(input > lambd, input - lambd, M.where(input < -lambd, input + lambd, 0.0))
+
+
+def tanhshrink(input) -> Tensor:
+    return input - M.tanh(input)
+
+
+def softsign(input) -> Tensor:
+    return input / (1 + M.abs(input))
+
+
+def threshold(input, threshold, value, inplace=False) -> Tensor:
+    """input where input > threshold, else value."""
+    return _apply_inplace(input, M.where(input > threshold, input, value), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False) -> Tensor:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise op_error("celu", "ZeroDivisionError: alpha cannot be 0 for CELU")
+    neg = alpha * M.expm1(M.clamp(input, max=0.0) / alpha)
+    return _apply_inplace(input, M.where(input > 0, input, neg), inplace)
+
+
+def glu(input, dim=-1) -> Tensor:
+    """a * sigmoid(b), where a and b are the two halves of input along `dim`."""
+    if input.ndim == 0:
+        raise op_error("glu", "glu does not support scalars because halving size must be even")
+    from ..._dims import wrap_dim
+    d = wrap_dim(dim, input.ndim, "glu")
+    if input.shape[d] % 2:
+        raise op_error("glu", f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    a, b = input.chunk(2, d)
+    return a * M.sigmoid(b)
+
+
+def hardsigmoid(input, inplace=False) -> Tensor:
+    """relu6(x + 3) / 6."""
+    return _apply_inplace(input, M.clamp(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+
+
+def hardswish(input, inplace=False) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    return _apply_inplace(input, input * (M.clamp(input + 3.0, 0.0, 6.0) / 6.0), inplace)
+
+
+def prelu(input, weight) -> Tensor:
+    """x where x >= 0, else weight * x, with one weight per channel (dim 1) or one shared."""
+    n = weight.numel()
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if n != 1 and n != channels:
+        raise op_error("prelu", f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                                f"{n} and channel size = {channels}.")
+    w = weight.reshape((1, n) + (1,) * (input.ndim - 2)) if input.ndim >= 2 and n > 1 else weight.reshape(())
+    return M.where(input >= 0, input, w * input)

@@ -1,7 +1,7 @@
 """Dropout: elementwise and whole channels, and alpha dropout (for SELU networks)."""
 from __future__ import annotations
 
-from ..._errors import op_error
+from ..._errors import op_error, warn
 from ..._tensor import Tensor
 from ...ops import creation as C
 from ... import random as R
@@ -28,31 +28,63 @@ def dropout(input, p=0.5, training=True, inplace=False) -> Tensor:
     return _apply_inplace(input, input * _dropout_mask(input, input.shape, p), inplace)
 
 
-def _channel_dropout(input, p, training, inplace, op, dims):
-    _check_p(p, op)
-    if input.ndim not in dims:
-        raise op_error(op, f"expected a {' or '.join(f'{d}-D' for d in dims)} input, got shape "
-                       f"{tuple(input.shape)}")
-    if input.ndim == dims[0]:   # unbatched (C, ...): one mask per channel
-        return _channel_dropout(input.unsqueeze(0), p, training, False, op, dims).squeeze(0)
-    if not training or p == 0.0:
+def _feature_dropout(input, p, training, inplace, unbatched):
+    """torch's feature_dropout: one draw per (N, C) channel of an (N, C, ...) input, or per channel of a
+    (C, ...) one when `unbatched` (torch unsqueezes a batch dim and squeezes it back)."""
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    return _apply_inplace(input, input * _dropout_mask(input, shape, p), inplace)
+    shape = ((1,) + tuple(input.shape)) if unbatched else tuple(input.shape)
+    if len(shape) < 2:
+        raise op_error("feature_dropout", f"Feature dropout requires at least 2 dimensions in the input, "
+                                          f"got shape {tuple(input.shape)}")
+    mask_shape = tuple(shape[:2]) + (1,) * (len(shape) - 2)
+    return _apply_inplace(input, input * _dropout_mask(input, mask_shape[1:] if unbatched else mask_shape, p),
+                          inplace)
+
+
+def _deprecated_rank(op, ndim, spatial, ranks):
+    warn(op, f"Received a {ndim}-D input to {op}, which is deprecated and will result in an error in a future "
+             f"release. To retain the behavior and silence this warning, please use dropout instead. Note that "
+             f"{op} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+             f"dimension, and an optional batch dimension (i.e. {ranks} inputs).")
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False) -> Tensor:
-    return _channel_dropout(input, p, training, inplace, "dropout1d", (2, 3))
+    """Zero whole channels of (N, C, L) or (C, L): masks of shape (N, C, 1) or (C, 1). Other ranks raise."""
+    _check_p(p, "dropout1d")
+    if input.ndim not in (2, 3):
+        raise op_error("dropout1d", f"Expected 2D or 3D input, but received a {input.ndim}D input (shape "
+                                    f"{tuple(input.shape)}). Note that dropout1d exists to provide channel-wise "
+                                    f"dropout on inputs with 1 spatial dimension, a channel dimension, and an "
+                                    f"optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, unbatched=input.ndim == 2)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False) -> Tensor:
-    """Zero whole channels (N, C, H, W) -> masks of shape (N, C, 1, 1)."""
-    return _channel_dropout(input, p, training, inplace, "dropout2d", (3, 4))
+    """Zero whole channels of (N, C, H, W) -> masks of shape (N, C, 1, 1).
+
+    As torch: other ranks warn (deprecated) and take one draw per (N, C) of an (N, C, ...) input; a 3-D
+    input warns and is read as (N, C, L) (channel-wise 1-D dropout), not as an unbatched (C, H, W)."""
+    _check_p(p, "dropout2d")
+    if input.ndim not in (3, 4):
+        _deprecated_rank("dropout2d", input.ndim, 2, "3D or 4D")
+    if input.ndim == 3:
+        warn("dropout2d", "Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                          "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This "
+                          "behavior will change in a future release to interpret the input as one without a batch "
+                          "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                          "switch to using dropout1d instead.")
+    return _feature_dropout(input, p, training, inplace, unbatched=False)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False) -> Tensor:
-    """Zero whole channels (N, C, D, H, W) -> masks of shape (N, C, 1, 1, 1)."""
-    return _channel_dropout(input, p, training, inplace, "dropout3d", (4, 5))
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) -> masks (N, C, 1, 1, 1) or (C, 1, 1, 1).
+
+    As torch: other ranks warn (deprecated) and are read as unbatched (C, ...)."""
+    _check_p(p, "dropout3d")
+    if input.ndim not in (4, 5):
+        _deprecated_rank("dropout3d", input.ndim, 3, "4D or 5D")
+    return _feature_dropout(input, p, training, inplace, unbatched=input.ndim != 5)
 
 
 # SELU's negative saturation value: -scale * alpha of F.selu

@@ -1,0 +1,53 @@
+"""ember/ops/reductions.py against torch: nansum, nanmean, aminmax, diff."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from helpers import check_op
+
+
+def with_nans(L, x):
+    """x with NaN wherever x > 1 (inputs are in [-2, 2))."""
+    return L.where(x > 1, float("nan"), x)
+
+
+@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": (0, 2), "keepdim": True}, {"axis": -1, "keepdims": True}])
+def test_nansum_and_nanmean(kw):
+    check_op(lambda L, x: L.nansum(with_nans(L, x), **kw), (3, 4, 5))
+    check_op(lambda L, x: with_nans(L, x).nanmean(**kw), (3, 4, 5))
+
+
+def test_nansum_integer_and_nanmean_errors():
+    assert ember.nansum(ember.tensor([1, 2])).tolist() == torch.nansum(torch.tensor([1, 2])).tolist() == 3
+    assert ember.nansum(ember.tensor([1, 2])).dtype is ember.int64
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="nanmean.*expected input to have floating point"):
+            lib.nanmean(lib.tensor([1, 2]))
+    t = torch.nanmean(torch.tensor([[float("nan")] * 2, [1.0, 3.0]]), 1)
+    assert np.allclose(ember.nanmean(ember.tensor([[float("nan")] * 2, [1.0, 3.0]]), 1).numpy(), t.numpy(),
+                       equal_nan=True)
+
+
+@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": 0, "keepdim": True}])
+def test_aminmax(kw):
+    check_op(lambda L, x: tuple(L.aminmax(x, **kw)), (3, 4))
+    r = ember.tensor([[1.0, 5.0], [-2.0, 0.0]]).aminmax(**kw)
+    t = torch.tensor([[1.0, 5.0], [-2.0, 0.0]]).aminmax(**kw)
+    assert r.min.tolist() == t.min.tolist() and r.max.tolist() == t.max.tolist()
+
+
+@pytest.mark.parametrize("kw", [{}, {"n": 2}, {"dim": 0}, {"n": 3, "dim": 1}, {"n": 0}])
+def test_diff(kw):
+    check_op(lambda L, x: L.diff(x, **kw), (3, 4))
+    check_op(lambda L, x: x.diff(**kw), (5, 6))
+
+
+def test_diff_prepend_append_bool_and_errors():
+    check_op(lambda L, x, p, a: L.diff(x, dim=1, prepend=p, append=a), (3, 4), (3, 1), (3, 2))
+    b = [True, False, False, True]
+    assert ember.diff(ember.tensor(b)).tolist() == torch.diff(torch.tensor(b)).tolist()
+    assert ember.diff(ember.tensor([1, 4, 9]), n=5).tolist() == torch.diff(torch.tensor([1, 4, 9]), n=5).tolist()
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="diff.*one-dimensional"):
+            lib.diff(lib.tensor(1.0))

@@ -1,0 +1,52 @@
+"""ember/ops/stacking.py against torch: atleast_nd, h/v/dsplit, column_stack, dstack, rot90."""
+import pytest
+import torch
+
+import ember
+from helpers import check_op
+
+
+@pytest.mark.parametrize("name", ["atleast_1d", "atleast_2d", "atleast_3d"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 3, 4)])
+def test_atleast(name, shape):
+    check_op(lambda L, x: getattr(L, name)(x) * 1.0, shape)
+    check_op(lambda L, x, y: getattr(L, name)(x, y), shape, (2,))
+    check_op(lambda L, x, y: getattr(L, name)([x * 1.0, y * 1.0]), shape, ())
+
+
+@pytest.mark.parametrize("name,shape,sections", [
+    ("hsplit", (4, 6), 3), ("hsplit", (6,), 2), ("hsplit", (4, 6, 2), [1, 4]), ("vsplit", (4, 6), 2),
+    ("vsplit", (5, 2), [2, 3]), ("dsplit", (2, 3, 4), 2), ("dsplit", (2, 3, 5), [1])])
+def test_splits(name, shape, sections):
+    check_op(lambda L, x: tuple(getattr(L, name)(x, sections)), shape)
+    check_op(lambda L, x: tuple(getattr(x, name)(sections)), shape)
+
+
+def test_split_errors_as_torch():
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="size of the dimension 3 is not divisible by the split_size 2"):
+            lib.hsplit(lib.ones(2, 3), 2)
+        with pytest.raises(RuntimeError, match="requires a tensor with at least 2 dimension"):
+            lib.vsplit(lib.ones(3), 1)
+
+
+def test_column_stack_and_dstack():
+    check_op(lambda L, a, b, c: L.column_stack([a, b, c]), (3,), (3, 2), (3,))
+    check_op(lambda L, a, b: L.column_stack([a, b]), (), ())
+    check_op(lambda L, a, b, c: L.dstack([a, b, c]), (2, 3), (2, 3, 2), (2, 3))
+    check_op(lambda L, a, b: L.dstack([a, b]), (3,), (3,))
+
+
+@pytest.mark.parametrize("k", [-1, 0, 1, 2, 3, 5])
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0), (-1, 0)])
+def test_rot90(k, dims):
+    check_op(lambda L, x: L.rot90(x, k, dims), (2, 3, 4))
+    check_op(lambda L, x: x.rot90(k, dims), (2, 3, 4))
+
+
+def test_rot90_errors():
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="expected total rotation dims == 2"):
+            lib.rot90(lib.ones(2, 2), 1, [0])
+        with pytest.raises(RuntimeError, match="expected rotation dims to be different"):
+            lib.rot90(lib.ones(2, 2), 1, [1, 1])
