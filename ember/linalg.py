@@ -16,7 +16,6 @@ import numpy as np
 
 from ._errors import describe, op_error
 from ._tensor import Tensor
-from .backends import array_module
 from .ops import linalg as P
 from .ops import math as M
 
