@@ -9,6 +9,10 @@ _recorder = None
 
 
 def pytest_addoption(parser):
+    parser.addoption("--check-op-device", default="cpu",
+                     help="the device Ember's side of every check_op (tests/helpers.py) runs on: the "
+                          "Makefile's fake-CUDA pass uses cuda with EMBER_FAKE_CUDA=1; check_op tests skip "
+                          "when that device is not available")
     parser.addoption("--api-coverage", action="store_true",
                      help="fail unless every public function, class and Tensor method of Ember ran "
                           "(see tests/api_coverage.py; `make coverage` uses it)")
@@ -19,6 +23,10 @@ def pytest_configure(config):
     # loaded 2-core machine a (8, 8) linear + layer_norm took ~30 ms with 2 threads, ~0.01 ms with 1.
     import torch
     torch.set_num_threads(1)
+    device = config.getoption("check_op_device")
+    if device != "cpu":
+        import helpers
+        helpers.DEVICE = device
     global _recorder
     if config.getoption("api_coverage"):
         from api_coverage import Recorder
