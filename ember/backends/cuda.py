@@ -10,10 +10,11 @@ import os
 
 import numpy as np
 
+from . import fake_cuda as _fake   # NumPy only; tests may switch FAKE on after import
+
 FAKE = os.environ.get("EMBER_FAKE_CUDA") == "1"
 
 if FAKE:
-    from . import fake_cuda as _fake
     xp = _fake.xp
 else:
     try:

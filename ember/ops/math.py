@@ -144,7 +144,7 @@ def div(input, other, *, rounding_mode=None):
         return _binary(P.Div, a, b, "div")   # for its broadcast error
     if rounding_mode == "trunc":
         return _binary(P.Div, input, other, "div").trunc() if _is_float(input, other) \
-            else _int_div(input, other, np.trunc)
+            else _int_div(input, other, "trunc")
     if rounding_mode == "floor":
         return floor_divide(input, other)
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
@@ -156,7 +156,7 @@ def _is_float(*xs):
 
 def _int_div(a, b, fn):
     a, b = binary_operands(a, b, "div")
-    return Tensor._make(fn(a._data / b._data).astype(a._data.dtype), a._device)
+    return Tensor._make(getattr(array_module(a), fn)(a._data / b._data).astype(a._data.dtype), a._device)
 
 
 def _check_int_divisor(b, op):

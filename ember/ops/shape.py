@@ -340,7 +340,8 @@ def repeat_interleave(input, repeats, dim=None):
     if dim is None:
         input, dim = flatten(input), 0
     d = _dim(dim, input.ndim, "repeat_interleave")
-    idx = np.repeat(np.arange(input.shape[d]), repeats if isinstance(repeats, int) else repeats.numpy())
+    xp = array_module(input)
+    idx = xp.repeat(xp.arange(input.shape[d]), repeats if isinstance(repeats, int) else repeats.to(input.device)._data)
     return index_select(input, d, Tensor._make(idx, input._device))
 
 
@@ -378,7 +379,7 @@ def diag(input, diagonal_=0):
     if input.ndim == 1:
         n = input.shape[0] + builtins.abs(diagonal_)
         out = input.new_zeros((n, n))
-        i = np.arange(input.shape[0])
+        i = array_module(input).arange(input.shape[0])
         r, c = (i, i + diagonal_) if diagonal_ >= 0 else (i - diagonal_, i)
         return index_put(out, (Tensor._make(r, input._device), Tensor._make(c, input._device)), input)
     return diagonal(input, diagonal_)

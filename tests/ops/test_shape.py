@@ -337,7 +337,7 @@ def test_unique():
 
 
 def test_misc_index_ops():
-    check_op(lambda L, a: L.take(a, L.tensor([[0, 5], [3, 3]])), (2, 3))
+    check_op(lambda L, a: L.take(a, L.tensor([[0, 5], [3, 3]], device=a.device)), (2, 3))
     check_op(lambda L, a, b: L.searchsorted(a, b), np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 2.0, 3.5]),
              grad=False)
     check_op(lambda L, a, b: L.bucketize(b, a, right=True), np.array([1.0, 2.0, 3.0]), np.array([2.0, 0.1]),

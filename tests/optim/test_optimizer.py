@@ -340,10 +340,10 @@ def test_required_prints_like_torch():
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
-    """The 'cuda' device on NumPy arrays, in this process (as EMBER_FAKE_CUDA=1 does at import)."""
-    from ember.backends import cuda
+    """The strict fake 'cuda' device, in this process (as EMBER_FAKE_CUDA=1 does at import)."""
+    from ember.backends import cuda, fake_cuda
     monkeypatch.setattr(cuda, "FAKE", True)
-    monkeypatch.setattr(cuda, "xp", np)
+    monkeypatch.setattr(cuda, "xp", fake_cuda.xp)
 
 
 def test_load_state_dict_moves_state_to_the_param_device(fake_cuda):
