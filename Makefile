@@ -24,9 +24,15 @@ $(VENV)/.test: $(VENV)/.core scripts/install_data.sh
 demo: $(VENV)/.core
 	$(VPY) -m ember.demo
 
+# The suites built on check_op (tests/helpers.py), run with Ember's side on the cuda device
+CHECK_OP_SUITES := tests/ops tests/nn tests/optim tests/autograd tests/test_tensor.py \
+	tests/test_tensor_methods.py tests/test_hardening.py tests/test_dtype.py
+
 test: $(VENV)/.test
-	# first the CUDA code paths on a NumPy-backed fake device (on a real GPU: `pytest -m cuda`), then all
+	# first the CUDA code paths on the strict fake device (ember/backends/fake_cuda.py; on a real GPU drop
+	# EMBER_FAKE_CUDA=1): the cuda-marked tests, then every check_op suite with Ember on 'cuda'; then all
 	EMBER_FAKE_CUDA=1 $(VPY) -m pytest -m cuda
+	EMBER_FAKE_CUDA=1 $(VPY) -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
 	$(VPY) -m pytest
 
 test-all: $(VENV)/.test
@@ -37,6 +43,7 @@ test-all: $(VENV)/.test
 coverage: $(VENV)/.test
 	$(VPY) -m coverage erase
 	EMBER_FAKE_CUDA=1 $(VPY) -m coverage run -m pytest -m cuda
+	EMBER_FAKE_CUDA=1 $(VPY) -m coverage run -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
 	$(VPY) -m coverage run -m pytest --api-coverage; status=$$?; \
 	$(VPY) -m coverage combine -q && $(VPY) -m coverage report; exit $$status
 
