@@ -3,6 +3,8 @@
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 _recorder = None
@@ -46,3 +48,12 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
     else:
         tr.write_line("\napi coverage: every public name ran", green=True)
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """The strict fake 'cuda' device (ember/backends/fake_cuda.py) in this process, as EMBER_FAKE_CUDA=1
+    gives at import: for tests of device code paths that must run in the default suite too."""
+    from ember.backends import cuda, fake_cuda
+    monkeypatch.setattr(cuda, "FAKE", True)
+    monkeypatch.setattr(cuda, "xp", fake_cuda.xp)

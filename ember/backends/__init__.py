@@ -17,6 +17,8 @@ import importlib
 
 import numpy as np
 
+from .fake_cuda import FakeArray, xp as fake_xp   # NumPy only: no cost, no CuPy
+
 __all__ = ["get", "array_module", "is_available"]
 
 _MODULES = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda"}
@@ -46,4 +48,6 @@ def array_module(x):
     data = getattr(x, "_data", x)
     if isinstance(data, np.ndarray) or np.isscalar(data):
         return np
+    if isinstance(data, FakeArray):
+        return fake_xp
     return get("cuda").xp
