@@ -434,7 +434,7 @@ def _key(key, input):
                 raise op_error("index", f"tensors used as indices must be long, int, byte or bool "
                                         f"tensors, got {k.dtype.name}", IndexError)
             out.append(a)
-        elif isinstance(k, list):
+        elif isinstance(k, (list, np.ndarray)):   # host data from the user: copied to the device
             a = np.asarray(k)
             if a.size == 0:
                 a = a.astype(np.int64)
@@ -476,7 +476,9 @@ def setitem(input, key, value):
     check_leaf(input, "setitem")
     k = _key(key, input)
     if isinstance(value, Tensor):
-        v = to_device(value, input._device)._data if value._data.ndim else value._data
+        v = value._data if value._device is input._device else to_device(value, input._device)._data
+    elif isinstance(value, np.ndarray) and input._device.type != "cpu":
+        v = array_module(input).asarray(value)
     else:
         v = value
     try:
