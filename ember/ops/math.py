@@ -521,7 +521,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         raise op_error("mean", f"could not infer output dtype: input dtype must be floating point, "
                                f"got {input.dtype.name}; use .float() first")
     axis = _axes(dim, input.ndim, "mean")
-    n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
+    n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
     return P.Sum.apply(input, axis=axis, keepdims=keepdim) / builtins.max(n, 1) if n else \
         P.Sum.apply(input, axis=axis, keepdims=keepdim) * float("nan")
 
@@ -542,7 +542,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
     if not input.dtype.is_floating_point:
         raise op_error(_op, f"std and var only support floating point dtypes, got {describe(input)}")
     _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
-    n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
+    n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
     return P.Sum.apply(d * d, axis=axis, keepdims=keepdim) / builtins.max(n - correction, 0)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import math as _math
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def reshape(input, *shape):
     if shape == input.shape:
         return _view_of(P.Reshape.apply(input, shape=shape), input)
     n = input._data.size
-    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    known = _math.prod(s for s in shape if s != -1) if shape else 1
     if shape.count(-1) > 1 or (-1 in shape and (known == 0 or n % known)) or \
             (-1 not in shape and known != n):
         raise op_error("reshape", f"shape {list(shape)} is invalid for input of size {n} "
@@ -163,7 +164,7 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, 1)
     if s > e:
         raise op_error("flatten", f"start_dim {start_dim} cannot come after end_dim {end_dim}")
-    shape = input.shape[:s] + (int(np.prod(input.shape[s:e + 1])),) + input.shape[e + 1:]
+    shape = input.shape[:s] + (_math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
     return reshape(input, shape)
 
 
@@ -171,10 +172,10 @@ def unflatten(input, dim, sizes):
     d = _dim(dim, input.ndim, "unflatten")
     sizes = tuple(int(s) for s in sizes)
     if sizes.count(-1) == 1:   # infer -1 from this dim alone (a total of 0 elements says nothing)
-        known = int(np.prod([s for s in sizes if s != -1]))
+        known = _math.prod(s for s in sizes if s != -1)
         if known and input.shape[d] % known == 0:
             sizes = tuple(input.shape[d] // known if s == -1 else s for s in sizes)
-    if int(np.prod(sizes)) != input.shape[d]:
+    if _math.prod(sizes) != input.shape[d]:
         raise op_error("unflatten", f"provided sizes {list(sizes)} don't multiply up to the size of dim "
                                     f"{dim} ({input.shape[d]}) in the input tensor of shape {tuple(input.shape)}")
     return reshape(input, input.shape[:d] + sizes + input.shape[d + 1:])
