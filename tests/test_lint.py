@@ -48,7 +48,6 @@ NUMPY_CALL_ALLOWANCE = {
     "ember/demo.py": 5,
     "ember/nn/functional/attention.py": 2,
     "ember/nn/functional/pooling.py": 1,
-    "ember/nn/functional/vision.py": 13,
     "ember/nn/init.py": 13,
     "ember/nn/transformer.py": 4,
     "ember/ops/creation.py": 17,
