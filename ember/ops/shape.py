@@ -352,14 +352,18 @@ def _tri_mask(input, diagonal, lower):
     return (xp.tri(n, m, diagonal, dtype=bool) if lower else ~xp.tri(n, m, diagonal - 1, dtype=bool))
 
 
+def _zero(input):
+    return False if input.dtype.name == "bool" else 0   # a bool tensor stays bool, as in torch
+
+
 def tril(input, diagonal=0):
     from .math import where
-    return where(Tensor._make(_tri_mask(input, diagonal, True), input._device), input, 0)
+    return where(Tensor._make(_tri_mask(input, diagonal, True), input._device), input, _zero(input))
 
 
 def triu(input, diagonal=0):
     from .math import where
-    return where(Tensor._make(_tri_mask(input, diagonal, False), input._device), input, 0)
+    return where(Tensor._make(_tri_mask(input, diagonal, False), input._device), input, _zero(input))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):

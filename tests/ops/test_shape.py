@@ -76,6 +76,11 @@ def test_movement(name):
     check_op(MOVEMENT[name], (2, 3, 4))
 
 
+def test_tril_triu_keep_bool_and_int_dtypes():
+    check_op(lambda L, a: (a.triu(1), a.tril(-1)), np.ones((3, 4), dtype=bool), grad=False)
+    check_op(lambda L, a: (L.triu(a), L.tril(a, 1)), np.arange(12, dtype=np.int32).reshape(3, 4), grad=False)
+
+
 def test_T_on_2d_and_1d():
     check_op(lambda L, a: a.T, (3, 4))
     check_op(lambda L, a: a.t(), (3, 4))
