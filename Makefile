@@ -28,11 +28,14 @@ demo: $(VENV)/.core
 CHECK_OP_SUITES := tests/ops tests/nn tests/optim tests/autograd tests/test_tensor.py \
 	tests/test_tensor_methods.py tests/test_hardening.py tests/test_dtype.py
 
+# 1: the cuda device is the strict fake one (ember/backends/fake_cuda.py); `make test FAKE_CUDA=0` on a
+# machine with CuPy and a GPU runs the same passes on the GPU
+FAKE_CUDA ?= 1
+
 test: $(VENV)/.test
-	# first the CUDA code paths on the strict fake device (ember/backends/fake_cuda.py; on a real GPU drop
-	# EMBER_FAKE_CUDA=1): the cuda-marked tests, then every check_op suite with Ember on 'cuda'; then all
-	EMBER_FAKE_CUDA=1 $(VPY) -m pytest -m cuda
-	EMBER_FAKE_CUDA=1 $(VPY) -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
+	# first the CUDA code paths: the cuda-marked tests, then every check_op suite with Ember on 'cuda'; then all
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m pytest -m cuda
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
 	$(VPY) -m pytest
 
 test-all: $(VENV)/.test
@@ -42,8 +45,8 @@ test-all: $(VENV)/.test
 # every public name of Ember ran (tests/api_coverage.py); then the per-file table (see docs/testing.md).
 coverage: $(VENV)/.test
 	$(VPY) -m coverage erase
-	EMBER_FAKE_CUDA=1 $(VPY) -m coverage run -m pytest -m cuda
-	EMBER_FAKE_CUDA=1 $(VPY) -m coverage run -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m coverage run -m pytest -m cuda
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m coverage run -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
 	$(VPY) -m coverage run -m pytest --api-coverage; status=$$?; \
 	$(VPY) -m coverage combine -q && $(VPY) -m coverage report; exit $$status
 
