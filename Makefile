@@ -24,9 +24,18 @@ $(VENV)/.test: $(VENV)/.core scripts/install_data.sh
 demo: $(VENV)/.core
 	$(VPY) -m ember.demo
 
+# The suites built on check_op (tests/helpers.py), run with Ember's side on the cuda device
+CHECK_OP_SUITES := tests/ops tests/nn tests/optim tests/autograd tests/test_tensor.py \
+	tests/test_tensor_methods.py tests/test_hardening.py tests/test_dtype.py
+
+# 1: the cuda device is the strict fake one (ember/backends/fake_cuda.py); `make test FAKE_CUDA=0` on a
+# machine with CuPy and a GPU runs the same passes on the GPU
+FAKE_CUDA ?= 1
+
 test: $(VENV)/.test
-	# first the CUDA code paths on a NumPy-backed fake device (on a real GPU: `pytest -m cuda`), then all
-	EMBER_FAKE_CUDA=1 $(VPY) -m pytest -m cuda
+	# first the CUDA code paths: the cuda-marked tests, then every check_op suite with Ember on 'cuda'; then all
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m pytest -m cuda
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
 	$(VPY) -m pytest
 
 test-all: $(VENV)/.test
@@ -36,7 +45,8 @@ test-all: $(VENV)/.test
 # every public name of Ember ran (tests/api_coverage.py); then the per-file table (see docs/testing.md).
 coverage: $(VENV)/.test
 	$(VPY) -m coverage erase
-	EMBER_FAKE_CUDA=1 $(VPY) -m coverage run -m pytest -m cuda
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m coverage run -m pytest -m cuda
+	EMBER_FAKE_CUDA=$(FAKE_CUDA) $(VPY) -m coverage run -m pytest --check-op-device=cuda $(CHECK_OP_SUITES)
 	$(VPY) -m coverage run -m pytest --api-coverage; status=$$?; \
 	$(VPY) -m coverage combine -q && $(VPY) -m coverage report; exit $$status
 

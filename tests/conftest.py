@@ -3,12 +3,18 @@
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 _recorder = None
 
 
 def pytest_addoption(parser):
+    parser.addoption("--check-op-device", default="cpu",
+                     help="the device Ember's side of every check_op (tests/helpers.py) runs on: the "
+                          "Makefile's fake-CUDA pass uses cuda with EMBER_FAKE_CUDA=1; check_op tests skip "
+                          "when that device is not available")
     parser.addoption("--api-coverage", action="store_true",
                      help="fail unless every public function, class and Tensor method of Ember ran "
                           "(see tests/api_coverage.py; `make coverage` uses it)")
@@ -19,6 +25,10 @@ def pytest_configure(config):
     # loaded 2-core machine a (8, 8) linear + layer_norm took ~30 ms with 2 threads, ~0.01 ms with 1.
     import torch
     torch.set_num_threads(1)
+    device = config.getoption("check_op_device")
+    if device != "cpu":
+        import helpers
+        helpers.DEVICE = device
     global _recorder
     if config.getoption("api_coverage"):
         from api_coverage import Recorder
@@ -38,3 +48,12 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
     else:
         tr.write_line("\napi coverage: every public name ran", green=True)
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """The strict fake 'cuda' device (ember/backends/fake_cuda.py) in this process, as EMBER_FAKE_CUDA=1
+    gives at import: for tests of device code paths that must run in the default suite too."""
+    from ember.backends import cuda, fake_cuda
+    monkeypatch.setattr(cuda, "FAKE", True)
+    monkeypatch.setattr(cuda, "xp", fake_cuda.xp)

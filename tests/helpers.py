@@ -25,6 +25,13 @@ Inputs (`*inputs`), each one of:
 - `NoGrad(shape_or_array)`: like the above, but never requires grad;
 - anything else (int, float, bool, str, list, None): passed unchanged.
 
+Devices: Ember's tensors are made on `device` (default `DEVICE`, "cpu"; `pytest --check-op-device=cuda`
+sets it, see conftest.py), results are brought back with `.cpu()` for the comparison, and every Ember
+output tensor must be on that device. The Makefile's fake-CUDA pass runs the op, layer, loss, optimizer
+and autograd suites this way on the strict fake device (ember/backends/fake_cuda.py); on a machine with
+CuPy and a GPU the same option runs them on the GPU. A test whose function makes tensors of its own
+passes `device=x.device` (torch's tensors are on the CPU, so the same line runs on both sides).
+
 Import it from any test: `from helpers import check_op` (tests/ is on sys.path via conftest.py).
 """
 from __future__ import annotations
@@ -34,7 +41,10 @@ import torch
 
 import ember
 
-__all__ = ["check_op", "Const", "NoGrad", "to_numpy", "torch_dtype", "ember_dtype", "DEFAULT_TOL"]
+__all__ = ["check_op", "Const", "NoGrad", "to_numpy", "torch_dtype", "ember_dtype", "DEFAULT_TOL", "DEVICE"]
+
+# the device Ember's side of check_op runs on unless a call names one (conftest.py: --check-op-device)
+DEVICE = "cpu"
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -94,21 +104,21 @@ def to_numpy(t) -> np.ndarray:
     return np.asarray(t)
 
 
-def _make_pair(arr: np.ndarray, dtype_name: str, requires_grad: bool):
-    """(torch tensor, ember tensor) holding the same values; float arrays are cast to dtype_name."""
+def _make_pair(arr: np.ndarray, dtype_name: str, requires_grad: bool, device="cpu"):
+    """(torch tensor, ember tensor on `device`) holding the same values; float arrays are cast to dtype_name."""
     if arr.dtype.kind == "f":
         tt = torch.tensor(np.asarray(arr, dtype=np.float64, order="C")).to(torch_dtype(dtype_name))
         # the same rounded values on both sides: read torch's rounding back
-        et = ember.tensor(tt.to(torch.float64).numpy()).to(ember_dtype(dtype_name))
+        et = ember.tensor(tt.to(torch.float64).numpy()).to(ember_dtype(dtype_name)).to(device)
         if requires_grad:
             tt.requires_grad_(True)
             et.requires_grad_(True)
         return tt, et
     arr = np.asarray(arr, order="C")
-    return torch.from_numpy(arr.copy()), ember.tensor(arr.copy())
+    return torch.from_numpy(arr.copy()), ember.tensor(arr.copy(), device=device)
 
 
-def _build(inputs, dtype_name, grad, rng, low, high, positive):
+def _build(inputs, dtype_name, grad, rng, low, high, positive, device="cpu"):
     t_args, e_args, pairs = [], [], []
     for x in inputs:
         wants_grad = grad
@@ -124,7 +134,7 @@ def _build(inputs, dtype_name, grad, rng, low, high, positive):
             x = np.asarray(x, dtype=np.float64)
         if isinstance(x, np.ndarray):
             rg = wants_grad and x.dtype.kind == "f"
-            tt, et = _make_pair(x, dtype_name, rg)
+            tt, et = _make_pair(x, dtype_name, rg, device)
             t_args.append(tt)
             e_args.append(et)
             if rg:
@@ -150,11 +160,12 @@ def _tol(table, dtype_name, atol, rtol):
     return max(a, atol or 0), max(r, rtol or 0)
 
 
-def _compare(where, tv, ev, table, atol, rtol, check_dtype=True):
+def _compare(where, tv, ev, table, atol, rtol, check_dtype=True, device="cpu"):
     """Compare one output; the tolerance is that of torch's output dtype (see _tol)."""
     if isinstance(tv, torch.Tensor):
         atol, rtol = _tol(table, _name(tv.dtype), atol, rtol)
         assert isinstance(ev, ember.Tensor), f"{where}: torch gives a Tensor, ember gives {type(ev).__name__}"
+        assert ev.device.type == ember.device(device).type, f"{where}: on {ev.device}, the inputs on {device}"
         assert tuple(tv.shape) == tuple(ev.shape), f"{where}: shape {tuple(ev.shape)} != torch's {tuple(tv.shape)}"
         if check_dtype:
             assert _name(tv.dtype) == ev.dtype.name, f"{where}: dtype {ev.dtype.name} != torch's {_name(tv.dtype)}"
@@ -171,10 +182,10 @@ def _compare(where, tv, ev, table, atol, rtol, check_dtype=True):
         assert ev == tv, f"{where}: ember gives {ev!r}, torch gives {tv!r}"
 
 
-def _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive):
+def _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive, device):
     """One run in a dtype whose values the call does not compare: dtypes and shapes only (see the module doc)."""
     rng = np.random.default_rng(seed)
-    t_args, e_args, pairs = _build(inputs, dname, grad, rng, low, high, positive)
+    t_args, e_args, pairs = _build(inputs, dname, grad, rng, low, high, positive, device)
     try:
         t_out = fn(torch, *t_args)
     except (RuntimeError, NotImplementedError, TypeError):
@@ -192,7 +203,7 @@ def _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive):
         assert _name(tv.dtype) == ev.dtype.name, f"{where}: dtype {ev.dtype.name} != torch's {_name(tv.dtype)}"
         if tv.requires_grad and tv.dtype.is_floating_point and ev.requires_grad:
             e_outs.append(ev)
-            e_gs.append(_make_pair(rng.standard_normal(tuple(tv.shape)), _name(tv.dtype), False)[1])
+            e_gs.append(_make_pair(rng.standard_normal(tuple(tv.shape)), _name(tv.dtype), False, device)[1])
     if not (grad and pairs and e_outs):
         return
     ember.autograd.backward(e_outs, e_gs)
@@ -206,7 +217,7 @@ def _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive):
 
 def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, grad=True,
              grad_atol=None, grad_rtol=None, positive=False, low=-2.0, high=2.0, seed=0,
-             check_dtype=True):
+             check_dtype=True, device=None):
     """Run `fn(lib, *args)` on torch and on Ember; compare outputs and input gradients.
 
     dtypes: the float dtypes (names or dtype objects) random/float inputs take, one full run each;
@@ -215,20 +226,25 @@ def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, g
         (the tolerance used is the max of the default and the given one).
     grad: compute and compare gradients of every float input (False for non-differentiable ops).
     positive: random inputs in [0.5, 2) instead of [low, high) (log, sqrt, pow ...).
+    device: where Ember's tensors are made (default `DEVICE`); outputs must be there too.
     Returns the (torch_out, ember_out) of the last dtype, for extra asserts.
     """
+    device = DEVICE if device is None else device
+    if device != "cpu" and not ember.cuda.is_available():
+        import pytest
+        pytest.skip(f"check_op on {device}: no CUDA device (set EMBER_FAKE_CUDA=1 for the fake one)")
     result = None
     for dt in dtypes:
         dname = _name(dt)
         rng = np.random.default_rng(seed)
-        t_args, e_args, pairs = _build(inputs, dname, grad, rng, low, high, positive)
+        t_args, e_args, pairs = _build(inputs, dname, grad, rng, low, high, positive, device)
         t_out = fn(torch, *t_args)
         e_out = fn(ember, *e_args)
         t_flat, e_flat = _flatten(t_out), _flatten(e_out)
         assert len(t_flat) == len(e_flat), \
             f"[{dname}] ember returns {len(e_flat)} outputs, torch {len(t_flat)}"
         for (where, tv), (_, ev) in zip(t_flat, e_flat):
-            _compare(f"[{dname}] {where}", tv, ev, DEFAULT_TOL, atol, rtol, check_dtype)
+            _compare(f"[{dname}] {where}", tv, ev, DEFAULT_TOL, atol, rtol, check_dtype, device)
         result = (t_out, e_out)
         if not (grad and pairs):
             continue
@@ -238,7 +254,7 @@ def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, g
             if isinstance(tv, torch.Tensor) and tv.requires_grad and tv.dtype.is_floating_point:
                 assert ev.requires_grad, f"[{dname}] {where}: torch's output requires grad, ember's does not"
                 g = np.asarray(rng.standard_normal(tuple(tv.shape)))
-                tg, eg = _make_pair(g, dname, False)
+                tg, eg = _make_pair(g, dname, False, device)
                 t_outs.append(tv)
                 e_outs.append(ev)
                 t_gs.append(tg)
@@ -255,10 +271,10 @@ def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, g
             if et.grad is None and tt.grad.numel() == 0:
                 continue    # an empty input: torch's empty gradient and None say the same
             assert et.grad is not None, f"{where}: ember computed no gradient"
-            _compare(where, tt.grad, et.grad, DEFAULT_GRAD_TOL, grad_atol, grad_rtol, check_dtype)
+            _compare(where, tt.grad, et.grad, DEFAULT_GRAD_TOL, grad_atol, grad_rtol, check_dtype, device)
     if check_dtype:
         done = {_name(dt) for dt in dtypes}
         for dname in FLOATS:
             if dname not in done:
-                _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive)
+                _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive, device)
     return result

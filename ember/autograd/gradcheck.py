@@ -1,7 +1,7 @@
 """Finite-difference checks of first and second derivatives (float64)."""
 from __future__ import annotations
 
-import numpy as np
+from ..backends import array_module
 
 __all__ = ["gradcheck", "gradgradcheck"]
 
@@ -12,6 +12,7 @@ def _as_tuple(x):
 
 def _numeric_jacobian(fn, inputs, i, eps):
     x = inputs[i]
+    xp = array_module(x)
     flat = x._data.reshape(-1)
     cols = []
     for k in range(flat.size):
@@ -21,24 +22,25 @@ def _numeric_jacobian(fn, inputs, i, eps):
         flat[k] = old - eps
         minus = [o.detach()._data.copy() for o in _as_tuple(fn(*inputs))]
         flat[k] = old
-        cols.append(np.concatenate([((p - m) / (2 * eps)).reshape(-1) for p, m in zip(plus, minus)]))
-    return np.stack(cols, axis=0)  # (input numel, output numel)
+        cols.append(xp.concatenate([((p - m) / (2 * eps)).reshape(-1) for p, m in zip(plus, minus)]))
+    return xp.stack(cols, axis=0)  # (input numel, output numel)
 
 
 def _analytic_jacobian(fn, inputs, i):
     from . import grad
     from ..ops.creation import zeros_like
+    xp = array_module(inputs[i])
     outs = _as_tuple(fn(*inputs))
     rows = []
     for o in outs:
         flat = o.reshape(-1)
         for k in range(flat.shape[0]):
             if not flat.requires_grad:   # an output that does not depend on any input (e.g. zeros)
-                rows.append(np.zeros(inputs[i].numel(), dtype=inputs[i]._data.dtype))
+                rows.append(xp.zeros(inputs[i].numel(), dtype=inputs[i]._data.dtype))
                 continue
             g, = grad(flat[k], [inputs[i]], retain_graph=True, allow_unused=True)
             rows.append((g if g is not None else zeros_like(inputs[i]))._data.reshape(-1))
-    return np.stack(rows, axis=1) if rows else np.zeros((inputs[i].numel(), 0))
+    return xp.stack(rows, axis=1) if rows else xp.zeros((inputs[i].numel(), 0))
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) -> bool:
@@ -58,9 +60,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                           f"from rounding alone")
         num = _numeric_jacobian(func, inputs, i, eps)
         ana = _analytic_jacobian(func, inputs, i)
-        if not np.allclose(ana, num, atol=atol, rtol=rtol):
+        xp = array_module(x)
+        if not bool(xp.allclose(ana, num, atol=atol, rtol=rtol)):
             if raise_exception:
-                err = np.abs(ana - num).max()
+                err = float(xp.abs(ana - num).max())
                 raise RuntimeError(f"gradcheck: Jacobian mismatch for input {i} (max abs error {err:.3g})"
                                    f"\nnumerical:\n{num}\nanalytical:\n{ana}")
             return False
@@ -74,7 +77,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     from ..random import randn
     inputs = _as_tuple(inputs)
     outs = _as_tuple(func(*inputs))
-    vs = grad_outputs or tuple(randn(*o.shape, dtype=o.dtype) for o in outs)
+    vs = grad_outputs or tuple(randn(*o.shape, dtype=o.dtype, device=o.device) for o in outs)
     vs = _as_tuple(vs)
     diff = [x for x in inputs if getattr(x, "requires_grad", False)]
 

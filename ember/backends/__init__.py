@@ -7,6 +7,7 @@ A backend module provides:
     synchronize(device)
     pin_memory(host_array) / is_pinned(host_array)
     erf(x)                    the one special function NumPy lacks
+    scatter_add(out, key, v)  out[key] += v with repeated indices accumulating (NumPy's add.at)
 
 Backends are imported by name on first use, so `import ember` never imports CuPy.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
+
+from .fake_cuda import FakeArray, xp as fake_xp   # NumPy only: no cost, no CuPy
 
 __all__ = ["get", "array_module", "is_available"]
 
@@ -40,10 +43,13 @@ def is_available(device_type: str) -> bool:
 
 
 def array_module(x):
-    """numpy for CPU tensors/arrays, cupy for CUDA ones (Chainer's `get_array_module`)."""
+    """numpy for CPU tensors/arrays, cupy for CUDA ones (Chainer's `get_array_module`); the fake
+    CUDA device's array module for its FakeArrays (`EMBER_FAKE_CUDA=1`)."""
     data = getattr(x, "_data", x)
     if isinstance(data, np.ndarray) or np.isscalar(data):
         return np
+    if isinstance(data, FakeArray):
+        return fake_xp
     if getattr(data, "_is_meta", False):   # a MetaArray: its xp raises on any use (no data)
         return get("meta").xp
     return get("cuda").xp

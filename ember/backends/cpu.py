@@ -34,6 +34,11 @@ def is_pinned(host_array) -> bool:
     return bool(cuda and cuda.is_available() and cuda.is_pinned(host_array))
 
 
+def scatter_add(out, key, values) -> None:
+    """out[key] += values in place, repeated indices accumulating."""
+    np.add.at(out, key, values)
+
+
 _erf = None
 
 

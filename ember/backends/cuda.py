@@ -1,7 +1,8 @@
 """The CUDA backend: CuPy arrays on an NVIDIA GPU, imported on first use.
 
 For testing the CUDA code paths on a machine without a GPU, `EMBER_FAKE_CUDA=1` makes the
-"cuda" device store NumPy arrays: every device check, copy and dispatch runs, the math is NumPy's.
+"cuda" device store `fake_cuda.FakeArray`s: NumPy arrays that refuse to mix with host memory as CuPy
+arrays do (see fake_cuda.py), so every device check, copy and dispatch runs, the math is NumPy's.
 """
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import os
 
 import numpy as np
 
+from . import fake_cuda as _fake   # NumPy only; tests may switch FAKE on after import
+
 FAKE = os.environ.get("EMBER_FAKE_CUDA") == "1"
 
 if FAKE:
-    xp = np
+    xp = _fake.xp
 else:
     try:
         import cupy as xp  # noqa: F401
@@ -46,14 +49,12 @@ def device_count() -> int:
 def to_device(host_array, device=None):
     _require()
     if FAKE:
-        return np.array(host_array, copy=True)
+        return xp.asarray(host_array)
     with xp.cuda.Device(device.index if device is not None else 0):
         return xp.asarray(host_array)
 
 
 def to_host(array):
-    if FAKE:
-        return np.array(array, copy=True)
     return xp.asnumpy(array)
 
 
@@ -83,7 +84,14 @@ def is_pinned(host_array) -> bool:
 
 def erf(x):
     if FAKE:
-        from . import cpu
-        return cpu.erf(x)
+        return _fake.erf(x)
     from cupyx.scipy.special import erf as _erf
     return _erf(x)
+
+
+def scatter_add(out, key, values) -> None:
+    """out[key] += values in place, repeated indices accumulating (NumPy's `add.at`)."""
+    if FAKE:
+        return _fake.scatter_add(out, key, values)
+    import cupyx
+    cupyx.scatter_add(out, key, values)

@@ -8,6 +8,8 @@ import numpy as np
 
 from .. import _dtype
 from .._errors import user_frame
+from .._tensor import Tensor
+from ..backends import array_module
 from ..ops import creation as C, math as M, shape as S
 from . import functional as F, init
 from .containers import ModuleList
@@ -128,7 +130,8 @@ class MultiheadAttention(Module):
         H, hd = self.num_heads, self.head_dim
         q, k, v = self._project(query, key, value)                  # (L, N, E), (S, N, E), (S, N, E)
         if is_causal and attn_mask is None:
-            attn_mask = C.tensor(np.triu(np.ones((L, key.shape[0]), dtype=bool), 1), device=query.device)
+            xp = array_module(query)
+            attn_mask = Tensor._make(xp.triu(xp.ones((L, key.shape[0]), dtype=bool), 1), query._device)
         mask = _additive_mask(attn_mask, q.dtype)
         kpm = _additive_mask(key_padding_mask, q.dtype)
         if self.bias_k is not None:

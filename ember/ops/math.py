@@ -144,7 +144,7 @@ def div(input, other, *, rounding_mode=None):
         return _binary(P.Div, a, b, "div")   # for its broadcast error
     if rounding_mode == "trunc":
         return _binary(P.Div, input, other, "div").trunc() if _is_float(input, other) \
-            else _int_div(input, other, np.trunc)
+            else _int_div(input, other, "trunc")
     if rounding_mode == "floor":
         return floor_divide(input, other)
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
@@ -156,7 +156,7 @@ def _is_float(*xs):
 
 def _int_div(a, b, fn):
     a, b = binary_operands(a, b, "div")
-    return Tensor._make(fn(a._data / b._data).astype(a._data.dtype), a._device)
+    return Tensor._make(getattr(array_module(a), fn)(a._data / b._data).astype(a._data.dtype), a._device)
 
 
 def _check_int_divisor(b, op):
@@ -521,7 +521,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         raise op_error("mean", f"could not infer output dtype: input dtype must be floating point, "
                                f"got {input.dtype.name}; use .float() first")
     axis = _axes(dim, input.ndim, "mean")
-    n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
+    n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
     return P.Sum.apply(input, axis=axis, keepdims=keepdim) / builtins.max(n, 1) if n else \
         P.Sum.apply(input, axis=axis, keepdims=keepdim) * float("nan")
 
@@ -542,7 +542,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
     if not input.dtype.is_floating_point:
         raise op_error(_op, f"std and var only support floating point dtypes, got {describe(input)}")
     _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
-    n = input._data.size if axis is None else int(np.prod([input.shape[a] for a in axis]))
+    n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
     return P.Sum.apply(d * d, axis=axis, keepdims=keepdim) / builtins.max(n - correction, 0)

@@ -499,11 +499,8 @@ def _is_basic(key):
 
 
 def _add_at(xp, out, key, v):
-    if xp is np:
-        np.add.at(out, key, v)
-    else:
-        import cupyx
-        cupyx.scatter_add(out, key, v)
+    from .. import backends
+    backends.get("cpu" if xp is np else "cuda").scatter_add(out, key, v)
 
 
 class Cat(Primitive):
@@ -578,7 +575,9 @@ def _prefix(shape):
 
 def _scatter_key(xp, index, axis):
     """The advanced-index key that addresses out[i][index[i][j]][k] (for axis=1), torch's scatter."""
-    grids = list(xp.indices(index.shape, sparse=True))
+    # xp.indices(shape, sparse=True), which CuPy lacks: one arange per dim, broadcastable against the others
+    nd = len(index.shape)
+    grids = [xp.arange(n).reshape((1,) * k + (n,) + (1,) * (nd - k - 1)) for k, n in enumerate(index.shape)]
     grids[axis] = index
     return tuple(grids)
 

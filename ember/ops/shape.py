@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import math as _math
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def reshape(input, *shape):
     if shape == input.shape:
         return _view_of(P.Reshape.apply(input, shape=shape), input)
     n = input._data.size
-    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    known = _math.prod(s for s in shape if s != -1) if shape else 1
     if shape.count(-1) > 1 or (-1 in shape and (known == 0 or n % known)) or \
             (-1 not in shape and known != n):
         raise op_error("reshape", f"shape {list(shape)} is invalid for input of size {n} "
@@ -163,7 +164,7 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, 1)
     if s > e:
         raise op_error("flatten", f"start_dim {start_dim} cannot come after end_dim {end_dim}")
-    shape = input.shape[:s] + (int(np.prod(input.shape[s:e + 1])),) + input.shape[e + 1:]
+    shape = input.shape[:s] + (_math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
     return reshape(input, shape)
 
 
@@ -171,10 +172,10 @@ def unflatten(input, dim, sizes):
     d = _dim(dim, input.ndim, "unflatten")
     sizes = tuple(int(s) for s in sizes)
     if sizes.count(-1) == 1:   # infer -1 from this dim alone (a total of 0 elements says nothing)
-        known = int(np.prod([s for s in sizes if s != -1]))
+        known = _math.prod(s for s in sizes if s != -1)
         if known and input.shape[d] % known == 0:
             sizes = tuple(input.shape[d] // known if s == -1 else s for s in sizes)
-    if int(np.prod(sizes)) != input.shape[d]:
+    if _math.prod(sizes) != input.shape[d]:
         raise op_error("unflatten", f"provided sizes {list(sizes)} don't multiply up to the size of dim "
                                     f"{dim} ({input.shape[d]}) in the input tensor of shape {tuple(input.shape)}")
     return reshape(input, input.shape[:d] + sizes + input.shape[d + 1:])
@@ -340,7 +341,8 @@ def repeat_interleave(input, repeats, dim=None):
     if dim is None:
         input, dim = flatten(input), 0
     d = _dim(dim, input.ndim, "repeat_interleave")
-    idx = np.repeat(np.arange(input.shape[d]), repeats if isinstance(repeats, int) else repeats.numpy())
+    xp = array_module(input)
+    idx = xp.repeat(xp.arange(input.shape[d]), repeats if isinstance(repeats, int) else repeats.to(input.device)._data)
     return index_select(input, d, Tensor._make(idx, input._device))
 
 
@@ -350,14 +352,18 @@ def _tri_mask(input, diagonal, lower):
     return (xp.tri(n, m, diagonal, dtype=bool) if lower else ~xp.tri(n, m, diagonal - 1, dtype=bool))
 
 
+def _zero(input):
+    return False if input.dtype.name == "bool" else 0   # a bool tensor stays bool, as in torch
+
+
 def tril(input, diagonal=0):
     from .math import where
-    return where(Tensor._make(_tri_mask(input, diagonal, True), input._device), input, 0)
+    return where(Tensor._make(_tri_mask(input, diagonal, True), input._device), input, _zero(input))
 
 
 def triu(input, diagonal=0):
     from .math import where
-    return where(Tensor._make(_tri_mask(input, diagonal, False), input._device), input, 0)
+    return where(Tensor._make(_tri_mask(input, diagonal, False), input._device), input, _zero(input))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -378,7 +384,7 @@ def diag(input, diagonal_=0):
     if input.ndim == 1:
         n = input.shape[0] + builtins.abs(diagonal_)
         out = input.new_zeros((n, n))
-        i = np.arange(input.shape[0])
+        i = array_module(input).arange(input.shape[0])
         r, c = (i, i + diagonal_) if diagonal_ >= 0 else (i - diagonal_, i)
         return index_put(out, (Tensor._make(r, input._device), Tensor._make(c, input._device)), input)
     return diagonal(input, diagonal_)
@@ -433,7 +439,7 @@ def _key(key, input):
                 raise op_error("index", f"tensors used as indices must be long, int, byte or bool "
                                         f"tensors, got {k.dtype.name}", IndexError)
             out.append(a)
-        elif isinstance(k, list):
+        elif isinstance(k, (list, np.ndarray)):   # host data from the user: copied to the device
             a = np.asarray(k)
             if a.size == 0:
                 a = a.astype(np.int64)
@@ -475,7 +481,9 @@ def setitem(input, key, value):
     check_leaf(input, "setitem")
     k = _key(key, input)
     if isinstance(value, Tensor):
-        v = to_device(value, input._device)._data if value._data.ndim else value._data
+        v = value._data if value._device is input._device else to_device(value, input._device)._data
+    elif isinstance(value, np.ndarray) and input._device.type != "cpu":
+        v = array_module(input).asarray(value)
     else:
         v = value
     try:

@@ -145,3 +145,12 @@ def test_gradgradcheck_with_non_tensor_and_constant_inputs():
 def test_gradgradcheck_with_an_unused_input_after_a_non_tensor():
     a, b = f64([0.5]), f64([0.7])           # a requires grad but func does not use it
     assert gradgradcheck(lambda k, a, b: (b ** 3) * k, (2.0, a, b))
+
+
+def test_gradcheck_and_gradgradcheck_on_the_cuda_device(fake_cuda):
+    import ember
+    x = ember.tensor([0.3, -1.2, 2.0], dtype=ember.float64, device="cuda", requires_grad=True)
+    assert gradcheck(lambda a: (a * a).sin(), (x,))
+    assert gradgradcheck(lambda a: (a * a * a).sum(), (x,))
+    with pytest.raises(RuntimeError, match=r"max abs error"):
+        gradcheck(square_off_by(scale=1.01), (x,))

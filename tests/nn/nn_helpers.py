@@ -58,6 +58,8 @@ def check_module(build, *inputs, modes=("train", "eval"), dtypes=("float64", "fl
                       and a.dtype.is_floating_point]
             if floats:
                 m = m.to(floats[0].dtype)
+                if lib is ember:
+                    m = m.to(floats[0].device)   # check_op's device (tests/helpers.py: DEVICE)
             if lib is torch:
                 run = lambda *a, **k: torch.func.functional_call(m, dict(zip(names, ps)), a, k)  # noqa: E731
             else:

@@ -37,11 +37,21 @@ def test_from_pretrained_and_max_norm():
         m(ember.tensor([0.0]))
 
 
+def test_embedding_max_norm_renormalises_the_looked_up_rows_like_torch():
+    from helpers import check_op
+
+    def fn(lib, w):
+        w = w.detach().clone()
+        out = lib.nn.functional.embedding(lib.tensor([[0, 2], [0, 3]], device=w.device), w, max_norm=1.0)
+        return out, w   # rows 0 and 2 renormalised in place, row 1 (not looked up) left long
+    check_op(fn, np.array([[3.0, 4.0], [0.3, 0.4], [1.0, 1.0], [0.1, 0.0]]), grad=False)
+
+
 def test_embedding_double_backward_and_errors():
     from helpers import check_op
 
     def fn(lib, w):
-        y = lib.nn.functional.embedding(lib.tensor([[0, 2, 2], [1, 0, 3]]), w, padding_idx=2)
+        y = lib.nn.functional.embedding(lib.tensor([[0, 2, 2], [1, 0, 3]], device=w.device), w, padding_idx=2)
         g, = lib.autograd.grad((y * y * y).sum(), w, create_graph=True)
         return (g * g).sum()
     check_op(fn, (4, 3), dtypes=("float64",))

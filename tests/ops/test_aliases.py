@@ -29,13 +29,13 @@ def test_clamp_min_and_max():
 
 def test_linalg_aliases():
     def well(L, a):
-        return a + 3 * L.eye(3, dtype=a.dtype)
+        return a + 3 * L.eye(3, dtype=a.dtype, device=a.device)
     check_op(lambda L, a: L.inverse(well(L, a)), (3, 3), atol=1e-4, rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)
     check_op(lambda L, a: well(L, a).det(), (2, 3, 3), atol=1e-4, rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)
     check_op(lambda L, a: L.slogdet(well(L, a))[1], (3, 3), atol=1e-4, rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)
-    check_op(lambda L, a: L.cholesky(a @ a.mT + 3 * L.eye(3, dtype=a.dtype)), (3, 3), atol=1e-4, rtol=1e-4,
+    check_op(lambda L, a: L.cholesky(a @ a.mT + 3 * L.eye(3, dtype=a.dtype, device=a.device)), (3, 3), atol=1e-4, rtol=1e-4,
              grad_atol=1e-3, grad_rtol=1e-3)
-    check_op(lambda L, a: (a @ a.mT + 3 * L.eye(3, dtype=a.dtype)).cholesky(upper=True), (3, 3), atol=1e-4,
+    check_op(lambda L, a: (a @ a.mT + 3 * L.eye(3, dtype=a.dtype, device=a.device)).cholesky(upper=True), (3, 3), atol=1e-4,
              rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)
     check_op(lambda L, a: well(L, a).inverse().slogdet()[1], (3, 3), atol=1e-4, rtol=1e-4, grad_atol=1e-3,
              grad_rtol=1e-3)

@@ -16,12 +16,12 @@ TOL = dict(atol=1e-4, rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)   # float32 thr
 
 def well(L, a):
     """A well-conditioned square matrix: a + 3 I."""
-    return a + 3 * L.eye(a.shape[-1], dtype=a.dtype)
+    return a + 3 * L.eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
 
 def spd(L, a):
     """A symmetric positive-definite matrix: a a^T + n I."""
-    return a @ a.mT + a.shape[-1] * L.eye(a.shape[-1], dtype=a.dtype)
+    return a @ a.mT + a.shape[-1] * L.eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
 
 CASES = [   # (id, fn(lib, *inputs), input shapes)
@@ -36,7 +36,7 @@ CASES = [   # (id, fn(lib, *inputs), input shapes)
     ("slogdet", lambda L, a: (lambda r: (r.sign.detach(), r.logabsdet))(L.linalg.slogdet(a)), [(2, 4, 4)]),
     ("cholesky", lambda L, a: L.linalg.cholesky(spd(L, a)), [(2, 4, 4)]),
     ("cholesky_upper", lambda L, a: L.linalg.cholesky(spd(L, a), upper=True), [(4, 4)]),
-    ("cholesky_lower_triangle_read", lambda L, a: L.linalg.cholesky(a + 6 * L.eye(4, dtype=a.dtype)), [(4, 4)]),
+    ("cholesky_lower_triangle_read", lambda L, a: L.linalg.cholesky(a + 6 * L.eye(4, dtype=a.dtype, device=a.device)), [(4, 4)]),
     ("qr_square", lambda L, a: tuple(L.linalg.qr(a)), [(2, 4, 4)]),
     ("qr_tall", lambda L, a: tuple(L.linalg.qr(a)), [(5, 3)]),
     ("qr_r", lambda L, a: L.linalg.qr(a.detach(), mode="r")[1], [(5, 3)]),
@@ -222,7 +222,7 @@ def test_anomaly_mode_names_the_decomposition():
 
 @pytest.mark.parametrize("ord", [2, 3, 1.5, 1, float("inf")])
 def test_vector_norm_gradient_at_zero_is_zero_as_torch(ord):
-    check_op(lambda L, x: L.linalg.vector_norm(x * (L.arange(4) > 0), ord, dim=0), (3, 4))   # column 0 is zero
+    check_op(lambda L, x: L.linalg.vector_norm(x * (L.arange(4, device=x.device) > 0), ord, dim=0), (3, 4))   # column 0 is zero
     x = ember.zeros(2, 3, requires_grad=True)
     ember.linalg.vector_norm(x, ord, dim=1).sum().backward()
     assert x.grad.tolist() == [[0.0] * 3] * 2

@@ -76,6 +76,11 @@ def test_movement(name):
     check_op(MOVEMENT[name], (2, 3, 4))
 
 
+def test_tril_triu_keep_bool_and_int_dtypes():
+    check_op(lambda L, a: (a.triu(1), a.tril(-1)), np.ones((3, 4), dtype=bool), grad=False)
+    check_op(lambda L, a: (L.triu(a), L.tril(a, 1)), np.arange(12, dtype=np.int32).reshape(3, 4), grad=False)
+
+
 def test_T_on_2d_and_1d():
     check_op(lambda L, a: a.T, (3, 4))
     check_op(lambda L, a: a.t(), (3, 4))
@@ -155,6 +160,8 @@ GETITEM = {
     "bool_row_mask": lambda L, a: a[L.tensor([True, False, True, True])],
     "bool_mask_col": lambda L, a: a[:, L.tensor([True, False, True])],
     "neg_list": lambda L, a: a[[-1, -2]],
+    "numpy_idx": lambda L, a: a[np.array([2, 0, 2])],               # host arrays index any device, as in torch
+    "numpy_mask": lambda L, a: a[:, np.array([True, False, True])],
 }
 
 
@@ -205,6 +212,22 @@ def _set(a, key, value):
 @pytest.mark.parametrize("name", list(SETITEM))
 def test_setitem(name):
     check_op(SETITEM[name], (4, 3), (4, 3))
+
+
+def test_setitem_host_values_and_keys_on_the_tensors_device():
+    def fn(L, a):
+        b = a.detach().clone()
+        b[1] = L.tensor(5.0)                     # a CPU scalar tensor
+        b[np.array([2, 3]), 1] = L.tensor([7.0, 8.0], dtype=b.dtype)
+        return b
+    check_op(fn, (4, 3), grad=False)
+
+
+def test_setitem_numpy_value_is_copied_to_the_device(fake_cuda):
+    b = ember.zeros(2, 3, device="cuda")
+    b[0] = np.array([1.0, 2.0, 3.0])             # torch refuses NumPy values; Ember takes them on any device
+    b[1, np.array([0, 2])] = 4.0
+    assert b.device.type == "cuda" and b.tolist() == [[1.0, 2.0, 3.0], [4.0, 0.0, 4.0]]
 
 
 def test_setitem_no_grad_on_plain_tensor_and_views():
@@ -337,7 +360,7 @@ def test_unique():
 
 
 def test_misc_index_ops():
-    check_op(lambda L, a: L.take(a, L.tensor([[0, 5], [3, 3]])), (2, 3))
+    check_op(lambda L, a: L.take(a, L.tensor([[0, 5], [3, 3]], device=a.device)), (2, 3))
     check_op(lambda L, a, b: L.searchsorted(a, b), np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 2.0, 3.5]),
              grad=False)
     check_op(lambda L, a, b: L.bucketize(b, a, right=True), np.array([1.0, 2.0, 3.0]), np.array([2.0, 0.1]),

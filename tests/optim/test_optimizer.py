@@ -338,14 +338,6 @@ def test_required_prints_like_torch():
     assert repr(optim.optimizer.required) == repr(torch_required) == "<required parameter>"
 
 
-@pytest.fixture
-def fake_cuda(monkeypatch):
-    """The 'cuda' device on NumPy arrays, in this process (as EMBER_FAKE_CUDA=1 does at import)."""
-    from ember.backends import cuda
-    monkeypatch.setattr(cuda, "FAKE", True)
-    monkeypatch.setattr(cuda, "xp", np)
-
-
 def test_load_state_dict_moves_state_to_the_param_device(fake_cuda):
     w = leaf([1.0, 2.0])
     opt = optim.Adam([w], lr=0.1)

@@ -8,7 +8,8 @@ import numpy as np
 from ... import _dtype
 from ..._errors import check_same_device, op_error
 from ..._tensor import Tensor
-from ...ops import math as M, creation as C
+from ...backends import array_module
+from ...ops import math as M
 from .activation import softmax
 from .dropout import dropout
 
@@ -21,8 +22,9 @@ def _causal_bias(L, S_, like):
     key = (L, S_, like._data.dtype.str, str(like.device))
     bias = _CAUSAL.get(key)
     if bias is None:
-        m = np.triu(np.full((L, S_), -np.inf, dtype=like._data.dtype), 1)
-        bias = _CAUSAL[key] = C.tensor(m, device=like.device)
+        xp = array_module(like)
+        m = xp.triu(xp.full((L, S_), -np.inf, dtype=like._data.dtype), 1)
+        bias = _CAUSAL[key] = Tensor._make(m, like._device)
     return bias
 
 

@@ -5,8 +5,9 @@ import numpy as np
 
 from ..._errors import check_same_device, op_error, user_frame
 from ..._tensor import Tensor
+from ...backends import array_module
 from ...autograd.grad_mode import no_grad
-from ...ops import math as M, creation as C
+from ...ops import math as M
 from ...ops.layers import Embedding as EmbeddingLookup
 
 
@@ -20,7 +21,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise op_error("embedding", "scale_grad_by_freq and sparse are not supported", NotImplementedError)
     if max_norm is not None:
         with no_grad():
-            rows = np.unique(np.asarray(input._data).reshape(-1))
+            rows = Tensor._make(array_module(input).unique(input._data.reshape(-1)), input._device)
             w = weight[rows]
             norms = w.norm(norm_type, dim=1, keepdim=True)
             scale = M.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
@@ -38,10 +39,10 @@ def one_hot(tensor, num_classes=-1) -> Tensor:
     """(...) integer classes -> (..., num_classes) int64 one-hot."""
     if tensor.dtype.is_floating_point:
         raise RuntimeError(f"one_hot is only applicable to index tensor (at {user_frame()})")
-    a = np.asarray(tensor.cpu()._data)
+    a = tensor._data
     if num_classes == -1:
         num_classes = int(a.max()) + 1 if a.size else 0
-    if a.size and (a.min() < 0 or a.max() >= num_classes):
-        raise op_error("one_hot", f"class values must be in [0, {num_classes}), got [{a.min()}, {a.max()}]")
-    out = (a[..., None] == np.arange(num_classes)).astype(np.int64)
-    return C.tensor(out, device=tensor.device)
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= num_classes):
+        raise op_error("one_hot", f"class values must be in [0, {num_classes}), got [{int(a.min())}, {int(a.max())}]")
+    out = (a[..., None] == array_module(tensor).arange(num_classes)).astype(np.int64)
+    return Tensor._make(out, tensor._device)

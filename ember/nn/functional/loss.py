@@ -5,6 +5,7 @@ import numpy as np
 
 from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
+from ...backends import array_module
 from ...ops import math as M
 from .activation import log_softmax
 from .vision import pairwise_distance
@@ -107,7 +108,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if ((t[valid] < 0) | (t[valid] >= n_cls)).any():
         bad = t[valid][(t[valid] < 0) | (t[valid] >= n_cls)][0]
         raise op_error("nll_loss", f"target {int(bad)} is out of bounds for {n_cls} classes", IndexError)
-    safe = np.where(valid, t, 0).astype(np.int64)
+    safe = array_module(input).where(valid, t, 0).astype(np.int64)
     picked = M.neg(input.gather(1, Tensor._make(safe[:, None], target._device)).squeeze(1))   # (N, ...)
     w = _class_weights(weight, safe, valid, input)
     loss = picked * w
@@ -118,7 +119,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 def _class_weights(weight, safe, valid, like):
     """Per-element weight w[target] (0 where ignored), as a constant tensor."""
-    xp = np if isinstance(safe, np.ndarray) else __import__("cupy")
+    xp = array_module(like)
     w = weight.detach()._data[safe] if weight is not None else xp.ones(safe.shape, dtype=like._data.dtype)
     w = xp.where(valid, w, 0).astype(like._data.dtype)
     return Tensor._make(w, like._device)
@@ -171,7 +172,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = smooth * Tensor._make(valid.astype(input._data.dtype), input._device)
     if reduction == "mean":
         if weight is not None:
-            safe = np.where(valid, t, 0).astype(np.int64)
+            safe = array_module(input).where(valid, t, 0).astype(np.int64)
             denom = _class_weights(weight, safe, valid, input).sum()
         else:
             denom = float(valid.sum())
@@ -185,8 +186,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
     _same_shape(input, target, "binary_cross_entropy")
-    a = np.asarray(input.detach().cpu()._data)
-    if a.size and ((a < 0) | (a > 1)).any():
+    a = input.detach()._data
+    if a.size and bool(((a < 0) | (a > 1)).any()):
         raise op_error("binary_cross_entropy", "all elements of input should be between 0 and 1")
     log_p = M.clamp(M.log(input), min=-100.0)
     log_1mp = M.clamp(M.log(1 - input), min=-100.0)
@@ -240,7 +241,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     z = M.relu(margin - x_y + input)
     if p == 2:
         z = z * z
-    not_y = Tensor._make((np.arange(n_cls)[None, :] != target._data[:, None]).astype(input._data.dtype),
+    not_y = Tensor._make((array_module(input).arange(n_cls)[None, :] != target._data[:, None]).astype(input._data.dtype),
                          input._device)
     z = z * not_y
     if weight is not None:

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..._errors import op_error
+from ...backends import array_module
 from ..._tensor import Tensor
 from ...ops import math as M, creation as C
 from ...ops.layers import Conv, MaxPool
@@ -51,7 +52,7 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
         return out
     # indices into the unpadded input, as torch returns them
     node_index = _maxpool_index(x, k, s, d)
-    xp = np if isinstance(node_index, np.ndarray) else __import__("cupy")
+    xp = array_module(input)
     coords = xp.unravel_index(node_index, x.shape[2:])
     coords = [c - b for c, (b, _) in zip(coords, pads)]
     idx = xp.ravel_multi_index(coords, input.shape[2:]).reshape(out.shape)
@@ -90,7 +91,7 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
         out = summed / math.prod(k)
     else:
         # how many window cells fall in the input (or in the input plus its padding)
-        xp = np if input._device.type == "cpu" else __import__("cupy")
+        xp = array_module(input)
         region = xp.ones((1, 1) + tuple(input.shape[2:]), dtype=input._data.dtype)
         if count_include_pad:
             region = xp.pad(region, ((0, 0), (0, 0)) + tuple((pp, pp) for pp in p), constant_values=1)

@@ -8,7 +8,8 @@ import numpy as np
 from ..._dims import wrap_dims
 from ..._errors import op_error, user_frame
 from ..._tensor import Tensor
-from ...ops import math as M, creation as C
+from ...backends import array_module
+from ...ops import math as M
 from ...ops import primitives as P
 from ._utils import _ntuple
 
@@ -40,29 +41,30 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
         if not (b or a):
             continue
         size = input.shape[d]
-        idx = np.arange(-b, size + a)
+        xp = array_module(input)
+        idx = xp.arange(-b, size + a)
         if mode == "reflect":
             if b >= size or a >= size:
                 raise op_error("pad", f"reflect padding ({b}, {a}) must be smaller than the dim size {size}",
                                ValueError)
-            idx = np.abs(idx)
-            idx = np.where(idx >= size, 2 * (size - 1) - idx, idx)
+            idx = xp.abs(idx)
+            idx = xp.where(idx >= size, 2 * (size - 1) - idx, idx)
         elif mode == "replicate":
-            idx = np.clip(idx, 0, size - 1)
+            idx = xp.clip(idx, 0, size - 1)
         else:
             idx = idx % size
-        out = out[(slice(None),) * d + (C.tensor(idx, device=input.device),)]
+        out = out[(slice(None),) * d + (Tensor._make(idx, input._device),)]
     return out
 
 
-def _interp_indices_linear(n_in, n_out, scale, align_corners):
-    dst = np.arange(n_out, dtype=np.float64)
+def _interp_indices_linear(xp, n_in, n_out, scale, align_corners):
+    dst = xp.arange(n_out, dtype=np.float64)
     if align_corners:
-        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else xp.zeros(n_out)
     else:
-        src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
-    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-    i1 = np.minimum(i0 + 1, n_in - 1)
+        src = xp.maximum((dst + 0.5) * scale - 0.5, 0.0)
+    i0 = xp.minimum(xp.floor(src).astype(np.int64), n_in - 1)
+    i1 = xp.minimum(i0 + 1, n_in - 1)
     return i0, i1, src - i0
 
 
@@ -88,8 +90,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              f"linear | bilinear | bicubic | trilinear (at {user_frame()})")
         out = input
         for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
-            idx = np.minimum(np.floor(np.arange(n_out) * sc).astype(np.int64), n_in - 1)
-            out = out[(slice(None),) * (2 + i) + (C.tensor(idx, device=input.device),)]
+            xp = array_module(input)
+            idx = xp.minimum(xp.floor(xp.arange(n_out) * sc).astype(np.int64), n_in - 1)
+            out = out[(slice(None),) * (2 + i) + (Tensor._make(idx, input._device),)]
         return out
     if mode in ("linear", "bilinear", "trilinear"):
         if {"linear": 1, "bilinear": 2, "trilinear": 3}[mode] != nd:
@@ -97,13 +100,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"input, got {tuple(input.shape)}", ValueError)
         out = input
         for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
-            i0, i1, lam = _interp_indices_linear(n_in, n_out, sc, bool(align_corners))
+            i0, i1, lam = _interp_indices_linear(array_module(input), n_in, n_out, sc, bool(align_corners))
             d = 2 + i
             lead = (slice(None),) * d
             shape = (n_out,) + (1,) * (input.ndim - d - 1)
-            w1 = C.tensor(lam.reshape(shape), dtype=input.dtype, device=input.device)
-            a = out[lead + (C.tensor(i0, device=input.device),)]
-            b = out[lead + (C.tensor(i1, device=input.device),)]
+            w1 = Tensor._make(lam.reshape(shape).astype(input._data.dtype), input._device)
+            a = out[lead + (Tensor._make(i0, input._device),)]
+            b = out[lead + (Tensor._make(i1, input._device),)]
             out = a + (b - a) * w1
         return out
     raise op_error("interpolate", f"mode {mode!r} is not supported (nearest, linear, bilinear)",
