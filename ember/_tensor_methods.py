@@ -12,7 +12,7 @@ from ._tensor import Tensor
 from ._errors import check_scalar_fits
 from .autograd.grad_mode import STATE
 from .ops import math as M, shape as S, creation as C
-from .ops.inplace import inplace, check_leaf, needs_graph, write_direct
+from .ops.inplace import assign, inplace, check_leaf, needs_graph, write_direct
 from . import random as R
 
 # ------------------------------------------------------------------ methods that are the functions
@@ -119,12 +119,18 @@ def _view_safe(self, name, other):
 
 
 def _write(self, arr_fn, name):
-    """In-place fill from raw values (zero_, fill_, uniform_, ...): no graph, version bumped."""
+    """In-place fill that records no graph (zero_, fill_, copy_, uniform_, ...), through `Assign`;
+    `arr_fn()` gives a Python number, a Tensor on this device or a raw array. Version bumped."""
     check_leaf(self, name)
-    self._data[...] = arr_fn()
+    v = arr_fn()
+    if isinstance(v, Tensor):
+        assign(self, v.detach(), name=name)
+    elif isinstance(v, (int, float, bool, np.generic)):
+        assign(self, value=v, name=name)
+    else:
+        assign(self, Tensor._make(v, self._device), name=name)
     if self._node is not None and STATE.enabled:   # overwritten: no longer depends on its history
         self._node, self.requires_grad = None, False
-    self._bump_version(name)
     return self
 
 
@@ -149,7 +155,7 @@ def copy_(self, src, non_blocking=False):
     except ValueError:
         from ._errors import op_error
         raise op_error("copy_", f"src shape {tuple(src.shape)} is not broadcastable to {tuple(self.shape)}")
-    return _write(self, lambda: host._data.astype(self._data.dtype, copy=False), "copy_")
+    return _write(self, lambda: host, "copy_")
 
 
 def _rand_(name, sampler):
