@@ -10,9 +10,12 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ember._tensor import Tensor
 from ember.autograd.grad_mode import enable_grad, no_grad
 from ember.backends import array_module
-from .optimizer import Optimizer, check_arg, wrap
+from ember.ops.inplace import assign
+from ember.ops.primitives import Clone
+from .optimizer import Optimizer, check_arg
 
 __all__ = ["LBFGS"]
 
@@ -61,19 +64,17 @@ class LBFGS(Optimizer):
 
     def _add_grad(self, step_size, update) -> None:
         offset = 0
-        for p in self._params:
+        for p in self._params:   # the write into the parameter is an Assign (the update is still raw)
             n = p._data.size
-            p._data += step_size * update[offset:offset + n].reshape(p._data.shape)
-            p._bump_version()
+            assign(p, wrap(step_size * update[offset:offset + n].reshape(p._data.shape), p.device), op="add")
             offset += n
 
     def _clone_param(self) -> list:
-        return [p._data.copy() for p in self._params]
+        return [Clone.apply(p.detach())._data for p in self._params]
 
     def _set_param(self, arrays) -> None:
         for p, a in zip(self._params, arrays):
-            p._data[...] = a
-            p._bump_version()
+            assign(p, wrap(a, p.device))
 
     def _directional_evaluate(self, closure, x, t, d):
         self._add_grad(t, d)
@@ -328,6 +329,11 @@ def _abs_max(a):
 
 def _to_float(loss) -> float:
     return float(loss.item()) if hasattr(loss, "item") else float(loss)
+
+
+def wrap(array, device):
+    """An Ember Tensor (no grad) over a raw backend array on `device`."""
+    return Tensor._make(array, device)
 
 
 def _wrap(x, device):
