@@ -88,6 +88,8 @@ def _fast_arith(name, ufunc_name):
     generic = getattr(Tensor, name)
 
     def method(self, other, *args, **kwargs):
+        if kwargs and kwargs.get("alpha", None) == 1 and len(kwargs) == 1:
+            kwargs = {}
         if args or kwargs or (name == "div_" and not self.dtype.is_floating_point) or needs_graph(self, other):
             if kwargs.get("alpha", 1) != 1 and not needs_graph(self, other) and not args:
                 other = other * kwargs.pop("alpha")

@@ -122,20 +122,18 @@ def needs_graph(self: Tensor, other) -> bool:
 def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
     """The no-graph path of add_/sub_/mul_/div_: one `Assign(op=...)`, a ufunc into `self`'s memory."""
     check_leaf(self, op)
-    rt = _dtype.result_type(self, other)
-    if rt.category > self.dtype.category:
-        raise op_error(op, f"result type {rt.name} can't be cast to the desired output type "
-                           f"{self.dtype.name}")
     if isinstance(other, Tensor):
+        if other._data.dtype != self._data.dtype:   # same dtype (the usual case): nothing to promote
+            rt = _check_result_type(self, other, op)
+            if rt.np == self._data.dtype:
+                other = Cast.apply(other, dtype=self._data.dtype)   # computed in self's dtype, as torch does
         if other._device is not self._device and other._data.ndim:
             raise op_error(op, f"expected all tensors on {self._device}, got {other._device}")
-        if other._data.dtype != self._data.dtype and rt.np == self._data.dtype:
-            other = Cast.apply(other, dtype=self._data.dtype)   # computed in self's dtype, as torch does
-        attrs = {"op": _OPS[ufunc_name]}
-        inputs = (self, other)
+        inputs, attrs = (self, other), {"op": _OPS[ufunc_name]}
     else:
-        attrs = {"op": _OPS[ufunc_name], "value": other}
-        inputs = (self,)
+        if not (other.__class__ is float and self._data.dtype.kind == "f"):
+            _check_result_type(self, other, op)
+        inputs, attrs = (self,), {"op": _OPS[ufunc_name], "value": other}
     try:
         Assign.apply(*inputs, **attrs)
     except ValueError:
@@ -144,6 +142,13 @@ def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
                            f"of the operands {tuple(self.shape)} and {shape}") from None
     self._bump_version(op)
     return self
+
+
+def _check_result_type(self: Tensor, other, op: str):
+    rt = _dtype.result_type(self, other)
+    if rt.category > self.dtype.category:
+        raise op_error(op, f"result type {rt.name} can't be cast to the desired output type {self.dtype.name}")
+    return rt
 
 
 _OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}

@@ -53,8 +53,8 @@ def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, *, 
     for i, (p, g) in enumerate(zip(params, grads)):
         g = effective_grad(p, g, maximize, weight_decay)
         v, u = square_avgs[i], acc_deltas[i]
-        v.mul_(rho).add_(g * (1 - rho) * g)
+        v.mul_(rho).add_((g * (1 - rho)).mul_(g))
         std = (v + eps).sqrt()
         delta = (u + eps).sqrt().div_(std).mul_(g)
-        u.mul_(rho).add_(delta * (1 - rho) * delta)
+        u.mul_(rho).add_((delta * (1 - rho)).mul_(delta))
         p.sub_(delta * lr)                                   # torch's add_(delta, alpha=-lr)

@@ -64,4 +64,4 @@ def adagrad(params: list, grads: list, state_sums: list, steps: list, *, lr, lr_
         clr = lr / ((step - 1) * lr_decay + 1)                # 0-d, float64
         state_sums[i].add_(g * g)
         std = state_sums[i].sqrt().add_(eps)
-        p.sub_(g * clr / std)                                # torch's addcdiv_(g, std, value=-clr)
+        p.sub_((g * clr).div_(std))                          # torch's addcdiv_(g, std, value=-clr)

@@ -94,10 +94,10 @@ def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_a
         g = effective_grad(p, g, maximize, 0.0 if decoupled_weight_decay else weight_decay)
         m, v = exp_avgs[i], exp_avg_sqs[i]
         lerp_(m, g, 1 - beta1)                               # m = beta1 * m + (1 - beta1) * g
-        v.mul_(beta2).add_(g * (1 - beta2) * g)              # v = beta2 * v + (1 - beta2) * g^2
+        v.mul_(beta2).add_((g * (1 - beta2)).mul_(g))        # v = beta2 * v + (1 - beta2) * g^2
         step_size = lr / (1 - beta1 ** step)                 # 0-d, float64
         bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
         if amsgrad:
             v = max_exp_avg_sqs[i].copy_(maximum(max_exp_avg_sqs[i], v))
-        denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)   # sqrt(v_hat) + eps
-        p.sub_(m * step_size / denom)                        # torch's addcdiv_(m, denom, value=-step_size)
+        denom = v.sqrt().div_(bias_correction2_sqrt).add_(eps)   # sqrt(v_hat) + eps
+        p.sub_((m * step_size).div_(denom))                  # torch's addcdiv_(m, denom, value=-step_size)

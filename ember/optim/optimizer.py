@@ -306,10 +306,10 @@ def effective_grad(p, g, maximize: bool, weight_decay: float):
 
 def lerp_(start: Tensor, end: Tensor, weight: float) -> Tensor:
     """start += weight * (end - start), in place, rounded the way torch's lerp_ rounds."""
-    diff = end - start
+    diff = end - start   # the one temporary; the in-place ops below write into it
     if weight < 0.5:
-        return start.add_(diff * weight)
-    return start.copy_(end - diff * (1 - weight))   # exact at weight == 1
+        return start.add_(diff.mul_(weight))
+    return start.copy_(end - diff.mul_(1 - weight))   # exact at weight == 1
 
 
 def zeros_state(p, fill: float = 0.0) -> Tensor:

@@ -66,7 +66,7 @@ def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momen
     for i, (p, g) in enumerate(zip(params, grads)):
         g = effective_grad(p, g, maximize, weight_decay)
         v = square_avgs[i]
-        v.mul_(alpha).add_(g * (1 - alpha) * g)
+        v.mul_(alpha).add_((g * (1 - alpha)).mul_(g))
         if centered:
             g_avg = lerp_(grad_avgs[i], g, 1 - alpha)
             avg = (v - g_avg * g_avg).sqrt()
@@ -77,4 +77,4 @@ def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momen
             buf = momentum_buffers[i].mul_(momentum).add_(g / avg)
             p.sub_(buf * lr)                                 # torch's add_(buf, alpha=-lr)
         else:
-            p.sub_(g * lr / avg)                             # torch's addcdiv_(g, avg, value=-lr)
+            p.sub_((g * lr).div_(avg))                       # torch's addcdiv_(g, avg, value=-lr)
