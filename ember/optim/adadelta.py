@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .optimizer import Optimizer, check_arg, effective_grad, params_with_grad, step_tensor, zeros_state
+from .optimizer import (Optimizer, check_arg, effective_grad, params_with_grad, scalar_as, step_tensor,
+                        zeros_state)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -50,6 +51,7 @@ class Adadelta(Optimizer):
 def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, *, lr, rho: float,
              eps: float, weight_decay: float, maximize: bool) -> None:
     """One Adadelta step over Tensors, in place (call under no_grad); `lr` is a 0-d tensor."""
+    lrs: dict = {}
     for i, (p, g) in enumerate(zip(params, grads)):
         g = effective_grad(p, g, maximize, weight_decay)
         v, u = square_avgs[i], acc_deltas[i]
@@ -57,4 +59,4 @@ def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, *, 
         std = (v + eps).sqrt()
         delta = (u + eps).sqrt().div_(std).mul_(g)
         u.mul_(rho).add_((delta * (1 - rho)).mul_(delta))
-        p.sub_(delta * lr)                                   # torch's add_(delta, alpha=-lr)
+        p.sub_(delta * scalar_as(lr, p, lrs))   # torch's add_(delta, alpha=-lr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.ops.math import maximum
+from ember.ops.shape import stack, unbind
 from .optimizer import Optimizer, check_arg, effective_grad, lerp_, params_with_grad, step_tensor, zeros_state
 
 __all__ = ["Adam", "AdamW", "adam"]
@@ -86,18 +87,36 @@ def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_a
          amsgrad: bool, maximize: bool, decoupled_weight_decay: bool) -> None:
     """One Adam step over Tensors, in place (call under no_grad). `steps[i]` is parameter i's 0-d step
     tensor (incremented here), `lr` a 0-d tensor; the bias corrections are computed from the step
-    tensor with Tensor ops. The order of operations is torch's (single-tensor, non-capturable)."""
+    tensors with Tensor ops. The order of operations is torch's (single-tensor, non-capturable)."""
+    for step in steps:
+        step.add_(1)
+    step_sizes, bc2_sqrts = _bias_corrections(params, steps, lr, beta1, beta2)
+    decays = {}
     for i, (p, g) in enumerate(zip(params, grads)):
-        step = steps[i].add_(1)
         if decoupled_weight_decay and weight_decay != 0:   # AdamW: decay the weights, not the gradient
-            p.mul_(1 - lr * weight_decay)
+            key = (p.dtype, p.device)
+            if key not in decays:
+                decays[key] = (1 - lr.to(p.device) * weight_decay).to(p.dtype)
+            p.mul_(decays[key])
         g = effective_grad(p, g, maximize, 0.0 if decoupled_weight_decay else weight_decay)
         m, v = exp_avgs[i], exp_avg_sqs[i]
         lerp_(m, g, 1 - beta1)                               # m = beta1 * m + (1 - beta1) * g
         v.mul_(beta2).add_((g * (1 - beta2)).mul_(g))        # v = beta2 * v + (1 - beta2) * g^2
-        step_size = lr / (1 - beta1 ** step)                 # 0-d, float64
-        bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
         if amsgrad:
             v = max_exp_avg_sqs[i].copy_(maximum(max_exp_avg_sqs[i], v))
-        denom = v.sqrt().div_(bias_correction2_sqrt).add_(eps)   # sqrt(v_hat) + eps
-        p.sub_((m * step_size).div_(denom))                  # torch's addcdiv_(m, denom, value=-step_size)
+        denom = v.sqrt().div_(bc2_sqrts[i]).add_(eps)        # sqrt(v_hat) + eps
+        p.sub_((m * step_sizes[i]).div_(denom))              # torch's addcdiv_(m, denom, value=-step_size)
+
+
+def _bias_corrections(params: list, steps: list, lr, beta1: float, beta2: float):
+    """Per parameter, in its dtype: lr / (1 - beta1^t) and sqrt(1 - beta2^t), t its step tensor (the
+    float64 math of torch's Python floats). When the parameters share a device and a dtype (the usual
+    case) this is computed once over the stacked step tensors: a few calls per group, not per parameter."""
+    p0 = params[0]
+    if len(steps) > 1 and all(p.device == p0.device and p.dtype == p0.dtype for p in params):
+        t = stack(steps)                                     # (n,) float64
+        return (unbind((lr.to(p0.device) / (1 - beta1 ** t)).to(p0.dtype)),
+                unbind((1 - beta2 ** t).sqrt().to(p0.dtype)))
+    step_sizes = [(lr.to(p.device) / (1 - beta1 ** t)).to(p.dtype) for p, t in zip(params, steps)]
+    bc2_sqrts = [(1 - beta2 ** t).sqrt().to(p.dtype) for p, t in zip(params, steps)]
+    return step_sizes, bc2_sqrts

@@ -284,6 +284,15 @@ def step_tensor(p, value: float = 0.0) -> Tensor:
     return _C.full((), value, dtype=_dtype.float64, device=p.device)
 
 
+def scalar_as(t: Tensor, like: Tensor, cache: dict) -> Tensor:
+    """0-d `t` (lr) on `like`'s device and in its dtype, cast once per (dtype, device) in a step."""
+    key = (like.dtype, like.device)
+    out = cache.get(key)
+    if out is None:
+        out = cache[key] = t.to(like.device).to(like.dtype)
+    return out
+
+
 def check_arg(optimizer: str, ok: bool, what: str, value) -> None:
     """Raise `ValueError('SGD: invalid learning rate: -0.1')` unless `ok`."""
     if not ok:

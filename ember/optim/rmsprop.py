@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .optimizer import Optimizer, check_arg, effective_grad, lerp_, params_with_grad, step_tensor, zeros_state
+from .optimizer import (Optimizer, check_arg, effective_grad, lerp_, params_with_grad, scalar_as, step_tensor,
+                        zeros_state)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -63,6 +64,7 @@ def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momen
             maximize: bool) -> None:
     """One RMSprop step over Tensors, in place (call under no_grad; `grad_avgs` used when centered,
     buffers with momentum); `lr` is a 0-d tensor."""
+    lrs: dict = {}
     for i, (p, g) in enumerate(zip(params, grads)):
         g = effective_grad(p, g, maximize, weight_decay)
         v = square_avgs[i]
@@ -75,6 +77,6 @@ def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momen
         avg = avg.add_(eps)
         if momentum > 0:
             buf = momentum_buffers[i].mul_(momentum).add_(g / avg)
-            p.sub_(buf * lr)                                 # torch's add_(buf, alpha=-lr)
+            p.sub_(buf * scalar_as(lr, p, lrs))   # torch's add_(buf, alpha=-lr)
         else:
-            p.sub_((g * lr).div_(avg))                       # torch's addcdiv_(g, avg, value=-lr)
+            p.sub_((g * scalar_as(lr, p, lrs)).div_(avg))   # torch's addcdiv_(g, avg, value=-lr)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .optimizer import Optimizer, check_arg, effective_grad, params_with_grad
+from .optimizer import Optimizer, check_arg, effective_grad, params_with_grad, scalar_as
 
 __all__ = ["SGD", "sgd"]
 
@@ -53,6 +53,7 @@ def sgd(params: list, grads: list, momentum_buffers: list, *, lr, momentum: floa
     `momentum_buffers[i]` is None before the first step with momentum; it is then set to a new
     buffer (a copy of the gradient), which the caller keeps.
     """
+    lrs: dict = {}
     for i, (p, g) in enumerate(zip(params, grads)):
         g = effective_grad(p, g, maximize, weight_decay)
         if momentum != 0:
@@ -62,4 +63,4 @@ def sgd(params: list, grads: list, momentum_buffers: list, *, lr, momentum: floa
             else:
                 buf.mul_(momentum).add_(g, alpha=1 - dampening)
             g = g + buf * momentum if nesterov else buf
-        p.sub_(g * lr)                                       # torch's add_(g, alpha=-lr)
+        p.sub_(g * scalar_as(lr, p, lrs))                    # torch's add_(g, alpha=-lr)
