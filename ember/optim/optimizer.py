@@ -250,6 +250,7 @@ class Optimizer:
             new_groups.append(group)
         self.param_groups[:] = new_groups
         self.state = defaultdict(dict, new_state)
+        self._lr = {}   # the old groups' lr tensors: new ones are made for the new groups at the next step
 
 
 def _is_tensor(x) -> bool:

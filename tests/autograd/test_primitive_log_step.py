@@ -128,3 +128,33 @@ def test_assign_infer_gives_dst_shape_and_dtype():
     class Spec:
         shape, dtype = (2, 3), np.dtype(np.float32)
     assert Assign().infer(Spec(), Spec()) == ((2, 3), np.dtype(np.float32))
+
+
+def test_batchnorm_running_stats_and_grad_clipping_replay_bit_for_bit():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+    _, x, y = mlp_and_batch()
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    log = PrimitiveLog()
+    with log:
+        F.cross_entropy(model(x), y).backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        nn.utils.clip_grad_value_(model.parameters(), 0.05)
+        opt.step()
+        opt.zero_grad()
+    values = log.replay()
+    for t in list(model.parameters()) + list(model.buffers()):   # incl. running_mean/var, num_batches_tracked
+        assert values[t].tobytes() == t._data.tobytes()
+    assert model[1].num_batches_tracked.item() == 1
+
+
+def test_load_state_dict_copies_through_assign():
+    model, _, _ = mlp_and_batch()
+    other, _, _ = mlp_and_batch()
+    with ember.no_grad():
+        for p in other.parameters():
+            p.mul_(2)
+    with PrimitiveLog() as log:
+        model.load_state_dict(other.state_dict())
+    assert log.counts()["Assign"] == 4
+    assert all(a.tolist() == b.tolist() for a, b in zip(model.parameters(), other.parameters()))
