@@ -14,7 +14,7 @@ from ._tensor import Tensor
 from ._errors import check_scalar_fits
 from .autograd.grad_mode import STATE
 from .ops import math as M, shape as S, creation as C
-from .ops.inplace import inplace, check_leaf, needs_graph, write_direct
+from .ops.inplace import assign, inplace, check_leaf, needs_graph, write_direct
 from . import random as R
 
 # ------------------------------------------------------------------ methods that are the functions
@@ -90,6 +90,8 @@ def _fast_arith(name, ufunc_name):
     generic = getattr(Tensor, name)
 
     def method(self, other, *args, **kwargs):
+        if kwargs and kwargs.get("alpha", None) == 1 and len(kwargs) == 1:
+            kwargs = {}
         if args or kwargs or (name == "div_" and not self.dtype.is_floating_point) or needs_graph(self, other):
             if kwargs.get("alpha", 1) != 1 and not needs_graph(self, other) and not args:
                 other = other * kwargs.pop("alpha")
@@ -121,13 +123,19 @@ def _view_safe(self, name, other):
 
 
 def _write(self, arr_fn, name):
-    """In-place fill from raw values (zero_, fill_, uniform_, ...): no graph, version bumped."""
+    """In-place fill that records no graph (zero_, fill_, copy_, uniform_, ...), through `Assign`;
+    `arr_fn()` gives a Python number, a Tensor on this device or a raw array. Version bumped."""
     check_leaf(self, name)
     if self._device.type != "meta":   # a meta tensor has no values to write (nor draw: arr_fn not run)
-        self._data[...] = arr_fn()
+        v = arr_fn()
+        if isinstance(v, Tensor):
+            assign(self, v.detach(), name=name)
+        elif isinstance(v, (int, float, bool, np.generic)):
+            assign(self, value=v, name=name)
+        else:
+            assign(self, Tensor._make(v, self._device), name=name)
     if self._node is not None and STATE.enabled:   # overwritten: no longer depends on its history
         self._node, self.requires_grad = None, False
-    self._bump_version(name)
     return self
 
 
@@ -152,7 +160,7 @@ def copy_(self, src, non_blocking=False):
     except ValueError:
         from ._errors import op_error
         raise op_error("copy_", f"src shape {tuple(src.shape)} is not broadcastable to {tuple(self.shape)}")
-    return _write(self, lambda: host._data.astype(self._data.dtype, copy=False), "copy_")
+    return _write(self, lambda: host, "copy_")
 
 
 def _rand_(name, sampler):

@@ -126,9 +126,10 @@ def test_every_call_of_the_backward_is_marked():
     ev = prof.events()
     first = [i for i, e in enumerate(ev) if e.name.startswith(EVAL)][0]
     assert not any(e.is_backward for e in ev[:first]) and all(e.is_backward for e in ev[first:])
-    # y's two gradients (from both inputs of the Mul) are summed by the engine outside any node
+    # y's two gradients (from both inputs of the Mul) are summed by the engine outside any node, and each
+    # leaf's first .grad is a Clone (weight, bias)
     outside = [e.name for e in ev[first:] if e.cpu_parent is None and not e.name.startswith(EVAL)]
-    assert outside == ["Add"]
+    assert outside == ["Add", "Clone", "Clone"]
 
 
 def test_record_shapes():

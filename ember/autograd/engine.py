@@ -18,8 +18,10 @@ def _fresh(g):
     """A new detached tensor safe to store as `.grad`: its own writeable memory. Always a copy: the
     gradient reaching a leaf may be shared with another leaf (Add passes one array to both inputs), be
     the caller's `gradient=` tensor, a hook's or a custom backward's return value, or a broadcast view;
-    `.grad` is later changed in place (accumulation, clip_grad_norm_, zero_), which must not reach those."""
-    return function._make_fn(g._data.copy(), g._device)
+    `.grad` is later changed in place (accumulation, clip_grad_norm_, zero_), which must not reach those.
+    A `Clone` primitive call, so dispatch modes see it."""
+    from ..ops.primitives import Clone
+    return Clone.apply(function._make_fn(g._data, g._device))
 
 
 def _call_hooks(hooks, g):
@@ -226,9 +228,9 @@ def _accumulate(leaf, g, create_graph):
             leaf.grad = g if create_graph else _fresh(g)
         elif create_graph:
             leaf.grad = leaf.grad + g
-        else:
-            leaf.grad._data += g._data
-            leaf.grad._bump_version()
+        else:   # one Assign(op='add'): the sum is written into .grad's memory, seen by dispatch modes
+            from ..ops.inplace import assign
+            assign(leaf.grad, function._make_fn(g._data, g._device), op="add")
 
 
 def _node_outputs(node, grads, capture):

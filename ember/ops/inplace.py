@@ -1,15 +1,81 @@
-"""In-place ops (methods ending in `_`, `+=`, `x[...] = v`).
+"""In-place ops (methods ending in `_`, `+=`, `x[...] = v`) and `Assign`, the one primitive that writes.
 
 Each in-place op is its out-of-place op followed by `inplace`, which writes the result into the
-tensor's own memory (views see it), moves the tensor's history to the new node, and bumps the
-version counter so that backward can detect a saved value that was overwritten.
+tensor's own memory with `Assign` (views see it), moves the tensor's history to the new node, and bumps
+the version counter so that backward can detect a saved value that was overwritten. Without a graph,
+add_/sub_/mul_/div_ are one `Assign` with `op=` (`write_direct`): one ufunc into the tensor's memory.
 """
 from __future__ import annotations
 
 from .. import _dtype
 from .._errors import op_error
 from .._tensor import Tensor
+from ..autograd.function import Primitive
 from ..autograd.grad_mode import STATE
+from ..backends import array_module
+from .primitives import Cast, Clone
+
+INDEX = "<index>"   # in Assign's `key`: an index array, taken in order from the inputs after `src`
+
+_UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
+
+
+class Assign(Primitive):
+    """Write into `dst`'s own memory and return it: `dst[key] = src`, or `dst[key] op= src`.
+
+    Inputs: `dst`, then `src` unless the attribute `value` (a Python number) is given, then one array
+    per `INDEX` entry of `key`. Attributes: `key` (None: the whole tensor; else a NumPy index tuple of
+    ints, slices, None, Ellipsis, and `INDEX` placeholders for index arrays and masks), `op` (None:
+    store; 'add', 'sub', 'mul', 'div': combine with the old value, as `+=` does), `value`.
+
+    Every in-place write of tensor data goes through here (the `_` methods, `x[k] = v`, `.grad`
+    accumulation, optimizer updates), so dispatch modes see it. It is not differentiable: an in-place op
+    on a tensor that records history computes its result out of place (that is its graph node, see
+    `inplace`) and writes it with this primitive. The caller bumps the version counter (`assign`).
+    """
+    differentiable = False
+    key = None
+    op = None
+    value = None
+
+    def forward(self, dst, *rest):
+        xp = array_module(dst)
+        if self.value is None:
+            src, idx = rest[0], rest[1:]
+        else:
+            src, idx = xp.asarray(self.value, dtype=dst.dtype), rest
+        if self.key is not None:
+            it = iter(idx)
+            key = tuple(next(it) if isinstance(k, str) else k for k in self.key)
+            # with op: read, combine, write back (x[i] += v as NumPy: a repeated index adds once)
+            dst[key] = src if self.op is None else getattr(xp, _UFUNCS[self.op])(dst[key], src)
+        elif self.op is None:
+            dst[...] = src
+        else:
+            getattr(xp, _UFUNCS[self.op])(dst, src, out=dst, casting="unsafe")
+        return dst
+
+    def infer(self, dst, *rest):
+        return tuple(dst.shape), dst.dtype
+
+
+def assign(dst: Tensor, src: Tensor | None = None, *, value=None, op: str | None = None, key=None,
+           index=(), name: str | None = None) -> Tensor:
+    """`Assign` into `dst` (no checks, no graph) and bump its version; returns `dst`.
+    `name` ('add_') is what autograd's stale-saved-tensor error names."""
+    attrs = {}
+    if value is not None:
+        attrs["value"] = value
+    if op is not None:
+        attrs["op"] = op
+    if key is not None:
+        attrs["key"] = key
+    if src is None:
+        Assign.apply(dst, *index, **attrs)
+    else:
+        Assign.apply(dst, src, *index, **attrs)
+    dst._bump_version(name)
+    return dst
 
 
 def check_leaf(t: Tensor, op: str) -> None:
@@ -30,7 +96,7 @@ def inplace(self: Tensor, fn, op: str) -> Tensor:
         if STATE.enabled else self
     out = fn(src)
     if out.requires_grad and STATE.enabled:
-        src._data = self._data.copy()
+        src._data = Clone.apply(Tensor._make(self._data, self._device))._data
     if out.shape != self.shape:
         raise op_error(op, f"output with shape {tuple(self.shape)} doesn't match the broadcast shape "
                            f"{tuple(out.shape)}")
@@ -42,7 +108,7 @@ def inplace(self: Tensor, fn, op: str) -> Tensor:
     if out._device is not self._device:
         raise op_error(op, f"expected all tensors on {self._device}, got {out._device}")
     if out._data is not self._data:
-        self._data[...] = out._data
+        Assign.apply(self, out)
     if out.requires_grad and STATE.enabled:
         self.requires_grad, self._node, self._out_idx = True, out._node, out._out_idx
     self._bump_version(op)
@@ -54,23 +120,35 @@ def needs_graph(self: Tensor, other) -> bool:
 
 
 def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
-    """The no-graph path of add_/sub_/mul_/div_: one ufunc writing into `self`'s memory."""
-    from ..backends import array_module
+    """The no-graph path of add_/sub_/mul_/div_: one `Assign(op=...)`, a ufunc into `self`'s memory."""
     check_leaf(self, op)
-    if _dtype.result_type(self, other).category > self.dtype.category:
-        raise op_error(op, f"result type {_dtype.result_type(self, other).name} can't be cast to the "
-                           f"desired output type {self.dtype.name}")
-    xp = array_module(self)
     if isinstance(other, Tensor):
+        if other._data.dtype != self._data.dtype:   # same dtype (the usual case): nothing to promote
+            rt = _check_result_type(self, other, op)
+            if rt.np == self._data.dtype:
+                other = Cast.apply(other, dtype=self._data.dtype)   # computed in self's dtype, as torch does
         if other._device is not self._device and other._data.ndim:
             raise op_error(op, f"expected all tensors on {self._device}, got {other._device}")
-        arr = other._data
+        inputs, attrs = (self, other), {"op": _OPS[ufunc_name]}
     else:
-        arr = xp.asarray(other, dtype=self._data.dtype)
+        if not (other.__class__ is float and self._data.dtype.kind == "f"):
+            _check_result_type(self, other, op)
+        inputs, attrs = (self,), {"op": _OPS[ufunc_name], "value": other}
     try:
-        getattr(xp, ufunc_name)(self._data, arr, out=self._data, casting="unsafe")
+        Assign.apply(*inputs, **attrs)
     except ValueError:
+        shape = tuple(other.shape) if isinstance(other, Tensor) else ()
         raise op_error(op, f"output with shape {tuple(self.shape)} doesn't match the broadcast shape "
-                           f"of the operands {tuple(self.shape)} and {tuple(arr.shape)}") from None
+                           f"of the operands {tuple(self.shape)} and {shape}") from None
     self._bump_version(op)
     return self
+
+
+def _check_result_type(self: Tensor, other, op: str):
+    rt = _dtype.result_type(self, other)
+    if rt.category > self.dtype.category:
+        raise op_error(op, f"result type {rt.name} can't be cast to the desired output type {self.dtype.name}")
+    return rt
+
+
+_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}

@@ -478,19 +478,25 @@ def setitem(input, key, value):
     if needs_graph(input, value):
         inplace(input, lambda s: index_put(s, key, value), "setitem")
         return
+    from .inplace import INDEX, assign
     check_leaf(input, "setitem")
-    k = _key(key, input)
+    k, index = [], []
+    for e in _key(key, input):   # index arrays and masks are inputs of Assign; the rest is its key
+        if isinstance(e, (int, slice, np.integer)) or e is None or e is Ellipsis:
+            k.append(e)
+        else:
+            k.append(INDEX)
+            index.append(Tensor._make(e, input._device))
     if isinstance(value, Tensor):
-        v = value._data if value._device is input._device else to_device(value, input._device)._data
-    elif isinstance(value, np.ndarray) and input._device.type != "cpu":
-        v = array_module(input).asarray(value)
+        src, scalar = to_device(value.detach(), input._device), None
+    elif isinstance(value, (int, float, bool, np.generic)):
+        src, scalar = None, value
     else:
-        v = value
+        src, scalar = Tensor._make(array_module(input).asarray(value), input._device), None
     try:
-        input._data[k] = v
+        assign(input, src, value=scalar, key=tuple(k), index=tuple(index), name="__setitem__")
     except (IndexError, ValueError) as e:
         raise op_error("setitem", f"{e}; tensor shape {tuple(input.shape)}", type(e)) from None
-    input._bump_version("__setitem__")
 
 
 def index_select(input, dim, index):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, zeros_state
+from .optimizer import (Optimizer, check_arg, effective_grad, params_with_grad, scalar_as, step_tensor,
+                        zeros_state)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -37,32 +37,26 @@ class Adadelta(Optimizer):
         for p in params:
             state = self.state[p]
             if not state:
-                state["step"] = 0
+                state["step"] = step_tensor(p)
                 state["square_avg"] = zeros_state(p)
                 state["acc_delta"] = zeros_state(p)
-            state["step"] += 1
-            square_avgs.append(state["square_avg"]._data)
-            acc_deltas.append(state["acc_delta"]._data)
-        adadelta([p._data for p in params], [p.grad._data for p in params], square_avgs, acc_deltas,
-                 lr=group["lr"], rho=group["rho"], eps=group["eps"], weight_decay=group["weight_decay"],
-                 maximize=group["maximize"])
-        bump_versions(params)
+            state["step"].add_(1)
+            square_avgs.append(state["square_avg"])
+            acc_deltas.append(state["acc_delta"])
+        adadelta(params, [p.grad for p in params], square_avgs, acc_deltas,
+                 lr=self.lr_tensor(group, params[0].device), rho=group["rho"], eps=group["eps"],
+                 weight_decay=group["weight_decay"], maximize=group["maximize"])
 
 
-def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, *, lr: float, rho: float,
+def adadelta(params: list, grads: list, square_avgs: list, acc_deltas: list, *, lr, rho: float,
              eps: float, weight_decay: float, maximize: bool) -> None:
-    """One Adadelta step over raw arrays, in place."""
+    """One Adadelta step over Tensors, in place (call under no_grad); `lr` is a 0-d tensor."""
+    lrs: dict = {}
     for i, (p, g) in enumerate(zip(params, grads)):
-        xp = array_module(p)
         g = effective_grad(p, g, maximize, weight_decay)
         v, u = square_avgs[i], acc_deltas[i]
-        v *= rho
-        v += (1 - rho) * (g * g)
-        std = xp.sqrt(v + eps)
-        delta = xp.sqrt(u + eps)
-        delta /= std
-        delta *= g
-        u *= rho
-        u += (1 - rho) * (delta * delta)
-        delta *= lr
-        p -= delta
+        v.mul_(rho).add_((g * (1 - rho)).mul_(g))
+        std = (v + eps).sqrt()
+        delta = (u + eps).sqrt().div_(std).mul_(g)
+        u.mul_(rho).add_((delta * (1 - rho)).mul_(delta))
+        p.sub_(delta * scalar_as(lr, p, lrs))   # torch's add_(delta, alpha=-lr)

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, zeros_state
+from .optimizer import Optimizer, check_arg, effective_grad, params_with_grad, step_tensor, zeros_state
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -35,7 +34,7 @@ class Adagrad(Optimizer):
         # like torch, the state exists from the start (so a state_dict taken before training has it)
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["step"] = 0
+                self.state[p]["step"] = step_tensor(p)
                 self.state[p]["sum"] = zeros_state(p, group["initial_accumulator_value"])
 
     def _update_group(self, group: dict[str, Any]) -> None:
@@ -46,28 +45,23 @@ class Adagrad(Optimizer):
         for p in params:
             state = self.state[p]
             if not state:  # a group added later
-                state["step"] = 0
+                state["step"] = step_tensor(p)
                 state["sum"] = zeros_state(p, group["initial_accumulator_value"])
-            state["step"] += 1
             steps.append(state["step"])
-            sums.append(state["sum"]._data)
-        adagrad([p._data for p in params], [p.grad._data for p in params], sums, steps, lr=group["lr"],
+            sums.append(state["sum"])
+        adagrad(params, [p.grad for p in params], sums, steps, lr=self.lr_tensor(group, params[0].device),
                 lr_decay=group["lr_decay"], weight_decay=group["weight_decay"], eps=group["eps"],
                 maximize=group["maximize"])
-        bump_versions(params)
 
 
-def adagrad(params: list, grads: list, state_sums: list, steps: list[int], *, lr: float, lr_decay: float,
+def adagrad(params: list, grads: list, state_sums: list, steps: list, *, lr, lr_decay: float,
             weight_decay: float, eps: float, maximize: bool) -> None:
-    """One Adagrad step over raw arrays, in place; `steps[i]` counts this step."""
+    """One Adagrad step over Tensors, in place (call under no_grad); `steps[i]` is a 0-d step tensor
+    (incremented here), `lr` a 0-d tensor."""
     for i, (p, g) in enumerate(zip(params, grads)):
-        xp = array_module(p)
+        step = steps[i].add_(1)
         g = effective_grad(p, g, maximize, weight_decay)
-        clr = lr / (1 + (steps[i] - 1) * lr_decay)
-        total = state_sums[i]
-        total += g * g
-        std = xp.sqrt(total)
-        std += eps
-        xp.divide(g, std, out=std)
-        std *= clr
-        p -= std
+        clr = lr / ((step - 1) * lr_decay + 1)                # 0-d, float64
+        state_sums[i].add_(g * g)
+        std = state_sums[i].sqrt().add_(eps)
+        p.sub_((g * clr).div_(std))                          # torch's addcdiv_(g, std, value=-clr)

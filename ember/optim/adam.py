@@ -1,11 +1,11 @@
 """Adam and AdamW: one step function, with L2 (Adam) or decoupled (AdamW) weight decay."""
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable
 
-from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, lerp_, params_with_grad, zeros_state
+from ember.ops.math import maximum
+from ember.ops.shape import stack, unbind
+from .optimizer import Optimizer, check_arg, effective_grad, lerp_, params_with_grad, step_tensor, zeros_state
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -47,23 +47,21 @@ class Adam(Optimizer):
         for p in params:
             state = self.state[p]
             if not state:
-                state["step"] = 0
+                state["step"] = step_tensor(p)
                 state["exp_avg"] = zeros_state(p)
                 state["exp_avg_sq"] = zeros_state(p)
                 if amsgrad:
                     state["max_exp_avg_sq"] = zeros_state(p)
-            state["step"] += 1
             steps.append(state["step"])
-            exp_avgs.append(state["exp_avg"]._data)
-            exp_avg_sqs.append(state["exp_avg_sq"]._data)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
             if amsgrad:
-                max_exp_avg_sqs.append(state["max_exp_avg_sq"]._data)
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
         beta1, beta2 = group["betas"]
-        adam([p._data for p in params], [p.grad._data for p in params], exp_avgs, exp_avg_sqs,
-             max_exp_avg_sqs, steps, lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+        adam(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
+             lr=self.lr_tensor(group, params[0].device), beta1=beta1, beta2=beta2, eps=group["eps"],
              weight_decay=group["weight_decay"], amsgrad=amsgrad, maximize=group["maximize"],
              decoupled_weight_decay=group["decoupled_weight_decay"])
-        bump_versions(params)
 
 
 class AdamW(Adam):
@@ -85,28 +83,40 @@ class AdamW(Adam):
 
 
 def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_avg_sqs: list,
-         steps: list[int], *, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+         steps: list, *, lr, beta1: float, beta2: float, eps: float, weight_decay: float,
          amsgrad: bool, maximize: bool, decoupled_weight_decay: bool) -> None:
-    """One Adam step over raw arrays, in place; `steps[i]` is the step count including this one."""
+    """One Adam step over Tensors, in place (call under no_grad). `steps[i]` is parameter i's 0-d step
+    tensor (incremented here), `lr` a 0-d tensor; the bias corrections are computed from the step
+    tensors with Tensor ops. The order of operations is torch's (single-tensor, non-capturable)."""
+    for step in steps:
+        step.add_(1)
+    step_sizes, bc2_sqrts = _bias_corrections(params, steps, lr, beta1, beta2)
+    decays = {}
     for i, (p, g) in enumerate(zip(params, grads)):
-        xp = array_module(p)
         if decoupled_weight_decay and weight_decay != 0:   # AdamW: decay the weights, not the gradient
-            p *= 1 - lr * weight_decay
+            key = (p.dtype, p.device)
+            if key not in decays:
+                decays[key] = (1 - lr.to(p.device) * weight_decay).to(p.dtype)
+            p.mul_(decays[key])
         g = effective_grad(p, g, maximize, 0.0 if decoupled_weight_decay else weight_decay)
         m, v = exp_avgs[i], exp_avg_sqs[i]
-        lerp_(m, g, 1 - beta1, xp)                      # m = beta1 * m + (1 - beta1) * g
-        v *= beta2
-        tmp = xp.multiply(g, g)
-        tmp *= 1 - beta2
-        v += tmp                                         # v = beta2 * v + (1 - beta2) * g^2
-        step_size = lr / (1 - beta1 ** steps[i])
-        bias_correction2_sqrt = math.sqrt(1 - beta2 ** steps[i])
+        lerp_(m, g, 1 - beta1)                               # m = beta1 * m + (1 - beta1) * g
+        v.mul_(beta2).add_((g * (1 - beta2)).mul_(g))        # v = beta2 * v + (1 - beta2) * g^2
         if amsgrad:
-            xp.maximum(max_exp_avg_sqs[i], v, out=max_exp_avg_sqs[i])
-            v = max_exp_avg_sqs[i]
-        denom = xp.sqrt(v, out=tmp)
-        denom /= bias_correction2_sqrt
-        denom += eps                                     # sqrt(v_hat) + eps, scaled by 1/step_size
-        xp.divide(m, denom, out=denom)
-        denom *= step_size
-        p -= denom
+            v = max_exp_avg_sqs[i].copy_(maximum(max_exp_avg_sqs[i], v))
+        denom = v.sqrt().div_(bc2_sqrts[i]).add_(eps)        # sqrt(v_hat) + eps
+        p.sub_((m * step_sizes[i]).div_(denom))              # torch's addcdiv_(m, denom, value=-step_size)
+
+
+def _bias_corrections(params: list, steps: list, lr, beta1: float, beta2: float):
+    """Per parameter, in its dtype: lr / (1 - beta1^t) and sqrt(1 - beta2^t), t its step tensor (the
+    float64 math of torch's Python floats). When the parameters share a device and a dtype (the usual
+    case) this is computed once over the stacked step tensors: a few calls per group, not per parameter."""
+    p0 = params[0]
+    if len(steps) > 1 and all(p.device == p0.device and p.dtype == p0.dtype for p in params):
+        t = stack(steps)                                     # (n,) float64
+        return (unbind((lr.to(p0.device) / (1 - beta1 ** t)).to(p0.dtype)),
+                unbind((1 - beta2 ** t).sqrt().to(p0.dtype)))
+    step_sizes = [(lr.to(p.device) / (1 - beta1 ** t)).to(p.dtype) for p, t in zip(params, steps)]
+    bc2_sqrts = [(1 - beta2 ** t).sqrt().to(p.dtype) for p, t in zip(params, steps)]
+    return step_sizes, bc2_sqrts

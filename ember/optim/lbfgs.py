@@ -1,8 +1,10 @@
 """L-BFGS with an optional strong-Wolfe line search (torch.optim.LBFGS's algorithm).
 
-All parameters are viewed as one flat vector. Scalars that come from the vectors (dot products,
-curvature ys, H_diag) stay NumPy scalars of the parameters' dtype, so float32 problems are computed in
-float32 as torch computes them with 0-dim tensors.
+All parameters are viewed as one flat vector, an Ember Tensor: the vector work (gathering the flat
+gradient, the two-loop recursion, the parameter updates) is Tensor ops and `Assign` writes, primitive
+calls a dispatch mode sees. Scalars that come from the vectors (dot products, curvature ys, H_diag) are
+read back as NumPy scalars of the parameters' dtype, as torch reads them (`.item()`) for its control
+flow, so float32 problems are computed in float32 as torch computes them with 0-dim tensors.
 """
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ember._tensor import Tensor
 from ember.autograd.grad_mode import enable_grad, no_grad
-from ember.backends import array_module
-from .optimizer import Optimizer, check_arg, wrap
+from ember.ops import creation as _C
+from ember.ops.primitives import MatMul
+from ember.ops.shape import cat
+from .optimizer import Optimizer, check_arg
 
 __all__ = ["LBFGS"]
 
@@ -53,27 +58,23 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     # -- the parameters as one flat vector ---------------------------------------------------------
-    def _gather_flat_grad(self):
-        xp = array_module(self._params[0])
-        views = [xp.zeros(p._data.size, dtype=p._data.dtype) if p.grad is None else p.grad._data.reshape(-1)
-                 for p in self._params]
-        return xp.concatenate(views)
+    def _gather_flat_grad(self) -> Tensor:
+        return cat([_C.zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None else p.grad.reshape(-1)
+                    for p in self._params])
 
-    def _add_grad(self, step_size, update) -> None:
+    def _add_grad(self, step_size, update: Tensor) -> None:
         offset = 0
-        for p in self._params:
-            n = p._data.size
-            p._data += step_size * update[offset:offset + n].reshape(p._data.shape)
-            p._bump_version()
+        for p in self._params:   # torch's p.add_(update[...].view_as(p), alpha=step_size)
+            n = p.numel()
+            p.add_(update[offset:offset + n].reshape(p.shape) * step_size)
             offset += n
 
     def _clone_param(self) -> list:
-        return [p._data.copy() for p in self._params]
+        return [p.detach().clone() for p in self._params]
 
-    def _set_param(self, arrays) -> None:
-        for p, a in zip(self._params, arrays):
-            p._data[...] = a
-            p._bump_version()
+    def _set_param(self, tensors) -> None:
+        for p, a in zip(self._params, tensors):
+            p.copy_(a)
 
     def _directional_evaluate(self, closure, x, t, d):
         self._add_grad(t, d)
@@ -96,8 +97,6 @@ class LBFGS(Optimizer):
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
-        xp = array_module(self._params[0])
-
         state = self.state[self._params[0]]
         state.setdefault("func_evals", 0)
         state.setdefault("n_iter", 0)
@@ -110,13 +109,13 @@ class LBFGS(Optimizer):
         if _abs_max(flat_grad) <= tolerance_grad:  # already optimal
             return orig_loss
 
-        d = _unwrap(state.get("d"))
+        d = state.get("d")
         t = state.get("t")
-        old_dirs = _unwrap(state.get("old_dirs"))
-        old_stps = _unwrap(state.get("old_stps"))
+        old_dirs = state.get("old_dirs")
+        old_stps = state.get("old_stps")
         ro = state.get("ro")
         H_diag = state.get("H_diag")
-        prev_flat_grad = _unwrap(state.get("prev_flat_grad"))
+        prev_flat_grad = state.get("prev_flat_grad")
         prev_loss = state.get("prev_loss")
 
         n_iter = 0
@@ -149,21 +148,21 @@ class LBFGS(Optimizer):
                 q = -flat_grad
                 for i in range(num_old - 1, -1, -1):
                     al[i] = _dot(old_stps[i], q) * ro[i]
-                    q += -al[i] * old_dirs[i]
+                    q.sub_(old_dirs[i] * al[i])             # torch's q.add_(old_dirs[i], alpha=-al[i])
                 d = r = q * H_diag
                 for i in range(num_old):
                     be_i = _dot(old_dirs[i], r) * ro[i]
-                    r += (al[i] - be_i) * old_stps[i]
+                    r.add_(old_stps[i] * (al[i] - be_i))
 
             if prev_flat_grad is None:
-                prev_flat_grad = flat_grad.copy()
+                prev_flat_grad = flat_grad.clone()
             else:
-                prev_flat_grad[...] = flat_grad
+                prev_flat_grad.copy_(flat_grad)
             prev_loss = loss
 
             # the step length
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / _scalar(xp.abs(flat_grad).sum())) * lr
+                t = min(1.0, 1.0 / _scalar(flat_grad.abs().sum())) * lr
             else:
                 t = lr
             gtd = _dot(flat_grad, d)
@@ -199,14 +198,13 @@ class LBFGS(Optimizer):
             if abs(loss - prev_loss) < tolerance_change:  # nor in the loss
                 break
 
-        dev = self._params[0].device  # the flat vectors are kept as Tensors, so state_dict can be saved
-        state["d"] = _wrap(d, dev)
+        state["d"] = d
         state["t"] = t
-        state["old_dirs"] = _wrap(old_dirs, dev)
-        state["old_stps"] = _wrap(old_stps, dev)
+        state["old_dirs"] = old_dirs
+        state["old_stps"] = old_stps
         state["ro"] = ro
         state["H_diag"] = H_diag
-        state["prev_flat_grad"] = _wrap(prev_flat_grad, dev)
+        state["prev_flat_grad"] = prev_flat_grad
         state["prev_loss"] = prev_loss
         return orig_loss
 
@@ -232,7 +230,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
 def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
     """Find a step t along d that satisfies the strong Wolfe conditions: bracket, then zoom."""
     d_norm = _abs_max(d)
-    g = g.copy()
+    g = _copy(g)
     f_new, g_new = obj_func(x, t, d)
     ls_func_evals = 1
     gtd_new = _dot(g_new, d)
@@ -244,7 +242,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     while ls_iter < max_ls:
         if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
             bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            bracket_g, bracket_gtd = [g_prev, _copy(g_new)], [gtd_prev, gtd_new]
             break
         if abs(gtd_new) <= -c2 * gtd:
             bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
@@ -252,14 +250,14 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
             break
         if gtd_new >= 0:
             bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            bracket_g, bracket_gtd = [g_prev, _copy(g_new)], [gtd_prev, gtd_new]
             break
         # extrapolate
         min_step = t + 0.01 * (t - t_prev)
         max_step = t * 10
         tmp = t
         t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))
-        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.copy(), gtd_new
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, _copy(g_new), gtd_new
         f_new, g_new = obj_func(x, t, d)
         ls_func_evals += 1
         gtd_new = _dot(g_new, d)
@@ -298,7 +296,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
             # Armijo fails or no better than the low end: t becomes the high end
             bracket[high_pos], bracket_f[high_pos] = t, f_new
-            bracket_g[high_pos], bracket_gtd[high_pos] = g_new.copy(), gtd_new
+            bracket_g[high_pos], bracket_gtd[high_pos] = _copy(g_new), gtd_new
             low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
         else:
             if abs(gtd_new) <= -c2 * gtd:
@@ -307,7 +305,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
                 bracket[high_pos], bracket_f[high_pos] = bracket[low_pos], bracket_f[low_pos]
                 bracket_g[high_pos], bracket_gtd[high_pos] = bracket_g[low_pos], bracket_gtd[low_pos]
             bracket[low_pos], bracket_f[low_pos] = t, f_new
-            bracket_g[low_pos], bracket_gtd[low_pos] = g_new.copy(), gtd_new
+            bracket_g[low_pos], bracket_gtd[low_pos] = _copy(g_new), gtd_new
 
     t = bracket[low_pos]
     return bracket_f[low_pos], bracket_g[low_pos], t, ls_func_evals
@@ -315,32 +313,25 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
 
 def _scalar(r):
     """A reduction's result as a host scalar of its dtype (a 0-dim CuPy array is copied to the host)."""
+    if isinstance(r, Tensor):
+        r = r._data[()]   # reading the value, as torch's .item(): the control flow needs it on the host
     return r if isinstance(r, np.generic) else r.get()[()]
 
 
 def _dot(a, b):
+    """a . b for flat vectors (Tensors, or NumPy arrays in the line-search tests): one BLAS dot product."""
+    if isinstance(a, Tensor):
+        return _scalar(MatMul.apply(a.reshape(1, -1), b.reshape(-1, 1)).reshape(()))
     return _scalar(a.dot(b))
 
 
 def _abs_max(a):
-    return _scalar(abs(a).max())
+    return _scalar(a.abs().amax() if isinstance(a, Tensor) else abs(a).max())
+
+
+def _copy(a):
+    return a.clone() if isinstance(a, Tensor) else a.copy()
 
 
 def _to_float(loss) -> float:
     return float(loss.item()) if hasattr(loss, "item") else float(loss)
-
-
-def _wrap(x, device):
-    if x is None:
-        return None
-    if isinstance(x, list):
-        return [_wrap(a, device) for a in x]
-    return wrap(x, device)
-
-
-def _unwrap(x):
-    if x is None:
-        return None
-    if isinstance(x, list):
-        return [_unwrap(a) for a in x]
-    return x._data

@@ -1,9 +1,16 @@
 """The Optimizer base class: parameter groups, per-parameter state, state dicts.
 
-Each optimizer is a thin class over a pure step function (`sgd`, `adam`, ...) that takes lists of raw
-arrays (NumPy or CuPy) and updates them in place, written once against `xp`. The class only gathers
-the arrays of one parameter group, creates the state the first time a parameter is seen, calls the
-function and bumps the parameters' versions so autograd notices the in-place change.
+Each optimizer is a thin class over a pure step function (`sgd`, `adam`, ...) that takes lists of
+Tensors (parameters, gradients, state) and updates them in place with Tensor ops, under no_grad: every
+computation is a primitive call and every write an `Assign` (the in-place `_` methods), so a dispatch
+mode (`ember.utils.dispatch.PrimitiveLog`) sees the whole step and can replay it. The class only gathers
+the tensors of one parameter group, creates the state the first time a parameter is seen and calls the
+function; the in-place writes bump the parameters' versions, so autograd notices the change.
+
+Data that changes between steps is a tensor input of the update, never a constant baked into it: the
+step count is a 0-d tensor per parameter (`state["step"]`, as torch's capturable optimizers keep it) and
+bias corrections are computed from it with Tensor ops; the learning rate is a 0-d tensor per parameter
+group (see `Optimizer.lr_tensor`).
 """
 from __future__ import annotations
 
@@ -11,9 +18,11 @@ import copy
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
+from ember import _dtype
 from ember._tensor import Tensor
-from ember.backends import array_module
-from ember.autograd.grad_mode import enable_grad
+from ember.autograd.grad_mode import enable_grad, no_grad
+from ember.ops import creation as _C
+from ember.ops.inplace import assign
 
 __all__ = ["Optimizer", "required"]
 
@@ -30,7 +39,13 @@ class Optimizer:
     """Base class of all optimizers.
 
     Subclasses pass their defaults (a dict of options) and implement `_update_group(group)`, which
-    applies one step to the parameters of a group.
+    applies one step to the parameters of a group (it runs under no_grad).
+
+    The learning rate: `group["lr"]` stays a Python float, for users and LR schedulers (as torch). The
+    update reads it as a 0-d float64 tensor, `self.lr_tensor(group, device)`, kept per group and
+    device; when `group["lr"]` differs from the value last written, `step()` writes the new value into
+    that same tensor with an in-place `fill_` (one `Assign`). So a logged or captured step takes the rate
+    as an input and stays valid after a scheduler changes it; reading the value never syncs a device.
 
     >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
     >>> b = ember.tensor([3.0], requires_grad=True)
@@ -44,6 +59,7 @@ class Optimizer:
         # per-parameter state; Tensors hash by identity, so they key a dict as torch's do
         self.state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
+        self._lr: dict = {}   # (id(group), device) -> [group, value written, 0-d lr tensor]
         name = type(self).__name__
         if _is_tensor(params):
             raise TypeError(f"{name}: params must be an iterable of Tensors or dicts, but got a "
@@ -124,9 +140,10 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
-                else:
-                    p.grad._data.fill(0)
-                    p.grad._bump_version()
+                else:   # one Assign of 0 into the gradient's memory (its history, if any, is dropped)
+                    if p.grad.grad_fn is not None:
+                        p.grad = p.grad.detach()
+                    assign(p.grad, value=0, name="zero_")
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Apply one update to every parameter that has a gradient; returns what `closure` returns.
@@ -139,12 +156,28 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        for group in self.param_groups:
-            self._update_group(group)
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
         return loss
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def lr_tensor(self, group: dict[str, Any], device) -> Tensor:
+        """`group["lr"]` as a 0-d float64 tensor on `device`: the same tensor at every step, rewritten
+        in place (`fill_`) only when the group's rate changed since it was last written."""
+        key = (id(group), device)
+        entry = self._lr.get(key)
+        lr = group["lr"]
+        if isinstance(lr, Tensor):   # a tensor learning rate (torch allows one): use its value
+            lr = lr.item()
+        if entry is None or entry[0] is not group:
+            entry = self._lr[key] = [group, lr, _C.full((), lr, dtype=_dtype.float64, device=device)]
+        elif entry[1] != lr:
+            entry[2].fill_(lr)
+            entry[1] = lr
+        return entry[2]
 
     # -- state dicts -------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -180,7 +213,7 @@ class Optimizer:
         >>> (w * w).sum().backward(); opt.step()
         >>> w2 = ember.ones(2, requires_grad=True); opt2 = ember.optim.Adam([w2])
         >>> opt2.load_state_dict(opt.state_dict()); opt2.state[w2]["step"]
-        1
+        tensor(1., dtype=ember.float64)
         """
         name = type(self).__name__
         if not isinstance(state_dict, dict) or "param_groups" not in state_dict or "state" not in state_dict:
@@ -217,6 +250,7 @@ class Optimizer:
             new_groups.append(group)
         self.param_groups[:] = new_groups
         self.state = defaultdict(dict, new_state)
+        self._lr = {}   # the old groups' lr tensors: new ones are made for the new groups at the next step
 
 
 def _is_tensor(x) -> bool:
@@ -229,10 +263,11 @@ def _as_index(key) -> int:
 
 
 def _cast_state(value, p, key: str):
-    """A copy of one state value, on the parameter's device (and dtype, for floating state)."""
+    """A copy of one state value, on the parameter's device (and dtype, for floating state); the step
+    count, a number or a tensor of any dtype (torch's is float32), becomes our 0-d float64 tensor."""
+    if key == "step" and (_is_tensor(value) or isinstance(value, (int, float))):
+        return step_tensor(p, float(value.item() if _is_tensor(value) else value))
     if _is_tensor(value):
-        if key == "step":
-            return value.item()
         out = value.detach().clone()
         if out.dtype.is_floating_point and out.dtype != p.dtype:
             out = out.to(p.dtype)
@@ -244,9 +279,19 @@ def _cast_state(value, p, key: str):
     return copy.deepcopy(value)
 
 
-def wrap(array, device):
-    """An Ember Tensor (no grad) over a raw backend array on `device`."""
-    return Tensor._make(array, device)
+def step_tensor(p, value: float = 0.0) -> Tensor:
+    """A parameter's step count: a 0-d float64 tensor on its device (float64, so the bias corrections
+    computed from it are exactly torch's, which it computes in Python floats, for float64 parameters too)."""
+    return _C.full((), value, dtype=_dtype.float64, device=p.device)
+
+
+def scalar_as(t: Tensor, like: Tensor, cache: dict) -> Tensor:
+    """0-d `t` (lr) on `like`'s device and in its dtype, cast once per (dtype, device) in a step."""
+    key = (like.dtype, like.device)
+    out = cache.get(key)
+    if out is None:
+        out = cache[key] = t.to(like.device).to(like.dtype)
+    return out
 
 
 def check_arg(optimizer: str, ok: bool, what: str, value) -> None:
@@ -260,33 +305,23 @@ def params_with_grad(group: dict[str, Any]) -> list:
     return [p for p in group["params"] if p.grad is not None]
 
 
-def bump_versions(params) -> None:
-    """Tell autograd the parameters changed in place (saved-tensor checks compare versions)."""
-    for p in params:
-        p._bump_version()
-
-
 def effective_grad(p, g, maximize: bool, weight_decay: float):
     """The gradient a step uses: negated to maximize, plus L2 weight decay (never in place on g)."""
     if maximize:
         g = -g
     if weight_decay != 0:
-        g = g + weight_decay * p
+        g = g + p * weight_decay
     return g
 
 
-def lerp_(start, end, weight: float, xp) -> None:
+def lerp_(start: Tensor, end: Tensor, weight: float) -> Tensor:
     """start += weight * (end - start), in place, rounded the way torch's lerp_ rounds."""
-    diff = xp.subtract(end, start)
+    diff = end - start   # the one temporary; the in-place ops below write into it
     if weight < 0.5:
-        diff *= weight
-        start += diff
-    else:  # end - (end - start) * (1 - weight): exact at weight == 1
-        diff *= 1 - weight
-        xp.subtract(end, diff, out=start)
+        return start.add_(diff.mul_(weight))
+    return start.copy_(end - diff.mul_(1 - weight))   # exact at weight == 1
 
 
-def zeros_state(p, fill: float = 0.0):
+def zeros_state(p, fill: float = 0.0) -> Tensor:
     """A new state tensor shaped like parameter `p`, on its device, filled with `fill`."""
-    xp = array_module(p)
-    return wrap(xp.full_like(p._data, fill), p.device)
+    return _C.full(tuple(p.shape), fill, dtype=p.dtype, device=p.device)

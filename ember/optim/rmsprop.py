@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, lerp_, params_with_grad, zeros_state
+from .optimizer import (Optimizer, check_arg, effective_grad, lerp_, params_with_grad, scalar_as, step_tensor,
+                        zeros_state)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -41,48 +41,42 @@ class RMSprop(Optimizer):
         for p in params:
             state = self.state[p]
             if not state:
-                state["step"] = 0
+                state["step"] = step_tensor(p)
                 state["square_avg"] = zeros_state(p)
                 if momentum > 0:
                     state["momentum_buffer"] = zeros_state(p)
                 if centered:
                     state["grad_avg"] = zeros_state(p)
-            state["step"] += 1
-            square_avgs.append(state["square_avg"]._data)
+            state["step"].add_(1)
+            square_avgs.append(state["square_avg"])
             if momentum > 0:
-                bufs.append(state["momentum_buffer"]._data)
+                bufs.append(state["momentum_buffer"])
             if centered:
-                grad_avgs.append(state["grad_avg"]._data)
-        rmsprop([p._data for p in params], [p.grad._data for p in params], square_avgs, grad_avgs,
-                bufs, lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+                grad_avgs.append(state["grad_avg"])
+        rmsprop(params, [p.grad for p in params], square_avgs, grad_avgs, bufs,
+                lr=self.lr_tensor(group, params[0].device), alpha=group["alpha"], eps=group["eps"],
                 weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
                 maximize=group["maximize"])
-        bump_versions(params)
 
 
 def rmsprop(params: list, grads: list, square_avgs: list, grad_avgs: list, momentum_buffers: list, *,
-            lr: float, alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool,
+            lr, alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool,
             maximize: bool) -> None:
-    """One RMSprop step over raw arrays, in place (`grad_avgs` used when centered, buffers with momentum)."""
+    """One RMSprop step over Tensors, in place (call under no_grad; `grad_avgs` used when centered,
+    buffers with momentum); `lr` is a 0-d tensor."""
+    lrs: dict = {}
     for i, (p, g) in enumerate(zip(params, grads)):
-        xp = array_module(p)
         g = effective_grad(p, g, maximize, weight_decay)
         v = square_avgs[i]
-        v *= alpha
-        v += (1 - alpha) * (g * g)
+        v.mul_(alpha).add_((g * (1 - alpha)).mul_(g))
         if centered:
-            g_avg = grad_avgs[i]
-            lerp_(g_avg, g, 1 - alpha, xp)
-            avg = xp.sqrt(v - g_avg * g_avg)
+            g_avg = lerp_(grad_avgs[i], g, 1 - alpha)
+            avg = (v - g_avg * g_avg).sqrt()
         else:
-            avg = xp.sqrt(v)
-        avg += eps
-        xp.divide(g, avg, out=avg)                      # the step direction g / (sqrt(v~) + eps)
+            avg = v.sqrt()
+        avg = avg.add_(eps)
         if momentum > 0:
-            buf = momentum_buffers[i]
-            buf *= momentum
-            buf += avg
-            p -= lr * buf
+            buf = momentum_buffers[i].mul_(momentum).add_(g / avg)
+            p.sub_(buf * scalar_as(lr, p, lrs))   # torch's add_(buf, alpha=-lr)
         else:
-            avg *= lr
-            p -= avg
+            p.sub_((g * scalar_as(lr, p, lrs)).div_(avg))   # torch's addcdiv_(g, avg, value=-lr)

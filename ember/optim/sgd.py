@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ember.backends import array_module
-from .optimizer import Optimizer, bump_versions, check_arg, effective_grad, params_with_grad, wrap
+from .optimizer import Optimizer, check_arg, effective_grad, params_with_grad, scalar_as
 
 __all__ = ["SGD", "sgd"]
 
@@ -39,38 +38,29 @@ class SGD(Optimizer):
         if not params:
             return
         momentum = group["momentum"]
-        bufs = []
-        if momentum != 0:
-            for p in params:
-                buf = self.state[p].get("momentum_buffer")
-                bufs.append(None if buf is None else buf._data)
-        sgd([p._data for p in params], [p.grad._data for p in params], bufs, lr=group["lr"],
+        bufs = [self.state[p].get("momentum_buffer") for p in params] if momentum != 0 else []
+        sgd(params, [p.grad for p in params], bufs, lr=self.lr_tensor(group, params[0].device),
             momentum=momentum, dampening=group["dampening"], weight_decay=group["weight_decay"],
             nesterov=group["nesterov"], maximize=group["maximize"])
-        if momentum != 0:
-            for p, buf in zip(params, bufs):
-                state = self.state[p]
-                if state.get("momentum_buffer") is None:
-                    state["momentum_buffer"] = wrap(buf, p.device)
-        bump_versions(params)
+        for p, buf in zip(params, bufs):
+            self.state[p]["momentum_buffer"] = buf
 
 
-def sgd(params: list, grads: list, momentum_buffers: list, *, lr: float, momentum: float,
+def sgd(params: list, grads: list, momentum_buffers: list, *, lr, momentum: float,
         dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> None:
-    """One SGD step over raw arrays, in place.
+    """One SGD step over Tensors, in place (call under no_grad); `lr` is a 0-d tensor.
 
-    `momentum_buffers[i]` is None before the first step with momentum; it is then filled with a new
+    `momentum_buffers[i]` is None before the first step with momentum; it is then set to a new
     buffer (a copy of the gradient), which the caller keeps.
     """
+    lrs: dict = {}
     for i, (p, g) in enumerate(zip(params, grads)):
-        xp = array_module(p)
         g = effective_grad(p, g, maximize, weight_decay)
         if momentum != 0:
             buf = momentum_buffers[i]
             if buf is None:
-                buf = momentum_buffers[i] = xp.array(g, copy=True)
+                buf = momentum_buffers[i] = g.detach().clone()
             else:
-                buf *= momentum
-                buf += (1 - dampening) * g
-            g = g + momentum * buf if nesterov else buf
-        p -= lr * g
+                buf.mul_(momentum).add_(g, alpha=1 - dampening)
+            g = g + buf * momentum if nesterov else buf
+        p.sub_(g * scalar_as(lr, p, lrs))                    # torch's add_(g, alpha=-lr)

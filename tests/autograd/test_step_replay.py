@@ -58,8 +58,6 @@ def _state_tensors(opt):
                 yield v
 
 
-@pytest.mark.xfail(strict=True, reason="side doors still open: dropout masks drawn on the host, optimizer "
-                                        "updates and .grad accumulation on raw arrays (issue 9, in progress)")
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 def test_training_step_replays_bit_for_bit(kind):
     ember.manual_seed(0)

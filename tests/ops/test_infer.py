@@ -19,6 +19,7 @@ from ember.ops import primitives as P
 from ember.ops import random_prims as R
 from ember.ops import elementwise as E
 from ember.ops import linalg as LA
+from ember.ops import inplace as I
 
 
 def _all_primitives():
@@ -118,6 +119,7 @@ CASES = {
     "SvdFull": (LA.Svd, [((2, 5, 3), "f")], {"full_matrices": True}),
     "QrComplete": (LA.Qr, [((5, 3), "f")], {"mode": "complete"}),
     "SlogdetSign": (LA.SlogdetSign, [((2, 3, 3), "f")], {}),
+    "Assign": (I.Assign, [((2, 3), "f"), ((3,), "f")], {"op": "add"}),
 }
 LINALG = {"Solve", "Inv", "LogAbsDet", "Cholesky", "Eigh", "Qr", "Svd", "SvdFull", "QrComplete", "SlogdetSign"}   # NumPy's linalg: float32/64 only
 

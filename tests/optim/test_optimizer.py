@@ -358,7 +358,7 @@ def test_load_state_dict_moves_state_to_the_param_device(fake_cuda):
     assert opt2.state[w2]["exp_avg"].device == w2.device
 
 
-def test_load_state_dict_step_becomes_a_number_and_other_state_keeps_its_kind():
+def test_load_state_dict_step_becomes_a_step_tensor_and_other_state_keeps_its_kind():
     w = leaf([1.0, 2.0], dtype=ember.float32)
     opt = optim.SGD([w], lr=0.1)
     counts = ember.tensor([3, 4])                    # an integer state tensor: not cast to the param's float dtype
@@ -367,7 +367,9 @@ def test_load_state_dict_step_becomes_a_number_and_other_state_keeps_its_kind():
                                        "note": {"tags": ["a"]}}},
                          "param_groups": [dict(opt.param_groups[0], params=[0])]})
     state = opt.state[w]
-    assert state["step"] == 7 and not isinstance(state["step"], ember.Tensor)
+    # the step, any number or tensor (torch's is float32), is a 0-d float64 tensor on the parameter's device
+    assert isinstance(state["step"], ember.Tensor) and state["step"].shape == () and state["step"].item() == 7
+    assert state["step"].dtype == ember.float64
     assert state["count"].dtype == counts.dtype and state["count"].tolist() == [3, 4]
     assert [h.dtype for h in state["history"]] == [ember.float32, ember.float32]
     assert [h.tolist() for h in state["history"]] == [[1.0, 2.0], [0.5, 0.25]]
@@ -416,8 +418,9 @@ def test_lerp_rounds_like_torch(weight, dtype):
     rng = np.random.default_rng(3)
     start, end = (rng.standard_normal(2000).astype(dtype) for _ in range(2))
     expected = torch.from_numpy(start.copy()).lerp_(torch.from_numpy(end), weight).numpy()
-    ours = start.copy()
-    lerp_(ours, end, weight, np)
+    ours = ember.from_numpy(start.copy())
+    lerp_(ours, ember.from_numpy(end), weight)
+    ours = ours.numpy()
     if weight in (0.0, 0.5, 1.0):
         np.testing.assert_array_equal(ours, expected)
     else:

@@ -21,7 +21,6 @@ def _check_dim(input, dims, op):
 def _apply_inplace(input, out, inplace):
     """`inplace=True`: write into input when no graph is being recorded; otherwise stay out of place."""
     if inplace and not out.requires_grad:
-        input._data[...] = out._data
-        input._bump_version()
-        return input
+        from ...ops.inplace import assign
+        return assign(input, out)
     return out
