@@ -1,7 +1,6 @@
 """Embedding lookup and one_hot."""
 from __future__ import annotations
 
-import numpy as np
 
 from ..._errors import check_same_device, op_error, user_frame
 from ..._tensor import Tensor
