@@ -143,23 +143,25 @@ class Clamp(Primitive):
         return (Where.apply(keep, g, g.new_zeros(())),)
 
 
+# Forwards are pure: a primitive whose backward needs only its inputs' shapes or dtypes records them
+# in save_for_backward (run by apply when it records a node; `saves_inputs` asks for that call) and
+# keeps no tensor.
 class Cast(Primitive):
     keeps_dtype = False
-    def forward(self, x):
-        self.src = x.dtype
-        return x.astype(self.dtype)
+    saves_inputs = True
+    def forward(self, x): return x.astype(self.dtype)
+    def save_for_backward(self, x): self.src = x._data.dtype
     def backward(self, g): return (Cast.apply(g, dtype=self.src),)
 
 
 class ToDevice(Primitive):
     def forward(self, x):
         from .. import backends
-        self.src = self._src_device
-        host = backends.get(self.src.type).to_host(x)
+        host = backends.get(self._src_device.type).to_host(x)
         return backends.get(self.dst.type).to_device(host, self.dst) if self.dst.type != "cpu" else host
     def backward(self, g):
         from .shape import to_device
-        return (to_device(g, self.src),)
+        return (to_device(g, self._src_device),)
 
     @classmethod
     def apply(cls, x, dst, _src_device=None):
@@ -178,18 +180,18 @@ class Clone(Primitive):
 # ---------------------------------------------------------------- elementwise, binary
 # Binary primitives get operands of one dtype and device (the ops layer promotes); shapes broadcast.
 class Add(Primitive):
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return a + b
+    saves_inputs = True
+    def forward(self, a, b): return a + b
+    def save_for_backward(self, a, b): self.shapes = (a.shape, b.shape)
     def backward(self, g):
         sa, sb = self.shapes
         return sum_to(g, sa), sum_to(g, sb)
 
 
 class Sub(Primitive):
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return a - b
+    saves_inputs = True
+    def forward(self, a, b): return a - b
+    def save_for_backward(self, a, b): self.shapes = (a.shape, b.shape)
     def backward(self, g):
         sa, sb = self.shapes
         return sum_to(g, sa), sum_to(-g, sb)
@@ -271,8 +273,9 @@ class Where(Primitive):
 
 # ---------------------------------------------------------------- reductions
 class Sum(Primitive):
+    saves_inputs = True
+    def save_for_backward(self, x): self.shape = x.shape
     def forward(self, x):
-        self.shape = x.shape
         dt = getattr(self, "dtype", None)
         if dt is None and x.itemsize == 2 and x.dtype.kind in "fV":
             dt = np.float32   # float16/bfloat16 accumulate in float32 (as torch); apply casts back
@@ -356,9 +359,9 @@ def _keepdim_shape(shape, axis):
 
 # ---------------------------------------------------------------- movement (views where possible)
 class Reshape(Primitive):
-    def forward(self, x):
-        self.src = x.shape
-        return x.reshape(self.shape)
+    saves_inputs = True
+    def forward(self, x): return x.reshape(self.shape)
+    def save_for_backward(self, x): self.src = x.shape
     def backward(self, g): return (Reshape.apply(g, shape=self.src),)
 
 
@@ -368,8 +371,9 @@ class Permute(Primitive):
 
 
 class Expand(Primitive):
+    saves_inputs = True
+    def save_for_backward(self, x): self.src = x.shape
     def forward(self, x):
-        self.src = x.shape
         if x.ndim == 0 and getattr(self, "fill", False):   # the backward of a full sum: a plain filled
             return array_module(x).full(self.shape, x, dtype=x.dtype)   # array is cheaper than a view
         return array_module(x).broadcast_to(x, self.shape)
@@ -478,8 +482,9 @@ def _add_at(xp, out, key, v):
 
 
 class Cat(Primitive):
+    saves_inputs = True
+    def save_for_backward(self, *xs): self.sizes = [x.shape[self.axis] for x in xs]
     def forward(self, *xs):
-        self.sizes = [x.shape[self.axis] for x in xs]
         return array_module(xs[0]).concatenate(xs, axis=self.axis)
     def backward(self, g):
         out, start = [], 0
