@@ -726,7 +726,7 @@ class ArgReduce(Primitive):
         return xp.asarray(i, dtype=np.int64)
 
     def infer(self, x):
-        return _reduced(x.shape, None if x.ndim == 0 else self.axis, self.keepdims), _INT64
+        return _reduced(x.shape, None if not x.shape else self.axis, self.keepdims), _INT64
 
 
 class ArgSort(Primitive):
