@@ -164,8 +164,10 @@ class MaxPoolIndex(Primitive):
 
 
 # ---------------------------------------------------------------- fused kernels of nn layers
-# One node instead of five to ten for the hottest layer math. Each forward is plain `xp` code; each
-# backward is the textbook formula in Tensor ops on saved tensors, so double backward still works.
+# One node instead of five to ten for the hottest layer math. Each forward is plain `xp` code. A
+# backward is either the textbook formula in Tensor ops on saved tensors, or a fused gradient primitive
+# (GeluGrad, SoftmaxGrad: their own backward is again in Tensor ops, so double backward works;
+# LayerNormGrad: first order only, LayerNorm builds a Tensor-op composite under create_graph).
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
