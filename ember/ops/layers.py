@@ -448,10 +448,13 @@ class LayerNorm(Primitive):
         axes = tuple(range(-self.n, 0))
         need = self.needs_input_grad
         if not STATE.enabled:   # first order: fused primitives
-            p = dict(n=self.n, eps=self.eps)
-            gx = LayerNormGrad.apply(x, g, w, **p) if need[0] else None
-            gw = LayerNormGrad.apply(x, g, **p, part="w") if need[1] else None
             gb = sum_to(g, b.shape) if need[2] else None
+            if not need[1]:
+                return (LayerNormGrad.apply(x, g, w, n=self.n, eps=self.eps) if need[0] else None), None, gb
+            # dx and dw from one pass: rows of dx with dw as one more row
+            packed = LayerNormGrad.apply(x, g, w, n=self.n, eps=self.eps, with_w=True)   # (R + 1, D)
+            gw = packed[-1].reshape(w.shape)
+            gx = packed[:-1].reshape(x.shape) if need[0] else None
             return gx, gw, gb
         # create_graph: xhat and r as functions of x
         xc = x - x.mean(axes, keepdim=True)
@@ -466,11 +469,12 @@ class LayerNorm(Primitive):
 
 class LayerNormGrad(Primitive):
     """First-order gradients of LayerNorm / Normalize over the trailing `n` dims, xhat and r recomputed
-    from x. (x, g[, w]): dx = r * (h - mean(h) - xhat * mean(h * xhat)) with h = g * w (h = g without w);
-    part='w': dw = sum of g * xhat over the leading dims. Used only outside create_graph (LayerNorm's
+    from x. (x, g[, w]): dx = r * (h - mean(h) - xhat * mean(h * xhat)) with h = g * w (h = g without w).
+    `with_w`: also dw = sum of g * xhat over the leading dims, packed as (R + 1, D): R rows of dx
+    (R = leading elements, D = normalised elements), then dw. Used only outside create_graph (LayerNorm's
     backward builds a differentiable composite there), so it has no gradient of its own."""
     elementwise = True
-    part = "x"
+    with_w = False
 
     def forward(self, x, g, w=None):
         xp = array_module(x)
@@ -479,18 +483,26 @@ class LayerNormGrad(Primitive):
         xc = x - x.mean(axis=axes, keepdims=True)
         rstd = (1.0 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + self.eps)).astype(dt, copy=False)
         xc *= rstd                                          # xhat
-        if self.part == "w":
-            return (ga * xc).sum(axis=tuple(range(ga.ndim - self.n)))
         h = ga * _wide(w) if w is not None else ga.copy()
         gx = h - h.mean(axis=axes, keepdims=True)
         h *= xc
         gx -= xc * h.mean(axis=axes, keepdims=True)
-        gx *= rstd
-        return gx
+        if not self.with_w:
+            gx *= rstd
+            return gx
+        d = math.prod(x.shape[x.ndim - self.n:])
+        out = xp.empty((gx.size // max(d, 1) + 1, d), dtype=gx.dtype)
+        xp.multiply(gx, rstd, out=out[:-1].reshape(gx.shape))   # dx straight into its rows (a view)
+        xc *= ga
+        xc.reshape(-1, d).sum(axis=0, out=out[-1])
+        return out
 
     def backward(self, gg):
         raise RuntimeError("layer_norm: the fused first-order gradient is not differentiable; use "
                            "create_graph=True in the first backward to differentiate it again")
 
     def infer(self, x, g, w=None):
-        return (x.shape[len(x.shape) - self.n:] if self.part == "w" else x.shape), x.dtype
+        if not self.with_w:
+            return x.shape, x.dtype
+        d = math.prod(x.shape[len(x.shape) - self.n:])
+        return (math.prod(x.shape) // max(d, 1) + 1, d), x.dtype
