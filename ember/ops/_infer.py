@@ -105,7 +105,8 @@ def _indexed(shape, key):
     parts = key if isinstance(key, tuple) else (key,)
     stand_in = []
     for k in parts:
-        if isinstance(k, MetaArray):
+        if isinstance(k, MetaArray) or (hasattr(k, "shape") and hasattr(k, "dtype")
+                                         and not isinstance(k, (np.ndarray, np.generic))):   # a spec
             if k.dtype.kind == "b":
                 raise _shape_error("index", f"a boolean mask on device='meta' {k.shape}: the result's size "
                                             f"depends on the mask's values, which meta tensors do not have")

@@ -17,7 +17,6 @@ from .._dims import add_numpy_names, wrap_dim, wrap_dims
 from .._errors import check_same_device, check_scalar_fits, op_error, describe
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
-from ..backends import array_module
 from . import primitives as P
 
 __all__ = [  # the public ops, re-exported by `ember`
@@ -113,9 +112,7 @@ def _times_alpha(input, other, alpha, op):
                            f"number, got alpha={alpha} for {describe(a)} and {describe(b)}")
     if isinstance(alpha, bool) and a.dtype.name != "bool":
         raise op_error(op, f"boolean alpha only supported for boolean results, got {describe(a)}")
-    xp = array_module(b)
-    alpha_t = Tensor._make(xp.asarray(np.asarray(alpha).astype(b._data.dtype)), b._device)
-    return a, _binary(P.Mul, b, alpha_t, op)
+    return a, _binary(P.Mul, b, _scalar_tensor(alpha, b.dtype, b._device), op)
 
 
 def add(input, other, *, alpha=1):
@@ -144,7 +141,7 @@ def div(input, other, *, rounding_mode=None):
         return _binary(P.Div, a, b, "div")   # for its broadcast error
     if rounding_mode == "trunc":
         return _binary(P.Div, input, other, "div").trunc() if _is_float(input, other) \
-            else _int_div(input, other, "trunc")
+            else _binary_nondiff(P.DivMod, input, other, "div", op="trunc_div")
     if rounding_mode == "floor":
         return floor_divide(input, other)
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
@@ -154,33 +151,37 @@ def _is_float(*xs):
     return _dtype.result_type(*xs).is_floating_point
 
 
-def _int_div(a, b, fn):
-    a, b = binary_operands(a, b, "div")
-    return Tensor._make(getattr(array_module(a), fn)(a._data / b._data).astype(a._data.dtype), a._device)
+def _binary_nondiff(prim, a, b, name, **attrs):
+    """A non-differentiable binary primitive on promoted operands, with the broadcast error."""
+    try:
+        return prim.apply(a, b, **attrs)
+    except MemoryError as e:
+        raise _memory.from_memory_error(name, e, (a._data, b._data)) from None
+    except ValueError:
+        raise op_error(name, f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
+                             f"together") from None
 
 
 def _check_int_divisor(b, op):
     """torch raises for integer division by zero (NumPy would warn and give 0)."""
-    if b.dtype.category < 2 and not b._data.all():
+    if b.dtype.category < 2 and not P.AnyAll.apply(b, op="all", axis=None, keepdims=False).item():
         raise op_error(op, f"ZeroDivisionError: integer division by zero (divisor {describe(b)})")
 
 
 def floor_divide(input, other):
     a, b = binary_operands(input, other, "floor_divide")
     _check_int_divisor(b, "floor_divide")
-    xp = array_module(a)
-    return Tensor._make(xp.floor_divide(a._data, b._data), a._device)
+    return _binary_nondiff(P.DivMod, a, b, "floor_divide", op="floor_divide")
 
 
 def _modulo(input, other, name, xp_fn, rounding):
     """a - rounding(a / b) * b, computed exactly by `xp_fn`; gradients 1 and -rounding(a / b) (torch's)."""
     a, b = binary_operands(input, other, name)
     _check_int_divisor(b, name)
-    xp = array_module(a)
-    out = Tensor._make(getattr(xp, xp_fn)(a._data, b._data), a._device)
+    out = _binary_nondiff(P.DivMod, a, b, name, op=xp_fn)
     if STATE.enabled and (a.requires_grad or b.requires_grad):
         with np.errstate(divide="ignore", invalid="ignore"):
-            q = Tensor._make(getattr(xp, rounding)(a._data / b._data).astype(a._data.dtype), a._device)
+            q = P.Rounding.apply(P.Div.apply(a.detach(), b.detach()), op=rounding)
         d = a - q * b                      # the same value, differentiable in a and b
         return out + (d - d.detach())
     return out
@@ -284,30 +285,35 @@ def relu(input):
     return P.Relu.apply(input)
 
 
-def _nondiff(name, fn):
+def _rounding(input, name, **attrs):
     """Piecewise-constant ops: the gradient is zero everywhere it exists (as in torch)."""
-    def op(input):
-        try:
-            out = Tensor._make(fn(array_module(input), input._data), input._device)
-        except MemoryError as e:
-            raise _memory.from_memory_error(name, e, (input._data,)) from None
-        if STATE.enabled and input.requires_grad:
-            return out + input * 0   # keeps the graph, with a zero gradient
-        return out
-    op.__name__ = name
-    return op
+    try:
+        out = P.Rounding.apply(input, op=name, **attrs)
+    except MemoryError as e:
+        raise _memory.from_memory_error(name, e, (input._data,)) from None
+    if STATE.enabled and input.requires_grad:
+        return out + input * 0   # keeps the graph, with a zero gradient
+    return out
 
 
-floor = _nondiff("floor", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.floor(a))
-ceil = _nondiff("ceil", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.ceil(a))
-trunc = _nondiff("trunc", lambda xp, a: a.copy() if a.dtype.kind in "biu" else xp.trunc(a))
-sign = _nondiff("sign", lambda xp, a: a.copy() if a.dtype == np.bool_ else xp.sign(a))
+def floor(input):
+    return _rounding(input, "floor")
+
+
+def ceil(input):
+    return _rounding(input, "ceil")
+
+
+def trunc(input):
+    return _rounding(input, "trunc")
+
+
+def sign(input):
+    return _rounding(input, "sign")
 
 
 def round(input, *, decimals=0):
-    xp = array_module(input)
-    out = Tensor._make(xp.round(input._data, decimals), input._device)
-    return out + input * 0 if STATE.enabled and input.requires_grad else out
+    return _rounding(input, "round", decimals=decimals)
 
 
 def frac(input):
@@ -342,30 +348,37 @@ def _clamp_tensor(input, lo, hi):
     dt = _dtype.result_type(*xs)
     dev = next(t._device for t in xs if isinstance(t, Tensor))
     x, lo, hi = (None if t is None else _as_tensor(t, dt, dev, "clamp") for t in (input, lo, hi))
-    xp = array_module(x)
-    out = x._data
+    out = x.detach()
     if lo is not None:
-        out = xp.maximum(out, lo._data)
+        out = _extreme(out, lo.detach(), True)
     if hi is not None:
-        out = xp.minimum(out, hi._data)
-    out = Tensor._make(out, x._device)
+        out = _extreme(out, hi.detach(), False)
     if not (STATE.enabled and builtins.any(t.requires_grad for t in (x, lo, hi) if t is not None)):
         return out
-    xa = x._data
-    to_x = xp.ones(out.shape, dtype=bool)
+    xd = x.detach()
+    to_x = None
     parts = []
     if lo is not None:
-        to_x &= xa >= lo._data
-        to_lo = xa < lo._data if hi is None else (xa < lo._data) & (lo._data < hi._data)
+        ld = lo.detach()
+        to_x = ge(xd, ld)
+        to_lo = lt(xd, ld) if hi is None else logical_and(lt(xd, ld), lt(ld, hi.detach()))
         parts.append(where(to_lo, lo, 0.0))
     if hi is not None:
-        to_x &= xa <= hi._data
-        to_hi = xa > hi._data if lo is None else (xa > hi._data) | (hi._data < lo._data)
+        hd = hi.detach()
+        to_x = le(xd, hd) if to_x is None else logical_and(to_x, le(xd, hd))
+        to_hi = gt(xd, hd) if lo is None else logical_or(gt(xd, hd), lt(hd, lo.detach()))
         parts.append(where(to_hi, hi, 0.0))
     d = where(to_x, x, 0.0)
     for part in parts:
         d = d + part
     return out + (d - d.detach())     # torch's values, torch's gradients
+
+
+def _extreme(a, b, is_max):
+    """max(a, b) / min(a, b) values of one dtype, NaN-propagating, without a graph."""
+    if a.dtype.is_floating_point:
+        return P.Maximum.apply(a, b) if is_max else -P.Maximum.apply(-a, -b)
+    return P.Where.apply(P.Compare.apply(a, b, op="ge" if is_max else "le"), a, b)
 
 
 def maximum(input, other):
@@ -376,7 +389,7 @@ def minimum(input, other):
     a, b = binary_operands(input, other, "minimum")
     if not a.dtype.is_floating_point:   # no gradient to keep, and negation would wrap unsigned ints
         try:
-            return Tensor._make(array_module(a).minimum(a._data, b._data), a._device)
+            return _extreme(a, b, False)
         except ValueError:
             raise op_error("minimum", f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
                                       f"together") from None
@@ -397,11 +410,14 @@ def where(condition, input=None, other=None):
             from .shape import to_device
             condition = to_device(condition, a._device)
         check_same_device("where", a, condition, "condition")
-    cond = condition._data if isinstance(condition, Tensor) else condition
-    if cond.dtype != np.bool_:
-        cond = cond.astype(bool)
+    if not isinstance(condition, Tensor):
+        from .creation import tensor
+        condition = tensor(condition, device=a._device)
+    cond = condition
+    if cond.dtype.name != "bool":
+        cond = P.Cast.apply(cond, dtype=np.dtype(np.bool_))
     try:
-        return P.Where.apply(a, b, cond=cond)
+        return P.Where.apply(cond, a, b)
     except ValueError:
         raise op_error("where", f"shapes {tuple(condition.shape)}, {tuple(a.shape)} and "
                                 f"{tuple(b.shape)} cannot be broadcast together") from None
@@ -420,67 +436,60 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 # ------------------------------------------------------------------ comparison and logic
-def _compare(name, fn):
+def _compare(name, prim):
     def op(input, other):
         a, b = binary_operands(input, other, name)
-        try:
-            return Tensor._make(fn(a._data, b._data), a._device)
-        except MemoryError as e:
-            raise _memory.from_memory_error(name, e, (a._data, b._data)) from None
-        except ValueError:
-            raise op_error(name, f"shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be broadcast "
-                                 f"together") from None
+        return _binary_nondiff(prim, a, b, name, op=name)
     op.__name__ = name
     return op
 
 
-eq = _compare("eq", lambda a, b: a == b)
-ne = _compare("ne", lambda a, b: a != b)
-lt = _compare("lt", lambda a, b: a < b)
-le = _compare("le", lambda a, b: a <= b)
-gt = _compare("gt", lambda a, b: a > b)
-ge = _compare("ge", lambda a, b: a >= b)
+eq = _compare("eq", P.Compare)
+ne = _compare("ne", P.Compare)
+lt = _compare("lt", P.Compare)
+le = _compare("le", P.Compare)
+gt = _compare("gt", P.Compare)
+ge = _compare("ge", P.Compare)
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-logical_and = _compare("logical_and", lambda a, b: np.logical_and(a, b) if isinstance(a, np.ndarray)
-                       else array_module(a).logical_and(a, b))
-logical_or = _compare("logical_or", lambda a, b: array_module(a).logical_or(a, b))
-logical_xor = _compare("logical_xor", lambda a, b: array_module(a).logical_xor(a, b))
-bitwise_and = _compare("bitwise_and", lambda a, b: a & b)
-bitwise_or = _compare("bitwise_or", lambda a, b: a | b)
-bitwise_xor = _compare("bitwise_xor", lambda a, b: a ^ b)
+logical_and = _compare("logical_and", P.Logic)
+logical_or = _compare("logical_or", P.Logic)
+logical_xor = _compare("logical_xor", P.Logic)
+bitwise_and = _compare("bitwise_and", P.Logic)
+bitwise_or = _compare("bitwise_or", P.Logic)
+bitwise_xor = _compare("bitwise_xor", P.Logic)
 
 
 def logical_not(input):
-    return Tensor._make(array_module(input).logical_not(input._data), input._device)
+    return P.Logic.apply(input, op="logical_not")
 
 
 def bitwise_not(input):
-    return Tensor._make(~input._data, input._device)
+    return P.Logic.apply(input, op="bitwise_not")
 
 
 def isnan(input):
-    return Tensor._make(array_module(input).isnan(input._data), input._device)
+    return P.Predicate.apply(input, op="isnan")
 
 
 def isinf(input):
-    return Tensor._make(array_module(input).isinf(input._data), input._device)
+    return P.Predicate.apply(input, op="isinf")
 
 
 def isfinite(input):
-    return Tensor._make(array_module(input).isfinite(input._data), input._device)
+    return P.Predicate.apply(input, op="isfinite")
 
 
 def equal(input, other) -> bool:
-    return input.shape == other.shape and bool((input._data == other._data).all())
+    return input.shape == other.shape and bool(all(eq(input, other)).item())
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(array_module(input).allclose(input._data, other._data, rtol, atol, equal_nan))
+    return bool(all(isclose(input, other, rtol, atol, equal_nan)).item())
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return Tensor._make(array_module(input).isclose(input._data, other._data, rtol, atol, equal_nan),
-                        input._device)
+    a, b = binary_operands(input, other, "isclose")
+    return _binary_nondiff(P.Compare, a, b, "isclose", op="isclose", rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
 # ------------------------------------------------------------------ reductions
@@ -583,21 +592,16 @@ def _max_min(input, dim, keepdim, is_max, other, name):
     if dim is None:
         if input._data.size == 0:
             raise op_error(name, "operation does not have an identity: the input is empty")
-        return P.Amax.apply(input, axis=None, keepdims=False, neg=not is_max) \
-            if input.dtype.is_floating_point else \
-            Tensor._make(input._data.max() if is_max else input._data.min(), input._device)
+        return P.Amax.apply(input, axis=None, keepdims=False, neg=not is_max)
     ax = _axes(dim, input.ndim, name)[0] if input.ndim else None
     _check_identity_free(name, input, None if ax is None else (ax,))
-    xp = array_module(input)
     if input.ndim == 0:
-        return _ValuesIndices(input * 1, Tensor._make(xp.zeros((), np.int64), input._device))
-    idx = (xp.argmax if is_max else xp.argmin)(input._data, axis=ax)
-    idx_k = xp.expand_dims(idx, ax)
-    values = P.Gather.apply(input, index=idx_k, axis=ax)
+        return _ValuesIndices(input * 1, P.ArgReduce.apply(input, op="argmax", axis=None, keepdims=False))
+    idx_k = P.ArgReduce.apply(input.detach(), op="argmax" if is_max else "argmin", axis=ax, keepdims=True)
+    values = P.Gather.apply(input, idx_k, axis=ax)
     if not keepdim:
-        values = values.squeeze(ax)
-    indices = Tensor._make((idx_k if keepdim else idx).astype(np.int64), input._device)
-    return _ValuesIndices(values, indices)
+        values, idx_k = values.squeeze(ax), idx_k.squeeze(ax)
+    return _ValuesIndices(values, idx_k)
 
 
 def max(input, dim=None, keepdim=False, *, other=None):
@@ -609,18 +613,11 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 
 def _arg_extreme(input, dim, keepdim, op):
-    xp = array_module(input)
     if input.dtype.name == "bool":
         raise op_error(op, "does not support bool input; convert it with .int() first")
     ax = None if dim is None else wrap_dim(dim, input.ndim, op)
     _check_identity_free(op, input, None if ax is None or not input.ndim else (ax,))
-    a = input._data
-    if ax is None or not input.ndim:
-        i = a.argmax() if op == "argmax" else a.argmin()
-        out = xp.asarray(i, dtype=np.int64)
-        return Tensor._make(out.reshape((1,) * a.ndim) if keepdim else out, input._device)
-    i = a.argmax(axis=ax, keepdims=keepdim) if op == "argmax" else a.argmin(axis=ax, keepdims=keepdim)
-    return Tensor._make(xp.asarray(i, dtype=np.int64), input._device)
+    return P.ArgReduce.apply(input, op=op, axis=ax, keepdims=keepdim)
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -633,11 +630,7 @@ def argmin(input, dim=None, keepdim=False):
 
 def _all_any(input, dim, keepdim, op):
     """all/any: bool results, except uint8 inputs which give uint8 (as torch)."""
-    xp = array_module(input)
-    axis = _axes(dim, input.ndim, op)
-    a = input._data.astype(bool)
-    out = xp.asarray(a.all(axis=axis, keepdims=keepdim) if op == "all" else a.any(axis=axis, keepdims=keepdim))
-    return Tensor._make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out, input._device)
+    return P.AnyAll.apply(input, op=op, axis=_axes(dim, input.ndim, op), keepdims=keepdim)
 
 
 def all(input, dim=None, keepdim=False):

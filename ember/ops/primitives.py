@@ -14,7 +14,7 @@ import numpy as np
 from ..autograd.function import Primitive
 from ..backends import array_module
 from ._infer import (_acc_dtype, _broadcast, _broadcast_shape, _concatenated, _einsum_shape, _indexed, _matmul_shape,
-                     _meta, _reduced, _reshaped, _same)
+                     _reduced, _reshaped, _same)
 
 
 def sum_to(g, shape):
@@ -126,10 +126,8 @@ class Abs(Primitive):
 class Erf(Primitive):
     saves_inputs = True
     def forward(self, x):
-        from .. import backends
-        xp = array_module(x)
-        be = backends.get("cpu" if xp is np else "cuda")
-        return be.erf(x).astype(x.dtype, copy=False)
+        from .layers import _erf
+        return _erf(array_module(x), x)
     def backward(self, g):
         x = self.saved_tensors[0]
         return (g * (2 / math.sqrt(math.pi)) * (-(x * x)).exp(),)
@@ -147,28 +145,29 @@ class Relu(Primitive):
 
 class Clamp(Primitive):
     """Clamp with scalar bounds; the gradient passes where lo <= x <= hi, as in torch."""
+    saves_inputs = True
     def forward(self, x):
-        xp = array_module(x)
-        lo, hi = self.lo, self.hi
-        self.mask = xp.ones(x.shape, dtype=bool)
-        if lo is not None:
-            self.mask &= x >= lo
-        if hi is not None:
-            self.mask &= x <= hi
-        return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
+        return array_module(x).clip(x, self.lo, self.hi).astype(x.dtype, copy=False)
     def backward(self, g):
-        from .._tensor import Tensor
-        return (g * Tensor._make(self.mask, g._device),)
-    def infer(self, x):
-        self.mask = _meta(x.shape, np.bool_)   # what forward leaves for backward
-        return _same(x)
+        x, = self.saved_tensors
+        keep = None
+        if self.lo is not None:
+            keep = Compare.apply(x, x.new_full((), self.lo), op="ge")
+        if self.hi is not None:
+            le = Compare.apply(x, x.new_full((), self.hi), op="le")
+            keep = le if keep is None else Logic.apply(keep, le, op="logical_and")
+        return (Where.apply(keep, g, g.new_zeros(())),)
+    def infer(self, x): return _same(x)
 
 
+# Forwards are pure: a primitive whose backward needs only its inputs' shapes or dtypes records them
+# in save_for_backward (run by apply when it records a node; `saves_inputs` asks for that call) and
+# keeps no tensor.
 class Cast(Primitive):
     keeps_dtype = False
-    def forward(self, x):
-        self.src = x.dtype
-        return x.astype(self.dtype)
+    saves_inputs = True
+    def forward(self, x): return x.astype(self.dtype)
+    def save_for_backward(self, x): self.src = x._data.dtype
     def backward(self, g): return (Cast.apply(g, dtype=self.src),)
     def infer(self, x):
         self.src = x.dtype
@@ -178,12 +177,11 @@ class Cast(Primitive):
 class ToDevice(Primitive):
     def forward(self, x):
         from .. import backends
-        self.src = self._src_device
-        host = backends.get(self.src.type).to_host(x)
+        host = backends.get(self._src_device.type).to_host(x)
         return backends.get(self.dst.type).to_device(host, self.dst) if self.dst.type != "cpu" else host
     def backward(self, g):
         from .shape import to_device
-        return (to_device(g, self.src),)
+        return (to_device(g, self._src_device),)
 
     @classmethod
     def apply(cls, x, dst, _src_device=None):
@@ -209,9 +207,9 @@ class Clone(Primitive):
 # ---------------------------------------------------------------- elementwise, binary
 # Binary primitives get operands of one dtype and device (the ops layer promotes); shapes broadcast.
 class Add(Primitive):
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return a + b
+    saves_inputs = True
+    def forward(self, a, b): return a + b
+    def save_for_backward(self, a, b): self.shapes = (a.shape, b.shape)
     def backward(self, g):
         sa, sb = self.shapes
         return sum_to(g, sa), sum_to(g, sb)
@@ -221,9 +219,9 @@ class Add(Primitive):
 
 
 class Sub(Primitive):
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return a - b
+    saves_inputs = True
+    def forward(self, a, b): return a - b
+    def save_for_backward(self, a, b): self.shapes = (a.shape, b.shape)
     def backward(self, g):
         sa, sb = self.shapes
         return sum_to(g, sa), sum_to(-g, sb)
@@ -294,23 +292,29 @@ class Maximum(Primitive):
 
 
 class Where(Primitive):
-    """where(cond, a, b) with a constant boolean condition."""
-    def forward(self, a, b):
+    """where(cond, a, b); the boolean condition is an input without gradient."""
+    saves_inputs = True
+    def forward(self, cond, a, b):
+        return array_module(a).where(cond, a, b)
+    def save_for_backward(self, cond, a, b):
         self.shapes = (a.shape, b.shape)
-        return array_module(a).where(self.cond, a, b)
+        super().save_for_backward(cond)
     def backward(self, g):
+        cond, = self.saved_tensors
         sa, sb = self.shapes
         zero = g.new_zeros(())
-        return sum_to(Where.apply(g, zero, cond=self.cond), sa), sum_to(Where.apply(zero, g, cond=self.cond), sb)
-    def infer(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return _broadcast(self, self.cond, a, b)[0], np.result_type(a.dtype, b.dtype)
+        ga = sum_to(Where.apply(cond, g, zero), sa) if self.needs_input_grad[1] else None
+        gb = sum_to(Where.apply(cond, zero, g), sb) if self.needs_input_grad[2] else None
+        return None, ga, gb
+    def infer(self, cond, a, b):
+        return _broadcast(self, cond, a, b)[0], np.result_type(a.dtype, b.dtype)
 
 
 # ---------------------------------------------------------------- reductions
 class Sum(Primitive):
+    saves_inputs = True
+    def save_for_backward(self, x): self.shape = x.shape
     def forward(self, x):
-        self.shape = x.shape
         dt = getattr(self, "dtype", None)
         if dt is None and x.itemsize == 2 and x.dtype.kind in "fV":
             dt = np.float32   # float16/bfloat16 accumulate in float32 (as torch); apply casts back
@@ -348,27 +352,25 @@ class Prod(Primitive):
     saves_output = True
     def forward(self, x): return x.prod(axis=self.axis, keepdims=self.keepdims)
     def backward(self, g):
-        from .._tensor import Tensor
         x, = self.saved_tensors
         y = self.saved_output()
         if not self.keepdims and self.axis is not None:
             shp = _keepdim_shape(x.shape, self.axis)
             y, g = y.reshape(shp), g.reshape(shp)
-        xa = x._data
-        if not (xa == 0).any():
-            return (g * y / x,)
-        # with zeros, y/x is undefined: the product of the others, computed directly (first order)
-        xp = array_module(xa)
-        axes = tuple(range(xa.ndim)) if self.axis is None else self.axis
-        others = xp.empty_like(xa)
-        flat = xp.moveaxis(xa, axes, tuple(range(-len(axes), 0))) if axes else xa
+        # the product of the others (exclusive cumprods from both ends): defined where x has zeros too
+        axes = tuple(range(x.ndim)) if self.axis is None else self.axis
+        nd = len(axes)
+        flat = x.movedim(axes, tuple(range(-nd, 0))) if axes else x
         shp = flat.shape
-        flat = flat.reshape(shp[:flat.ndim - len(axes)] + (-1,))
-        left = xp.cumprod(xp.concatenate([xp.ones_like(flat[..., :1]), flat[..., :-1]], -1), -1)
-        right = xp.flip(xp.cumprod(xp.flip(xp.concatenate([flat[..., 1:], xp.ones_like(flat[..., :1])], -1),
-                                           -1), -1), -1)
-        others = xp.moveaxis((left * right).reshape(shp), tuple(range(-len(axes), 0)), axes)
-        return (g * Tensor._make(others, g._device),)
+        flat = flat.reshape(shp[:flat.ndim - nd] + (-1,))
+        one = flat.new_ones(flat.shape[:-1] + (1,))
+        left = Cumprod.apply(Cat.apply(one, flat[..., :-1], axis=-1), axis=-1)
+        right = Flip.apply(Cumprod.apply(Flip.apply(Cat.apply(flat[..., 1:], one, axis=-1), axes=(-1,)),
+                                         axis=-1), axes=(-1,))
+        others = (left * right).reshape(shp)
+        if axes:
+            others = others.movedim(tuple(range(-nd, 0)), axes)
+        return (g * others,)
     def infer(self, x): return _reduced(x.shape, self.axis, self.keepdims), _acc_dtype(x.dtype)
 
 
@@ -404,9 +406,9 @@ def _keepdim_shape(shape, axis):
 
 # ---------------------------------------------------------------- movement (views where possible)
 class Reshape(Primitive):
-    def forward(self, x):
-        self.src = x.shape
-        return x.reshape(self.shape)
+    saves_inputs = True
+    def forward(self, x): return x.reshape(self.shape)
+    def save_for_backward(self, x): self.src = x.shape
     def backward(self, g): return (Reshape.apply(g, shape=self.src),)
     def infer(self, x):
         self.src = x.shape
@@ -420,8 +422,9 @@ class Permute(Primitive):
 
 
 class Expand(Primitive):
+    saves_inputs = True
+    def save_for_backward(self, x): self.src = x.shape
     def forward(self, x):
-        self.src = x.shape
         if x.ndim == 0 and getattr(self, "fill", False):   # the backward of a full sum: a plain filled
             return array_module(x).full(self.shape, x, dtype=x.dtype)   # array is cheaper than a view
         return array_module(x).broadcast_to(x, self.shape)
@@ -445,51 +448,82 @@ class Roll(Primitive):
     def infer(self, x): return _same(x)
 
 
+class _Slot:
+    """Marks, in an index key, where the next index-array input goes (index arrays are inputs)."""
+    __slots__ = ()
+    def __repr__(self): return "<index>"
+    def __reduce__(self): return "SLOT"
+
+
+SLOT = _Slot()
+
+
+def _fill(key, idx):
+    """The NumPy key: `key` with its SLOTs replaced by the index arrays `idx`, in order."""
+    if not idx:
+        return key
+    it = iter(idx)
+    return tuple(next(it) if k is SLOT else k for k in key)
+
+
 class Index(Primitive):
-    """x[key] for any NumPy-style key (ints, slices, None, Ellipsis, integer/boolean arrays)."""
-    def forward(self, x):
+    """x[key] for any NumPy-style key (ints, slices, None, Ellipsis); integer/boolean index arrays
+    are the inputs after x, placed at the key's SLOTs."""
+    saves_inputs = True
+    def forward(self, x, *idx):
+        return x[_fill(self.key, idx)]
+    def save_for_backward(self, x, *idx):
         self.src = x.shape
-        return x[self.key]
-    def backward(self, g): return (IndexAddInto.apply(g, key=self.key, shape=self.src),)
-    def infer(self, x):
-        self.src = x.shape
-        return _indexed(x.shape, self.key), x.dtype
+        super().save_for_backward(*idx)
+    def backward(self, g):
+        idx = self.saved_tensors
+        return (IndexAddInto.apply(g, *idx, key=self.key, shape=self.src),) + (None,) * len(idx)
+    def infer(self, x, *idx): return _indexed(x.shape, _fill(self.key, idx)), x.dtype
 
 
 class IndexAddInto(Primitive):
     """zeros(shape) with g added at `key` (repeated indices accumulate): the adjoint of Index."""
-    def forward(self, g):
+    saves_inputs = True
+    def forward(self, g, *idx):
         xp = array_module(g)
+        key = _fill(self.key, idx)
         out = xp.zeros(self.shape, dtype=g.dtype)
-        if _is_basic(self.key):
-            out[self.key] = g
+        if _is_basic(key):
+            out[key] = g
         else:
-            _add_at(xp, out, self.key, g)
+            _add_at(xp, out, key, g)
         return out
-    def backward(self, gg): return (Index.apply(gg, key=self.key),)
-    def infer(self, g): return tuple(self.shape), g.dtype
+    def save_for_backward(self, g, *idx):
+        super().save_for_backward(*idx)
+    def backward(self, gg):
+        idx = self.saved_tensors
+        return (Index.apply(gg, *idx, key=self.key),) + (None,) * len(idx)
+    def infer(self, g, *idx): return tuple(self.shape), g.dtype
 
 
 class IndexPut(Primitive):
     """x with x[key] = v (or += v with `accumulate`): __setitem__ and index_put."""
-    def forward(self, x, v):
+    saves_inputs = True
+    def forward(self, x, v, *idx):
         xp = array_module(x)
-        self.vshape = v.shape
+        key = _fill(self.key, idx)
         out = x.copy()
         if self.accumulate:
-            _add_at(xp, out, self.key, xp.broadcast_to(v, out[self.key].shape))
+            _add_at(xp, out, key, xp.broadcast_to(v, out[key].shape))
         else:
-            out[self.key] = v
+            out[key] = v
         return out
+    def save_for_backward(self, x, v, *idx):
+        self.vshape = v.shape
+        super().save_for_backward(*idx)
     def backward(self, g):
+        idx = self.saved_tensors
         gx = g
         if not self.accumulate:
-            gx = IndexPut.apply(g, g.new_zeros(()), key=self.key, accumulate=False)
-        gv = sum_to(Index.apply(g, key=self.key), self.vshape) if self.needs_input_grad[1] else None
-        return gx, gv
-    def infer(self, x, v):
-        self.vshape = v.shape
-        return _same(x)
+            gx = IndexPut.apply(g, g.new_zeros(()), *idx, key=self.key, accumulate=False)
+        gv = sum_to(Index.apply(g, *idx, key=self.key), self.vshape) if self.needs_input_grad[1] else None
+        return (gx, gv) + (None,) * len(idx)
+    def infer(self, x, v, *idx): return _same(x)
 
 
 def _is_basic(key):
@@ -504,8 +538,9 @@ def _add_at(xp, out, key, v):
 
 
 class Cat(Primitive):
+    saves_inputs = True
+    def save_for_backward(self, *xs): self.sizes = [x.shape[self.axis] for x in xs]
     def forward(self, *xs):
-        self.sizes = [x.shape[self.axis] for x in xs]
         return array_module(xs[0]).concatenate(xs, axis=self.axis)
     def backward(self, g):
         out, start = [], 0
@@ -530,43 +565,53 @@ class Pad(Primitive):
 
 
 class Gather(Primitive):
-    """take_along_axis(x, index, axis): torch.gather."""
-    def forward(self, x):
+    """take_along_axis(x, index, axis): torch.gather (index: an int64 input without gradient)."""
+    saves_inputs = True
+    def forward(self, x, index):
+        return array_module(x).take_along_axis(x, index, axis=self.axis)
+    def save_for_backward(self, x, index):
         self.src = x.shape
-        return array_module(x).take_along_axis(x, self.index, axis=self.axis)
+        super().save_for_backward(index)
     def backward(self, g):
-        return (ScatterAdd.apply(g.new_zeros(self.src), g, index=self.index, axis=self.axis),)
-    def infer(self, x):
-        self.src = x.shape
-        return tuple(self.index.shape), x.dtype
+        index, = self.saved_tensors
+        return ScatterAdd.apply(g.new_zeros(self.src), g, index, axis=self.axis), None
+    def infer(self, x, index): return tuple(index.shape), x.dtype
 
 
 class ScatterAdd(Primitive):
     """x with src added at positions `index` along `axis`: torch.scatter_add."""
-    def forward(self, x, src):
+    saves_inputs = True
+    def forward(self, x, src, index):
         xp = array_module(x)
         out = x.copy()
-        _add_at(xp, out, _scatter_key(xp, self.index, self.axis), src[_prefix(self.index.shape)])
+        _add_at(xp, out, _scatter_key(xp, index, self.axis), src[_prefix(index.shape)])
         return out
+    def save_for_backward(self, x, src, index):
+        super().save_for_backward(index)
     def backward(self, g):
-        gs = Gather.apply(g, index=self.index, axis=self.axis) if self.needs_input_grad[1] else None
-        return g, gs
-    def infer(self, x, src): return _same(x)
+        index, = self.saved_tensors
+        gs = Gather.apply(g, index, axis=self.axis) if self.needs_input_grad[1] else None
+        return g, gs, None
+    def infer(self, x, src, index): return _same(x)
 
 
 class Scatter(Primitive):
     """x with src written at positions `index` along `axis`: torch.scatter."""
-    def forward(self, x, src):
+    saves_inputs = True
+    def forward(self, x, src, index):
         xp = array_module(x)
         out = x.copy()
-        out[_scatter_key(xp, self.index, self.axis)] = src[_prefix(self.index.shape)]
+        out[_scatter_key(xp, index, self.axis)] = src[_prefix(index.shape)]
         return out
+    def save_for_backward(self, x, src, index):
+        super().save_for_backward(index)
     def backward(self, g):
+        index, = self.saved_tensors
         zeros = g.new_zeros(g.shape)
-        gx = Scatter.apply(g, zeros, index=self.index, axis=self.axis)
-        gs = Gather.apply(g, index=self.index, axis=self.axis) if self.needs_input_grad[1] else None
-        return gx, gs
-    def infer(self, x, src): return _same(x)
+        gx = Scatter.apply(g, zeros, index, axis=self.axis)
+        gs = Gather.apply(g, index, axis=self.axis) if self.needs_input_grad[1] else None
+        return gx, gs, None
+    def infer(self, x, src, index): return _same(x)
 
 
 def _prefix(shape):
@@ -623,3 +668,205 @@ class Einsum(Primitive):
             grads.append(gi)
         return tuple(grads)
     def infer(self, *xs): return _einsum_shape(self.eq, [x.shape for x in xs]), xs[0].dtype
+
+
+# ---------------------------------------------------------------- non-differentiable primitives
+# Comparisons, logic, rounding, argmax-like and index-valued results: their outputs carry no gradient
+# (`differentiable = False`: apply records no node), but they are primitives all the same, so that a
+# dispatch mode sees them and a replayed log recomputes them from its inputs.
+def _bcast(*specs):
+    return np.broadcast_shapes(*(s.shape for s in specs))
+
+
+_BOOL = np.dtype(np.bool_)
+_INT64 = np.dtype(np.int64)
+
+
+class Compare(Primitive):
+    """a `op` b elementwise, a bool result: op in eq, ne, lt, le, gt, ge, isclose (rtol, atol, equal_nan)."""
+    differentiable = False
+    keeps_dtype = False
+    rtol, atol, equal_nan = 1e-05, 1e-08, False
+
+    def forward(self, a, b):
+        op = self.op
+        if op == "isclose":
+            return array_module(a).isclose(a, b, self.rtol, self.atol, self.equal_nan)
+        return (a == b if op == "eq" else a != b if op == "ne" else a < b if op == "lt" else
+                a <= b if op == "le" else a > b if op == "gt" else a >= b)
+
+    def infer(self, a, b): return _bcast(a, b), _BOOL
+
+
+class Logic(Primitive):
+    """logical_and/or/xor/not (bool results) and bitwise_and/or/xor/not (the operands' dtype)."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, a, b=None):
+        xp = array_module(a)
+        kind, op = self.op.split("_")
+        if kind == "logical":
+            return getattr(xp, "logical_" + op)(a) if b is None else getattr(xp, "logical_" + op)(a, b)
+        return ~a if b is None else a & b if op == "and" else a | b if op == "or" else a ^ b
+
+    def infer(self, *specs):
+        return _bcast(*specs), _BOOL if self.op.startswith("logical") else specs[0].dtype
+
+
+class Rounding(Primitive):
+    """floor, ceil, trunc, round (to `decimals`), sign: piecewise constant, so no gradient
+    (the ops add `x * 0` to keep a zero gradient where torch gives one)."""
+    differentiable = False
+    decimals = 0
+
+    def forward(self, x):
+        xp = array_module(x)
+        if self.op == "round":
+            return xp.round(x, self.decimals)
+        if x.dtype.kind in "biu" and (self.op != "sign" or x.dtype == np.bool_):
+            return x.copy()
+        return getattr(xp, self.op)(x)
+
+    def infer(self, x): return x.shape, x.dtype
+
+
+class Predicate(Primitive):
+    """isnan, isinf, isfinite: bool results."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, x): return getattr(array_module(x), self.op)(x)
+    def infer(self, x): return x.shape, _BOOL
+
+
+class DivMod(Primitive):
+    """Integer-style division of one dtype: floor_divide, remainder (Python's %), fmod (C's), and
+    trunc_div (a / b rounded toward zero, in a's dtype). The ops build the gradients torch gives."""
+    differentiable = False
+
+    def forward(self, a, b):
+        xp = array_module(a)
+        if self.op == "trunc_div":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return xp.trunc(a / b).astype(a.dtype)
+        return getattr(xp, self.op)(a, b)
+
+    def infer(self, a, b): return _bcast(a, b), a.dtype
+
+
+class AnyAll(Primitive):
+    """all/any over `axis` (None: every element): bool, uint8 for uint8 input (as torch)."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, x):
+        xp = array_module(x)
+        a = x.astype(bool)
+        out = xp.asarray(a.all(axis=self.axis, keepdims=self.keepdims) if self.op == "all"
+                         else a.any(axis=self.axis, keepdims=self.keepdims))
+        return out.astype(np.uint8) if x.dtype == np.uint8 else out
+
+    def infer(self, x):
+        return _reduced(x.shape, self.axis, self.keepdims), np.dtype(np.uint8) if x.dtype == np.uint8 else _BOOL
+
+
+class ArgReduce(Primitive):
+    """argmax/argmin over one `axis` (None: of the flattened input), int64."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, x):
+        xp = array_module(x)
+        if self.axis is None or x.ndim == 0:
+            i = xp.asarray(x.argmax() if self.op == "argmax" else x.argmin(), dtype=np.int64)
+            return i.reshape((1,) * x.ndim) if self.keepdims else i
+        i = x.argmax(axis=self.axis, keepdims=self.keepdims) if self.op == "argmax" else \
+            x.argmin(axis=self.axis, keepdims=self.keepdims)
+        return xp.asarray(i, dtype=np.int64)
+
+    def infer(self, x):
+        return _reduced(x.shape, None if not x.shape else self.axis, self.keepdims), _INT64
+
+
+class ArgSort(Primitive):
+    """Stable argsort along `axis`, ascending or `descending` (ties keep their order), int64."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, x):
+        xp = array_module(x)
+        if x.ndim == 0:
+            return xp.zeros((), np.int64)
+        if self.descending:
+            key = ~x if x.dtype == np.bool_ else -x
+            if x.dtype.kind == "u":   # -x wraps: sort the reversed order instead
+                key = xp.iinfo(x.dtype).max - x
+            return xp.argsort(key, axis=self.axis, kind="stable").astype(np.int64)
+        return xp.argsort(x, axis=self.axis, kind="stable").astype(np.int64)
+
+    def infer(self, x): return x.shape, _INT64
+
+
+class Nonzero(Primitive):
+    """The (n, ndim) int64 coordinates of the non-zero elements, in C order (shape depends on data)."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, x):
+        xp = array_module(x)
+        idx = xp.nonzero(x)
+        return xp.stack(idx, axis=1).astype(np.int64) if idx else xp.zeros((1, 0), np.int64)
+
+    def infer(self, x):
+        raise NotImplementedError("nonzero: the output shape depends on the data")
+
+
+class Unique(Primitive):
+    """One `part` of xp.unique(x, axis): 'values' (sorted), 'inverse' (int64, x's shape, or x.shape[axis]
+    with an axis) or 'counts' (int64). Shapes depend on the data."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, x):
+        xp = array_module(x)
+        if self.part == "values":
+            return xp.unique(x, axis=self.axis)
+        if self.part == "counts":
+            return xp.unique(x, return_counts=True, axis=self.axis)[1].astype(np.int64)
+        inv = xp.unique(x, return_inverse=True, axis=self.axis)[1]
+        return inv.reshape(x.shape if self.axis is None else -1).astype(np.int64)
+
+    def infer(self, x):
+        raise NotImplementedError("unique: the output shape depends on the data")
+
+
+class SearchSorted(Primitive):
+    """For each of `values`, where it goes in the sorted last axis of `seq` (`side` 'left' or 'right'),
+    int64; a 1-D seq serves every value, else rows of seq and values pair up."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, seq, values):
+        xp = array_module(seq)
+        if seq.ndim == 1:
+            return xp.searchsorted(seq, values, self.side).astype(np.int64)
+        rows = [xp.searchsorted(s, v, self.side) for s, v in zip(seq.reshape(-1, seq.shape[-1]),
+                                                                  values.reshape(-1, values.shape[-1]))]
+        return xp.stack(rows).reshape(values.shape).astype(np.int64)
+
+    def infer(self, seq, values): return values.shape, _INT64
+
+
+class BitCast(Primitive):
+    """The same bytes read as `dtype` (a view; a different element size rescales the last dim)."""
+    differentiable = False
+    keeps_dtype = False
+
+    def forward(self, x): return x.view(self.dtype)
+
+    def infer(self, x):
+        dt = np.dtype(self.dtype)
+        shape = x.shape if not x.shape or dt.itemsize == x.dtype.itemsize else \
+            x.shape[:-1] + (x.shape[-1] * x.dtype.itemsize // dt.itemsize,)
+        return shape, dt

@@ -45,10 +45,16 @@ def reshape(input, *shape):
 def _viewable(arr, shape):
     """Whether a strided array can take `shape` without a copy (torch's view rule, e.g. splitting a dim
     of a column slice)."""
-    try:
-        np.reshape(arr, shape, copy=False)   # raises ValueError when a copy would be needed
-        return True
-    except (ValueError, TypeError):
+    xp = array_module(arr)
+    if xp is np:
+        try:
+            np.reshape(arr, shape, copy=False)   # raises ValueError when a copy would be needed
+            return True
+        except (ValueError, TypeError):
+            return False
+    try:   # CuPy's reshape has no copy=False: a view starts at the same address, a copy elsewhere
+        return arr.reshape(shape).data.ptr == arr.data.ptr
+    except ValueError:
         return False
 
 
@@ -60,7 +66,7 @@ def _view_dtype(input, dtype):
                                          or a.strides[-1] != a.itemsize):
         raise op_error("view", f"cannot view {describe(input)} as {dt.name}: with a different element size "
                                f"the last dimension must be contiguous and hold a whole number of {dt.name}s")
-    return _view_of(Tensor._make(a.view(dt.np), input._device), input)
+    return _view_of(P.BitCast.apply(input.detach(), dtype=dt.np), input)
 
 
 def view(input, *shape):
@@ -79,7 +85,7 @@ def contiguous(input):
     if input.requires_grad:
         return P.Clone.apply(input)
     _memory.check("contiguous", input.shape, input.dtype)
-    return Tensor._make(array_module(input).ascontiguousarray(input._data), input._device)
+    return P.Clone.apply(input)
 
 
 def clone(input):
@@ -341,15 +347,26 @@ def repeat_interleave(input, repeats, dim=None):
     if dim is None:
         input, dim = flatten(input), 0
     d = _dim(dim, input.ndim, "repeat_interleave")
-    xp = array_module(input)
-    idx = xp.repeat(xp.arange(input.shape[d]), repeats if isinstance(repeats, int) else repeats.to(input.device)._data)
-    return index_select(input, d, Tensor._make(idx, input._device))
+    n = input.shape[d]
+    if isinstance(repeats, int):
+        from .creation import arange
+        idx = reshape(expand(unsqueeze(arange(n, device=input.device), 1), (n, repeats)), (-1,))
+    else:   # index i repeated repeats[i] times: how many running totals of repeats are <= each position
+        from .math import cumsum
+        check_same_device("repeat_interleave", input, repeats, "repeats")
+        ends = cumsum(repeats, 0)
+        total = int(ends[-1].item()) if n else 0
+        from .creation import arange
+        idx = P.SearchSorted.apply(ends, arange(total, device=input.device), side="right")
+    return index_select(input, d, idx)
 
 
 def _tri_mask(input, diagonal, lower):
-    xp = array_module(input)
+    """A constant made from the shape: j - i <= diagonal (lower) or >= diagonal, on input's device."""
+    from .creation import arange
     n, m = input.shape[-2], input.shape[-1]
-    return (xp.tri(n, m, diagonal, dtype=bool) if lower else ~xp.tri(n, m, diagonal - 1, dtype=bool))
+    d = arange(m, device=input.device).unsqueeze(0) - arange(n, device=input.device).unsqueeze(1)
+    return d <= diagonal if lower else d >= diagonal
 
 
 def _zero(input):
@@ -358,35 +375,37 @@ def _zero(input):
 
 def tril(input, diagonal=0):
     from .math import where
-    return where(Tensor._make(_tri_mask(input, diagonal, True), input._device), input, _zero(input))
+    return where(_tri_mask(input, diagonal, True), input, _zero(input))
 
 
 def triu(input, diagonal=0):
     from .math import where
-    return where(Tensor._make(_tri_mask(input, diagonal, False), input._device), input, _zero(input))
+    return where(_tri_mask(input, diagonal, False), input, _zero(input))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    xp = array_module(input)
+    from .creation import arange
     if input.ndim < 2:
         raise op_error("diagonal", f"expects a tensor of at least 2 dims, got shape {tuple(input.shape)}")
     dim1, dim2 = wrap_dims((dim1, dim2), input.ndim, "diagonal")
     n = builtins.min(input.shape[dim1], input.shape[dim2])
-    rows = xp.arange(n)
     x = movedim(input, (dim1, dim2), (-2, -1))
-    i = rows if offset >= 0 else rows - offset
-    j = rows + offset if offset >= 0 else rows
-    keep = (i < x.shape[-2]) & (j < x.shape[-1])
-    return x[..., Tensor._make(i[keep], input._device), Tensor._make(j[keep], input._device)]
+    # the diagonal's length, from the shape alone: i = r - min(offset, 0), j = r + max(offset, 0)
+    k = builtins.max(0, builtins.min(n, x.shape[-2] + builtins.min(offset, 0), x.shape[-1] - builtins.max(offset, 0)))
+    rows = arange(k, device=input.device)
+    i = rows - builtins.min(offset, 0)
+    j = rows + builtins.max(offset, 0)
+    return x[..., i, j]
 
 
 def diag(input, diagonal_=0):
     if input.ndim == 1:
         n = input.shape[0] + builtins.abs(diagonal_)
         out = input.new_zeros((n, n))
-        i = array_module(input).arange(input.shape[0])
+        from .creation import arange
+        i = arange(input.shape[0], device=input.device)
         r, c = (i, i + diagonal_) if diagonal_ >= 0 else (i - diagonal_, i)
-        return index_put(out, (Tensor._make(r, input._device), Tensor._make(c, input._device)), input)
+        return index_put(out, (r, c), input)
     return diagonal(input, diagonal_)
 
 
@@ -452,10 +471,41 @@ def _key(key, input):
     return tuple(out)
 
 
+def _key_inputs(key, input):
+    """(template, index tensors): the key with a P.SLOT where each index tensor (or list) goes; the
+    tensors are inputs of the indexing primitive, on input's device."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not builtins.any(isinstance(k, (Tensor, list, np.ndarray)) for k in key):
+        return key, ()
+    out, idx = [], []
+    for k in key:
+        if isinstance(k, Tensor):
+            if k._device is not input._device and not (k._device.type == "cpu"):
+                raise op_error("index", f"indices on {k._device} for a tensor on {input._device}")
+            if k.dtype.category not in (0, 1):   # floats, incl. bfloat16
+                raise op_error("index", f"tensors used as indices must be long, int, byte or bool "
+                                        f"tensors, got {k.dtype.name}", IndexError)
+            idx.append(to_device(k.detach(), input._device))
+            out.append(P.SLOT)
+        elif isinstance(k, (list, np.ndarray)):   # host data from the user: an input on the device
+            from .creation import tensor
+            a = np.asarray(k)
+            if a.size == 0:
+                a = a.astype(np.int64)
+            if a.dtype.kind not in "biu":
+                raise op_error("index", "lists used as indices must hold integers or bools", IndexError)
+            idx.append(tensor(a, device=input.device))
+            out.append(P.SLOT)
+        else:
+            out.append(k)
+    return tuple(out), tuple(idx)
+
+
 def getitem(input, key):
-    k = _key(key, input)
+    k, idx = _key_inputs(key, input)
     try:
-        out = P.Index.apply(input, key=k)
+        out = P.Index.apply(input, *idx, key=k)
     except IndexError as e:
         raise op_error("index", f"{e}; tensor shape {tuple(input.shape)}", IndexError) from None
     return _view_of(out, input) if P._is_basic(k) else out
@@ -464,10 +514,10 @@ def getitem(input, key):
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place x[indices] = values (or += with accumulate)."""
     from .math import _as_tensor
-    k = _key(indices, input)
+    k, idx = _key_inputs(indices, input)
     v = _as_tensor(values, input.dtype, input._device, "index_put")
     try:
-        return P.IndexPut.apply(input, v, key=k, accumulate=accumulate)
+        return P.IndexPut.apply(input, v, *idx, key=k, accumulate=accumulate)
     except (IndexError, ValueError) as e:
         raise op_error("index_put", f"{e}; tensor shape {tuple(input.shape)}, values shape "
                                     f"{tuple(v.shape)}", type(e)) from None
@@ -505,8 +555,7 @@ def index_select(input, dim, index):
     if index.ndim > 1:
         raise op_error("index_select", f"index must be 1-D, got shape {tuple(index.shape)}", IndexError)
     n = input.shape[d] if input.ndim else 1
-    idx = index._data
-    if idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
+    if index.numel() and (int(index.max().item()) >= n or int(index.min().item()) < -n):
         raise op_error("index_select", f"index out of range in self: indices {index.tolist()} for dim {d} "
                                        f"of size {n} (shape {tuple(input.shape)})", IndexError)
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
@@ -518,7 +567,7 @@ def _index_arr(index, op, input):
     check_same_device(op, input, index, "index")
     if index.dtype.category != 1:
         raise op_error(op, f"expected index to be an integer tensor, got {index.dtype.name}")
-    return index._data
+    return index.detach() if index.dtype.name == "int64" else P.Cast.apply(index.detach(), dtype=np.dtype(np.int64))
 
 
 def gather(input, dim, index):
@@ -533,7 +582,7 @@ def gather(input, dim, index):
     if any(i < s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
         input = getitem(input, tuple(slice(None) if j == d else slice(0, i) for j, i in enumerate(idx.shape)))
     try:
-        return P.Gather.apply(input, index=idx, axis=d)
+        return P.Gather.apply(input, idx, axis=d)
     except (IndexError, ValueError) as e:
         raise op_error("gather", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}",
                        IndexError) from None
@@ -575,12 +624,12 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if reduce == "add":
         return scatter_add(input, dim, index, src)
     d, idx, s = _scatter_args(input, dim, index, src, "scatter")
-    return P.Scatter.apply(input, s, index=idx, axis=d)
+    return P.Scatter.apply(input, s, idx, axis=d)
 
 
 def scatter_add(input, dim, index, src):
     d, idx, s = _scatter_args(input, dim, index, src, "scatter_add")
-    return P.ScatterAdd.apply(input, s, index=idx, axis=d)
+    return P.ScatterAdd.apply(input, s, idx, axis=d)
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -607,8 +656,9 @@ def masked_fill(input, mask, value):
     check_same_device("masked_fill", input, mask, "mask")
     if not isinstance(value, Tensor):
         value = check_scalar_fits("masked_fill", value, input.dtype)
-    out = where(mask, value if isinstance(value, Tensor) else Tensor._make(
-        array_module(input).asarray(value, dtype=input._data.dtype), input._device), input)
+    from .math import _scalar_tensor
+    out = where(mask, value if isinstance(value, Tensor) else _scalar_tensor(value, input.dtype, input._device),
+                input)
     if out.shape != input.shape:
         raise op_error("masked_fill", f"mask {tuple(mask.shape)} is not broadcastable to {tuple(input.shape)}")
     return out.to(input.dtype)
@@ -624,17 +674,15 @@ def masked_scatter(input, mask, source):
     check_same_device("masked_scatter", input, mask, "mask")
     check_same_device("masked_scatter", input, source, "source")
     m = expand(mask, input.shape)
-    n = int(m._data.sum())
+    n = int(m.sum().item())
     return index_put(input, m, flatten(source)[:n])
 
 
 def nonzero(input, *, as_tuple=False):
-    xp = array_module(input)
-    idx = xp.nonzero(input._data)
+    idx = P.Nonzero.apply(input)                                    # (n, ndim)
     if as_tuple:
-        return tuple(Tensor._make(i.astype(np.int64), input._device) for i in idx)
-    return Tensor._make(xp.stack(idx, axis=1).astype(np.int64) if idx else xp.zeros((1, 0), np.int64),
-                        input._device)
+        return tuple(P.Index.apply(idx, key=(slice(None), i)) for i in range(input.ndim))
+    return idx
 
 
 argwhere = nonzero
@@ -644,21 +692,16 @@ _SortResult = collections.namedtuple("_SortResult", ["values", "indices"])
 
 
 def sort(input, dim=-1, descending=False, stable=False):
-    xp = array_module(input)
     d = _dim(dim, input.ndim, "sort")
+    idx = P.ArgSort.apply(input.detach(), axis=d, descending=descending)
     if input.ndim == 0:
-        return _SortResult(input * 1, Tensor._make(xp.zeros((), np.int64), input._device))
-    a = input._data
-    idx = xp.argsort(-a if descending and a.dtype != np.bool_ else a, axis=d, kind="stable")
-    if descending and a.dtype == np.bool_:
-        idx = xp.argsort(~a, axis=d, kind="stable")
-    values = P.Gather.apply(input, index=idx, axis=d)
-    return _SortResult(values, Tensor._make(idx.astype(np.int64), input._device))
+        return _SortResult(input * 1, idx)
+    return _SortResult(P.Gather.apply(input, idx, axis=d), idx)
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
-    _dim(dim, input.ndim, "argsort")
-    return sort(input.detach(), dim, descending, stable).indices
+    d = _dim(dim, input.ndim, "argsort")
+    return P.ArgSort.apply(input.detach(), axis=d, descending=descending)
 
 
 def msort(input):
@@ -672,9 +715,11 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if not 0 <= k <= (input.shape[d] if input.ndim else 1):
         raise op_error("topk", f"selected index k={k} out of range for dimension {d} of size "
                                f"{input.shape[d] if input.ndim else 1}")
-    s = sort(input.detach(), d, descending=largest, stable=True)
-    idx = s.indices._data[(slice(None),) * d + (slice(0, k),)]
-    return _SortResult(P.Gather.apply(input, index=idx, axis=d), Tensor._make(idx, input._device))
+    idx = P.ArgSort.apply(input.detach(), axis=d, descending=largest)
+    if input.ndim == 0:
+        return _SortResult(input * 1, idx)
+    idx = P.Index.apply(idx, key=(slice(None),) * d + (slice(0, k),))
+    return _SortResult(P.Gather.apply(input, idx, axis=d), idx)
 
 
 def kthvalue(input, k, dim=-1, keepdim=False):
@@ -686,32 +731,23 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    xp = array_module(input)
     if dim is not None:
         dim = _dim(dim, input.ndim, "unique")
-    res = xp.unique(input._data, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
-    if not isinstance(res, tuple):
-        return Tensor._make(res, input._device)
-    out = [Tensor._make(res[0], input._device)]
-    i = 1
+    x = input.detach()
+    values = P.Unique.apply(x, axis=dim, part="values")
+    if not (return_inverse or return_counts):
+        return values
+    out = [values]
     if return_inverse:
-        out.append(Tensor._make(res[i].reshape(input.shape if dim is None else -1).astype(np.int64), input._device))
-        i += 1
+        out.append(P.Unique.apply(x, axis=dim, part="inverse"))
     if return_counts:
-        out.append(Tensor._make(res[i].astype(np.int64), input._device))
+        out.append(P.Unique.apply(x, axis=dim, part="counts"))
     return tuple(out)
 
 
 def searchsorted(sorted_sequence, values, *, right=False):
     check_same_device("searchsorted", sorted_sequence, values, "values", "sorted_sequence")
-    xp = array_module(sorted_sequence)
-    side = "right" if right else "left"
-    if sorted_sequence.ndim == 1:
-        return Tensor._make(xp.searchsorted(sorted_sequence._data, values._data, side).astype(np.int64),
-                            values._device)
-    rows = [xp.searchsorted(s, v, side) for s, v in zip(sorted_sequence._data.reshape(-1, sorted_sequence.shape[-1]),
-                                                        values._data.reshape(-1, values.shape[-1]))]
-    return Tensor._make(xp.stack(rows).reshape(values.shape).astype(np.int64), values._device)
+    return P.SearchSorted.apply(sorted_sequence.detach(), values.detach(), side="right" if right else "left")
 
 
 def bucketize(input, boundaries, *, right=False):

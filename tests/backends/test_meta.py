@@ -170,14 +170,7 @@ OPS = {
 # Ops whose forward or backward still computes on raw arrays (side doors; branch `sidedoors` converts them
 # to primitives). On meta they raise MetaDataError there; when a door closes, this test says so: move
 # the op out of the table.
-SIDE_DOORS = {
-    "logsumexp": ("forward", "isinf on raw arrays in ops/math.py logsumexp"),
-    "amax_amin": ("backward", "Amax backward compares x == y (ops/math.py _compare)"),
-    "unary_chain": ("backward", "Abs backward: sign() on raw arrays (ops/math.py _nondiff)"),
-    "prod_cumsum": ("backward", "Prod backward tests x._data == 0"),
-    "erf_gelu": ("backward", "Gelu first-order backward on raw arrays (ops/layers.py)"),
-    "softmax": ("backward", "Softmax first-order backward on raw arrays (ops/layers.py)"),
-    "layer_norm": ("backward", "LayerNorm first-order backward on raw arrays (ops/layers.py)"),
+SIDE_DOORS = {   # ops with a part that computes on raw arrays (none left: every op in OPS is clean)
 }
 
 

@@ -5,8 +5,7 @@ import numpy as np
 
 from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
-from ...backends import array_module
-from ...ops import math as M
+from ...ops import math as M, creation as C
 from .activation import log_softmax
 from .vision import pairwise_distance
 
@@ -103,13 +102,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.ndim == 1:
         return nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
     n_cls = input.shape[1]
-    t = target._data
-    valid = t != ignore_index
-    if ((t[valid] < 0) | (t[valid] >= n_cls)).any():
-        bad = t[valid][(t[valid] < 0) | (t[valid] >= n_cls)][0]
-        raise op_error("nll_loss", f"target {int(bad)} is out of bounds for {n_cls} classes", IndexError)
-    safe = array_module(input).where(valid, t, 0).astype(np.int64)
-    picked = M.neg(input.gather(1, Tensor._make(safe[:, None], target._device)).squeeze(1))   # (N, ...)
+    safe, valid = _safe_target(target, ignore_index, n_cls, "nll_loss")
+    picked = M.neg(input.gather(1, safe.unsqueeze(1)).squeeze(1))   # (N, ...)
     w = _class_weights(weight, safe, valid, input)
     loss = picked * w
     if reduction == "mean":
@@ -117,12 +111,22 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _reduce(loss, reduction, "nll_loss")
 
 
+def _safe_target(target, ignore_index, n_cls, op):
+    """(target with ignored entries set to class 0, as int64; the mask of entries not ignored), after
+    checking that every entry not ignored is a class."""
+    t = target.detach().long()
+    valid = M.ne(t, ignore_index)
+    bad = M.logical_and(valid, M.logical_or(M.lt(t, 0), M.ge(t, n_cls)))
+    if M.any(bad).item():
+        raise op_error(op, f"target {int(t[bad][0].item())} is out of bounds for {n_cls} classes", IndexError)
+    return M.where(valid, t, 0), valid
+
+
 def _class_weights(weight, safe, valid, like):
     """Per-element weight w[target] (0 where ignored), as a constant tensor."""
-    xp = array_module(like)
-    w = weight.detach()._data[safe] if weight is not None else xp.ones(safe.shape, dtype=like._data.dtype)
-    w = xp.where(valid, w, 0).astype(like._data.dtype)
-    return Tensor._make(w, like._device)
+    w = weight.detach()[safe].to(like.dtype) if weight is not None else \
+        C.ones(safe.shape, dtype=like.dtype, device=like.device)
+    return M.where(valid, w, 0.0)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -167,15 +171,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     # smoothing term: -sum_c w_c logp_c per element, masked like nll
     terms = logp * weight.reshape(wshape) if weight is not None else logp
     smooth = -terms.sum(dim)
-    t = target._data
-    valid = t != ignore_index
-    smooth = smooth * Tensor._make(valid.astype(input._data.dtype), input._device)
+    safe, valid = _safe_target(target, ignore_index, n_cls, "cross_entropy")
+    smooth = smooth * valid.to(input.dtype)
     if reduction == "mean":
         if weight is not None:
-            safe = array_module(input).where(valid, t, 0).astype(np.int64)
             denom = _class_weights(weight, safe, valid, input).sum()
         else:
-            denom = float(valid.sum())
+            denom = valid.sum().to(input.dtype)
         smooth = smooth.sum() / denom
     else:
         smooth = _reduce(smooth, reduction, "cross_entropy")
@@ -186,8 +188,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
     _same_shape(input, target, "binary_cross_entropy")
-    a = input.detach()._data
-    if a.size and bool(((a < 0) | (a > 1)).any()):
+    x = input.detach()
+    if x.numel() and M.any(M.logical_or(M.lt(x, 0), M.gt(x, 1))).item():
         raise op_error("binary_cross_entropy", "all elements of input should be between 0 and 1")
     log_p = M.clamp(M.log(input), min=-100.0)
     log_1mp = M.clamp(M.log(1 - input), min=-100.0)
@@ -236,13 +238,12 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         input, target = input.unsqueeze(0), target.reshape(1)
     _class_target(input, target, "multi_margin_loss", weight)
     n_cls = input.shape[1]
-    t = Tensor._make(target._data.astype(np.int64)[:, None], target._device)
+    t = target.detach().long().unsqueeze(1)                        # (N, 1)
     x_y = input.gather(1, t)                                       # (N, 1)
     z = M.relu(margin - x_y + input)
     if p == 2:
         z = z * z
-    not_y = Tensor._make((array_module(input).arange(n_cls)[None, :] != target._data[:, None]).astype(input._data.dtype),
-                         input._device)
+    not_y = M.ne(C.arange(n_cls, device=input.device).unsqueeze(0), t).to(input.dtype)   # (N, C)
     z = z * not_y
     if weight is not None:
         z = z * weight.detach()[target].unsqueeze(1)

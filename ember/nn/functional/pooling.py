@@ -6,10 +6,10 @@ import math
 import numpy as np
 
 from ..._errors import op_error
-from ...backends import array_module
 from ..._tensor import Tensor
 from ...ops import math as M, creation as C
-from ...ops.layers import Conv, MaxPool
+from ...ops.layers import Conv, MaxPoolIndex
+from ...ops.primitives import Gather, Pad
 from ._utils import _ntuple, _check_dim
 from .conv import _pad_spatial
 
@@ -47,23 +47,14 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     _check_dim(input, (nd + 2,), op)
     k, s, p, d, pads = _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
     x = _pad_spatial(input, pads, value=-math.inf)
-    out = MaxPool.apply(x, kernel=k, stride=s, dilation=d)
+    N, Cc = x.shape[:2]
+    index = MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d)      # (N, C, *out)
+    # the maxima: x gathered at those positions (its gradient scatters back to them)
+    out = Gather.apply(x.reshape(N, Cc, -1), index.reshape(N, Cc, -1), axis=2).reshape(index.shape)
     if not return_indices:
         return out
     # indices into the unpadded input, as torch returns them
-    node_index = _maxpool_index(x, k, s, d)
-    xp = array_module(input)
-    coords = xp.unravel_index(node_index, x.shape[2:])
-    coords = [c - b for c, (b, _) in zip(coords, pads)]
-    idx = xp.ravel_multi_index(coords, input.shape[2:]).reshape(out.shape)
-    return out, Tensor._make(idx.astype(np.int64), input._device)
-
-
-def _maxpool_index(x, k, s, d):
-    prim = MaxPool.__new__(MaxPool)
-    prim.kernel, prim.stride, prim.dilation = k, s, d
-    prim.forward(x._data)
-    return prim.index
+    return out, MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d, pads=tuple(pads))
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -90,25 +81,18 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     elif count_include_pad and not ceil_mode:
         out = summed / math.prod(k)
     else:
-        # how many window cells fall in the input (or in the input plus its padding)
-        xp = array_module(input)
-        region = xp.ones((1, 1) + tuple(input.shape[2:]), dtype=input._data.dtype)
+        # how many window cells fall in the input (or in the input plus its padding): a constant from
+        # the shapes, counted by the same Conv on a region of ones
+        region = C.ones((1, 1) + tuple(input.shape[2:]), dtype=input.dtype, device=input.device)
         if count_include_pad:
-            region = xp.pad(region, ((0, 0), (0, 0)) + tuple((pp, pp) for pp in p), constant_values=1)
+            region = Pad.apply(region, pads=((0, 0), (0, 0)) + tuple((pp, pp) for pp in p), value=1)
             rest = tuple((0, a - b) for b, a in pads)
         else:
             rest = tuple(pads)
-        region = xp.pad(region, ((0, 0), (0, 0)) + rest)
-        counts = _conv_arrays(region, ones._data, s, d)
-        out = summed / Tensor._make(counts, input._device)
+        region = Pad.apply(region, pads=((0, 0), (0, 0)) + rest, value=0)
+        counts = Conv.apply(region, ones, stride=s, dilation=d, groups=1)
+        out = summed / counts
     return out.reshape(N, Cc, *out.shape[2:])
-
-
-def _conv_arrays(x, w, stride, dilation):
-    """Conv on raw arrays, outside autograd (for constant divisors)."""
-    prim = Conv.__new__(Conv)
-    prim.stride, prim.dilation, prim.groups = stride, dilation, 1
-    return prim.forward(x, w).astype(x.dtype, copy=False)   # bfloat16 matmul gives float32
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
