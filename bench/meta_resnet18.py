@@ -2,10 +2,9 @@
 
     /work/venv/bin/python bench/meta_resnet18.py
 
-Times the forward (batch 256, 3x224x224), and the backward through layers whose backward is pure
-primitives (tanh for relu, autograd.grad for .backward(): see tests/backends/test_meta.py), then tries
-the full step (cross-entropy, backward, SGD(momentum) step, zero_grad) and reports where it stops while
-side doors (raw-array code) remain.
+Times the forward (batch 256, 3x224x224), a forward + backward without BatchNorm statistics, and the
+full step (cross-entropy, backward, SGD(momentum) step, zero_grad); each includes building the model.
+If some code computes on raw arrays (a side door), the full step stops there and the script says where.
 """
 from __future__ import annotations
 
