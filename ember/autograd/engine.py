@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from . import anomaly, function
+from . import anomaly
 from .. import _debug
 from .grad_mode import set_enabled
 from . import profile_hooks as _profile_hooks
@@ -19,9 +19,21 @@ def _fresh(g):
     gradient reaching a leaf may be shared with another leaf (Add passes one array to both inputs), be
     the caller's `gradient=` tensor, a hook's or a custom backward's return value, or a broadcast view;
     `.grad` is later changed in place (accumulation, clip_grad_norm_, zero_), which must not reach those.
-    A `Clone` primitive call, so dispatch modes see it."""
-    from ..ops.primitives import Clone
-    return Clone.apply(function._make_fn(g._data, g._device))
+    A `Clone` primitive call, so dispatch modes see it (grad mode is off here: nothing is recorded)."""
+    return _prims()[0].apply(g)
+
+
+_PRIMS = None
+
+
+def _prims():
+    """(Clone, Assign): imported on first use (ember.ops imports this module)."""
+    global _PRIMS
+    if _PRIMS is None:
+        from ..ops.primitives import Clone
+        from ..ops.inplace import Assign
+        _PRIMS = (Clone, Assign)
+    return _PRIMS
 
 
 def _call_hooks(hooks, g):
@@ -229,8 +241,9 @@ def _accumulate(leaf, g, create_graph):
         elif create_graph:
             leaf.grad = leaf.grad + g
         else:   # one Assign(op='add'): the sum is written into .grad's memory, seen by dispatch modes
-            from ..ops.inplace import assign
-            assign(leaf.grad, function._make_fn(g._data, g._device), op="add")
+            grad = leaf.grad
+            _prims()[1].apply(grad, g, op="add")
+            grad._bump_version()
 
 
 def _node_outputs(node, grads, capture):

@@ -870,3 +870,21 @@ class BitCast(Primitive):
         shape = x.shape if not x.shape or dt.itemsize == x.dtype.itemsize else \
             x.shape[:-1] + (x.shape[-1] * x.dtype.itemsize // dt.itemsize,)
         return shape, dt
+
+
+class ClassTarget(Primitive):
+    """Class-index targets for nll_loss / cross_entropy, in one call: (safe, valid, bad) with
+    valid = target != ignore_index, safe = target where valid else 0 (int64, a gather index), and
+    bad = how many valid entries are not classes in [0, n_cls) (0-d int64; the loss raises if any)."""
+    differentiable = False
+    keeps_dtype = False
+    multi_output = True
+
+    def forward(self, t):
+        xp = array_module(t)
+        valid = t != self.ignore_index
+        bad = (valid & ((t < 0) | (t >= self.n_cls))).sum(dtype=np.int64)
+        return xp.where(valid, t, 0).astype(np.int64), valid, xp.asarray(bad, dtype=np.int64)
+
+    def infer(self, t):
+        return (tuple(t.shape), _INT64), (tuple(t.shape), _BOOL), ((), _INT64)

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ember.ops.math import maximum
-from ember.ops.shape import stack, unbind
-from .optimizer import Optimizer, check_arg, effective_grad, lerp_, params_with_grad, step_tensor, zeros_state
+from ember.ops.optim_prims import AdamStep
+from .optimizer import Optimizer, check_arg, params_with_grad, step_tensor, zeros_state
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -86,37 +85,14 @@ def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_a
          steps: list, *, lr, beta1: float, beta2: float, eps: float, weight_decay: float,
          amsgrad: bool, maximize: bool, decoupled_weight_decay: bool) -> None:
     """One Adam step over Tensors, in place (call under no_grad). `steps[i]` is parameter i's 0-d step
-    tensor (incremented here), `lr` a 0-d tensor; the bias corrections are computed from the step
-    tensors with Tensor ops. The order of operations is torch's (single-tensor, non-capturable)."""
-    for step in steps:
-        step.add_(1)
-    step_sizes, bc2_sqrts = _bias_corrections(params, steps, lr, beta1, beta2)
-    decays = {}
+    tensor, `lr` a 0-d float64 tensor. Each parameter is one fused `AdamStep` call
+    (ember/ops/optim_prims.py): it increments the step, computes the bias corrections from it and updates
+    the parameter and its moments in place, in torch's order of operations (single-tensor, non-capturable)."""
     for i, (p, g) in enumerate(zip(params, grads)):
-        if decoupled_weight_decay and weight_decay != 0:   # AdamW: decay the weights, not the gradient
-            key = (p.dtype, p.device)
-            if key not in decays:
-                decays[key] = (1 - lr.to(p.device) * weight_decay).to(p.dtype)
-            p.mul_(decays[key])
-        g = effective_grad(p, g, maximize, 0.0 if decoupled_weight_decay else weight_decay)
-        m, v = exp_avgs[i], exp_avg_sqs[i]
-        lerp_(m, g, 1 - beta1)                               # m = beta1 * m + (1 - beta1) * g
-        v.mul_(beta2).add_((g * (1 - beta2)).mul_(g))        # v = beta2 * v + (1 - beta2) * g^2
-        if amsgrad:
-            v = max_exp_avg_sqs[i].copy_(maximum(max_exp_avg_sqs[i], v))
-        denom = v.sqrt().div_(bc2_sqrts[i]).add_(eps)        # sqrt(v_hat) + eps
-        p.sub_((m * step_sizes[i]).div_(denom))              # torch's addcdiv_(m, denom, value=-step_size)
-
-
-def _bias_corrections(params: list, steps: list, lr, beta1: float, beta2: float):
-    """Per parameter, in its dtype: lr / (1 - beta1^t) and sqrt(1 - beta2^t), t its step tensor (the
-    float64 math of torch's Python floats). When the parameters share a device and a dtype (the usual
-    case) this is computed once over the stacked step tensors: a few calls per group, not per parameter."""
-    p0 = params[0]
-    if len(steps) > 1 and all(p.device == p0.device and p.dtype == p0.dtype for p in params):
-        t = stack(steps)                                     # (n,) float64
-        return (unbind((lr.to(p0.device) / (1 - beta1 ** t)).to(p0.dtype)),
-                unbind((1 - beta2 ** t).sqrt().to(p0.dtype)))
-    step_sizes = [(lr.to(p.device) / (1 - beta1 ** t)).to(p.dtype) for p, t in zip(params, steps)]
-    bc2_sqrts = [(1 - beta2 ** t).sqrt().to(p.dtype) for p, t in zip(params, steps)]
-    return step_sizes, bc2_sqrts
+        state = (exp_avgs[i], exp_avg_sqs[i]) + ((max_exp_avg_sqs[i],) if amsgrad else ())
+        step = steps[i]
+        AdamStep.apply(p, g, *state, step, lr if lr.device == step.device else lr.to(step.device), beta1=beta1, beta2=beta2, eps=eps,
+                       weight_decay=weight_decay, decoupled=decoupled_weight_decay, amsgrad=amsgrad,
+                       maximize=maximize)
+        for t in (p, step) + state:
+            t._bump_version()

@@ -20,6 +20,7 @@ from ember.ops import random_prims as R
 from ember.ops import elementwise as E
 from ember.ops import linalg as LA
 from ember.ops import inplace as I
+from ember.ops import optim_prims as O
 
 
 def _all_primitives():
@@ -117,6 +118,10 @@ CASES = {
     "QrComplete": (LA.Qr, [((5, 3), "f")], {"mode": "complete"}),
     "SlogdetSign": (LA.SlogdetSign, [((2, 3, 3), "f")], {}),
     "Assign": (I.Assign, [((2, 3), "f"), ((3,), "f")], {"op": "add"}),
+    "AdamStep": (O.AdamStep, [((2, 3), "f"), ((2, 3), "f"), ((2, 3), "f"), ((2, 3), "f"), np.array(1.0),
+                              np.array(1e-3)],
+                 {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}),
+    "ClassTarget": (P.ClassTarget, [np.array([[0, 3], [-100, 1]])], {"ignore_index": -100, "n_cls": 4}),
     "Compare": (P.Compare, [((2, 3), "f"), ((3,), "f")], {"op": "lt"}),
     "Logic": (P.Logic, [((2, 3), "b"), ((3,), "b")], {"op": "logical_xor"}),
     "Rounding": (P.Rounding, [((2, 3), "f")], {"op": "floor"}),

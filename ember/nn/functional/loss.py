@@ -5,7 +5,7 @@ import numpy as np
 
 from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
-from ...ops import math as M, creation as C
+from ...ops import math as M, creation as C, primitives as P
 from .activation import log_softmax
 from .vision import pairwise_distance
 
@@ -113,20 +113,21 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 def _safe_target(target, ignore_index, n_cls, op):
     """(target with ignored entries set to class 0, as int64; the mask of entries not ignored), after
-    checking that every entry not ignored is a class."""
-    t = target.detach().long()
-    valid = M.ne(t, ignore_index)
-    bad = M.logical_and(valid, M.logical_or(M.lt(t, 0), M.ge(t, n_cls)))
-    if not t.is_meta and M.any(bad).item():   # meta has no values to check (as torch's meta kernels)
-        raise op_error(op, f"target {int(t[bad][0].item())} is out of bounds for {n_cls} classes", IndexError)
-    return M.where(valid, t, 0), valid
+    checking that every entry not ignored is a class (one primitive call and, off meta, one read)."""
+    t = target.detach()
+    safe, valid, bad = P.ClassTarget.apply(t, ignore_index=int(ignore_index), n_cls=int(n_cls))
+    if not t.is_meta and bad.item():   # meta has no values to check (as torch's meta kernels)
+        t = t.long()
+        wrong = M.logical_and(M.ne(t, ignore_index), M.logical_or(M.lt(t, 0), M.ge(t, n_cls)))
+        raise op_error(op, f"target {int(t[wrong][0].item())} is out of bounds for {n_cls} classes", IndexError)
+    return safe, valid
 
 
 def _class_weights(weight, safe, valid, like):
     """Per-element weight w[target] (0 where ignored), as a constant tensor."""
-    w = weight.detach()[safe].to(like.dtype) if weight is not None else \
-        C.ones(safe.shape, dtype=like.dtype, device=like.device)
-    return M.where(valid, w, 0.0)
+    if weight is None:
+        return valid.to(like.dtype)
+    return M.where(valid, weight.detach()[safe].to(like.dtype), 0.0)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
