@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .grad_mode import STATE
 
-__all__ = ["dispatch", "DispatchMode", "current_modes"]
+__all__ = ["dispatch", "DispatchMode", "current_modes", "attrs_key"]
 
 # One entry per mode open in any thread (list.append/pop are atomic under the GIL).
 ACTIVE: list = []
@@ -30,6 +30,22 @@ def dispatch(prim, inputs, attrs):
     """Run primitive `prim` (a Primitive subclass) on `inputs` (Tensors) with `attrs` (a dict of
     hashable values). Returns a Tensor (or a tuple for multi-output primitives)."""
     return prim.apply(*inputs, **attrs)
+
+
+def attrs_key(attrs: dict):
+    """A hashable key for a call's attributes (a trace or cache key): the sorted items, with slices
+    (unhashable before Python 3.12) as ('slice', start, stop, step). Raises TypeError for anything
+    else unhashable, which would be a data-valued attribute that belongs among the inputs."""
+    return tuple(sorted((k, _hashable(v)) for k, v in attrs.items()))
+
+
+def _hashable(v):
+    if isinstance(v, slice):
+        return ("slice", v.start, v.stop, v.step)
+    if isinstance(v, (tuple, list)):
+        return tuple(_hashable(x) for x in v)
+    hash(v)
+    return v
 
 
 def _stack() -> list:

@@ -13,6 +13,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
+from ember.autograd.dispatch import attrs_key
 from ember.utils.dispatch import DispatchMode, PrimitiveLog
 
 
@@ -40,6 +41,14 @@ def _run(fn, inputs):
     return xs, outs, [g for g in grads if g is not None]
 
 
+def _flat(vs):
+    for v in vs:
+        if isinstance(v, (tuple, list)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
 def _bits(a):
     return np.ascontiguousarray(np.asarray(a)).tobytes()
 
@@ -51,6 +60,9 @@ def check_no_side_doors(fn, make):
     with log:
         xs, outs, grads = _run(fn, inputs)
     assert outs, "the op returned no tensor"
+    for c in log.calls:   # attributes are static, hashable values; data-valued things are inputs
+        attrs_key(c.attrs)
+        assert not any(isinstance(v, (np.ndarray, ember.Tensor)) for v in _flat(c.attrs.values())), c
     rep = log.replay()
     for t in outs + grads:
         assert _bits(rep[t]) == _bits(t._data), "replay differs from the eager run"

@@ -10,6 +10,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from ember.autograd.dispatch import attrs_key
 from ember.utils.dispatch import PrimitiveLog
 
 
@@ -82,3 +83,33 @@ def test_training_step_replays_bit_for_bit(kind):
         assert values[p].tobytes() == p._data.tobytes(), f"{name}: replay differs from the eager step"
     for t in _state_tensors(opt):
         assert values[t].tobytes() == t._data.tobytes()
+
+
+def _leaves(v):
+    if isinstance(v, (tuple, list)):
+        for x in v:
+            yield from _leaves(x)
+    else:
+        yield v
+
+
+@pytest.mark.parametrize("kind", ["mlp", "gpt"])
+def test_every_attribute_of_a_training_step_is_static_and_hashable(kind):
+    """Attributes are the trace key of a call (the compiler caches on them): hashable Python values;
+    anything data-valued (index arrays, masks, targets, RNG state, lr, step) must be an input."""
+    import numpy as np
+    ember.manual_seed(0)
+    if kind == "mlp":
+        model, x, y = _mlp(), ember.randn(8, 6), ember.randint(0, 4, (8,))
+    else:
+        model, x, y = TinyGPT(), ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
+    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    with PrimitiveLog() as log:
+        for _ in range(2):
+            _step(model, opt, sched, x, y)
+    assert len(log) > 20
+    for c in log.calls:
+        hash(attrs_key(c.attrs))
+        for v in _leaves(list(c.attrs.values())):
+            assert not isinstance(v, (np.ndarray, ember.Tensor)), (c.name, c.attrs)
