@@ -18,6 +18,8 @@ from .grad_mode import STATE, OFF
 from .dispatch import ACTIVE, mode_open as _mode_open, to_mode as _to_mode
 from . import anomaly
 from .. import _debug, _memory
+from ..backends import run as _backend_run
+from ..backends.cpu import kernels as _CPU_KERNELS
 from ..backends.meta import MetaArray
 
 __all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
@@ -151,7 +153,10 @@ class Primitive(Node):
             out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
         else:
             try:
-                out = node.forward(*arrays)
+                if arrays and arrays[0].__class__ is not _ndarray or _CPU_KERNELS:
+                    out = _backend_run(node, arrays)   # a device's array, or a CPU kernel is registered
+                else:
+                    out = node.forward(*arrays)        # host arrays: the forward is the CPU kernel
             except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
                 raise _memory.from_memory_error(node.op_name, e, arrays) from None
         if cls.multi_output:
