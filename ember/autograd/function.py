@@ -19,6 +19,7 @@ from .dispatch import ACTIVE, mode_open as _mode_open, to_mode as _to_mode
 from . import anomaly
 from .. import _debug, _memory
 from ..backends import run as _backend_run
+from ..backends.host import asarray as _host_asarray
 from ..backends.cpu import kernels as _CPU_KERNELS
 from ..backends.meta import MetaArray
 
@@ -162,7 +163,7 @@ class Primitive(Node):
         if cls.multi_output:
             return _finish_multi(cls, node, inputs, arrays, out)
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
-            out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
+            out = _host_asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
         if arrays and out.dtype is not arrays[0].dtype and cls.keeps_dtype:
             out = _same_dtype(out, arrays[0].dtype)
         if _debug.LEVEL:
