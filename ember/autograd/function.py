@@ -150,16 +150,18 @@ class Primitive(Node):
                     n *= a.size
             if n > _memory._LIMIT and arrays[0].__class__ is _ndarray:
                 _check_output_fits(node, arrays)
-        if arrays and arrays[0].__class__ is _MetaArray:   # one identity test on the CPU path
-            out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
-        else:
-            try:
-                if arrays and arrays[0].__class__ is not _ndarray or _CPU_KERNELS:
-                    out = _backend_run(node, arrays)   # a device's array, or a CPU kernel is registered
+        try:
+            if not arrays or arrays[0].__class__ is _ndarray:   # host arrays: one identity test
+                if _CPU_KERNELS:   # empty unless a CPU kernel is registered
+                    out = _backend_run(node, arrays)
                 else:
-                    out = node.forward(*arrays)        # host arrays: the forward is the CPU kernel
-            except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
-                raise _memory.from_memory_error(node.op_name, e, arrays) from None
+                    out = node.forward(*arrays)   # the forward is NumPy: no call in between
+            elif arrays[0].__class__ is _MetaArray:
+                out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
+            else:
+                out = _backend_run(node, arrays)   # a device's array: its backend runs the primitive
+        except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
+            raise _memory.from_memory_error(node.op_name, e, arrays) from None
         if cls.multi_output:
             return _finish_multi(cls, node, inputs, arrays, out)
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
