@@ -61,11 +61,13 @@ def check_scalar_fits(op: str, value, dtype):
     values down to -max, which wrap around as in C (uint8: -1 is 255). Arithmetic (`x + 300`) wraps
     instead and does not come here. Returns the value to store (a negative one wrapped for unsigned types)."""
     import builtins
+    import math
     import numpy as np
     if isinstance(value, builtins.bool) or dtype.name == "bool":
         return value
     if dtype.is_floating_point:
-        if not isinstance(value, (builtins.int, builtins.float)) or not np.isfinite(value):
+        if not isinstance(value, (builtins.int, builtins.float)) or \
+                (isinstance(value, builtins.float) and not math.isfinite(value)):   # ints are finite
             return value
         bad = builtins.abs(value) > _FLOAT_MAX.get(dtype.name, float("inf"))
     elif isinstance(value, builtins.int):

@@ -4,29 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dtype
+from .backends import host
 
 _DEFAULT_SHOWN = ("float32", "int64", "bool")
-
-
-def _padded(fmt, a):
-    # torch right-aligns every element to the widest one: tensor([ 0.1235, 10.5000])
-    width = max((len(fmt(v)) for v in a.flat), default=0)
-    return lambda v: fmt(v).rjust(width)
-
-
-def _formatter(a: np.ndarray):
-    if a.dtype.kind == "b":
-        return {"bool": _padded(lambda v: "True" if v else "False", a)}
-    if a.dtype.kind in "iu":
-        return None
-    finite = a[np.isfinite(a)] if a.size else a
-    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-        fmt = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v).replace("nan", "nan")  # noqa: E731
-    elif finite.size and (np.abs(finite).max() >= 1e8 or np.abs(finite[finite != 0]).min(initial=1) < 1e-4):
-        fmt = lambda v: f"{v:.4e}"  # noqa: E731
-    else:
-        fmt = lambda v: f"{v:.4f}"  # noqa: E731
-    return {"float_kind": _padded(fmt, a)}
 
 
 def tensor_repr(t) -> str:
@@ -48,8 +28,7 @@ def tensor_repr(t) -> str:
         body = "[]" if a.ndim <= 1 else "[]"
         extras.insert(0, f"size={tuple(a.shape)}") if a.ndim > 1 else None
     else:
-        body = np.array2string(a, separator=", ", prefix="tensor(", formatter=_formatter(a),
-                               threshold=1000, edgeitems=3, max_line_width=80)
+        body = host.format_array(a, prefix="tensor(")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
 

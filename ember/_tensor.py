@@ -13,6 +13,7 @@ import weakref
 import numpy as np
 
 from . import _dtype
+from .backends import host
 from ._device import device as _device_cls, CPU
 
 __all__ = ["Tensor"]
@@ -38,7 +39,7 @@ class Tensor:
         from .ops.creation import _to_array
         dtype = dtype if dtype is not None else _dtype.get_default_dtype()
         if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            data = np.zeros(args, dtype=_dtype.to_dtype(dtype).np)
+            data = host.zeros(args, _dtype.to_dtype(dtype).np)
         else:
             if len(args) > 1:
                 raise TypeError(f"Tensor: expected data or integer sizes, got {len(args)} arguments")
@@ -268,7 +269,7 @@ class Tensor:
             else self._data.reshape(()).item()
 
     def tolist(self):
-        return np.asarray(self.detach().cpu()._data).tolist() if self.dtype.name != "bfloat16" \
+        return host.asarray(self.detach().cpu()._data).tolist() if self.dtype.name != "bfloat16" \
             else self.detach().cpu()._data.astype(np.float32).tolist()
 
     def __float__(self):

@@ -26,6 +26,7 @@ import threading
 import numpy as np
 
 from . import _dtype
+from .backends import host
 from ._tensor import Tensor
 from .ops import random_prims as P
 
@@ -73,11 +74,11 @@ class Generator:
         """The state as a uint8 tensor of 16 bytes: seed and offset, little-endian 64-bit words."""
         from .ops.creation import _from_host
         self._host = None        # a host stream handed out before this point is not part of the state
-        words = np.array([self._seed, self._offset], dtype=np.uint64).astype("<u8")
+        words = host.uint64_words(self._seed, self._offset)
         return _from_host(words.view(np.uint8).copy(), None)
 
     def set_state(self, state) -> "Generator":
-        arr = np.asarray(state.detach().cpu()._data if isinstance(state, Tensor) else state)
+        arr = host.asarray(state.detach().cpu()._data if isinstance(state, Tensor) else state)
         if arr.dtype != np.uint8 or arr.shape != (16,):
             raise TypeError(f"Generator.set_state: expected the 16-byte uint8 tensor get_state returns, got "
                             f"{getattr(state, 'dtype', type(state).__name__)} of shape {tuple(arr.shape)}")
@@ -105,7 +106,7 @@ class Generator:
         """[seed, offset] as an int64 tensor on `device` for the next draw, and advance past its counters."""
         from .ops.creation import _from_host
         with self._lock:
-            state = np.array([self._seed, self._offset], dtype=np.uint64).view(np.int64)
+            state = host.uint64_words(self._seed, self._offset).view(np.int64)
             self._offset = (self._offset + nblocks) & _U64
             self._host = None
         return _from_host(state, device)
@@ -231,7 +232,7 @@ def poisson(input, generator=None) -> Tensor:
     # which the fixed-counter primitive does not do. Drawn from the generator's NumPy stream.
     from .ops.creation import _from_host
     g = generator if generator is not None else default_generator
-    rates = np.asarray(input.detach().cpu()._data, dtype=np.float64)
+    rates = host.asarray(input.detach().cpu()._data, dtype=np.float64)
     out = g.numpy_generator().poisson(rates).astype(input.dtype.np)
     g._host = None     # one NumPy stream per call: the next draw starts from a fresh offset
     return _from_host(out, input.device)

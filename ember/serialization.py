@@ -31,6 +31,7 @@ import numpy as np
 
 from ._device import CPU, device as _device_cls
 from ._tensor import Tensor
+from .backends import host
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -453,7 +454,7 @@ def _read_tensor(fh: BinaryIO, data_start: int, e: _Entry, name: str) -> np.ndar
     else:
         np_dtype = np.dtype(_ST_TO_EMBER[e.dtype])
     try:
-        arr = np.empty(e.shape, np_dtype)
+        arr = host.empty(e.shape, np_dtype)
     except ValueError as err:  # more dimensions than NumPy supports
         raise CheckpointError(f"ember.load: {name} holds a tensor of shape {list(e.shape)} that NumPy cannot "
                               f"represent ({err})") from None
@@ -503,7 +504,7 @@ def _header_bytes(tensors: dict[str, Tensor], metadata: dict) -> tuple[bytes, li
 def _tensor_bytes(t: Tensor) -> memoryview:
     """The tensor's bytes in C order: a view of its array where it is contiguous and on the host, else one
     copy of this tensor alone."""
-    arr = np.ascontiguousarray(_host_array(t))
+    arr = host.contiguous(_host_array(t))
     if not _LITTLE_ENDIAN:
         arr = arr.byteswap()
     return memoryview(arr.reshape(-1).view(np.uint8))

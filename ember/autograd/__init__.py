@@ -13,6 +13,7 @@ from .gradcheck import gradcheck, gradgradcheck
 from .tape import GradientTape
 from . import engine
 from .._errors import op_error
+from ..backends import host
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def _root_grads(outputs, grad_outputs, op):
             if t.numel() != 1:
                 raise op_error(op, f"grad can be implicitly created only for scalar outputs; the output "
                                    f"has shape {tuple(t.shape)}: pass `gradient=` of that shape")
-            g = t._make(np.ones(t.shape, t._data.dtype), t._device) if type(t._data) is np.ndarray \
+            g = t._make(host.ones(t.shape, t._data.dtype), t._device) if type(t._data) is np.ndarray \
                 else _ones_like(t)
         elif g.shape != t.shape:
             raise op_error(op, f"gradient has shape {tuple(g.shape)} but the output has shape "
@@ -55,7 +56,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if grad_tensors is None and inputs is None and not create_graph and not isinstance(tensors, (list, tuple)) \
             and tensors.requires_grad and tensors._data.size == 1 and type(tensors._data) is np.ndarray:
         # the common `loss.backward()`
-        ones = tensors._make(np.ones(tensors._data.shape, tensors._data.dtype), tensors._device)
+        ones = tensors._make(host.ones(tensors._data.shape, tensors._data.dtype), tensors._device)
         engine.run_backward([tensors], [ones], bool(retain_graph), False, None, True)
         return
     tensors = _seq(tensors)

@@ -18,6 +18,9 @@ from .grad_mode import STATE, OFF
 from .dispatch import ACTIVE, mode_open as _mode_open, to_mode as _to_mode
 from . import anomaly
 from .. import _debug, _memory
+from ..backends import run as _backend_run
+from ..backends.host import asarray as _host_asarray
+from ..backends.cpu import kernels as _CPU_KERNELS
 from ..backends.meta import MetaArray
 
 __all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
@@ -147,17 +150,22 @@ class Primitive(Node):
                     n *= a.size
             if n > _memory._LIMIT and arrays[0].__class__ is _ndarray:
                 _check_output_fits(node, arrays)
-        if arrays and arrays[0].__class__ is _MetaArray:   # one identity test on the CPU path
-            out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
-        else:
-            try:
-                out = node.forward(*arrays)
-            except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
-                raise _memory.from_memory_error(node.op_name, e, arrays) from None
+        try:
+            if not arrays or arrays[0].__class__ is _ndarray:   # host arrays: one identity test
+                if _CPU_KERNELS:   # empty unless a CPU kernel is registered
+                    out = _backend_run(node, arrays)
+                else:
+                    out = node.forward(*arrays)   # the forward is NumPy: no call in between
+            elif arrays[0].__class__ is _MetaArray:
+                out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
+            else:
+                out = _backend_run(node, arrays)   # a device's array: its backend runs the primitive
+        except MemoryError as e:   # NumPy's (or CuPy's) raw error, as Ember's: op, shape, bytes
+            raise _memory.from_memory_error(node.op_name, e, arrays) from None
         if cls.multi_output:
             return _finish_multi(cls, node, inputs, arrays, out)
         if out.__class__ is not _ndarray and isinstance(out, np.generic):
-            out = np.asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
+            out = _host_asarray(out)   # NumPy returns scalars from 0-d results; keep arrays
         if arrays and out.dtype is not arrays[0].dtype and cls.keeps_dtype:
             out = _same_dtype(out, arrays[0].dtype)
         if _debug.LEVEL:

@@ -6,11 +6,13 @@ arrays do (see fake_cuda.py), so every device check, copy and dispatch runs, the
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
 
 from . import fake_cuda as _fake   # NumPy only; tests may switch FAKE on after import
+from . import copy_via_host, get, run_with
 
 FAKE = os.environ.get("EMBER_FAKE_CUDA") == "1"
 
@@ -46,21 +48,67 @@ def device_count() -> int:
     return xp.cuda.runtime.getDeviceCount() if is_available() else 0
 
 
-def to_device(host_array, device=None):
+# Primitive class -> fn(node, *arrays): a CUDA kernel (a fused cupy.ElementwiseKernel, a cuBLAS call)
+# that replaces the primitive's `xp` forward on this device. Empty: the forwards run as CuPy code.
+kernels: dict = {}
+
+
+def _index(device) -> int:
+    return device.index if device is not None and device.index is not None else 0
+
+
+def allocate(shape, dtype, device=None):
+    _require()
+    if FAKE:
+        return xp.empty(shape, dtype)
+    with xp.cuda.Device(_index(device)):
+        return xp.empty(shape, dtype)
+
+
+def from_host(host_array, device=None):
     _require()
     if FAKE:
         return xp.asarray(host_array)
-    with xp.cuda.Device(device.index if device is not None else 0):
+    with xp.cuda.Device(_index(device)):
         return xp.asarray(host_array)
+
+
+to_device = from_host
 
 
 def to_host(array):
     return xp.asnumpy(array)
 
 
+def copy(array, device):
+    """`array` on `device`: a device-to-device copy (peer access where the GPUs have it) between CUDA
+    devices, through the host to any other device type."""
+    if device.type == "cuda":
+        _require()
+        if FAKE:
+            return xp.array(array, copy=True)
+        with xp.cuda.Device(_index(device)):
+            return xp.array(array, copy=True)
+    return copy_via_host(get("cuda"), array, device)
+
+
 def synchronize(device=None) -> None:
     if not FAKE and is_available():
-        xp.cuda.Device(device.index if device is not None else 0).synchronize()
+        xp.cuda.Device(_index(device)).synchronize()
+
+
+def stream(device=None):
+    """A new non-blocking CUDA stream on `device` as a context manager: kernels launched inside it are
+    queued there. The fake device has no queue (a null context)."""
+    if FAKE:
+        return contextlib.nullcontext()
+    _require()
+    with xp.cuda.Device(_index(device)):
+        return xp.cuda.Stream(non_blocking=True)
+
+
+def run(node, arrays):
+    return run_with(kernels, node, arrays)
 
 
 def pin_memory(host_array):

@@ -7,12 +7,13 @@ whatever the sizes. Anything that would read values raises `MetaDataError` and s
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 
-__all__ = ["MetaArray", "MetaDataError", "xp", "is_available", "to_device", "to_host", "synchronize",
-           "pin_memory", "is_pinned", "erf"]
+__all__ = ["MetaArray", "MetaDataError", "xp", "is_available", "allocate", "from_host", "to_device", "to_host",
+           "copy", "synchronize", "stream", "kernels", "run", "pin_memory", "is_pinned", "erf"]
 
 
 class MetaDataError(RuntimeError):
@@ -155,9 +156,20 @@ def is_available() -> bool:
     return True
 
 
-def to_device(host_array, device=None):
+# Primitive class -> fn(node, *arrays) returning MetaArrays, for a primitive whose `infer` is not enough.
+kernels: dict = {}
+
+
+def allocate(shape, dtype, device=None):
+    return MetaArray(shape, dtype)
+
+
+def from_host(host_array, device=None):
     """The meta copy of a host array: its shape and dtype, not its values."""
     return MetaArray(host_array.shape, host_array.dtype)
+
+
+to_device = from_host
 
 
 def to_host(array):
@@ -166,8 +178,30 @@ def to_host(array):
                               f"to allocate real memory)")
 
 
+def copy(array, device):
+    """A meta array to meta (its shape and dtype again); to any real device raises, as to_host does."""
+    if device.type == "meta":
+        return MetaArray(array.shape, array.dtype)
+    return to_host(array)
+
+
 def synchronize(device=None) -> None:
     pass
+
+
+def stream(device=None):
+    return contextlib.nullcontext()
+
+
+def run(node, arrays):
+    """Shape and dtype of the output from the primitive's `infer` (no forward ever runs on meta).
+    Primitive.apply does this itself (with its device checks); this is the interface's form of it."""
+    kernel = kernels.get(type(node))
+    if kernel is not None:
+        return kernel(node, *arrays)
+    if node.multi_output:
+        return tuple(MetaArray(shape, dtype) for shape, dtype in node.infer(*arrays))
+    return MetaArray(*node.infer(*arrays))
 
 
 def pin_memory(array):

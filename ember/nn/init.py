@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .. import random as R
 from .._dtype import float64
+from ..backends import host
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
@@ -88,9 +87,9 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
-        return tensor.copy_(Tensor._make(np.eye(*tensor.shape, dtype=tensor._data.dtype), tensor._device)
+        return tensor.copy_(Tensor._make(host.eye(*tensor.shape, dtype=tensor._data.dtype), tensor._device)
                             if tensor._device.type == "cpu" else
-                            Tensor(np.eye(*tensor.shape), device=tensor.device))
+                            Tensor(host.eye(*tensor.shape), device=tensor.device))
 
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
@@ -98,7 +97,7 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     if tensor.ndim not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
     out_per_group = tensor.shape[0] // groups
-    a = np.zeros(tensor.shape, dtype=tensor._data.dtype)
+    a = host.zeros(tensor.shape, tensor._data.dtype)
     centre = tuple(s // 2 for s in tensor.shape[2:])
     for g in range(groups):
         for d in range(min(out_per_group, tensor.shape[1])):
@@ -149,8 +148,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     flat = R.randn(rows, cols, generator=generator, dtype=float64).numpy()
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))
+    q = host.orthogonal(flat)
     if rows < cols:
         q = q.T
     with no_grad():
@@ -170,24 +168,11 @@ def _norm_cdf(x):
     return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
 
-def _erfinv(y):
-    """Inverse error function on an array: a rational first guess refined by Newton steps on erf."""
-    y = np.asarray(y, dtype=np.float64)
-    a = 0.147
-    ln = np.log1p(-y * y)
-    t = 2 / (math.pi * a) + ln / 2
-    x = np.sign(y) * np.sqrt(np.sqrt(t * t - ln / a) - t)
-    erf = np.vectorize(math.erf)
-    for _ in range(3):
-        x = x - (erf(x) - y) / (2 / math.sqrt(math.pi) * np.exp(-x * x))
-    return x
-
-
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
     """N(mean, std) truncated to [a, b], by inverse-CDF sampling (as torch)."""
     lo, hi = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
     u = R.rand(*tensor.shape, generator=generator, dtype=float64).numpy() * (2 * hi - 2 * lo) + (2 * lo - 1)
-    x = _erfinv(u) * std * math.sqrt(2.0) + mean
+    x = host.erfinv(u) * std * math.sqrt(2.0) + mean
     with no_grad():
-        return tensor.copy_(Tensor(np.clip(x, a, b)))
+        return tensor.copy_(Tensor(host.clip(x, a, b)))

@@ -4,12 +4,10 @@ from __future__ import annotations
 import copy
 import math
 
-import numpy as np
-
 from .. import _dtype
 from .._errors import user_frame
 from .._tensor import Tensor
-from ..backends import array_module
+from ..backends import array_module, host
 from ..ops import creation as C, math as M, shape as S
 from . import functional as F, init
 from .containers import ModuleList
@@ -354,5 +352,5 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """(sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere."""
-        m = np.triu(np.full((sz, sz), -np.inf), 1)
+        m = host.triu_mask(sz)
         return C.tensor(m, dtype=dtype or _dtype.get_default_dtype(), device=device)

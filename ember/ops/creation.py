@@ -8,6 +8,7 @@ from .._device import device as _device_cls, CPU
 from .._tensor import Tensor
 from .._errors import check_scalar_fits
 from .. import backends
+from ..backends import host
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace",
            "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "from_dlpack",
@@ -28,7 +29,7 @@ def _from_host(arr: np.ndarray, device) -> Tensor:
 def _infer_np_dtype(data):
     """torch.tensor's dtype for nested Python data: bool, int64 or the default float."""
     try:
-        a = np.asarray(data)
+        a = host.asarray(data)
     except ValueError:
         raise ValueError("tensor: ragged nested sequence: every list at one depth must have the same "
                          "length") from None
@@ -64,11 +65,11 @@ def _to_array(data, dtype=None, device=None, copy=True):
         _dtype.from_np(arr.dtype) if dt is None else None
         arr = arr.astype(dt if dt is not None else arr.dtype, copy=copy)
     elif hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
-        arr = np.from_dlpack(data).astype(dt, copy=copy) if dt else np.array(np.from_dlpack(data), copy=copy)
+        arr = host.from_dlpack(data).astype(dt, copy=copy) if dt else host.array(host.from_dlpack(data), copy=copy)
     else:
         if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
             data = [x.tolist() if isinstance(x, Tensor) else x for x in data]
-        arr = np.array(data, dtype=dt if dt is not None else _infer_np_dtype(data))
+        arr = host.array(data, dtype=dt if dt is not None else _infer_np_dtype(data))
     if dev is not CPU:
         arr = backends.get(dev.type).to_device(arr, dev)
     return arr, dev
@@ -115,7 +116,7 @@ def from_dlpack(ext) -> Tensor:
     """A tensor sharing memory with any DLPack-capable array (NumPy, CuPy, torch...)."""
     dev_type, dev_id = ext.__dlpack_device__()
     if int(dev_type) == 1:  # kDLCPU
-        return Tensor._make(np.from_dlpack(ext), CPU)
+        return Tensor._make(host.from_dlpack(ext), CPU)
     xp = backends.get("cuda").xp
     return Tensor._make(xp.from_dlpack(ext), _device_cls("cuda", int(dev_id)))
 
@@ -141,10 +142,9 @@ def _fill(size, value, dtype, device, requires_grad=False, op="zeros"):
         return t.requires_grad_(True) if requires_grad else t
     xp = backends.get(dev.type).xp if dev is not CPU else np
     if dev is CPU:
-        arr = np.full(size, value, dtype=dt) if value != 0 else np.zeros(size, dtype=dt)
-        t = Tensor._make(arr, CPU)
+        t = Tensor._make(host.full(size, value, dt), CPU)
     else:
-        t = _from_host(np.full(size, value, dtype=dt), dev) if xp is None or xp is np else \
+        t = _from_host(host.full(size, value, dt), dev) if xp is None or xp is np else \
             Tensor._make(xp.full(size, value, dtype=dt), dev)
     if requires_grad:
         t.requires_grad_(True)
@@ -208,8 +208,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = _dtype.int64 if is_int else _dtype.get_default_dtype()
     dt = _dtype.to_dtype(dtype)
-    t = _from_host(np.arange(start, end, step, dtype=np.float64 if dt.is_floating_point else None)
-                   .astype(dt.np), _resolve_device(device))
+    t = _from_host(host.arange(start, end, step, dt.np, dt.is_floating_point), _resolve_device(device))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -217,27 +216,27 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    t = _from_host(np.linspace(start, end, steps).astype(dt.np), _resolve_device(device))
+    t = _from_host(host.linspace(start, end, steps, dt.np), _resolve_device(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None) -> Tensor:
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    return _from_host(np.logspace(start, end, steps, base=base).astype(dt.np), _resolve_device(device))
+    return _from_host(host.logspace(start, end, steps, base, dt.np), _resolve_device(device))
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    t = _from_host(np.eye(n, m, dtype=dt.np), _resolve_device(device))
+    t = _from_host(host.eye(n, m, dt.np), _resolve_device(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None) -> Tensor:
-    return _from_host(np.stack(np.tril_indices(row, offset, col)).astype(np.int64), _resolve_device(device))
+    return _from_host(host.tril_indices(row, col, offset), _resolve_device(device))
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None) -> Tensor:
-    return _from_host(np.stack(np.triu_indices(row, offset, col)).astype(np.int64), _resolve_device(device))
+    return _from_host(host.triu_indices(row, col, offset), _resolve_device(device))
 
 
 def meshgrid(*tensors, indexing="ij"):

@@ -16,6 +16,7 @@ from .. import _dtype, _memory
 from .._dims import add_numpy_names, wrap_dim, wrap_dims
 from .._errors import check_same_device, check_scalar_fits, op_error, describe
 from .._tensor import Tensor
+from ..backends import host
 from ..autograd.grad_mode import STATE
 from . import primitives as P
 
@@ -41,9 +42,9 @@ __all__ = [  # the public ops, re-exported by `ember`
 def _scalar_tensor(v, dtype, device):
     from .creation import _from_host
     try:
-        arr = np.asarray(v, dtype=dtype.np)
+        arr = host.asarray(v, dtype=dtype.np)
     except OverflowError:   # -1 for a uint8 op: torch wraps it around (to 255), as a C cast does
-        arr = np.asarray(v).astype(dtype.np)
+        arr = host.asarray(v).astype(dtype.np)
     return _from_host(arr, device)
 
 

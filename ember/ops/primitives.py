@@ -415,9 +415,13 @@ class Reshape(Primitive):
         return _reshaped(x.shape, self.shape), x.dtype
 
 
+def _inverse_permutation(dims):
+    return tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
+
+
 class Permute(Primitive):
     def forward(self, x): return x.transpose(self.dims)
-    def backward(self, g): return (Permute.apply(g, dims=tuple(np.argsort(self.dims))),)
+    def backward(self, g): return (Permute.apply(g, dims=_inverse_permutation(self.dims)),)
     def infer(self, x): return tuple(x.shape[d] for d in self.dims), x.dtype
 
 

@@ -11,7 +11,7 @@ from .. import _dtype, _memory
 from .._dims import add_numpy_names, wrap_dim as _dim, wrap_dims
 from .._errors import check_same_device, check_scalar_fits, describe, op_error
 from .._tensor import Tensor
-from ..backends import array_module
+from ..backends import array_module, host
 from . import primitives as P
 
 
@@ -459,7 +459,7 @@ def _key(key, input):
                                         f"tensors, got {k.dtype.name}", IndexError)
             out.append(a)
         elif isinstance(k, (list, np.ndarray)):   # host data from the user: copied to the device
-            a = np.asarray(k)
+            a = host.asarray(k)
             if a.size == 0:
                 a = a.astype(np.int64)
             if a.dtype.kind not in "biu":
@@ -490,7 +490,7 @@ def _key_inputs(key, input):
             out.append(P.SLOT)
         elif isinstance(k, (list, np.ndarray)):   # host data from the user: an input on the device
             from .creation import tensor
-            a = np.asarray(k)
+            a = host.asarray(k)
             if a.size == 0:
                 a = a.astype(np.int64)
             if a.dtype.kind not in "biu":

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..._errors import op_error
 from ..._tensor import Tensor
+from ...backends import host
 from ...ops import math as M, creation as C
 from ...ops.layers import Conv, MaxPoolIndex
 from ...ops.primitives import Gather, Pad
@@ -108,7 +107,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _adaptive_matrix(n, m, dtype, device):
     """(n, m) matrix whose column i averages torch's adaptive window i: [floor(i*n/m), ceil((i+1)*n/m))."""
-    A = np.zeros((n, m), dtype=dtype.np)
+    A = host.zeros((n, m), dtype.np)
     for i in range(m):
         a, b = (i * n) // m, -(-((i + 1) * n) // m)
         A[a:b, i] = 1.0 / (b - a)

@@ -1,0 +1,140 @@
+"""Host-array helpers: NumPy work on host data that is no tensor's computation.
+
+A user's nested list or DLPack capsule turned into an array, constants built on the host and then
+copied to the tensor's device (arange, eye, a causal mask), values already copied out for printing,
+checkpoint buffers, host-side samplers. Keeping them here holds the rule that NumPy array calls appear
+only under ember/backends/ (tests/test_lint.py); a tensor's own math goes through primitives and `xp`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["array", "asarray", "from_dlpack", "full", "zeros", "ones", "empty", "eye", "arange", "linspace",
+           "logspace", "tril_indices", "triu_indices", "triu_mask", "orthogonal", "erfinv", "clip",
+           "contiguous", "format_array", "uint64_words", "all_finite"]
+
+
+# --- converting user data ---------------------------------------------------------------------
+def array(data, dtype=None, copy=True):
+    return np.array(data, dtype=dtype, copy=copy)
+
+
+asarray = np.asarray   # no wrapper: Primitive.apply calls it on every NumPy scalar result
+
+
+def from_dlpack(ext):
+    return np.from_dlpack(ext)
+
+
+def contiguous(a):
+    return np.ascontiguousarray(a)
+
+
+# --- constants built on the host ---------------------------------------------------------------
+def full(shape, value, dtype):
+    return np.full(shape, value, dtype=dtype) if value != 0 else np.zeros(shape, dtype=dtype)
+
+
+def zeros(shape, dtype):
+    return np.zeros(shape, dtype=dtype)
+
+
+def ones(shape, dtype):
+    return np.ones(shape, dtype=dtype)
+
+
+def empty(shape, dtype):
+    return np.empty(shape, dtype)
+
+
+def eye(n, m=None, dtype=None):
+    return np.eye(n, m, dtype=dtype)
+
+
+def arange(start, end, step, dtype, floating: bool):
+    """torch.arange's values: counted in float64 for a float dtype (as torch), then cast."""
+    return np.arange(start, end, step, dtype=np.float64 if floating else None).astype(dtype)
+
+
+def linspace(start, end, steps, dtype):
+    return np.linspace(start, end, steps).astype(dtype)
+
+
+def logspace(start, end, steps, base, dtype):
+    return np.logspace(start, end, steps, base=base).astype(dtype)
+
+
+def tril_indices(row, col, offset=0):
+    return np.stack(np.tril_indices(row, offset, col)).astype(np.int64)
+
+
+def triu_indices(row, col, offset=0):
+    return np.stack(np.triu_indices(row, offset, col)).astype(np.int64)
+
+
+def triu_mask(size):
+    """(size, size) float64: -inf above the diagonal, 0 elsewhere (a causal attention mask)."""
+    return np.triu(np.full((size, size), -np.inf), 1)
+
+
+def uint64_words(*values):
+    """Python ints as little-endian uint64 words."""
+    return np.array(values, dtype=np.uint64).astype("<u8")
+
+
+# --- host-side numerics (initialisers that run on the host, then copy in) ----------------------
+def orthogonal(flat):
+    """The Q of flat's QR with R's diagonal made positive (a uniformly distributed orthogonal matrix)."""
+    q, r = np.linalg.qr(flat)
+    return q * np.sign(np.diag(r))
+
+
+def erfinv(y):
+    """Inverse error function on an array: a rational first guess refined by Newton steps on erf."""
+    y = np.asarray(y, dtype=np.float64)
+    a = 0.147
+    ln = np.log1p(-y * y)
+    t = 2 / (math.pi * a) + ln / 2
+    x = np.sign(y) * np.sqrt(np.sqrt(t * t - ln / a) - t)
+    erf = np.vectorize(math.erf)
+    for _ in range(3):
+        x = x - (erf(x) - y) / (2 / math.sqrt(math.pi) * np.exp(-x * x))
+    return x
+
+
+def clip(a, lo, hi):
+    return np.clip(a, lo, hi)
+
+
+def all_finite(a) -> bool:
+    return bool(np.isfinite(a).all())
+
+
+# --- printing values already copied to the host ------------------------------------------------
+def _padded(fmt, a):
+    # torch right-aligns every element to the widest one: tensor([ 0.1235, 10.5000])
+    width = max((len(fmt(v)) for v in a.flat), default=0)
+    return lambda v: fmt(v).rjust(width)
+
+
+def _formatter(a: np.ndarray):
+    if a.dtype.kind == "b":
+        return {"bool": _padded(lambda v: "True" if v else "False", a)}
+    if a.dtype.kind in "iu":
+        return None
+    finite = a[np.isfinite(a)] if a.size else a
+    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+        fmt = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v).replace("nan", "nan")  # noqa: E731
+    elif finite.size and (np.abs(finite).max() >= 1e8 or np.abs(finite[finite != 0]).min(initial=1) < 1e-4):
+        fmt = lambda v: f"{v:.4e}"  # noqa: E731
+    else:
+        fmt = lambda v: f"{v:.4f}"  # noqa: E731
+    return {"float_kind": _padded(fmt, a)}
+
+
+def format_array(a, prefix: str) -> str:
+    """torch's layout of a host array's values: 4 decimals, or integers with a dot, or 4-digit e-notation."""
+    return np.array2string(a, separator=", ", prefix=prefix, formatter=_formatter(a),
+                           threshold=1000, edgeitems=3, max_line_width=80)
