@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from . import anomaly
+from . import anomaly, function
 from .. import _debug
 from .grad_mode import set_enabled
 from . import profile_hooks as _profile_hooks
@@ -20,20 +20,19 @@ def _fresh(g):
     the caller's `gradient=` tensor, a hook's or a custom backward's return value, or a broadcast view;
     `.grad` is later changed in place (accumulation, clip_grad_norm_, zero_), which must not reach those.
     A `Clone` primitive call, so dispatch modes see it (grad mode is off here: nothing is recorded)."""
-    return _prims()[0].apply(g)
+    return _clone().apply(g)
 
 
-_PRIMS = None
+_CLONE = None
 
 
-def _prims():
-    """(Clone, Assign): imported on first use (ember.ops imports this module)."""
-    global _PRIMS
-    if _PRIMS is None:
+def _clone():
+    """The Clone primitive, imported on first use (ember.ops imports this module)."""
+    global _CLONE
+    if _CLONE is None:
         from ..ops.primitives import Clone
-        from ..ops.inplace import Assign
-        _PRIMS = (Clone, Assign)
-    return _PRIMS
+        _CLONE = Clone
+    return _CLONE
 
 
 def _call_hooks(hooks, g):
@@ -240,9 +239,9 @@ def _accumulate(leaf, g, create_graph):
             leaf.grad = g if create_graph else _fresh(g)
         elif create_graph:
             leaf.grad = leaf.grad + g
-        else:   # one Assign(op='add'): the sum is written into .grad's memory, seen by dispatch modes
+        else:   # Assign(op='add') into .grad's memory (function.add_into: seen by dispatch modes)
             grad = leaf.grad
-            _prims()[1].apply(grad, g, op="add")
+            function.add_into(grad, g)
             grad._bump_version()
 
 

@@ -206,6 +206,22 @@ class Primitive(Node):
                                   f"cannot run on device='meta'; add infer(self, *specs) -> (shape, dtype)")
 
 
+def add_into(dst, src) -> None:
+    """`Assign(op='add')` of `src` into `dst` (the engine's `.grad` accumulation), through the dispatcher.
+
+    The dispatcher's one fast path: with no dispatch mode open in any thread, no CPU kernel registered and
+    two NumPy arrays of one dtype, it makes the same ufunc call `Assign.forward` would (`dst += src`)
+    without building a node, which is a third of a small backward's accumulation cost. Anything else
+    (a mode to see the call, a device or meta array, a dtype to cast) goes through `Assign.apply`."""
+    a, b = dst._data, src._data
+    if not ACTIVE and a.__class__ is _ndarray and b.__class__ is _ndarray and a.dtype is b.dtype \
+            and not _CPU_KERNELS:
+        a += b
+    else:
+        from ..ops.inplace import Assign
+        Assign.apply(dst, src, op="add")
+
+
 def _same_dtype(out, dt):
     """A float output in its float input's dtype, as torch gives it. NumPy upcasts bfloat16 (ml_dtypes)
     to float32 in matmul and with Python floats; a forward may also compute in float32 on purpose."""

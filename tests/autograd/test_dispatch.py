@@ -179,3 +179,14 @@ def test_post_accumulate_grad_hook_matches_torch_rules():
         z.register_post_accumulate_grad_hook(lambda p: 5)
         with pytest.raises(TypeError, match="hook returned 'int'"):
             z.sum().backward()
+
+
+def test_grad_accumulation_is_an_assign_seen_by_modes_and_the_fast_path_agrees():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    (x * 3).sum().backward()
+    with Names() as m:
+        (x * 3).sum().backward()          # accumulates: Assign(op='add') through the dispatcher
+    assert m.names[-1] == "Assign"
+    (x * 3).sum().backward()              # no mode open: the dispatcher's fast path, same result
+    np.testing.assert_array_equal(x.grad.numpy(), [9.0, 9.0])
+    assert x.grad._vc[0] == 2             # both accumulations bumped the version
