@@ -105,7 +105,8 @@ EXTRA = {
     "math": (lambda a, b: (a + b * 2 - a / (b.abs() + 1), a.exp().log1p(), a ** 2, a.pow(b.abs()),
                            a.sum(), a.sum(1, keepdim=True), a.mean((0, 1)), a.var(0), a.amax(1), a.cumsum(0),
                            a.cumprod(1), a.prod(0), a.clamp(min=0), a.clamp(-1, 1.5), a.tanh(), a.sigmoid(),
-                           ember.atan2(a, b), a.asinh(), ember.logsumexp(a, 1), a.to(ember.float64)),
+                           ember.atan2(a, b), a.asinh(), ember.logsumexp(a, 1), a.to(ember.float64),
+                           ember.isclose(a, b, rtol=0, atol=1)),   # user ints reach float attributes as floats
              lambda r: [_f(r, 4, 3), _f(r, 4, 3)]),
     "shape": (lambda a: (a.reshape(3, 4), a.t(), a.permute(1, 0), a.unsqueeze(0).expand(2, 4, 3), a.flip(0),
                          ember.roll(a, 1, 0), ember.cat([a, a], 1), ember.stack([a, a]), F.pad(a, (1, 2)),
