@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .grad_mode import STATE
 
-__all__ = ["dispatch", "DispatchMode", "current_modes", "attrs_key"]
+__all__ = ["dispatch", "DispatchMode", "current_modes", "attrs_key", "check_attrs", "AttrCheck"]
 
 # One entry per mode open in any thread (list.append/pop are atomic under the GIL).
 ACTIVE: list = []
@@ -102,3 +102,46 @@ class DispatchMode:
         stack.pop()
         ACTIVE.pop()
         return False
+
+
+def _type_names(types) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(t.__name__ for t in types)
+
+
+def check_attrs(prim, attrs: dict) -> None:
+    """Check a call's attributes against the primitive's declared `attrs` (name -> accepted type or
+    tuple of types): an undeclared name or a value of another type raises TypeError naming the
+    primitive; so does an unhashable value (see `attrs_key`). Not run on the hot path: `AttrCheck`
+    runs it on every call, and `Primitive.apply` does when EMBER_DEBUG is set."""
+    declared = prim.__dict__.get("attrs")
+    if declared is None:
+        declared = getattr(prim, "attrs", None)
+    if declared is None:
+        raise TypeError(f"{prim.__name__}: the primitive declares no `attrs` (name -> type of each attribute)")
+    for name, value in attrs.items():
+        types = declared.get(name) if isinstance(declared, dict) else None
+        if types is None:
+            allowed = ", ".join(sorted(declared)) or "none"
+            raise TypeError(f"{prim.__name__}: unknown attribute {name!r}; allowed attributes: {allowed}")
+        if not isinstance(value, types):
+            raise TypeError(f"{prim.__name__}: attribute {name!r} expects {_type_names(types)}, "
+                            f"got {type(value).__name__} ({value!r:.80})")
+    try:
+        attrs_key(attrs)
+    except TypeError as e:
+        raise TypeError(f"{prim.__name__}: attributes must be hashable (data belongs among the inputs): "
+                        f"{e}") from None
+
+
+class AttrCheck(DispatchMode):
+    """A dispatch mode that checks every call's attributes (`check_attrs`) before running it; a test
+    tool (`with AttrCheck() as m: step()`; `m.calls` counts the calls checked)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __ember_dispatch__(self, prim, inputs, attrs):
+        check_attrs(prim, attrs)
+        self.calls += 1
+        return prim.apply(*inputs, **attrs)

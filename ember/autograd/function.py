@@ -15,7 +15,7 @@ import re
 import numpy as np
 
 from .grad_mode import STATE, OFF
-from .dispatch import ACTIVE, mode_open as _mode_open, to_mode as _to_mode
+from .dispatch import ACTIVE, check_attrs as _check_attrs, mode_open as _mode_open, to_mode as _to_mode
 from . import anomaly
 from .. import _debug, _memory
 from ..backends import run as _backend_run
@@ -141,6 +141,8 @@ class Primitive(Node):
             return _to_mode(cls, inputs, params)
         node = cls.__new__(cls)
         if params:
+            if _debug.LEVEL:   # EMBER_DEBUG: check the attributes against the primitive's `attrs`
+                _check_attrs(cls, params)
             node.__dict__.update(params)
         arrays = [t._data for t in inputs]
         if cls.elementwise:

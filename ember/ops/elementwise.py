@@ -25,6 +25,7 @@ __all__ = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "a
 
 
 class Asin(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).arcsin(x)
     def backward(self, g): return (g * M.rsqrt(1 - self.saved_tensors[0] ** 2),)
@@ -32,6 +33,7 @@ class Asin(Primitive):
 
 
 class Acos(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).arccos(x)
     def backward(self, g): return (-g * M.rsqrt(1 - self.saved_tensors[0] ** 2),)
@@ -39,6 +41,7 @@ class Acos(Primitive):
 
 
 class Atan(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).arctan(x)
     def backward(self, g): return (g / (1 + self.saved_tensors[0] ** 2),)
@@ -46,6 +49,7 @@ class Atan(Primitive):
 
 
 class Sinh(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).sinh(x)
     def backward(self, g): return (g * cosh(self.saved_tensors[0]),)
@@ -53,6 +57,7 @@ class Sinh(Primitive):
 
 
 class Cosh(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).cosh(x)
     def backward(self, g): return (g * sinh(self.saved_tensors[0]),)
@@ -60,6 +65,7 @@ class Cosh(Primitive):
 
 
 class Asinh(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).arcsinh(x)
     def backward(self, g): return (g * M.rsqrt(self.saved_tensors[0] ** 2 + 1),)
@@ -67,6 +73,7 @@ class Asinh(Primitive):
 
 
 class Acosh(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).arccosh(x)
     def backward(self, g): return (g * M.rsqrt(self.saved_tensors[0] ** 2 - 1),)
@@ -74,6 +81,7 @@ class Acosh(Primitive):
 
 
 class Atanh(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).arctanh(x)
     def backward(self, g): return (g / (1 - self.saved_tensors[0] ** 2),)
@@ -82,6 +90,7 @@ class Atanh(Primitive):
 
 class Atan2(Primitive):
     """atan2(a, b), the angle of (b, a): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)."""
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return array_module(a).arctan2(a, b)
     def infer(self, a, b): return _broadcast(self, a, b)

@@ -13,6 +13,7 @@ from .._tensor import Tensor
 from ..autograd.function import Primitive
 from ..autograd.grad_mode import STATE
 from ..backends import array_module
+from ._attr_types import KEY, NONE, OPT_NUMBER
 from .primitives import Cast, Clone
 
 INDEX = "<index>"   # in Assign's `key`: an index array, taken in order from the inputs after `src`
@@ -33,6 +34,7 @@ class Assign(Primitive):
     on a tensor that records history computes its result out of place (that is its graph node, see
     `inplace`) and writes it with this primitive. The caller bumps the version counter (`assign`).
     """
+    attrs = {"key": (KEY, NONE), "op": (str, NONE), "value": OPT_NUMBER}
     differentiable = False
     key = None
     op = None

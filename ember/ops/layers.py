@@ -20,6 +20,7 @@ import numpy as np
 
 from ..autograd.function import Primitive
 from ..backends import array_module
+from ._attr_types import INTS, NONE, OPT_INT, SHAPE
 from ._infer import _meta, _same, _shape_error
 
 __all__ = ["Conv", "ConvInputGrad", "ConvWeightGrad", "MaxPoolIndex", "windows", "out_size"]
@@ -62,6 +63,7 @@ def _g_rows(g, groups):
 
 class Conv(Primitive):
     """Cross-correlation of x (N, C, *S) with w (O, C/groups, *k), no padding."""
+    attrs = {"stride": INTS, "dilation": INTS, "groups": int}
     saves_inputs = True
 
     def forward(self, x, w):
@@ -89,6 +91,7 @@ class Conv(Primitive):
 
 class ConvInputGrad(Primitive):
     """col2im: scatter g (N, O, *out) through w back onto an input of shape `x_shape`."""
+    attrs = {"x_shape": SHAPE, "stride": INTS, "dilation": INTS, "groups": int}
     saves_inputs = True
 
     def forward(self, g, w):
@@ -121,6 +124,7 @@ class ConvInputGrad(Primitive):
 
 class ConvWeightGrad(Primitive):
     """The weight gradient of Conv: sum over batch and positions of g times the windows of x."""
+    attrs = {"w_shape": SHAPE, "stride": INTS, "dilation": INTS, "groups": int}
     saves_inputs = True
 
     def forward(self, x, g):
@@ -145,6 +149,7 @@ class MaxPoolIndex(Primitive):
     flat indices into x's spatial dims, or, with `pads` ((before, after) per spatial dim), into the
     unpadded input's (torch's return_indices). Ties go to the first maximum. The pooled values are a
     Gather of x at these indices, so their gradient is Gather's."""
+    attrs = {"kernel": INTS, "stride": INTS, "dilation": INTS, "pads": (tuple, NONE)}
     differentiable = False
     keeps_dtype = False
     pads = None
@@ -225,6 +230,7 @@ def _gelu_cdf(xp, x):
 
 class Gelu(Primitive):
     """x * Phi(x) (the exact, erf form); the gradient is GeluGrad."""
+    attrs = {}
     elementwise = True
     saves_inputs = True
 
@@ -242,6 +248,7 @@ class Gelu(Primitive):
 class GeluGrad(Primitive):
     """g * GELU'(x) = g * (Phi(x) + x phi(x)); its own gradient: d/dg = GELU'(x),
     d/dx = g * GELU''(x) = g * phi(x) * (2 - x^2)."""
+    attrs = {}
     elementwise = True
     saves_inputs = True
 
@@ -274,6 +281,7 @@ class GeluGrad(Primitive):
 
 class Softmax(Primitive):
     """exp(x - max) / sum over `axis`; backward y * (g - sum(g * y))."""
+    attrs = {"axis": int}
     elementwise = True
     saves_output = True
 
@@ -293,6 +301,7 @@ class Softmax(Primitive):
 class SoftmaxGrad(Primitive):
     """y * (g - sum(g * y)) over `axis`, y a softmax output. Its own gradient: d/dg is SoftmaxGrad(y, gg);
     d/dy = gg * (g - sum(g * y)) - g * sum(gg * y)."""
+    attrs = {"axis": int}
     elementwise = True
     saves_inputs = True
 
@@ -315,6 +324,7 @@ class SoftmaxGrad(Primitive):
 
 class LogSoftmax(Primitive):
     """x - logsumexp(x) over `axis`; backward g - softmax(x) * sum(g)."""
+    attrs = {"axis": int}
     elementwise = True
     saves_output = True
 
@@ -336,6 +346,7 @@ class Normalize(Primitive):
 
     With y the output and r = 1/sqrt(var + eps): dx = r * (g - mean(g) - y * mean(g * y)).
     """
+    attrs = {"n": int, "eps": float}
     elementwise = True
     saves_inputs = True
     saves_output = True
@@ -367,6 +378,7 @@ class Normalize(Primitive):
 
 class Embedding(Primitive):
     """weight[idx] for an integer index tensor `idx` (rows of the table)."""
+    attrs = {"padding_idx": OPT_INT}
     saves_inputs = True
 
     def forward(self, w, idx):
@@ -386,6 +398,7 @@ class Embedding(Primitive):
 class EmbeddingGrad(Primitive):
     """The adjoint of Embedding: sum the rows of g that share an index (sort + reduceat, not add.at);
     the padding_idx row gets nothing."""
+    attrs = {"num": int, "padding_idx": OPT_INT}
 
     saves_inputs = True
 
@@ -423,6 +436,7 @@ class EmbeddingGrad(Primitive):
 
 class Linear(Primitive):
     """x @ w.T (+ b) for 2-D x (N, in), w (out, in), b (out,): one node instead of transpose, matmul, add."""
+    attrs = {}
     saves_inputs = True
 
     def forward(self, x, w, b=None):
@@ -455,6 +469,7 @@ class LayerNorm(Primitive):
     With xhat the normalised x, r = 1/sqrt(var + eps) and h = g * w:
     dx = r * (h - mean(h) - xhat * mean(h * xhat)), dw = sum(g * xhat), db = sum(g).
     """
+    attrs = {"n": int, "eps": float}
     elementwise = True
     saves_inputs = True
 
@@ -500,6 +515,7 @@ class LayerNormGrad(Primitive):
     `with_w`: also dw = sum of g * xhat over the leading dims, packed as (R + 1, D): R rows of dx
     (R = leading elements, D = normalised elements), then dw. Used only outside create_graph (LayerNorm's
     backward builds a differentiable composite there), so it has no gradient of its own."""
+    attrs = {"n": int, "eps": float, "with_w": bool}
     elementwise = True
     with_w = False
 

@@ -32,6 +32,7 @@ def _copyltu(x):
 class Solve(Primitive):
     """X = A^-1 B for A (..., n, n), B (..., n, k); batch dims broadcast.
     gB = A^-T g, gA = -gB X^T (each summed back over broadcast batch dims)."""
+    attrs = {}
     saves_inputs = True
     saves_output = True
 
@@ -52,6 +53,7 @@ class Solve(Primitive):
 
 class Inv(Primitive):
     """Y = A^-1; gA = -Y^T g Y^T."""
+    attrs = {}
     saves_output = True
 
     def forward(self, a):
@@ -67,6 +69,7 @@ class Inv(Primitive):
 
 class LogAbsDet(Primitive):
     """log|det A|; its gradient is g A^-T (the sign has none)."""
+    attrs = {}
     saves_inputs = True
 
     def forward(self, a):
@@ -83,6 +86,7 @@ class LogAbsDet(Primitive):
 # ---------------------------------------------------------------- decompositions
 class SlogdetSign(Primitive):
     """The sign of det A (its log|det| is LogAbsDet): not differentiable."""
+    attrs = {}
     differentiable = False
 
     def forward(self, a):
@@ -95,6 +99,7 @@ class SlogdetSign(Primitive):
 class Cholesky(Primitive):
     """A = L L^T (lower L). gA = sym(L^-T phi(L^T gL) L^-1), phi: the lower triangle with its diagonal halved,
     sym(X) = (X + X^T) / 2: only A's symmetric part matters."""
+    attrs = {}
     saves_output = True
 
     def forward(self, a):
@@ -115,6 +120,7 @@ class Cholesky(Primitive):
 class Eigh(Primitive):
     """A = V diag(L) V^T for symmetric A (lower triangle read), eigenvalues ascending.
     gA = V (diag(gL) + skew(V^T gV) / E) V^T, E_ij = L_j - L_i off the diagonal, skew(X) = (X - X^T) / 2."""
+    attrs = {"UPLO": str}
     multi_output = True
 
     def forward(self, a):
@@ -136,6 +142,7 @@ class Eigh(Primitive):
 
 class Qr(Primitive):
     """A = Q R, reduced, for m >= n. With M = R gR^T - gQ^T Q: gA = (gQ + Q copyltu(M)) R^-T."""
+    attrs = {"mode": str}
     multi_output = True
     mode = "reduced"   # or "complete" (differentiable only where it equals reduced; ember/linalg.py checks)
 
@@ -159,6 +166,7 @@ class Svd(Primitive):
     """A = U diag(S) Vh, reduced (k = min(m, n)). With E_jk = S_k^2 - S_j^2 (1 on the diagonal),
     J = (skew(U^T gU) S_row + S_col skew(V^T gV)) / E + diag(gS), where skew(X) = X - X^T:
     gA = U J Vh, plus (I - U U^T) gU S^-1 Vh when m > k, or U S^-1 gV^T (I - V V^T) when n > k."""
+    attrs = {"full_matrices": bool}
     multi_output = True
     full_matrices = False   # True: not differentiable on a non-square input (ember/linalg.py refuses it)
 

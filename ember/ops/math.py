@@ -490,7 +490,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = binary_operands(input, other, "isclose")
-    return _binary_nondiff(P.Compare, a, b, "isclose", op="isclose", rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return _binary_nondiff(P.Compare, a, b, "isclose", op="isclose", rtol=float(rtol), atol=float(atol),
+                           equal_nan=bool(equal_nan))
 
 
 # ------------------------------------------------------------------ reductions

@@ -24,6 +24,8 @@ class AdamStep(Primitive):
     maximize. The bias corrections are computed in float64 from the step, as torch computes them in
     Python floats, then cast to the parameter's dtype.
     """
+    attrs = {"beta1": float, "beta2": float, "eps": float, "weight_decay": float, "amsgrad": bool,
+             "decoupled": bool, "maximize": bool}
     differentiable = False
     amsgrad = False
     decoupled = False

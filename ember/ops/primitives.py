@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd.function import Primitive
 from ..backends import array_module
+from ._attr_types import AXES, AXIS, DEVICE, DTYPE, INTS, KEY, NUMBER, OPT_NUMBER, SHAPE
 from ._infer import (_acc_dtype, _broadcast, _broadcast_shape, _concatenated, _einsum_shape, _indexed, _matmul_shape,
                      _reduced, _reshaped, _same)
 
@@ -31,12 +32,14 @@ def sum_to(g, shape):
 
 # ---------------------------------------------------------------- elementwise, unary
 class Neg(Primitive):
+    attrs = {}
     def forward(self, x): return -x
     def backward(self, g): return (-g,)
     def infer(self, x): return _same(x)
 
 
 class Exp(Primitive):
+    attrs = {}
     saves_output = True
     def forward(self, x): return array_module(x).exp(x)
     def backward(self, g): return (g * self.saved_output(),)
@@ -44,6 +47,7 @@ class Exp(Primitive):
 
 
 class Log(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).log(x)
     def backward(self, g): return (g / self.saved_tensors[0],)
@@ -51,6 +55,7 @@ class Log(Primitive):
 
 
 class Log1p(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).log1p(x)
     def backward(self, g): return (g / (self.saved_tensors[0] + 1),)
@@ -58,6 +63,7 @@ class Log1p(Primitive):
 
 
 class Expm1(Primitive):
+    attrs = {}
     saves_output = True
     def forward(self, x): return array_module(x).expm1(x)
     def backward(self, g): return (g * (self.saved_output() + 1),)
@@ -65,6 +71,7 @@ class Expm1(Primitive):
 
 
 class Sin(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).sin(x)
     def backward(self, g): return (g * self.saved_tensors[0].cos(),)
@@ -72,6 +79,7 @@ class Sin(Primitive):
 
 
 class Cos(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).cos(x)
     def backward(self, g): return (-g * self.saved_tensors[0].sin(),)
@@ -79,6 +87,7 @@ class Cos(Primitive):
 
 
 class Tan(Primitive):
+    attrs = {}
     saves_output = True
     def forward(self, x): return array_module(x).tan(x)
     def backward(self, g):
@@ -88,6 +97,7 @@ class Tan(Primitive):
 
 
 class Tanh(Primitive):
+    attrs = {}
     saves_output = True
     def forward(self, x): return array_module(x).tanh(x)
     def backward(self, g):
@@ -97,6 +107,7 @@ class Tanh(Primitive):
 
 
 class Sigmoid(Primitive):
+    attrs = {}
     saves_output = True
     def forward(self, x):
         xp = array_module(x)
@@ -110,6 +121,7 @@ class Sigmoid(Primitive):
 
 
 class Sqrt(Primitive):
+    attrs = {}
     saves_output = True
     def forward(self, x): return array_module(x).sqrt(x)
     def backward(self, g): return (g / (2 * self.saved_output()),)
@@ -117,6 +129,7 @@ class Sqrt(Primitive):
 
 
 class Abs(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x): return array_module(x).abs(x)
     def backward(self, g): return (g * self.saved_tensors[0].sign(),)
@@ -124,6 +137,7 @@ class Abs(Primitive):
 
 
 class Erf(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, x):
         from .layers import _erf
@@ -135,6 +149,7 @@ class Erf(Primitive):
 
 
 class Relu(Primitive):
+    attrs = {}
     saves_output = True
     def forward(self, x): return array_module(x).maximum(x, 0)
     def backward(self, g):
@@ -145,6 +160,7 @@ class Relu(Primitive):
 
 class Clamp(Primitive):
     """Clamp with scalar bounds; the gradient passes where lo <= x <= hi, as in torch."""
+    attrs = {"lo": OPT_NUMBER, "hi": OPT_NUMBER}
     saves_inputs = True
     def forward(self, x):
         return array_module(x).clip(x, self.lo, self.hi).astype(x.dtype, copy=False)
@@ -164,6 +180,7 @@ class Clamp(Primitive):
 # in save_for_backward (run by apply when it records a node; `saves_inputs` asks for that call) and
 # keeps no tensor.
 class Cast(Primitive):
+    attrs = {"dtype": DTYPE}
     keeps_dtype = False
     saves_inputs = True
     def forward(self, x): return x.astype(self.dtype)
@@ -175,6 +192,7 @@ class Cast(Primitive):
 
 
 class ToDevice(Primitive):
+    attrs = {"_src_device": DEVICE, "dst": DEVICE}
     def forward(self, x):
         from .. import backends
         host = backends.get(self._src_device.type).to_host(x)
@@ -199,6 +217,7 @@ class ToDevice(Primitive):
 
 
 class Clone(Primitive):
+    attrs = {}
     def forward(self, x): return x.copy()
     def backward(self, g): return (g,)
     def infer(self, x): return _same(x)
@@ -207,6 +226,7 @@ class Clone(Primitive):
 # ---------------------------------------------------------------- elementwise, binary
 # Binary primitives get operands of one dtype and device (the ops layer promotes); shapes broadcast.
 class Add(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return a + b
     def save_for_backward(self, a, b): self.shapes = (a.shape, b.shape)
@@ -219,6 +239,7 @@ class Add(Primitive):
 
 
 class Sub(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return a - b
     def save_for_backward(self, a, b): self.shapes = (a.shape, b.shape)
@@ -231,6 +252,7 @@ class Sub(Primitive):
 
 
 class Mul(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return a * b
     def save_for_backward(self, a, b):
@@ -249,6 +271,7 @@ class Mul(Primitive):
 
 
 class Div(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return a / b
     def save_for_backward(self, a, b):
@@ -264,6 +287,7 @@ class Div(Primitive):
 
 
 class Pow(Primitive):
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return a ** b
     def backward(self, g):
@@ -282,6 +306,7 @@ class Pow(Primitive):
 
 class Maximum(Primitive):
     """max(a, b) elementwise; on ties each side gets half the gradient (as torch)."""
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return array_module(a).maximum(a, b)
     def backward(self, g):
@@ -293,6 +318,7 @@ class Maximum(Primitive):
 
 class Where(Primitive):
     """where(cond, a, b); the boolean condition is an input without gradient."""
+    attrs = {}
     saves_inputs = True
     def forward(self, cond, a, b):
         return array_module(a).where(cond, a, b)
@@ -312,6 +338,7 @@ class Where(Primitive):
 
 # ---------------------------------------------------------------- reductions
 class Sum(Primitive):
+    attrs = {"axis": AXES, "keepdims": bool}
     saves_inputs = True
     def save_for_backward(self, x): self.shape = x.shape
     def forward(self, x):
@@ -331,6 +358,7 @@ class Sum(Primitive):
 
 class Amax(Primitive):
     """Max (or min, with `neg`) over axes; the gradient is shared evenly among ties (as torch.amax)."""
+    attrs = {"axis": AXES, "keepdims": bool, "neg": bool}
     saves_inputs = True
     saves_output = True
     def forward(self, x):
@@ -348,6 +376,7 @@ class Amax(Primitive):
 
 
 class Prod(Primitive):
+    attrs = {"axis": AXES, "keepdims": bool}
     saves_inputs = True
     saves_output = True
     def forward(self, x): return x.prod(axis=self.axis, keepdims=self.keepdims)
@@ -375,6 +404,7 @@ class Prod(Primitive):
 
 
 class Cumsum(Primitive):
+    attrs = {"axis": int}
     elementwise = True
     def forward(self, x): return array_module(x).cumsum(x, axis=self.axis)
     def backward(self, g):
@@ -384,6 +414,7 @@ class Cumsum(Primitive):
 
 
 class Cumprod(Primitive):
+    attrs = {"axis": int}
     elementwise = True
     saves_inputs = True
     saves_output = True
@@ -406,6 +437,7 @@ def _keepdim_shape(shape, axis):
 
 # ---------------------------------------------------------------- movement (views where possible)
 class Reshape(Primitive):
+    attrs = {"shape": SHAPE}
     saves_inputs = True
     def forward(self, x): return x.reshape(self.shape)
     def save_for_backward(self, x): self.src = x.shape
@@ -420,12 +452,14 @@ def _inverse_permutation(dims):
 
 
 class Permute(Primitive):
+    attrs = {"dims": INTS}
     def forward(self, x): return x.transpose(self.dims)
     def backward(self, g): return (Permute.apply(g, dims=_inverse_permutation(self.dims)),)
     def infer(self, x): return tuple(x.shape[d] for d in self.dims), x.dtype
 
 
 class Expand(Primitive):
+    attrs = {"shape": SHAPE, "fill": bool}
     saves_inputs = True
     def save_for_backward(self, x): self.src = x.shape
     def forward(self, x):
@@ -439,12 +473,14 @@ class Expand(Primitive):
 
 
 class Flip(Primitive):
+    attrs = {"axes": INTS}
     def forward(self, x): return array_module(x).flip(x, self.axes)
     def backward(self, g): return (Flip.apply(g, axes=self.axes),)
     def infer(self, x): return _same(x)
 
 
 class Roll(Primitive):
+    attrs = {"shifts": INTS, "axes": INTS}
     elementwise = True
     def forward(self, x): return array_module(x).roll(x, self.shifts, self.axes)
     def backward(self, g):
@@ -473,6 +509,7 @@ def _fill(key, idx):
 class Index(Primitive):
     """x[key] for any NumPy-style key (ints, slices, None, Ellipsis); integer/boolean index arrays
     are the inputs after x, placed at the key's SLOTs."""
+    attrs = {"key": KEY}
     saves_inputs = True
     def forward(self, x, *idx):
         return x[_fill(self.key, idx)]
@@ -487,6 +524,7 @@ class Index(Primitive):
 
 class IndexAddInto(Primitive):
     """zeros(shape) with g added at `key` (repeated indices accumulate): the adjoint of Index."""
+    attrs = {"key": KEY, "shape": SHAPE}
     saves_inputs = True
     def forward(self, g, *idx):
         xp = array_module(g)
@@ -507,6 +545,7 @@ class IndexAddInto(Primitive):
 
 class IndexPut(Primitive):
     """x with x[key] = v (or += v with `accumulate`): __setitem__ and index_put."""
+    attrs = {"key": KEY, "accumulate": bool}
     saves_inputs = True
     def forward(self, x, v, *idx):
         xp = array_module(x)
@@ -542,6 +581,7 @@ def _add_at(xp, out, key, v):
 
 
 class Cat(Primitive):
+    attrs = {"axis": int}
     saves_inputs = True
     def save_for_backward(self, *xs): self.sizes = [x.shape[self.axis] for x in xs]
     def forward(self, *xs):
@@ -560,6 +600,7 @@ class Cat(Primitive):
 
 class Pad(Primitive):
     """Constant padding; `pads` is a tuple of (before, after) per axis."""
+    attrs = {"pads": tuple, "value": NUMBER}
     def forward(self, x):
         return array_module(x).pad(x, self.pads, mode="constant", constant_values=self.value)
     def backward(self, g):
@@ -570,6 +611,7 @@ class Pad(Primitive):
 
 class Gather(Primitive):
     """take_along_axis(x, index, axis): torch.gather (index: an int64 input without gradient)."""
+    attrs = {"axis": int}
     saves_inputs = True
     def forward(self, x, index):
         return array_module(x).take_along_axis(x, index, axis=self.axis)
@@ -584,6 +626,7 @@ class Gather(Primitive):
 
 class ScatterAdd(Primitive):
     """x with src added at positions `index` along `axis`: torch.scatter_add."""
+    attrs = {"axis": int}
     saves_inputs = True
     def forward(self, x, src, index):
         xp = array_module(x)
@@ -601,6 +644,7 @@ class ScatterAdd(Primitive):
 
 class Scatter(Primitive):
     """x with src written at positions `index` along `axis`: torch.scatter."""
+    attrs = {"axis": int}
     saves_inputs = True
     def forward(self, x, src, index):
         xp = array_module(x)
@@ -634,6 +678,7 @@ def _scatter_key(xp, index, axis):
 # ---------------------------------------------------------------- linear algebra
 class MatMul(Primitive):
     """a @ b for operands of >= 2 dims with broadcast batch dims (the ops layer handles 1-D)."""
+    attrs = {}
     saves_inputs = True
     def forward(self, a, b): return (a @ b).astype(a.dtype, copy=False)  # NumPy gives bfloat16 @ -> float32
     def backward(self, g):
@@ -646,6 +691,7 @@ class MatMul(Primitive):
 
 class Einsum(Primitive):
     """einsum over explicit subscripts 'ij,jk->ik' (no repeated index within one operand)."""
+    attrs = {"eq": str}
     saves_inputs = True
     def forward(self, *xs):
         dt = xs[0].dtype
@@ -688,6 +734,7 @@ _INT64 = np.dtype(np.int64)
 
 class Compare(Primitive):
     """a `op` b elementwise, a bool result: op in eq, ne, lt, le, gt, ge, isclose (rtol, atol, equal_nan)."""
+    attrs = {"op": str, "rtol": float, "atol": float, "equal_nan": bool}
     differentiable = False
     keeps_dtype = False
     rtol, atol, equal_nan = 1e-05, 1e-08, False
@@ -704,6 +751,7 @@ class Compare(Primitive):
 
 class Logic(Primitive):
     """logical_and/or/xor/not (bool results) and bitwise_and/or/xor/not (the operands' dtype)."""
+    attrs = {"op": str}
     differentiable = False
     keeps_dtype = False
 
@@ -721,6 +769,7 @@ class Logic(Primitive):
 class Rounding(Primitive):
     """floor, ceil, trunc, round (to `decimals`), sign: piecewise constant, so no gradient
     (the ops add `x * 0` to keep a zero gradient where torch gives one)."""
+    attrs = {"op": str, "decimals": int}
     differentiable = False
     decimals = 0
 
@@ -737,6 +786,7 @@ class Rounding(Primitive):
 
 class Predicate(Primitive):
     """isnan, isinf, isfinite: bool results."""
+    attrs = {"op": str}
     differentiable = False
     keeps_dtype = False
 
@@ -747,6 +797,7 @@ class Predicate(Primitive):
 class DivMod(Primitive):
     """Integer-style division of one dtype: floor_divide, remainder (Python's %), fmod (C's), and
     trunc_div (a / b rounded toward zero, in a's dtype). The ops build the gradients torch gives."""
+    attrs = {"op": str}
     differentiable = False
 
     def forward(self, a, b):
@@ -761,6 +812,7 @@ class DivMod(Primitive):
 
 class AnyAll(Primitive):
     """all/any over `axis` (None: every element): bool, uint8 for uint8 input (as torch)."""
+    attrs = {"op": str, "axis": AXES, "keepdims": bool}
     differentiable = False
     keeps_dtype = False
 
@@ -777,6 +829,7 @@ class AnyAll(Primitive):
 
 class ArgReduce(Primitive):
     """argmax/argmin over one `axis` (None: of the flattened input), int64."""
+    attrs = {"op": str, "axis": AXIS, "keepdims": bool}
     differentiable = False
     keeps_dtype = False
 
@@ -795,6 +848,7 @@ class ArgReduce(Primitive):
 
 class ArgSort(Primitive):
     """Stable argsort along `axis`, ascending or `descending` (ties keep their order), int64."""
+    attrs = {"axis": int, "descending": bool}
     differentiable = False
     keeps_dtype = False
 
@@ -814,6 +868,7 @@ class ArgSort(Primitive):
 
 class Nonzero(Primitive):
     """The (n, ndim) int64 coordinates of the non-zero elements, in C order (shape depends on data)."""
+    attrs = {}
     differentiable = False
     keeps_dtype = False
 
@@ -829,6 +884,7 @@ class Nonzero(Primitive):
 class Unique(Primitive):
     """One `part` of xp.unique(x, axis): 'values' (sorted), 'inverse' (int64, x's shape, or x.shape[axis]
     with an axis) or 'counts' (int64). Shapes depend on the data."""
+    attrs = {"part": str, "axis": AXIS}
     differentiable = False
     keeps_dtype = False
 
@@ -848,6 +904,7 @@ class Unique(Primitive):
 class SearchSorted(Primitive):
     """For each of `values`, where it goes in the sorted last axis of `seq` (`side` 'left' or 'right'),
     int64; a 1-D seq serves every value, else rows of seq and values pair up."""
+    attrs = {"side": str}
     differentiable = False
     keeps_dtype = False
 
@@ -864,6 +921,7 @@ class SearchSorted(Primitive):
 
 class BitCast(Primitive):
     """The same bytes read as `dtype` (a view; a different element size rescales the last dim)."""
+    attrs = {"dtype": DTYPE}
     differentiable = False
     keeps_dtype = False
 
@@ -880,6 +938,7 @@ class ClassTarget(Primitive):
     """Class-index targets for nll_loss / cross_entropy, in one call: (safe, valid, bad) with
     valid = target != ignore_index, safe = target where valid else 0 (int64, a gather index), and
     bad = how many valid entries are not classes in [0, n_cls) (0-d int64; the loss raises if any)."""
+    attrs = {"ignore_index": int, "n_cls": int}
     differentiable = False
     keeps_dtype = False
     multi_output = True

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..autograd.function import Primitive
 from ..backends import array_module
+from ._attr_types import DTYPE, SHAPE
 
 __all__ = ["philox4x32", "Random", "blocks", "elements_per_block"]
 
@@ -135,6 +136,8 @@ class Random(Primitive):
     `threshold` (bernoulli with a scalar p: round(p * 2**bits)), `bits` (32, or 16 for a scalar p),
     `value` (bernoulli in a non-bool dtype: the value of a success, so dropout gets its scaled mask).
     """
+    attrs = {"dist": str, "shape": SHAPE, "dtype": DTYPE, "words": int, "low": int, "span": int,
+             "threshold": int, "bits": int, "value": float}
     differentiable = False
     keeps_dtype = False
     words = 1

@@ -91,8 +91,8 @@ def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_a
     for i, (p, g) in enumerate(zip(params, grads)):
         state = (exp_avgs[i], exp_avg_sqs[i]) + ((max_exp_avg_sqs[i],) if amsgrad else ())
         step = steps[i]
-        AdamStep.apply(p, g, *state, step, lr if lr.device == step.device else lr.to(step.device), beta1=beta1, beta2=beta2, eps=eps,
-                       weight_decay=weight_decay, decoupled=decoupled_weight_decay, amsgrad=amsgrad,
-                       maximize=maximize)
+        AdamStep.apply(p, g, *state, step, lr if lr.device == step.device else lr.to(step.device), beta1=float(beta1),
+                       beta2=float(beta2), eps=float(eps), weight_decay=float(weight_decay),
+                       decoupled=bool(decoupled_weight_decay), amsgrad=bool(amsgrad), maximize=bool(maximize))
         for t in (p, step) + state:
             t._bump_version()

@@ -49,8 +49,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
         raise op_error("layer_norm", f"expected input with trailing shape {normalized_shape}, got "
                        f"{tuple(input.shape)}")
     if weight is not None and bias is not None and weight.dtype == input.dtype == bias.dtype:
-        return LayerNormPrim.apply(input, weight, bias, n=nd, eps=eps)
-    out = Normalize.apply(input, n=nd, eps=eps)
+        return LayerNormPrim.apply(input, weight, bias, n=nd, eps=float(eps))
+    out = Normalize.apply(input, n=nd, eps=float(eps))
     if weight is not None:
         out = out * weight
     if bias is not None:
