@@ -14,9 +14,9 @@ from ..autograd.function import Primitive
 from ..autograd.grad_mode import STATE
 from ..backends import array_module
 from ._attr_types import KEY, NONE, OPT_NUMBER
-from .primitives import Cast, Clone
+from .primitives import SLOT, Cast, Clone
 
-INDEX = "<index>"   # in Assign's `key`: an index array, taken in order from the inputs after `src`
+INDEX = SLOT   # in Assign's `key`: an index array, taken in order from the inputs after `src` (as Index's)
 
 _UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
 
@@ -48,7 +48,7 @@ class Assign(Primitive):
             src, idx = xp.asarray(self.value, dtype=dst.dtype), rest
         if self.key is not None:
             it = iter(idx)
-            key = tuple(next(it) if isinstance(k, str) else k for k in self.key)
+            key = tuple(next(it) if k is SLOT else k for k in self.key)
             # with op: read, combine, write back (x[i] += v as NumPy: a repeated index adds once)
             dst[key] = src if self.op is None else getattr(xp, _UFUNCS[self.op])(dst[key], src)
         elif self.op is None:

@@ -6,7 +6,7 @@ The mechanism lives in `ember.autograd.dispatch`.
 """
 from __future__ import annotations
 
-from ..autograd.dispatch import DispatchMode, current_modes, dispatch
+from ..autograd.dispatch import AttrCheck, DispatchMode, attrs_key, check_attrs, current_modes, dispatch
 from ..autograd.primitive_log import PrimitiveLog
 
-__all__ = ["DispatchMode", "PrimitiveLog", "current_modes", "dispatch"]
+__all__ = ["DispatchMode", "PrimitiveLog", "AttrCheck", "attrs_key", "check_attrs", "current_modes", "dispatch"]
