@@ -19,7 +19,7 @@ from ember.autograd.function import Primitive
 from ember.ops import primitives as P
 
 from .test_side_doors import CASES as SIDE_DOOR_CASES, _f, _i, _run
-from .test_step_replay import TinyGPT, _mlp, _step
+from .test_step_replay import _step, case
 
 
 def _primitives():
@@ -59,10 +59,7 @@ def test_class_level_defaults_are_declared():
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 def test_a_logged_training_step_passes_the_check(kind):
     ember.manual_seed(0)
-    if kind == "mlp":
-        model, x, y = _mlp(), ember.randn(8, 6), ember.randint(0, 4, (8,))
-    else:
-        model, x, y = TinyGPT(), ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
+    model, x, y = case(kind)
     model.train()
     opt = ember.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
     sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)

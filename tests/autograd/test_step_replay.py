@@ -38,6 +38,13 @@ class TinyGPT(nn.Module):
         return self.head(self.ln(x))
 
 
+def case(kind):
+    """(model, x, y) of a test step: an MLP on 6 features, or a tiny GPT on 3 sequences of 8 tokens."""
+    if kind == "mlp":
+        return _mlp(), ember.randn(8, 6), ember.randint(0, 4, (8,))
+    return TinyGPT(), ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
+
+
 def _mlp():
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 4))
 
@@ -62,11 +69,7 @@ def _state_tensors(opt):
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 def test_training_step_replays_bit_for_bit(kind):
     ember.manual_seed(0)
-    if kind == "mlp":
-        model, x, y = _mlp(), ember.randn(8, 6), ember.randint(0, 4, (8,))
-    else:
-        model, x = TinyGPT(), ember.randint(0, 11, (3, 8))
-        y = ember.randint(0, 11, (3, 8))
+    model, x, y = case(kind)
     model.train()
     opt = ember.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
     sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
@@ -99,10 +102,7 @@ def test_every_attribute_of_a_training_step_is_static_and_hashable(kind):
     anything data-valued (index arrays, masks, targets, RNG state, lr, step) must be an input."""
     import numpy as np
     ember.manual_seed(0)
-    if kind == "mlp":
-        model, x, y = _mlp(), ember.randn(8, 6), ember.randint(0, 4, (8,))
-    else:
-        model, x, y = TinyGPT(), ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
+    model, x, y = case(kind)
     opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
     sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     with PrimitiveLog() as log:
