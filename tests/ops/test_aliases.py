@@ -24,6 +24,7 @@ def test_unary_aliases(name):
 
 def test_clamp_min_and_max():
     check_op(lambda L, a: L.clamp_min(a, 0.5), (3, 4))
+    check_op(lambda L, a: a.clamp_min(0.5), (3, 4))
     check_op(lambda L, a: a.clamp_max(-0.5), (3, 4))
 
 

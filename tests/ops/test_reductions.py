@@ -15,6 +15,7 @@ def with_nans(L, x):
 @pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": (0, 2), "keepdim": True}, {"axis": -1, "keepdims": True}])
 def test_nansum_and_nanmean(kw):
     check_op(lambda L, x: L.nansum(with_nans(L, x), **kw), (3, 4, 5))
+    check_op(lambda L, x: with_nans(L, x).nansum(**kw), (3, 4, 5))
     check_op(lambda L, x: with_nans(L, x).nanmean(**kw), (3, 4, 5))
 
 
