@@ -58,11 +58,7 @@ def test_class_level_defaults_are_declared():
 
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 def test_a_logged_training_step_passes_the_check(kind):
-    ember.manual_seed(0)
-    model, x, y = case(kind)
-    model.train()
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    model, opt, sched, x, y = case(kind)
     with AttrCheck() as m:
         for _ in range(2):
             _step(model, opt, sched, x, y)

@@ -39,10 +39,17 @@ class TinyGPT(nn.Module):
 
 
 def case(kind):
-    """(model, x, y) of a test step: an MLP on 6 features, or a tiny GPT on 3 sequences of 8 tokens."""
+    """(model, opt, sched, x, y) of a test step, seeded, in training mode: an MLP on 6 features or a tiny
+    GPT on 3 sequences of 8 tokens, with AdamW (weight decay 0.1) and StepLR halving the rate each step."""
+    ember.manual_seed(0)
     if kind == "mlp":
-        return _mlp(), ember.randn(8, 6), ember.randint(0, 4, (8,))
-    return TinyGPT(), ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
+        model, x, y = _mlp(), ember.randn(8, 6), ember.randint(0, 4, (8,))
+    else:
+        model, x, y = TinyGPT(), ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
+    model.train()
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    return model, opt, sched, x, y
 
 
 def _mlp():
@@ -68,11 +75,7 @@ def _state_tensors(opt):
 
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 def test_training_step_replays_bit_for_bit(kind):
-    ember.manual_seed(0)
-    model, x, y = case(kind)
-    model.train()
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    model, opt, sched, x, y = case(kind)
     _step(model, opt, sched, x, y)                  # the state exists before the logged steps
     log = PrimitiveLog()
     with log:
@@ -101,10 +104,7 @@ def test_every_attribute_of_a_training_step_is_static_and_hashable(kind):
     """Attributes are the trace key of a call (the compiler caches on them): hashable Python values;
     anything data-valued (index arrays, masks, targets, RNG state, lr, step) must be an input."""
     import numpy as np
-    ember.manual_seed(0)
-    model, x, y = case(kind)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
-    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    model, opt, sched, x, y = case(kind)
     with PrimitiveLog() as log:
         for _ in range(2):
             _step(model, opt, sched, x, y)
