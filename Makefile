@@ -13,7 +13,7 @@ $(VPY):
 
 $(VENV)/.core: $(VPY) pyproject.toml constraints.txt
 	$(PIP) install -q --upgrade pip setuptools
-	$(PIP) install -q -e ".[bf16,scipy,data]"
+	$(PIP) install -q -e ".[bf16,scipy,data,plot,tensorboard,jit]"
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core scripts/install_data.sh
