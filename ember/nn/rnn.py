@@ -12,6 +12,7 @@ from ..ops import creation as C, math as M, shape as S
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence, _pack_steps, _pad_steps
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -108,28 +109,45 @@ class RNNBase(Module):
         g = lambda n: getattr(self, n + sfx) if (self.bias or n.startswith("weight")) else None  # noqa: E731
         return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
 
-    def _run_direction(self, x, state, layer, d):
-        """One layer, one direction over x (L, N, H_in); returns outputs (L, N, H) and the last state."""
+    def _step(self, xw, state, w_hh, b_hh):
+        """One time step: (output h, new state)."""
+        if self.mode == "LSTM":
+            state = _lstm_step(xw, state, w_hh, b_hh)
+            return state[0], state
+        if self.mode == "GRU":
+            state = _gru_step(xw, state, w_hh, b_hh)
+        else:
+            state = _rnn_step(xw, state, w_hh, b_hh, self.mode == "RNN_RELU")
+        return state, state
+
+    def _run_direction(self, x, state, layer, d, batch_sizes=None):
+        """One layer, one direction over x (L, N, H_in); returns outputs (L, N, H) and the last state.
+
+        batch_sizes (packed input, sequences sorted longest first): at step t only the first
+        batch_sizes[t] sequences run; the others keep their state and output zeros there. Going backwards
+        a sequence so starts from its initial state at its own last step."""
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
-        L = x.shape[0]
+        L, N = x.shape[0], x.shape[1]
         xw = F.linear(x, w_ih, b_ih)                               # (L, N, G*H): one GEMM for all steps
         steps = S.unbind(xw, 0)
         order = range(L - 1, -1, -1) if d else range(L)
         outs = [None] * L
         for t in order:
-            if self.mode == "LSTM":
-                state = _lstm_step(steps[t], state, w_hh, b_hh)
-                outs[t] = state[0]
-            elif self.mode == "GRU":
-                state = _gru_step(steps[t], state, w_hh, b_hh)
-                outs[t] = state
-            else:
-                state = _rnn_step(steps[t], state, w_hh, b_hh, self.mode == "RNN_RELU")
-                outs[t] = state
+            n = N if batch_sizes is None else batch_sizes[t]
+            if n == N:
+                outs[t], state = self._step(steps[t], state, w_hh, b_hh)
+                continue
+            part = tuple(s[:n] for s in state) if self.mode == "LSTM" else state[:n]
+            h, part = self._step(steps[t][:n], part, w_hh, b_hh)
+            keep = (lambda new, old: S.cat([new, old[n:]], 0))
+            state = tuple(map(keep, part, state)) if self.mode == "LSTM" else keep(part, state)
+            outs[t] = S.cat([h, C.zeros(N - n, h.shape[1], dtype=h.dtype, device=h.device)], 0)
         return S.stack(outs, 0), state
 
     def forward(self, input, hx=None):
         is_lstm = self.mode == "LSTM"
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
             raise op_error(type(self).__name__, f"expected input to be 2D or 3D, got {input.ndim}D "
@@ -152,13 +170,55 @@ class RNNBase(Module):
             for h in (hx if is_lstm else (hx,)):
                 if tuple(h.shape) != shape:
                     raise op_error(type(self).__name__, f"expected hidden size {shape}, got {tuple(h.shape)}")
+        output, hidden = self._layers(x, hx)
+        if batched and self.batch_first:
+            output = output.transpose(0, 1)
+        if not batched:
+            output = output.squeeze(1)
+            hidden = tuple(h.squeeze(1) for h in hidden) if is_lstm else hidden.squeeze(1)
+        return output, hidden
+
+    def _forward_packed(self, input, hx):
+        """A PackedSequence in, a PackedSequence out (torch's contract): the packed steps are padded to
+        (L, N, H) in the packed order, each sequence runs to its own length, the output is packed again;
+        hx and the returned states are in the batch's original order."""
+        is_lstm = self.mode == "LSTM"
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        if data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise op_error(type(self).__name__, f"expected packed data of shape (steps, {self.input_size}), "
+                                                f"got {tuple(data.shape)}")
+        sizes = batch_sizes.tolist()
+        x = _pad_steps(data, sizes)                                # (L, N, H_in), packed order
+        N = sizes[0]
+        dirs = 2 if self.bidirectional else 1
+        shape = (self.num_layers * dirs, N, self.hidden_size)
+        if hx is None:
+            h0 = C.zeros(*shape, dtype=x.dtype, device=x.device)
+            hx = (h0, h0) if is_lstm else h0
+        else:
+            for h in (hx if is_lstm else (hx,)):
+                if tuple(h.shape) != shape:
+                    raise op_error(type(self).__name__, f"expected hidden size {shape}, got {tuple(h.shape)}")
+            if sorted_indices is not None:
+                hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
+                    else hx.index_select(1, sorted_indices)
+        output, hidden = self._layers(x, hx, sizes)
+        if unsorted_indices is not None:
+            hidden = tuple(h.index_select(1, unsorted_indices) for h in hidden) if is_lstm \
+                else hidden.index_select(1, unsorted_indices)
+        return PackedSequence(_pack_steps(output, sizes), batch_sizes, sorted_indices, unsorted_indices), hidden
+
+    def _layers(self, x, hx, batch_sizes=None):
+        """Every layer and direction over time-major x (L, N, H_in): (output (L, N, dirs*H), hidden)."""
+        is_lstm = self.mode == "LSTM"
+        dirs = 2 if self.bidirectional else 1
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
                 k = layer * dirs + d
                 state = (hx[0][k], hx[1][k]) if is_lstm else hx[k]
-                out, state = self._run_direction(x, state, layer, d)
+                out, state = self._run_direction(x, state, layer, d, batch_sizes)
                 outs.append(out)
                 if is_lstm:
                     h_n.append(state[0])
@@ -168,15 +228,8 @@ class RNNBase(Module):
             x = outs[0] if dirs == 1 else S.cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        output = x
         h_n = S.stack(h_n, 0)
-        hidden = (h_n, S.stack(c_n, 0)) if is_lstm else h_n
-        if batched and self.batch_first:
-            output = output.transpose(0, 1)
-        if not batched:
-            output = output.squeeze(1)
-            hidden = tuple(h.squeeze(1) for h in hidden) if is_lstm else hidden.squeeze(1)
-        return output, hidden
+        return x, ((h_n, S.stack(c_n, 0)) if is_lstm else h_n)
 
 
 class RNN(RNNBase):
