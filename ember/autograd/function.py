@@ -62,6 +62,14 @@ class Node:
     def __repr__(self):
         return f"<{self.name}Backward>"
 
+    @property
+    def next_functions(self):
+        """One (node, output index) per input, as torch's: the node that made that input, an
+        `AccumulateGrad` for a leaf that requires grad, or (None, 0) for an input that needs no gradient.
+        Walking them from `loss.grad_fn` visits the whole recorded graph."""
+        return tuple((None, 0) if e is None else (AccumulateGrad(e[0]), 0) if e[1] < 0 else e
+                     for e in self.parents)
+
     # --- saving for backward -------------------------------------------------------------
     def save_for_backward(self, *tensors):
         self._saved = tensors
@@ -114,6 +122,24 @@ class Node:
         if self._hooks is None:
             self._hooks = {}
         self._hooks.setdefault(idx, []).append(hook)
+
+
+class AccumulateGrad:
+    """What `next_functions` shows for a leaf: the step that adds the leaf's gradient into `.grad`."""
+    next_functions = ()
+    name = "AccumulateGrad"
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def __eq__(self, other):
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self):
+        return id(self.variable)
+
+    def __repr__(self):
+        return "<AccumulateGrad>"
 
 
 class Primitive(Node):
