@@ -3,6 +3,6 @@
 Importing this module does not import `onnx`; `export` does, and asks for `pip install ember[onnx]`
 when it is missing. How it works: docs/onnx.md.
 """
-from .export import export, UnsupportedOperatorError
+from .exporter import export, UnsupportedOperatorError
 
 __all__ = ["export", "UnsupportedOperatorError"]

@@ -25,6 +25,10 @@ MIN_OPSET = 11
 _DELTAS = (3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
 
 
+# attributes whose change with a dynamic axis the converters handle (they read the second capture)
+_SIZED_ATTRS = {"Reshape": ("shape",), "Expand": ("shape",), "Index": ("key",)}
+
+
 class UnsupportedOperatorError(RuntimeError):
     """Some primitives of the captured forward have no ONNX translation (all listed in the message;
     `.problems` holds one line each). Nothing was written."""
@@ -47,6 +51,11 @@ def _import_onnx():
     except ImportError as e:
         raise ImportError("ember.onnx.export needs the 'onnx' package: pip install ember[onnx]") from e
     return onnx
+
+
+def host_array(data, dtype):
+    from ..backends import host
+    return host.array(list(data), dtype)
 
 
 def _to_host(a):
@@ -228,7 +237,10 @@ class _Builder:
             return pname
         host = _to_host(a)
         if self.shape(v) == self.shape2(v):
-            return self.const(host, "const")
+            other = _to_host(self.g2.leaves[v]) if self.g2 is not self.g1 else host
+            if (other == host).all() or (host != host).any():    # (NaNs: read as equal)
+                return self.const(host, "const")
+            return self._sized_constant(v, host, other)
         # a constant made in forward whose shape follows a dynamic axis (an RNN's zero state)
         flat = host.reshape(-1)
         if flat.size and (flat == flat[0]).all():
@@ -236,6 +248,25 @@ class _Builder:
             return self.node("Expand", [self.const(flat[:1].reshape(()), "const"), shape])
         raise Unsupported(f"a constant tensor of shape {self.shape(v)} made inside forward whose shape and "
                           f"values follow a dynamic axis")
+
+    def _sized_constant(self, v, a, b):
+        """A scalar the forward computed from a dynamic size (a mean's count N, or 1/N): rebuilt from
+        the inputs' shapes. Anything else that changed with the size cannot be exported."""
+        if a.size == 1:
+            x, y = a.item(), b.item()
+            for inverse in (False, True):
+                p, q = (1 / x, 1 / y) if inverse and x and y else (x, y)
+                if float(p).is_integer() and float(q).is_integer() and p > 0 and q > 0:
+                    r = self._resolve(int(p), int(q))
+                    if r is not None:
+                        n = self.int_vector([(int(p), int(q))])
+                        n = self.node("Reshape", [n, self.const(host_array([], np.int64))])
+                        n = self.node("Cast", [n], to=self.h.np_dtype_to_tensor_dtype(a.dtype))
+                        if inverse:
+                            n = self.node("Div", [self.scalar(1, a.dtype), n])
+                        return self.node("Reshape", [n, self.const(host_array(a.shape, np.int64))])
+        raise Unsupported(f"a constant of shape {a.shape} made inside forward whose values follow a dynamic "
+                          f"axis ({a.reshape(-1)[:3]} at the example size, {b.reshape(-1)[:3]} at another)")
 
     # --- emitting
     def node(self, op, inputs, n_out=1, **attrs):
@@ -364,6 +395,11 @@ class _Builder:
             try:
                 if fn is None:
                     raise Unsupported("no ONNX translation for this primitive")
+                for k, a in c.attrs.items():
+                    b = self.call2.attrs.get(k)
+                    if a != b and k not in _SIZED_ATTRS.get(c.name, ()):
+                        raise Unsupported(f"its attribute {k}={a!r} follows a dynamic axis ({b!r} at another "
+                                          f"size)")
                 outs = fn(self, c)
             except (Unsupported, _NeedOpset) as e:
                 msg = str(e) if isinstance(e, Unsupported) else f"{e}, got opset_version={self.opset}"

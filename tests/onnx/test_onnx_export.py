@@ -1,0 +1,383 @@
+"""ember.onnx.export: the file passes onnx.checker, onnxruntime gives Ember's outputs, Ember gives torch's.
+
+Each reference model is built by `build(lib)` with lib = torch or ember (same module names), so torch's
+weights are copied into Ember's model by name; Ember is compared with torch, and onnxruntime with Ember.
+"""
+import io
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+import ember.onnx
+
+onnx = pytest.importorskip("onnx", reason="ember[onnx] extra (onnx) not installed")
+ort = pytest.importorskip("onnxruntime", reason="ember[onnx] extra (onnxruntime) not installed")
+
+
+# ------------------------------------------------------------------ reference models
+def mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+def cnn(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(8, 8, 3, padding=1, stride=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 2 * 2, 5))
+
+
+class LSTMHead:
+    """An LSTM over (N, L, 4) and a linear layer on its last output."""
+
+    def __new__(cls, lib):
+        class Model(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = lib.nn.LSTM(4, 8, num_layers=2, batch_first=True)
+                self.head = lib.nn.Linear(8, 2)
+
+            def forward(self, x):
+                out, (h, c) = self.lstm(x)
+                return self.head(out[:, -1]), h, c
+        return Model()
+
+
+def gpt_block(lib, block_size=16):
+    """One nanoGPT block: pre-LayerNorm causal self-attention (masked_fill, softmax) and a GELU MLP."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, C=16, heads=2):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
+            self.attn, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+            self.fc, self.fc2 = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+            self.heads = heads
+            T = block_size
+            self.register_buffer("mask", lib.tril(lib.ones(T, T)).bool().view(1, 1, T, T))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.attn(self.ln1(x)).split(C, dim=2)
+            q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)      # (B, nh, T, hs)
+            k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+            v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))    # (B, nh, T, T)
+            att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            x = x + self.proj(y)
+            return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+    return Block()
+
+
+def twins(build):
+    """The same model in torch and in Ember (torch's random weights and buffers, copied by name), in eval."""
+    torch.manual_seed(0)
+    t = build(torch)
+    with torch.no_grad():
+        for name, buf in t.named_buffers():      # BatchNorm statistics that are not 0 and 1
+            if name.endswith("running_mean"):
+                buf.uniform_(-0.5, 0.5)
+            elif name.endswith("running_var"):
+                buf.uniform_(0.5, 2.0)
+    e = build(ember)
+    e.load_state_dict({k: ember.tensor(v.detach().numpy().copy()) for k, v in t.state_dict().items()})
+    return e.eval(), t.eval()
+
+
+def run_ort(path, feeds):
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def ember_out(model, *xs):
+    with ember.no_grad():
+        out = model(*xs)
+    out = out if isinstance(out, tuple) else (out,)
+    return [o.numpy() for o in out]
+
+
+def close(a, b, atol=1e-5, rtol=1e-4):
+    np.testing.assert_allclose(a, b, atol=atol, rtol=rtol)
+
+
+def export_checked(model, args, path, **kw):
+    ember.onnx.export(model, args, str(path), **kw)
+    proto = onnx.load(str(path))
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
+# ------------------------------------------------------------------ the four models
+CASES = {
+    "mlp": (mlp, (2, 6), "float"),
+    "cnn": (cnn, (2, 3, 8, 8), "float"),
+    "lstm": (LSTMHead, (2, 5, 4), "float"),
+    "gpt": (gpt_block, (2, 8, 16), "float"),
+}
+
+
+@pytest.mark.parametrize("kind", list(CASES))
+def test_model_matches_ember_torch_and_runs_at_another_batch(kind, tmp_path):
+    build, shape, _ = CASES[kind]
+    e, t = twins(build)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    path = tmp_path / f"{kind}.onnx"
+    proto = export_checked(e, ember.tensor(x), path, input_names=["x"],
+                           dynamic_axes={"x": {0: "batch"}})
+    # Ember == torch (same weights), onnxruntime == Ember
+    with torch.no_grad():
+        tout = t(torch.from_numpy(x))
+    tout = tout if isinstance(tout, tuple) else (tout,)
+    eout = ember_out(e, ember.tensor(x))
+    for a, b in zip(eout, tout):
+        close(a, b.numpy())
+    got = run_ort(path, {"x": x})
+    assert len(got) == len(eout)
+    for a, b in zip(got, eout):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        close(a, b)
+    # the batch axis is symbolic: batch 5 runs and matches Ember at batch 5
+    dims = proto.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "batch" and [d.dim_value for d in dims[1:]] == list(shape[1:])
+    x5 = np.random.default_rng(2).standard_normal((5,) + shape[1:]).astype(np.float32)
+    for a, b in zip(run_ort(path, {"x": x5}), ember_out(e, ember.tensor(x5))):
+        close(a, b)
+
+
+def test_initializers_named_by_module(tmp_path):
+    e, _ = twins(cnn)
+    proto = export_checked(e, ember.randn(2, 3, 8, 8), tmp_path / "m.onnx", input_names=["image"],
+                           output_names=["logits"])
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
+    for name, value in e.state_dict().items():
+        if name.endswith("num_batches_tracked"):
+            continue          # not read by the forward in eval mode
+        assert name in inits, name
+        np.testing.assert_array_equal(inits[name], value.numpy())
+    assert [i.name for i in proto.graph.input] == ["image"]
+    assert [o.name for o in proto.graph.output] == ["logits"]
+
+
+def test_gpt_block_batch_and_sequence_dynamic(tmp_path):
+    """Both axes symbolic: the reshape targets and the mask's slice end follow the input's shape."""
+    e, _ = twins(gpt_block)
+    path = tmp_path / "gpt.onnx"
+    proto = export_checked(e, ember.randn(2, 4, 16), path, input_names=["x"], output_names=["y"],
+                           dynamic_axes={"x": {0: "B", 1: "T"}, "y": {0: "B", 1: "T"}})
+    out = proto.graph.output[0].type.tensor_type.shape.dim
+    assert [d.dim_param for d in out[:2]] == ["B", "T"]
+    for shape in [(5, 7), (1, 16), (3, 1)]:
+        x = np.random.default_rng(3).standard_normal(shape + (16,)).astype(np.float32)
+        close(run_ort(path, {"x": x})[0], ember_out(e, ember.tensor(x))[0])
+
+
+def test_transformer_encoder_layer_with_causal_mask(tmp_path):
+    """Ember's own nn.TransformerEncoderLayer (MultiheadAttention, a float causal mask, GELU)."""
+    ember.manual_seed(0)
+    layer = ember.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, activation="gelu", batch_first=True,
+                                             norm_first=True).eval()
+    mask = ember.nn.Transformer.generate_square_subsequent_mask(6)
+
+    class Causal(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x):
+            return self.layer(x, src_mask=mask, is_causal=True)
+    model = Causal()
+    x = ember.randn(2, 6, 16)
+    path = tmp_path / "enc.onnx"
+    export_checked(model, x, path, dynamic_axes={"input_0": [0]})
+    x3 = ember.randn(3, 6, 16)
+    close(run_ort(path, {"input_0": x3.numpy()})[0], ember_out(model, x3)[0])
+
+
+@pytest.mark.parametrize("opset", [13, 17, 20])
+def test_opsets(opset, tmp_path):
+    """Below 17 LayerNorm is decomposed, below 20 GELU is (erf); at 20 both are single ONNX nodes."""
+    e, _ = twins(gpt_block)
+    x = ember.randn(2, 8, 16)
+    path = tmp_path / "gpt.onnx"
+    proto = export_checked(e, x, path, opset_version=opset)
+    ops = {n.op_type for n in proto.graph.node}
+    assert ("LayerNormalization" in ops) == (opset >= 17)
+    assert ("Gelu" in ops) == (opset >= 20)
+    assert proto.opset_import[0].version == opset
+    close(run_ort(path, {"input_0": x.numpy()})[0], ember_out(e, x)[0])
+
+
+def test_several_inputs_and_outputs_and_an_int_input(tmp_path):
+    class Net(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = ember.nn.Embedding(10, 4)
+
+        def forward(self, idx, scale):
+            h = self.emb(idx) * scale                    # (N, L, 4)
+            return h.sum(-1), h.amax(1), h.argmax(-1), (h > 0).float().mean()
+    ember.manual_seed(0)
+    net = Net()
+    idx, scale = ember.randint(0, 10, (2, 3)), ember.randn(1, 1, 4)
+    path = tmp_path / "n.onnx"
+    proto = export_checked(net, (idx, scale), path, input_names=["idx", "scale"],
+                           dynamic_axes={"idx": [0, 1]})
+    assert proto.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT64
+    assert [d.dim_param for d in proto.graph.input[0].type.tensor_type.shape.dim] == \
+        ["idx_dynamic_axes_1", "idx_dynamic_axes_2"]      # torch's default symbol names
+    idx2 = ember.randint(0, 10, (4, 7))
+    for a, b in zip(run_ort(path, {"idx": idx2.numpy(), "scale": scale.numpy()}), ember_out(net, idx2, scale)):
+        assert a.dtype == b.dtype
+        close(a, b)
+
+
+def test_file_object(tmp_path):
+    e, _ = twins(mlp)
+    buf = io.BytesIO()
+    ember.onnx.export(e, ember.randn(2, 6), buf)
+    proto = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(proto)
+
+
+# ------------------------------------------------------------------ eval mode, no side effects
+def test_exports_in_eval_mode_and_leaves_the_model_unchanged(tmp_path):
+    nn = ember.nn
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.ReLU(), nn.Linear(8, 2))
+    model.train()
+    before = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    x = ember.randn(4, 6)
+    path = tmp_path / "m.onnx"
+    export_checked(model, x, path, dynamic_axes={"input_0": [0]})
+    # the flags are restored, parameters and buffers (BatchNorm's running stats) are untouched
+    assert all(m.training for m in model.modules())
+    after = model.state_dict()
+    for k, v in before.items():
+        np.testing.assert_array_equal(after[k].numpy(), v, err_msg=k)
+    # the graph is the eval-mode forward: no dropout, running statistics
+    model.eval()
+    close(run_ort(path, {"input_0": x.numpy()})[0], ember_out(model, x)[0])
+
+
+def test_no_grad_during_export(tmp_path):
+    e, _ = twins(mlp)
+    x = ember.randn(2, 6, requires_grad=True)
+    ember.onnx.export(e, x, str(tmp_path / "m.onnx"))
+    assert x.grad is None and all(p.grad is None for p in e.parameters())
+
+
+# ------------------------------------------------------------------ errors
+class TwoUnsupported(ember.nn.Module):
+    def forward(self, x):
+        y = x.cumprod(1)                           # LINE_CUMPROD
+        order = ember.argsort(y, dim=1)            # LINE_ARGSORT
+        return y + order.float()
+
+
+def _line(marker):
+    with open(__file__) as fh:
+        for i, text in enumerate(fh, 1):
+            if f"# {marker}" in text and "def _line" not in text and "_line(" not in text:
+                return f"test_onnx_export.py:{i}"
+    raise AssertionError(marker)
+
+
+def test_unsupported_ops_all_listed_and_nothing_written(tmp_path):
+    path = tmp_path / "bad.onnx"
+    with pytest.raises(ember.onnx.UnsupportedOperatorError) as ei:
+        ember.onnx.export(TwoUnsupported(), ember.randn(2, 3), str(path))
+    msg = str(ei.value)
+    assert len(ei.value.problems) == 2
+    assert f"Cumprod at {_line('LINE_CUMPROD')}" in msg
+    assert f"ArgSort at {_line('LINE_ARGSORT')}" in msg
+    assert "nothing was written" in msg
+    assert os.listdir(tmp_path) == []          # no file, no temporary file
+
+
+def test_failed_export_keeps_an_existing_file(tmp_path):
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"previous")
+    with pytest.raises(ember.onnx.UnsupportedOperatorError):
+        ember.onnx.export(TwoUnsupported(), ember.randn(2, 3), str(path))
+    assert path.read_bytes() == b"previous"
+    assert sorted(os.listdir(tmp_path)) == ["model.onnx"]
+
+
+def test_write_failure_leaves_no_partial_file(tmp_path, monkeypatch):
+    """A failure while writing (disk full) removes the temporary file; the target never appears."""
+    import ember.onnx.exporter as ex
+
+    def boom(src, dst):
+        raise OSError("disk full")
+    monkeypatch.setattr(ex.os, "replace", boom)   # (the os module itself; undone after the test)
+    e, _ = twins(mlp)
+    with pytest.raises(OSError, match="disk full"):
+        ember.onnx.export(e, ember.randn(2, 6), str(tmp_path / "m.onnx"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_opset_too_low_for_an_op(tmp_path):
+    e, _ = twins(gpt_block)
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"Softmax at .*needs opset_version >= 13.*"
+                                                                   r"got opset_version=11"):
+        ember.onnx.export(e, ember.randn(2, 8, 16), str(tmp_path / "g.onnx"), opset_version=11)
+    with pytest.raises(ValueError, match="opset_version 9 is not supported"):
+        ember.onnx.export(e, ember.randn(2, 8, 16), str(tmp_path / "g.onnx"), opset_version=9)
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_arguments(tmp_path):
+    e, _ = twins(mlp)
+    x = ember.randn(2, 6)
+    with pytest.raises(TypeError, match=r"args\[1\] is int"):
+        ember.onnx.export(e, (x, 3), str(tmp_path / "m.onnx"))
+    with pytest.raises(TypeError, match="args must be a Tensor"):
+        ember.onnx.export(e, np.zeros((2, 6), np.float32), str(tmp_path / "m.onnx"))
+    missing = tmp_path / "no_such_dir" / "m.onnx"
+    with pytest.raises(FileNotFoundError, match="no_such_dir.*does not exist"):
+        ember.onnx.export(e, x, str(missing))
+    with pytest.raises(ValueError, match="dynamic_axes names 'y'"):
+        ember.onnx.export(e, x, str(tmp_path / "m.onnx"), input_names=["x"], dynamic_axes={"y": [0]})
+    with pytest.raises(ValueError, match="names axis 3 but input 'input_0' has shape"):
+        ember.onnx.export(e, x, str(tmp_path / "m.onnx"), dynamic_axes={"input_0": [3]})
+    with pytest.raises(ValueError, match="2 input_names"):
+        ember.onnx.export(e, x, str(tmp_path / "m.onnx"), input_names=["a", "b"])
+    assert os.listdir(tmp_path) == []
+
+
+def test_matmul_shape_error_names_op_and_shapes(tmp_path):
+    e, _ = twins(mlp)
+    with pytest.raises(Exception, match=r"\(2, 5\)"):
+        ember.onnx.export(e, ember.randn(2, 5), str(tmp_path / "m.onnx"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_dynamic_sequence_of_an_unrolled_lstm_is_refused(tmp_path):
+    e, _ = twins(LSTMHead)
+    with pytest.raises(ValueError, match="Python loop"):
+        ember.onnx.export(e, ember.randn(2, 5, 4), str(tmp_path / "l.onnx"), input_names=["x"],
+                          dynamic_axes={"x": {0: "batch", 1: "seq"}})
+    assert os.listdir(tmp_path) == []
+
+
+def test_missing_onnx_asks_for_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    e, _ = twins(mlp)
+    with pytest.raises(ImportError, match=r"pip install ember\[onnx\]"):
+        ember.onnx.export(e, ember.randn(2, 6), str(tmp_path / "m.onnx"))
+
+
+def test_import_ember_onnx_does_not_import_onnx():
+    code = "import ember, ember.onnx, sys; print('onnx' in sys.modules, 'onnxruntime' in sys.modules)"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["False", "False"]
