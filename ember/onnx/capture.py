@@ -28,6 +28,7 @@ class Call(NamedTuple):
     attrs: dict
     outputs: tuple      # value ids
     where: str          # the user's 'file.py:LINE' that made the call
+    scope: str = ""     # the innermost module running it: "blocks.0.attn (MultiheadAttention)"
 
     @property
     def name(self) -> str:
@@ -53,6 +54,7 @@ class _Capture(DispatchMode):
         self.protected = protected   # ids of parameter and buffer arrays: never written during export
         self.current = {}            # id(array) -> value id holding it now
         self.alive = []              # every array seen, so an id() is never reused during the capture
+        self.scopes = []             # the module path being run (forward pre/post hooks push and pop)
 
     def value(self, t, leaf=True):
         a = t._data
@@ -74,10 +76,11 @@ class _Capture(DispatchMode):
     def __ember_dispatch__(self, prim, inputs, attrs):
         ins = tuple(self.value(t) for t in inputs)
         where = user_frame()
+        scope = self.scopes[-1] if self.scopes else ""
         if prim.__name__ == "Assign" and id(inputs[0]._data) in self.protected:
             # a write into the model's state: export must leave the model unchanged, so it is not run
             # (and export reports it as unsupported)
-            self.g.skipped.append(Call(prim, ins, dict(attrs), (), where))
+            self.g.skipped.append(Call(prim, ins, dict(attrs), (), where, scope))
             return inputs[0]
         out = prim.apply(*inputs, **attrs)
         outs = []
@@ -85,7 +88,7 @@ class _Capture(DispatchMode):
             a = t._data
             # a fresh array, or an old one written in place (Assign returns its destination): a new value
             outs.append(self._new(a))
-        self.g.calls.append(Call(prim, ins, dict(attrs), tuple(outs), where))
+        self.g.calls.append(Call(prim, ins, dict(attrs), tuple(outs), where, scope))
         return out
 
 
@@ -108,8 +111,24 @@ def capture(fn, args: tuple, protected: set) -> Graph:
     mode = _Capture(g, protected)
     for a in args:
         g.inputs.append(mode.value(a))
-    with no_grad(), mode:
-        out = fn(*args)
+    def enter(module, args):
+        mode.scopes.append(labels[id(module)])
+
+    def leave(module, args, out):
+        mode.scopes.pop()          # (a forward hook that returned a value would replace the output)
+
+    labels, handles = {}, []
+    if hasattr(fn, "named_modules"):
+        for name, m in fn.named_modules():
+            if name:    # the model itself: the user's line says enough
+                labels[id(m)] = f"{name} ({type(m).__name__})"
+                handles += [m.register_forward_pre_hook(enter), m.register_forward_hook(leave)]
+    try:
+        with no_grad(), mode:
+            out = fn(*args)
+    finally:
+        for h in handles:
+            h.remove()
     g.outputs = [mode.value(t) for t in _flatten(out)]
     g.output_count = len(g.outputs)
     return g

@@ -273,7 +273,7 @@ class _Builder:
         outs = [self.fresh(op) for _ in range(n_out)]
         n = self.h.make_node(op, list(inputs), outs, name=self.fresh("node_" + op), **attrs)
         if self.call is not None:
-            n.doc_string = f"{self.call.name} at {self.call.where}"
+            n.doc_string = f"{self.call.name} at {self.call.where}" + (f" in {self.call.scope}" if self.call.scope else "")
         self.nodes.append(n)
         return outs[0] if n_out == 1 else outs
 
@@ -386,7 +386,7 @@ class _Builder:
     def convert(self):
         problems = {}
         for c in self.g1.skipped:
-            key = (c.name, c.where, "an in-place write into a parameter or buffer of the model (export "
+            key = (c.name, c.where, c.scope, "an in-place write into a parameter or buffer of the model (export "
                                     "leaves the model unchanged, so the write was not run)")
             problems[key] = problems.get(key, 0) + 1
         for i, c in enumerate(self.g1.calls):
@@ -403,14 +403,14 @@ class _Builder:
                 outs = fn(self, c)
             except (Unsupported, _NeedOpset) as e:
                 msg = str(e) if isinstance(e, Unsupported) else f"{e}, got opset_version={self.opset}"
-                key = (c.name, c.where, msg)
+                key = (c.name, c.where, c.scope, msg)
                 problems[key] = problems.get(key, 0) + 1
                 outs = [self.fresh("unconverted") for _ in c.outputs]
             for v, name in zip(c.outputs, outs):
                 self.names[v] = name
         self.call = None
-        return [f"{name} at {where}: {msg}" + (f" (x{n})" if n > 1 else "")
-                for (name, where, msg), n in problems.items()]
+        return [f"{name} at {where}" + (f" in module {scope}" if scope else "") + f": {msg}"
+                + (f" (x{n})" if n > 1 else "") for (name, where, scope, msg), n in problems.items()]
 
 
 def _module_state(model):

@@ -381,3 +381,12 @@ def test_import_ember_onnx_does_not_import_onnx():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert r.stdout.split() == ["False", "False"]
+
+
+def test_error_names_the_module_of_an_unsupported_op(tmp_path):
+    """An op inside a library module is reported at the user's line and with the module's path."""
+    model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.MaxPool1d(2, return_indices=True))
+    with pytest.raises(ember.onnx.UnsupportedOperatorError,
+                       match=r"MaxPoolIndex at test_onnx_export.py:\d+ in module 1 \(MaxPool1d\): max pooling "
+                             r"with return_indices=True"):
+        ember.onnx.export(model, ember.randn(2, 2, 3), str(tmp_path / "m.onnx"))
