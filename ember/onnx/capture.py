@@ -92,20 +92,40 @@ class _Capture(DispatchMode):
         return out
 
 
-def _flatten(out, path="output"):
+    def opaque(self, module, forward, args, kwargs):
+        """Run a whole module as one call (its own primitives unrecorded): the call's prim is the
+        module's class, its inputs and outputs the tensors it takes and returns, flattened."""
+        from .._tensor import Tensor
+        ins = [t for t in _flatten((args, tuple(kwargs.values())), strict=False) if isinstance(t, Tensor)]
+        vids = tuple(self.value(t) for t in ins)
+        where, scope = user_frame(), self.scopes[-1] if self.scopes else ""
+        self.__exit__(None, None, None)
+        try:
+            out = forward(*args, **kwargs)
+        finally:
+            self.__enter__()
+        outs = tuple(self._new(t._data) for t in _flatten(out))
+        self.g.calls.append(Call(type(module), vids, {"module": module}, outs, where, scope))
+        return out
+
+
+def _flatten(out, path="output", strict=True):
     """The tensors of a (nested) tuple/list output, in order."""
     from .._tensor import Tensor
     if isinstance(out, Tensor):
         return [out]
     if isinstance(out, (tuple, list)):
-        return [t for i, o in enumerate(out) for t in _flatten(o, f"{path}[{i}]")]
+        return [t for i, o in enumerate(out) for t in _flatten(o, f"{path}[{i}]", strict)]
+    if not strict:
+        return []
     raise TypeError(f"ember.onnx.export: the model returned {path} = {type(out).__name__} ({out!r:.60}); "
                     f"only tensors and (nested) tuples or lists of tensors can be graph outputs")
 
 
-def capture(fn, args: tuple, protected: set) -> Graph:
+def capture(fn, args: tuple, protected: set, opaque: tuple = ()) -> Graph:
     """Run fn(*args) under no_grad and record every primitive call. `protected` holds the ids of the
-    arrays (parameters, buffers) that must not be written."""
+    arrays (parameters, buffers) that must not be written; submodules of the classes in `opaque` are
+    recorded as one call each (their class as the prim: nn.LSTM becomes ONNX's LSTM)."""
     from ..autograd.grad_mode import no_grad
     g = Graph()
     mode = _Capture(g, protected)
@@ -117,18 +137,27 @@ def capture(fn, args: tuple, protected: set) -> Graph:
     def leave(module, args, out):
         mode.scopes.pop()          # (a forward hook that returned a value would replace the output)
 
-    labels, handles = {}, []
+    def opaque_forward(module):
+        forward = module.forward
+        return lambda *a, **k: mode.opaque(module, forward, a, k)
+
+    labels, handles, wrapped = {}, [], []
     if hasattr(fn, "named_modules"):
         for name, m in fn.named_modules():
             if name:    # the model itself: the user's line says enough
                 labels[id(m)] = f"{name} ({type(m).__name__})"
                 handles += [m.register_forward_pre_hook(enter), m.register_forward_hook(leave)]
+            if type(m) in opaque and "forward" not in m.__dict__:
+                object.__setattr__(m, "forward", opaque_forward(m))    # the instance's, for this capture
+                wrapped.append(m)
     try:
         with no_grad(), mode:
             out = fn(*args)
     finally:
         for h in handles:
             h.remove()
+        for m in wrapped:
+            del m.__dict__["forward"]
     g.outputs = [mode.value(t) for t in _flatten(out)]
     g.output_count = len(g.outputs)
     return g

@@ -229,6 +229,21 @@ class _Builder:
             return self.node("Identity", [name]) if copy else name
         return self.node("Cast", [name], to=self.h.np_dtype_to_tensor_dtype(np.dtype(dtype)))
 
+    def param_shape(self, t):
+        return tuple(t.shape)
+
+    def squeeze(self, x, axes):
+        from ..backends import host
+        if self.opset >= 13:
+            return self.node("Squeeze", [x, self.const(host.array(list(axes), np.int64))])
+        return self.node("Squeeze", [x], axes=list(axes))
+
+    def param(self, t):
+        """The initializer name of a parameter or buffer tensor (its state_dict name)."""
+        name = self.param_names[id(t._data)]
+        self.params_used[name] = t._data
+        return name
+
     def _leaf(self, v):
         a = self.g1.leaves[v]
         pname = self.param_names.get(id(a))
@@ -458,11 +473,17 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     try:
         for m in modules:
             m.training = False
-        g1 = capture(model, args, set(param_names))
+        from ..nn.rnn import LSTM
+        g1 = capture(model, args, set(param_names), opaque=(LSTM,))
         g2, dims = None, []
         if any(n in in_names for n in dyn):
             grown, dims = _grow(args, in_names, dyn)
-            g2 = capture(model, grown, set(param_names))
+            try:
+                g2 = capture(model, grown, set(param_names), opaque=(LSTM,))
+            except Exception as e:
+                sizes = ", ".join(f"{d[0]} axis {d[1]}: {d[2]} -> {d[3]}" for d in dims)
+                raise ValueError(f"ember.onnx.export: to find what depends on the dynamic axes the model runs "
+                                 f"a second time with them longer ({sizes}), and it failed: {e}") from e
             _same_program(g1, g2)
     finally:
         for m, t in zip(modules, was_training):

@@ -412,6 +412,64 @@ def _assign(b, c):
     return [b.node(onnx_op, [dst, src])]
 
 
+# ------------------------------------------------------------------ whole modules
+def _iofc(b, w):
+    """torch's gate blocks (i, f, g, o) along dim 0 of w -> ONNX's order (i, o, f, c)."""
+    H = b.param_shape(w)[0] // 4
+    parts = [b.slice(b.param(w), [(k * H, k * H)], [((k + 1) * H, (k + 1) * H)], [0], [1]) for k in (0, 3, 1, 2)]
+    return b.node("Concat", parts, axis=0)
+
+
+def _concat0(b, ts):
+    return ts[0] if len(ts) == 1 else b.node("Concat", ts, axis=0)
+
+
+def _lstm(b, c):
+    """nn.LSTM -> one ONNX LSTM per layer (both directions in it); weights reordered in the graph so the
+    initializers keep the module's parameter names."""
+    m = c.attrs["module"]
+    b.need(7, "LSTM")
+    dirs = 2 if m.bidirectional else 1
+    x = b.x(c, 0)
+    unbatched = len(b.shape(c.inputs[0])) == 2
+    if unbatched:
+        x = b.unsqueeze(x, [1])
+    elif m.batch_first:
+        x = b.node("Transpose", [x], perm=[1, 0, 2])                          # (L, N, H_in)
+    h0 = c0 = ""
+    if len(c.inputs) == 3:
+        h0, c0 = b.x(c, 1), b.x(c, 2)
+        if unbatched:
+            h0, c0 = b.unsqueeze(h0, [1]), b.unsqueeze(c0, [1])
+    hs, cs = [], []
+    for layer in range(m.num_layers):
+        W, R, B = [], [], []
+        for d in range(dirs):
+            w_ih, w_hh, b_ih, b_hh = m._weights(layer, d)
+            W.append(b.unsqueeze(_iofc(b, w_ih), [0]))
+            R.append(b.unsqueeze(_iofc(b, w_hh), [0]))
+            if b_ih is not None:
+                B.append(b.unsqueeze(b.node("Concat", [_iofc(b, b_ih), _iofc(b, b_hh)], axis=0), [0]))
+        ins = [x, _concat0(b, W), _concat0(b, R), _concat0(b, B) if B else "", ""]
+        if h0:
+            k = layer * dirs
+            ins += [b.slice(h0, [(k, k)], [(k + dirs, k + dirs)], [0], [1]),
+                    b.slice(c0, [(k, k)], [(k + dirs, k + dirs)], [0], [1])]
+        y, h, cc = b.node("LSTM", ins, n_out=3, hidden_size=m.hidden_size,
+                          direction="bidirectional" if dirs == 2 else "forward")
+        # Y (L, dirs, N, H) -> (L, N, dirs * H); 0 in a Reshape target copies the input's size
+        y = b.node("Transpose", [y], perm=[0, 2, 1, 3])
+        x = b.node("Reshape", [y, b.const(host.array([0, 0, -1], np.int64))])
+        hs.append(h)
+        cs.append(cc)
+    h_n, c_n = _concat0(b, hs), _concat0(b, cs)
+    if unbatched:
+        return [b.squeeze(x, [1]), b.squeeze(h_n, [1]), b.squeeze(c_n, [1])]
+    if m.batch_first:
+        x = b.node("Transpose", [x], perm=[1, 0, 2])
+    return [x, h_n, c_n]
+
+
 TABLE = {
     **{name: _unary(op) for name, op in _UNARY.items()},
     **{name: _binary(op) for name, op in _BINARY.items()},
@@ -427,4 +485,5 @@ TABLE = {
     "Softmax": _softmax("Softmax"), "LogSoftmax": _softmax("LogSoftmax"),
     "LayerNorm": _layer_norm, "Normalize": _normalize,
     "Embedding": _embedding, "Assign": _assign,
+    "LSTM": _lstm,     # the nn.LSTM module, captured as one call (capture's `opaque`)
 }

@@ -361,12 +361,73 @@ def test_matmul_shape_error_names_op_and_shapes(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_dynamic_sequence_of_an_unrolled_lstm_is_refused(tmp_path):
-    e, _ = twins(LSTMHead)
+def test_dynamic_sequence_of_an_unrolled_rnn_is_refused(tmp_path):
+    """A GRU is exported as its unrolled steps: a dynamic sequence length would need another graph."""
+    gru = ember.nn.GRU(4, 8, batch_first=True)
     with pytest.raises(ValueError, match="Python loop"):
-        ember.onnx.export(e, ember.randn(2, 5, 4), str(tmp_path / "l.onnx"), input_names=["x"],
+        ember.onnx.export(gru, ember.randn(2, 5, 4), str(tmp_path / "g.onnx"), input_names=["x"],
                           dynamic_axes={"x": {0: "batch", 1: "seq"}})
     assert os.listdir(tmp_path) == []
+    ember.onnx.export(gru, ember.randn(2, 5, 4), str(tmp_path / "g.onnx"), input_names=["x"],
+                      dynamic_axes={"x": {0: "batch"}})      # a dynamic batch is fine
+    x = ember.randn(3, 5, 4)
+    for a, b in zip(run_ort(tmp_path / "g.onnx", {"x": x.numpy()}), ember_out(gru, x)):
+        close(a, b)
+
+
+class StateAsArgs(ember.nn.Module):
+    """lstm(x, (h0, c0)) as a module of three tensor arguments (the graph's inputs are tensors)."""
+
+    def __init__(self, lstm):
+        super().__init__()
+        self.lstm = lstm
+
+    def forward(self, x, *hc):
+        return self.lstm(x, tuple(hc)) if hc else self.lstm(x)
+
+
+LSTMS = {
+    "2 layers, bidirectional": dict(num_layers=2, bidirectional=True),
+    "batch_first, no bias": dict(batch_first=True, bias=False),
+    "given state": dict(num_layers=2, batch_first=True),
+}
+
+
+@pytest.mark.parametrize("name", list(LSTMS))
+def test_lstm_is_one_onnx_lstm_per_layer_with_dynamic_batch_and_sequence(name, tmp_path):
+    kw = LSTMS[name]
+    e, t = twins(lambda lib: lib.nn.LSTM(4, 6, **kw))
+    x = np.random.default_rng(0).standard_normal((2, 5, 4)).astype(np.float32)     # (N, L) or (L, N)
+    state = name == "given state"
+    layers = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    hc = [np.random.default_rng(i).standard_normal((layers, 2, 6)).astype(np.float32) for i in (1, 2)]
+    args = (ember.tensor(x), tuple(ember.tensor(a) for a in hc)) if state else (ember.tensor(x),)
+    names = ["x", "h0", "c0"] if state else ["x"]
+    dyn = {"x": {0: "A", 1: "B"}}
+    if state:
+        dyn.update(h0={1: "A"}, c0={1: "A"})
+    path = tmp_path / "lstm.onnx"
+    proto = export_checked(StateAsArgs(e), (args[0],) + (args[1] if state else ()), path, input_names=names,
+                           dynamic_axes=dyn)
+    assert sum(n.op_type == "LSTM" for n in proto.graph.node) == kw.get("num_layers", 1)
+    with torch.no_grad():
+        tout = t(torch.from_numpy(x), tuple(torch.from_numpy(a) for a in hc)) if state else t(torch.from_numpy(x))
+    for a, b in zip(flat_out(e, *args), [tout[0], tout[1][0], tout[1][1]]):
+        close(a, b.numpy())
+    for shape in [(2, 5), (3, 9)]:      # another batch and sequence length
+        xx = np.random.default_rng(5).standard_normal(shape + (4,)).astype(np.float32)
+        n = shape[0] if kw.get("batch_first") else shape[1]
+        hh = [np.repeat(a[:, :1], n, 1) for a in hc]
+        feeds = {"x": xx, "h0": hh[0], "c0": hh[1]} if state else {"x": xx}
+        eargs = (ember.tensor(xx), tuple(ember.tensor(a) for a in hh)) if state else (ember.tensor(xx),)
+        for a, b in zip(run_ort(path, feeds), flat_out(e, *eargs)):
+            close(a, b)
+
+
+def flat_out(lstm, *args):
+    with ember.no_grad():
+        out, (h, c) = lstm(*args)
+    return [out.numpy(), h.numpy(), c.numpy()]
 
 
 def test_missing_onnx_asks_for_the_extra(tmp_path, monkeypatch):
