@@ -106,6 +106,9 @@ def _logic(b, c):
         ins = [b.x(c, i, np.dtype(bool)) for i in range(len(c.inputs))]
         onnx_op = {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor", "logical_not": "Not"}[op]
         return [b.node(onnx_op, ins)]
+    if b.out_dtype(c) == np.dtype(bool):      # &, |, ^, ~ on bools
+        onnx_op = {"bitwise_and": "And", "bitwise_or": "Or", "bitwise_xor": "Xor", "bitwise_not": "Not"}[op]
+        return [b.node(onnx_op, [b.x(c, i, np.dtype(bool)) for i in range(len(c.inputs))])]
     b.need(18, f"Bitwise{op[len('bitwise_'):].capitalize()}")
     ins = [b.x(c, i, b.out_dtype(c)) for i in range(len(c.inputs))]
     return [b.node("Bitwise" + op[len("bitwise_"):].capitalize(), ins)]
@@ -314,8 +317,15 @@ def _scatter(reduction):
         b.need(16 if reduction else 11, "ScatterElements" + (f"(reduction='{reduction}')" if reduction else ""))
         dt = b.out_dtype(c)
         kw = {"reduction": reduction} if reduction else {}
-        return [b.node("ScatterElements", [b.x(c, 0, dt), b.x(c, 1, np.dtype(np.int64)), b.x(c, 2, dt)],
-                       axis=c.attrs["axis"], **kw)]
+        # inputs (x, src, index); src may be larger than index: its leading block is used, as torch does
+        src, index = b.x(c, 1, dt), b.x(c, 2, np.dtype(np.int64))
+        ishape, sshape = b.shape(c.inputs[2]), b.shape(c.inputs[1])
+        if ishape != sshape:
+            if b.shape2(c.inputs[2]) != ishape or b.shape2(c.inputs[1]) != sshape:
+                raise Unsupported("a scatter whose src and index differ in shape along a dynamic axis")
+            n = len(ishape)
+            src = b.slice(src, [(0, 0)] * n, [(i, i) for i in ishape], list(range(n)), [1] * n)
+        return [b.node("ScatterElements", [b.x(c, 0, dt), index, src], axis=c.attrs["axis"], **kw)]
     return convert
 
 
