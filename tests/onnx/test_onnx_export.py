@@ -451,3 +451,14 @@ def test_error_names_the_module_of_an_unsupported_op(tmp_path):
                        match=r"MaxPoolIndex at test_onnx_export.py:\d+ in module 1 \(MaxPool1d\): max pooling "
                              r"with return_indices=True"):
         ember.onnx.export(model, ember.randn(2, 2, 3), str(tmp_path / "m.onnx"))
+
+
+def test_docstring_example_runs(tmp_path, monkeypatch):
+    import doctest
+    monkeypatch.chdir(tmp_path)
+    runner = doctest.DocTestRunner()
+    for test in doctest.DocTestFinder().find(ember.onnx.export, "export", globs={}):
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert os.listdir(tmp_path) == ["mlp.onnx"]
+    onnx.checker.check_model(onnx.load(str(tmp_path / "mlp.onnx")))
