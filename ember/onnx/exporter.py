@@ -58,6 +58,11 @@ def host_array(data, dtype):
     return host.array(list(data), dtype)
 
 
+def _is_arange(a) -> bool:
+    from ..backends import host
+    return bool((a == host.arange(0, len(a), 1, a.dtype, False)).all())
+
+
 def _to_host(a):
     from ..backends import backend_of
     return backend_of(a).to_host(a)
@@ -256,11 +261,19 @@ class _Builder:
             if (other == host).all() or (host != host).any():    # (NaNs: read as equal)
                 return self.const(host, "const")
             return self._sized_constant(v, host, other)
-        # a constant made in forward whose shape follows a dynamic axis (an RNN's zero state)
+        # a constant made in forward whose shape follows a dynamic axis: an RNN's zero state (one value
+        # repeated) or positions (arange(T))
         flat = host.reshape(-1)
         if flat.size and (flat == flat[0]).all():
             shape = self.int_vector(list(zip(self.shape(v), self.shape2(v))))
             return self.node("Expand", [self.const(flat[:1].reshape(()), "const"), shape])
+        other = _to_host(self.g2.leaves[v])
+        if host.ndim == 1 and _is_arange(host) and _is_arange(other):
+            n = self.node("Reshape", [self.int_vector([(len(host), len(other))]),
+                                      self.const(host_array([], np.int64))])
+            to = self.h.np_dtype_to_tensor_dtype(host.dtype)
+            return self.node("Range", [self.scalar(0, host.dtype), self.node("Cast", [n], to=to),
+                                       self.scalar(1, host.dtype)])
         raise Unsupported(f"a constant tensor of shape {self.shape(v)} made inside forward whose shape and "
                           f"values follow a dynamic axis")
 
@@ -513,6 +526,8 @@ def _finish(onnx, b, g1, in_names, out_names, dyn, opset):
     rename = {}
     produced = {o for n in b.nodes for o in n.output}
     for v, name in zip(g1.outputs, out_names):
+        if v not in b.names:        # an output no call made: a parameter or a constant returned as is
+            b.names[v] = b._leaf(v)
         cur = b.names[v]
         if cur in produced and cur not in rename:
             rename[cur] = name

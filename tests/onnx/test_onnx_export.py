@@ -462,3 +462,56 @@ def test_docstring_example_runs(tmp_path, monkeypatch):
     assert runner.summarize(verbose=False).failed == 0
     assert os.listdir(tmp_path) == ["mlp.onnx"]
     onnx.checker.check_model(onnx.load(str(tmp_path / "mlp.onnx")))
+
+
+def nano_gpt(lib, vocab=11, block_size=16, C=16):
+    """Token and position embeddings (positions: arange(T) made in forward), two blocks, a head."""
+    nn = lib.nn
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, C), nn.Embedding(block_size, C)
+            self.blocks = nn.ModuleList([gpt_block(lib, block_size) for _ in range(2)])
+            self.ln, self.head = nn.LayerNorm(C), nn.Linear(C, vocab, bias=False)
+
+        def forward(self, idx):
+            T = idx.shape[1]
+            x = self.tok(idx) + self.pos(lib.arange(T))
+            for b in self.blocks:
+                x = b(x)
+            return self.head(self.ln(x))
+    return GPT()
+
+
+def test_nano_gpt_with_dynamic_batch_and_sequence(tmp_path):
+    e, t = twins(nano_gpt)
+    idx = np.random.default_rng(0).integers(0, 11, (2, 6))
+    with torch.no_grad():
+        close(ember_out(e, ember.tensor(idx))[0], t(torch.from_numpy(idx)).numpy())
+    path = tmp_path / "gpt.onnx"
+    proto = export_checked(e, ember.tensor(idx), path, input_names=["idx"], output_names=["logits"],
+                           dynamic_axes={"idx": {0: "B", 1: "T"}, "logits": {0: "B", 1: "T"}})
+    assert "Range" in {n.op_type for n in proto.graph.node}      # the positions follow T
+    for shape in [(2, 6), (3, 11), (1, 16)]:
+        idx2 = np.random.default_rng(1).integers(0, 11, shape)
+        close(run_ort(path, {"idx": idx2})[0], ember_out(e, ember.tensor(idx2))[0])
+
+
+def test_outputs_that_no_operation_made(tmp_path):
+    """An input returned as is, a parameter, and one value returned twice: Identity nodes."""
+    class Odd(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = ember.nn.Parameter(ember.randn(3))
+
+        def forward(self, x):
+            y = x * 2
+            return x, self.w, y, y
+    model = Odd()
+    x = ember.randn(2, 3)
+    path = tmp_path / "o.onnx"
+    export_checked(model, x, path)
+    got = run_ort(path, {"input_0": x.numpy()})
+    for a, b in zip(got, [x, model.w, x * 2, x * 2]):
+        np.testing.assert_array_equal(a, b.detach().numpy())
