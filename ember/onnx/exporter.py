@@ -411,10 +411,14 @@ class _Builder:
         return pieces[0] if len(pieces) == 1 else self.node("Concat", pieces, axis=0)
 
     # --- the walk
+    def _signature(self, c):
+        """'Cumprod((2, 3) float32)': the primitive and its operands."""
+        return f"{c.name}(" + ", ".join(f"{self.shape(v)} {self.dtype(v).name}" for v in c.inputs) + ")"
+
     def convert(self):
         problems = {}
         for c in self.g1.skipped:
-            key = (c.name, c.where, c.scope, "an in-place write into a parameter or buffer of the model (export "
+            key = (self._signature(c), c.where, c.scope, "an in-place write into a parameter or buffer of the model (export "
                                     "leaves the model unchanged, so the write was not run)")
             problems[key] = problems.get(key, 0) + 1
         for i, c in enumerate(self.g1.calls):
@@ -431,7 +435,7 @@ class _Builder:
                 outs = fn(self, c)
             except (Unsupported, _NeedOpset) as e:
                 msg = str(e) if isinstance(e, Unsupported) else f"{e}, got opset_version={self.opset}"
-                key = (c.name, c.where, c.scope, msg)
+                key = (self._signature(c), c.where, c.scope, msg)
                 problems[key] = problems.get(key, 0) + 1
                 outs = [self.fresh("unconverted") for _ in c.outputs]
             for v, name in zip(c.outputs, outs):

@@ -102,7 +102,7 @@ def ember_out(model, *xs):
     with ember.no_grad():
         out = model(*xs)
     out = out if isinstance(out, tuple) else (out,)
-    return [o.numpy() for o in out]
+    return [o.cpu().numpy() for o in out]
 
 
 def close(a, b, atol=1e-5, rtol=1e-4):
@@ -297,8 +297,8 @@ def test_unsupported_ops_all_listed_and_nothing_written(tmp_path):
         ember.onnx.export(TwoUnsupported(), ember.randn(2, 3), str(path))
     msg = str(ei.value)
     assert len(ei.value.problems) == 2
-    assert f"Cumprod at {_line('LINE_CUMPROD')}" in msg
-    assert f"ArgSort at {_line('LINE_ARGSORT')}" in msg
+    assert f"Cumprod((2, 3) float32) at {_line('LINE_CUMPROD')}: no ONNX translation" in msg
+    assert f"ArgSort((2, 3) float32) at {_line('LINE_ARGSORT')}: no ONNX translation" in msg
     assert "nothing was written" in msg
     assert os.listdir(tmp_path) == []          # no file, no temporary file
 
@@ -327,7 +327,7 @@ def test_write_failure_leaves_no_partial_file(tmp_path, monkeypatch):
 
 def test_opset_too_low_for_an_op(tmp_path):
     e, _ = twins(gpt_block)
-    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"Softmax at .*needs opset_version >= 13.*"
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"Softmax\(\(2, 2, 8, 8\) float32\) at .*needs opset_version >= 13.*"
                                                                    r"got opset_version=11"):
         ember.onnx.export(e, ember.randn(2, 8, 16), str(tmp_path / "g.onnx"), opset_version=11)
     with pytest.raises(ValueError, match="opset_version 9 is not supported"):
@@ -448,8 +448,8 @@ def test_error_names_the_module_of_an_unsupported_op(tmp_path):
     """An op inside a library module is reported at the user's line and with the module's path."""
     model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.MaxPool1d(2, return_indices=True))
     with pytest.raises(ember.onnx.UnsupportedOperatorError,
-                       match=r"MaxPoolIndex at test_onnx_export.py:\d+ in module 1 \(MaxPool1d\): max pooling "
-                             r"with return_indices=True"):
+                       match=r"MaxPoolIndex\(\(2, 2, 4\) float32\) at test_onnx_export.py:\d+ in module 1 "
+                             r"\(MaxPool1d\): max pooling with return_indices=True"):
         ember.onnx.export(model, ember.randn(2, 2, 3), str(tmp_path / "m.onnx"))
 
 
@@ -515,3 +515,14 @@ def test_outputs_that_no_operation_made(tmp_path):
     got = run_ort(path, {"input_0": x.numpy()})
     for a, b in zip(got, [x, model.w, x * 2, x * 2]):
         np.testing.assert_array_equal(a, b.detach().numpy())
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA device (or EMBER_FAKE_CUDA=1)")
+def test_export_from_the_cuda_device(tmp_path):
+    e, _ = twins(cnn)
+    e = e.to("cuda")
+    x = ember.randn(2, 3, 8, 8).to("cuda")
+    path = tmp_path / "c.onnx"
+    export_checked(e, x, path, dynamic_axes={"input_0": [0]})
+    x3 = ember.randn(3, 3, 8, 8).to("cuda")
+    close(run_ort(path, {"input_0": x3.cpu().numpy()})[0], ember_out(e, x3)[0])
