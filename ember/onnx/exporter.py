@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,6 +28,15 @@ _DELTAS = (3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
 
 # attributes whose change with a dynamic axis the converters handle (they read the second capture)
 _SIZED_ATTRS = {"Reshape": ("shape",), "Expand": ("shape",), "Index": ("key",)}
+
+
+class DynDim(NamedTuple):
+    """A dynamic input axis: its size in the first capture and in the second (grown) one."""
+    input: str
+    axis: int
+    size: int
+    grown: int
+    symbol: str
 
 
 class UnsupportedOperatorError(RuntimeError):
@@ -151,14 +161,14 @@ def _grow(args, input_names, dyn):
                 raise ValueError(f"ember.onnx.export: dynamic axis {axis} of input {name!r} has size 0; export "
                                  f"with an example of size >= 1")
             delta = deltas.setdefault(sym, _DELTAS[len(deltas) % len(_DELTAS)])
-            dims.append((name, axis, n, n + delta, sym))
+            dims.append(DynDim(name, axis, n, n + delta, sym))
             a = index_select(a, axis, arange(n + delta, device=a.device) % n)
         grown.append(a)
     for d in dims:
         for e in dims:
-            if d[4] == e[4] and d[2] != e[2]:
-                raise ValueError(f"ember.onnx.export: dynamic axis {d[4]!r} has size {d[2]} in input {d[0]!r} "
-                                 f"but {e[2]} in input {e[0]!r}")
+            if d.symbol == e.symbol and d.size != e.size:
+                raise ValueError(f"ember.onnx.export: dynamic axis {d.symbol!r} has size {d.size} in input "
+                                 f"{d.input!r} but {e.size} in input {e.input!r}")
     return tuple(grown), dims
 
 
@@ -182,13 +192,13 @@ class _Builder:
     """Emits ONNX nodes for the captured calls. The methods the converters of ops.py use: x, dtype,
     shape, shape2, out_dtype, attr2, node, const, scalar, need, reduce, unsqueeze, slice, int_vector."""
 
-    def __init__(self, onnx, g1, g2, opset, input_names, param_names, dims):
+    def __init__(self, onnx, g1, g2, opset, input_names, output_names, param_names, dims):
         self.onnx, self.h = onnx, onnx.helper
         self.g1, self.g2 = g1, g2 if g2 is not None else g1
         self.opset = opset
         self.nodes, self.inits = [], []
         self.names = {}                  # value id -> ONNX name
-        self.taken = set(input_names) | set(param_names.values())
+        self.taken = set(input_names) | set(output_names) | set(param_names.values())
         self.param_names = param_names   # id(array) -> module name
         self.params_used = {}            # ONNX name -> array
         self.dims = dims
@@ -301,7 +311,8 @@ class _Builder:
         outs = [self.fresh(op) for _ in range(n_out)]
         n = self.h.make_node(op, list(inputs), outs, name=self.fresh("node_" + op), **attrs)
         if self.call is not None:
-            n.doc_string = f"{self.call.name} at {self.call.where}" + (f" in {self.call.scope}" if self.call.scope else "")
+            scope = f" in {self.call.scope}" if self.call.scope else ""
+            n.doc_string = f"{self.call.name} at {self.call.where}{scope}"
         self.nodes.append(n)
         return outs[0] if n_out == 1 else outs
 
@@ -348,12 +359,12 @@ class _Builder:
         """(factor, [dims]) with v = factor * product of the dims' sizes in both captures, or None."""
         syms = {}
         for d in self.dims:
-            syms.setdefault(d[4], d)
+            syms.setdefault(d.symbol, d)
         ds = list(syms.values())
         combos = [[d] for d in ds] + [[d, e] for i, d in enumerate(ds) for e in ds[i:]]
         for combo in combos:
-            p1 = math.prod(d[2] for d in combo)
-            p2 = math.prod(d[3] for d in combo)
+            p1 = math.prod(d.size for d in combo)
+            p2 = math.prod(d.grown for d in combo)
             if v1 % p1 == 0 and v2 % p2 == 0 and v1 // p1 == v2 // p2:
                 return v1 // p1, combo
         return None
@@ -363,16 +374,16 @@ class _Builder:
         if r is None:
             return None
         k, combo = r
-        return "*".join(([str(k)] if k != 1 else []) + [d[4] for d in combo])
+        return "*".join(([str(k)] if k != 1 else []) + [d.symbol for d in combo])
 
     def _dim_tensor(self, d):
         """A 1-element int64 tensor: the runtime size of dynamic dim d."""
         from ..backends import host
-        key = (d[0], d[1])
+        key = (d.input, d.axis)
         if key not in self._dim_tensors:
             call, self.call = self.call, None
-            shape = self.node("Shape", [d[0]])
-            self._dim_tensors[key] = self.node("Gather", [shape, self.const(host.array([d[1]], np.int64))],
+            shape = self.node("Shape", [d.input])
+            self._dim_tensors[key] = self.node("Gather", [shape, self.const(host.array([d.axis], np.int64))],
                                                axis=0)
             self.call = call
         return self._dim_tensors[key]
@@ -418,8 +429,8 @@ class _Builder:
     def convert(self):
         problems = {}
         for c in self.g1.skipped:
-            key = (self._signature(c), c.where, c.scope, "an in-place write into a parameter or buffer of the model (export "
-                                    "leaves the model unchanged, so the write was not run)")
+            key = (self._signature(c), c.where, c.scope, "an in-place write into a parameter or buffer of the "
+                   "model (export leaves the model unchanged, so the write was not run)")
             problems[key] = problems.get(key, 0) + 1
         for i, c in enumerate(self.g1.calls):
             self.call, self.call2 = c, self.g2.calls[i]
@@ -498,7 +509,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
             try:
                 g2 = capture(model, grown, set(param_names), opaque=(LSTM,))
             except Exception as e:
-                sizes = ", ".join(f"{d[0]} axis {d[1]}: {d[2]} -> {d[3]}" for d in dims)
+                sizes = ", ".join(f"{d.input} axis {d.axis}: {d.size} -> {d.grown}" for d in dims)
                 raise ValueError(f"ember.onnx.export: to find what depends on the dynamic axes the model runs "
                                  f"a second time with them longer ({sizes}), and it failed: {e}") from e
             _same_program(g1, g2)
@@ -508,11 +519,10 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
 
     out_names = _names(output_names, len(g1.outputs), "output", "output")
     _dynamic_axes(dynamic_axes, in_names, out_names)      # now that the outputs are known
-    clash = set(out_names) & set(param_names.values())
-    if clash or set(in_names) & set(param_names.values()):
-        raise ValueError(f"ember.onnx.export: input/output names {sorted(clash | (set(in_names) & set(param_names.values())))} "
-                         f"are also parameter names")
-    b = _Builder(onnx, g1, g2, opset_version, in_names, param_names, dims)
+    clash = (set(in_names) | set(out_names)) & set(param_names.values())
+    if clash:
+        raise ValueError(f"ember.onnx.export: input/output names {sorted(clash)} are also parameter names")
+    b = _Builder(onnx, g1, g2, opset_version, in_names, out_names, param_names, dims)
     problems = b.convert()
     if problems:
         where = f" to {os.fspath(f)!r}" if not hasattr(f, "write") else ""

@@ -327,8 +327,9 @@ def test_write_failure_leaves_no_partial_file(tmp_path, monkeypatch):
 
 def test_opset_too_low_for_an_op(tmp_path):
     e, _ = twins(gpt_block)
-    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"Softmax\(\(2, 2, 8, 8\) float32\) at .*needs opset_version >= 13.*"
-                                                                   r"got opset_version=11"):
+    with pytest.raises(ember.onnx.UnsupportedOperatorError,
+                       match=r"Softmax\(\(2, 2, 8, 8\) float32\) at .*needs opset_version >= 13.*"
+                             r"got opset_version=11"):
         ember.onnx.export(e, ember.randn(2, 8, 16), str(tmp_path / "g.onnx"), opset_version=11)
     with pytest.raises(ValueError, match="opset_version 9 is not supported"):
         ember.onnx.export(e, ember.randn(2, 8, 16), str(tmp_path / "g.onnx"), opset_version=9)
