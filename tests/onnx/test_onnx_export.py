@@ -527,3 +527,26 @@ def test_export_from_the_cuda_device(tmp_path):
     export_checked(e, x, path, dynamic_axes={"input_0": [0]})
     x3 = ember.randn(3, 3, 8, 8).to("cuda")
     close(run_ort(path, {"input_0": x3.cpu().numpy()})[0], ember_out(e, x3)[0])
+
+
+def test_python_numbers_from_a_dynamic_size_are_not_frozen(tmp_path):
+    """x / N with N = x.shape[0] read in Python: the constant follows the batch at run time (a frozen
+    graph would divide by the example's 2); N + 1 cannot be rebuilt from the shapes, so it is refused."""
+    path = tmp_path / "m.onnx"
+    ember.onnx.export(lambda x: x / x.shape[0] * (x.shape[1] * 4), ember.randn(2, 3), str(path),
+                      input_names=["x"], dynamic_axes={"x": [0, 1]})
+    x = ember.randn(5, 7)
+    close(run_ort(path, {"x": x.numpy()})[0], (x / 5 * 28).numpy())
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"Add\(\(2, 3\) float32, \(\) float32\) at "
+                                                                  r".*values follow a dynamic axis"):
+        ember.onnx.export(lambda x: x + (x.shape[0] + 1), ember.randn(2, 3), str(tmp_path / "n.onnx"),
+                          input_names=["x"], dynamic_axes={"x": [0]})
+    assert os.listdir(tmp_path) == ["m.onnx"]
+
+
+def test_export_is_deterministic(tmp_path):
+    e, _ = twins(gpt_block)
+    x = ember.randn(2, 8, 16)
+    ember.onnx.export(e, x, str(tmp_path / "a.onnx"), dynamic_axes={"input_0": [0, 1]})
+    ember.onnx.export(e, x, str(tmp_path / "b.onnx"), dynamic_axes={"input_0": [0, 1]})
+    assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
