@@ -73,6 +73,25 @@ def _is_arange(a) -> bool:
     return bool((a == host.arange(0, len(a), 1, a.dtype, False)).all())
 
 
+def _triangle(a):
+    """(value, k, upper) when the 2-D array `a` is `value` on and above (upper) or below the k-th
+    diagonal and 0 elsewhere (k in -1, 0, 1), else None."""
+    from ..backends import host
+    if a.ndim != 2 or 0 in a.shape:
+        return None
+    rows = host.arange(0, a.shape[0], 1, np.int64, False).reshape(-1, 1)
+    cols = host.arange(0, a.shape[1], 1, np.int64, False).reshape(1, -1)
+    for upper in (1, 0):
+        for k in (1, 0, -1):
+            inside = (cols - rows >= k) if upper else (cols - rows <= k)
+            if not inside.any():
+                continue
+            value = a[inside][0]
+            if (a[inside] == value).all() and (a[~inside] == 0).all():
+                return value.item(), k, upper
+    return None
+
+
 def _to_host(a):
     from ..backends import backend_of
     return backend_of(a).to_host(a)
@@ -284,6 +303,14 @@ class _Builder:
             to = self.h.np_dtype_to_tensor_dtype(host.dtype)
             return self.node("Range", [self.scalar(0, host.dtype), self.node("Cast", [n], to=to),
                                        self.scalar(1, host.dtype)])
+        tri = _triangle(host)
+        if tri is not None and tri == _triangle(other):
+            # a causal mask made for this length (generate_square_subsequent_mask(T), tril(ones(T, T)))
+            self.need(14, "Trilu, for a triangular constant whose size follows a dynamic axis")
+            value, k, upper = tri
+            shape = self.int_vector(list(zip(self.shape(v), self.shape2(v))))
+            full = self.node("Expand", [self.scalar(value, host.dtype), shape])
+            return self.node("Trilu", [full, self.const(host_array([k], np.int64).reshape(()))], upper=upper)
         raise Unsupported(f"a constant tensor of shape {self.shape(v)} made inside forward whose shape and "
                           f"values follow a dynamic axis")
 

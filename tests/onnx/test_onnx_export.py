@@ -550,3 +550,31 @@ def test_export_is_deterministic(tmp_path):
     ember.onnx.export(e, x, str(tmp_path / "a.onnx"), dynamic_axes={"input_0": [0, 1]})
     ember.onnx.export(e, x, str(tmp_path / "b.onnx"), dynamic_axes={"input_0": [0, 1]})
     assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
+
+
+@pytest.mark.parametrize("make_mask", ["square_subsequent", "tril_ones"])
+def test_causal_mask_made_in_forward_follows_the_sequence(make_mask, tmp_path):
+    """A mask built for the current length inside forward follows the runtime length: a host-made
+    triangle becomes Trilu; tril's own mask is computed from two aranges, which become Range."""
+    ember.manual_seed(0)
+    layer = ember.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True).eval()
+
+    class Causal(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x):
+            T = x.shape[1]
+            if make_mask == "square_subsequent":
+                mask = ember.nn.Transformer.generate_square_subsequent_mask(T)
+            else:
+                mask = ~ember.tril(ember.ones(T, T)).bool()          # True: not allowed
+            return self.layer(x, src_mask=mask)
+    model = Causal()
+    path = tmp_path / "c.onnx"
+    proto = export_checked(model, ember.randn(2, 5, 16), path, input_names=["x"],
+                           dynamic_axes={"x": {0: "B", 1: "T"}})
+    assert {"square_subsequent": "Trilu", "tril_ones": "Range"}[make_mask] in {n.op_type for n in proto.graph.node}
+    x = ember.randn(3, 9, 16)
+    close(run_ort(path, {"x": x.numpy()})[0], ember_out(model, x)[0])
