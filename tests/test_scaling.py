@@ -24,6 +24,7 @@ def _points(n_points=8, noise=0.01, seed=0):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fit_recovers_known_parameters_with_noise(seed):
     fit = scaling.fit_power_law(*_points(seed=seed))
+    assert isinstance(fit, scaling.PowerLawFit)
     assert abs(fit.alpha - TRUE["alpha"]) < 0.06
     assert fit.alpha_ci[0] < TRUE["alpha"] < fit.alpha_ci[1]
     assert fit.alpha_ci[1] - fit.alpha_ci[0] < 0.3

@@ -128,3 +128,14 @@ def test_packing_errors_name_the_op_and_the_lengths():
         rnn.pad_packed_sequence(packed, total_length=3)
     with pytest.raises(RuntimeError, match=r"LSTM: expected packed data of shape \(steps, 5\)"):
         ember.nn.LSTM(5, 2)(packed)
+
+
+def test_packed_sequence_type_to_and_invert_permutation():
+    rnn = ember.nn.utils.rnn
+    p = rnn.pack_sequence([ember.ones(2, 3), ember.ones(3, 3)], enforce_sorted=False)
+    assert isinstance(p, rnn.PackedSequence) and not p.is_cuda
+    q = p.to(ember.float64)
+    assert q.data.dtype == ember.float64 and q.batch_sizes is p.batch_sizes and p.to(ember.float32) is p
+    perm = ember.tensor([2, 0, 3, 1])
+    assert rnn.invert_permutation(perm).tolist() == [1, 3, 0, 2]
+    assert rnn.invert_permutation(None) is None
