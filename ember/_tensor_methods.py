@@ -20,7 +20,7 @@ from . import random as R
 # ------------------------------------------------------------------ methods that are the functions
 _METHODS = {
     M: """add sub mul div floor_divide remainder fmod true_divide neg negative pow float_power exp log
-          log1p expm1 log2 log10 exp2 sin cos tan tanh sigmoid sqrt rsqrt erf reciprocal square abs
+          log1p expm1 log2 log10 exp2 sin cos tan tanh sigmoid sqrt rsqrt erf erfinv reciprocal square abs
           absolute relu floor ceil trunc round frac sign clamp clip maximum minimum lerp addcmul addcdiv
           eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and logical_or
           logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not isnan isinf isfinite
@@ -79,7 +79,7 @@ def _make_inplace(name, fn):
     return method
 
 
-for _name in """add sub mul div pow neg exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf abs
+for _name in """add sub mul div pow neg exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf erfinv abs
                 relu floor ceil trunc round sign clamp clip maximum minimum lerp addcmul addcdiv
                 reciprocal square remainder fmod floor_divide masked_fill index_put index_add index_fill
                 scatter scatter_add masked_scatter logical_not tril triu""".split():

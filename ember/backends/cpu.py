@@ -81,6 +81,22 @@ def erf(x):
     return _erf(x)
 
 
+_erfinv = None
+
+
+def erfinv(x):
+    """The inverse error function (SciPy's when installed, else `host.erfinv`: a rational first guess
+    refined by Newton steps on erf, float64 inside)."""
+    global _erfinv
+    if _erfinv is None:
+        try:
+            from scipy.special import erfinv as _erfinv
+        except ImportError:
+            from .host import erfinv as _host_erfinv
+            _erfinv = lambda a: _host_erfinv(a).astype(a.dtype)  # noqa: E731
+    return _erfinv(x)
+
+
 # Elements per block in `blockwise`: the temporaries of a chain of ufuncs on blocks of this size stay in
 # the CPU's L2 cache instead of streaming through main memory once per ufunc.
 BLOCK = 1 << 15

@@ -137,6 +137,13 @@ def erf(x):
     return _erf(x)
 
 
+def erfinv(x):
+    if FAKE:
+        return _fake.erfinv(x)
+    from cupyx.scipy.special import erfinv as _erfinv
+    return _erfinv(x)
+
+
 def scatter_add(out, key, values) -> None:
     """out[key] += values in place, repeated indices accumulating (NumPy's `add.at`)."""
     if FAKE:

@@ -362,3 +362,8 @@ def scatter_add(out: FakeArray, key, values) -> None:
 def erf(x: FakeArray) -> FakeArray:
     from . import cpu
     return FakeArray(cpu.erf(x._a))
+
+
+def erfinv(x: FakeArray) -> FakeArray:
+    from . import cpu
+    return FakeArray(cpu.erfinv(x._a))

@@ -11,6 +11,7 @@ from ..autograd.grad_mode import no_grad
 from .. import random as R
 from .._dtype import float64
 from ..backends import host
+from .. import linalg
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
@@ -144,15 +145,16 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    # QR runs on the host: the Gaussian matrix is drawn there (float64) and the result copied in
-    flat = R.randn(rows, cols, generator=generator, dtype=float64).numpy()
+    # a Gaussian matrix in float64 on the tensor's device, its QR (ember.linalg.qr), R's diagonal signs
+    flat = R.randn(rows, cols, generator=generator, dtype=float64, device=tensor.device)
     if rows < cols:
-        flat = flat.T
-    q = host.orthogonal(flat)
-    if rows < cols:
-        q = q.T
+        flat = flat.t()
     with no_grad():
-        return tensor.copy_(Tensor((q * gain).reshape(tensor.shape)))
+        q, r = linalg.qr(flat)
+        q = q * r.diagonal().sign()
+        if rows < cols:
+            q = q.t()
+        return tensor.copy_((q * gain).reshape(tensor.shape))
 
 
 def _default_layer_init_(weight: Tensor, bias: Tensor | None) -> None:
@@ -172,7 +174,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   generator=None) -> Tensor:
     """N(mean, std) truncated to [a, b], by inverse-CDF sampling (as torch)."""
     lo, hi = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
-    u = R.rand(*tensor.shape, generator=generator, dtype=float64).numpy() * (2 * hi - 2 * lo) + (2 * lo - 1)
-    x = host.erfinv(u) * std * math.sqrt(2.0) + mean
-    with no_grad():
-        return tensor.copy_(Tensor(host.clip(x, a, b)))
+    with no_grad():   # uniform on [2 lo - 1, 2 hi - 1], through erfinv, on the tensor's device
+        u = R.rand(*tensor.shape, generator=generator, dtype=float64, device=tensor.device)
+        x = (u * (2 * hi - 2 * lo) + (2 * lo - 1)).erfinv() * (std * math.sqrt(2.0)) + mean
+        return tensor.copy_(x.clamp(a, b))

@@ -23,7 +23,7 @@ from . import primitives as P
 __all__ = [  # the public ops, re-exported by `ember`
     "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "true_divide", "neg",
     "negative", "pow", "float_power", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh",
-    "sigmoid", "sqrt", "erf", "log2", "log10", "exp2", "rsqrt", "reciprocal", "square", "abs",
+    "sigmoid", "sqrt", "erf", "erfinv", "log2", "log10", "exp2", "rsqrt", "reciprocal", "square", "abs",
     "absolute", "relu", "floor", "ceil", "trunc", "sign", "round", "frac", "clamp", "clip",
     "maximum", "minimum", "where", "lerp", "addcmul", "addcdiv", "eq", "ne", "lt", "le", "gt", "ge",
     "greater", "greater_equal", "less", "less_equal", "not_equal", "logical_and", "logical_or",
@@ -245,6 +245,7 @@ tanh = _unary(P.Tanh, "tanh")
 sigmoid = _unary(P.Sigmoid, "sigmoid")
 sqrt = _unary(P.Sqrt, "sqrt")
 erf = _unary(P.Erf, "erf")
+erfinv = _unary(P.Erfinv, "erfinv")
 
 
 def log2(input):

@@ -148,6 +148,23 @@ class Erf(Primitive):
     def infer(self, x): return _same(x)
 
 
+class Erfinv(Primitive):
+    """The inverse of erf on (-1, 1) (+-inf at +-1, nan outside); its derivative is
+    sqrt(pi)/2 * exp(erfinv(x)^2), from the saved output."""
+    attrs = {}
+    saves_output = True
+    def forward(self, x):
+        from .. import backends
+        xp = array_module(x)
+        if x.dtype.itemsize == 2:   # no half-precision loop in SciPy/CuPy: compute in float32, as torch
+            return backends.get("cpu" if xp.__name__ == "numpy" else "cuda").erfinv(x.astype(np.float32)).astype(x.dtype)
+        return backends.get("cpu" if xp.__name__ == "numpy" else "cuda").erfinv(x)
+    def backward(self, g):
+        y = self.saved_output()
+        return (g * (math.sqrt(math.pi) / 2) * (y * y).exp(),)
+    def infer(self, x): return _same(x)
+
+
 class Relu(Primitive):
     attrs = {}
     saves_output = True

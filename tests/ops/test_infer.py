@@ -54,6 +54,7 @@ CASES = {
     "Sqrt": (P.Sqrt, [((2, 3), "f")], {}),
     "Abs": (P.Abs, [((2, 3), "i")], {}),
     "Erf": (P.Erf, [((2, 3), "f")], {}),
+    "Erfinv": (P.Erfinv, [((2, 3), "f")], {}),
     "Relu": (P.Relu, [((2, 3), "f")], {}),
     "Clamp": (P.Clamp, [((2, 3), "f")], {"lo": -0.5, "hi": 0.5}),
     "Cast": (P.Cast, [((2, 3), "f")], {"dtype": np.dtype(np.int32)}),

@@ -698,3 +698,17 @@ def test_inner(shapes):
     check_op(lambda L, a, b: L.inner(a, b), *shapes)
     with pytest.raises(RuntimeError, match=r"inner: last dimensions differ: \(2, 3\) and \(4,\)"):
         ember.inner(ember.ones(2, 3), ember.ones(4))
+
+
+def test_erfinv_matches_torch_values_and_gradients():
+    check_op(lambda L, a: L.erfinv(a), (3, 4), low=-0.99, high=0.99)
+    check_op(lambda L, a: a.erfinv(), (5,), low=-0.9, high=0.9)
+
+
+def test_erfinv_edges_and_integers_as_torch():
+    for lib in (torch, ember):
+        out = lib.tensor([-1.0, 1.0, 1.5, 0.0]).erfinv()
+        assert [str(v) for v in out.tolist()] == ["-inf", "inf", "nan", "0.0"]
+    assert ember.erfinv(ember.tensor([0, 0])).dtype == ember.float32
+    x = ember.tensor([0.1, 0.2])
+    assert x.erfinv_() is x and abs(x.tolist()[0] - 0.0888559905) < 1e-6
