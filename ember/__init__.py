@@ -36,6 +36,7 @@ from . import backends
 from . import cuda
 from . import accelerator
 from . import linalg
+from .planner import summary  # noqa: E402  (ember.summary: the hardware planner)
 from ._dtype import __all__ as _dtype_all
 from .ops.math import __all__ as _math_all
 from .ops.shape import __all__ as _shape_all
