@@ -18,10 +18,12 @@ import math
 import weakref
 
 from ..autograd.dispatch import DispatchMode
+from ..backends.meta import MetaArray
 from ..ops import layers as L
 from ..ops import primitives as P
 from ..ops.inplace import Assign
 from ..ops.optim_prims import AdamStep
+from ..ops.random_prims import Random
 
 __all__ = ["Tracker", "macs_of", "WORKSPACE"]
 
@@ -138,6 +140,10 @@ def _times_input(k):
     return lambda attrs, ins, out: k * ins[0].nbytes
 
 
+def _ws_random(attrs, ins, out):
+    return out.nbytes   # Philox's counters and words, about one output's worth
+
+
 # scratch bytes beyond inputs and output at the busiest moment inside the CPU kernel (ember/ops/layers.py)
 WORKSPACE = {
     L.Conv: _ws_conv,
@@ -150,7 +156,8 @@ WORKSPACE = {
     L.Normalize: _times_input(1),        # centred x, its square
     L.LayerNorm: _times_input(2),        # centred x, its square, the scaled copy
     L.LayerNormGrad: _times_input(3),    # centred x, h, gx, a product
-    AdamStep: _times_input(3),           # g - m, g^2, sqrt(v), m * step_size
+    AdamStep: _times_input(4),           # g - m, g^2, sqrt(v), then m * step_size before g^2 goes
+    Random: _ws_random,
 }
 
 
@@ -170,6 +177,25 @@ class Tracker(DispatchMode):
         self.macs: dict[str, int] = {}
         self.flops: dict[str, int] = {}
         self.failed = None
+        self._depth = 0          # > 0 while a primitive runs: its outputs are placed by __ember_dispatch__
+        self._saved_init = None
+
+    def __enter__(self):
+        # Arrays made outside primitives (zeros for optimizer state, empty(), a cached mask) are live
+        # from the moment they exist: follow every MetaArray made while the tracker is open.
+        init = self._saved_init = MetaArray.__init__
+        tracker = self
+
+        def __init__(arr, shape, dtype):
+            init(arr, shape, dtype)
+            if tracker._depth == 0:
+                tracker.track(arr)
+        MetaArray.__init__ = __init__
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        MetaArray.__init__ = self._saved_init
+        return super().__exit__(*exc)
 
     # --- memory ------------------------------------------------------------------------------
     def track(self, array, storage: _Storage | None = None, contiguous: bool = True) -> _Storage:
@@ -205,12 +231,15 @@ class Tracker(DispatchMode):
         in_arrays = [t._data for t in inputs]
         for a in in_arrays:
             self.track(a)          # an array made before the tracker opened: live from here on
+        self._depth += 1
         try:
             out = prim.apply(*inputs, **attrs)
         except Exception:
             if self.failed is None:
                 self.failed = (prim, self.stack[-1] if self.stack else "")
             raise
+        finally:
+            self._depth -= 1
         outs = out if isinstance(out, tuple) else (out,)
         out_arrays = [t._data for t in outs]
         first = out_arrays[0]
