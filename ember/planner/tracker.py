@@ -2,7 +2,7 @@
 
 Every primitive call passes through `Tracker.__ember_dispatch__`. For each array a call makes it decides
 whether the backend would allocate new memory (most primitives) or hand back a view or the same memory
-(`Reshape` of a contiguous array, `Permute`, `Expand`, a basic `Index`, `BitCast`, the in-place `Assign`
+(`Reshape` where NumPy can make a view, followed through each array's strides, `Permute`, `Expand`, a basic `Index`, `BitCast`, the in-place `Assign`
 and `AdamStep`), and frees that memory when the last array using it dies (a `weakref.finalize` on each
 array: CPython frees arrays the moment the last reference goes, on meta as on the CPU, so the graph's
 saved tensors, `.grad`s and optimizer state are followed exactly as autograd keeps them). Inside a call
@@ -41,24 +41,105 @@ def _basic_key(key) -> bool:
     return all(k is not P.SLOT and not isinstance(k, list) for k in key)
 
 
-def _view_of_input(prim, attrs, inputs, contiguous) -> tuple[bool, bool] | None:
-    """(shares input 0's memory, output contiguous), or None for a new allocation."""
+def c_strides(shape) -> tuple:
+    """Strides, in elements, of a new C-ordered array."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def reshape_strides(shape, strides, new_shape):
+    """The strides of `reshape` as a view, or None where NumPy must copy (its _attempt_nocopy_reshape)."""
+    if strides is None:
+        return None
+    if math.prod(shape) == 0:
+        return c_strides(new_shape)
+    old = [(n, st) for n, st in zip(shape, strides) if n != 1]
+    new_strides = [0] * len(new_shape)
+    oi = ni = 0
+    while ni < len(new_shape) and oi < len(old):
+        oj, nj = oi + 1, ni + 1
+        np_, op = new_shape[ni], old[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= new_shape[nj]
+                nj += 1
+            else:
+                op *= old[oj][0]
+                oj += 1
+        for ok in range(oi, oj - 1):   # the old dims merged here must be laid out as one
+            if old[ok][1] != old[ok + 1][0] * old[ok + 1][1]:
+                return None
+        new_strides[nj - 1] = old[oj - 1][1]
+        for nk in range(nj - 1, ni, -1):
+            new_strides[nk - 1] = new_strides[nk] * new_shape[nk]
+        ni, oi = nj, oj
+    last = new_strides[ni - 1] if ni >= 1 else 1
+    for nk in range(ni, len(new_shape)):
+        new_strides[nk] = last
+    return tuple(new_strides)
+
+
+def index_strides(shape, strides, key, out_ndim):
+    """The strides of a basic index (ints, slices, None, Ellipsis) of an array, or None if unsure."""
+    if strides is None:
+        return None
+    real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    out, dim = [], 0
+    for k in key:
+        if k is Ellipsis:
+            for _ in range(len(shape) - real):
+                out.append(strides[dim])
+                dim += 1
+        elif k is None:
+            out.append(0)
+        elif isinstance(k, slice):
+            out.append(strides[dim] * (k.step or 1))
+            dim += 1
+        else:
+            dim += 1
+    out += strides[dim:]
+    return tuple(out) if len(out) == out_ndim else None
+
+
+def _layout(prim, attrs, ins, in_strides, out):
+    """(shares input 0's memory, the output's strides or None if unknown) for a primitive whose output
+    NumPy makes as a view of (or writes into) its first input; None for a new allocation."""
+    x = ins[0]
     if prim is P.Reshape:
-        return (True, True) if contiguous else None    # NumPy copies a non-contiguous reshape
+        st = reshape_strides(x.shape, in_strides, out.shape)
+        return (True, st) if st is not None else None      # NumPy copies when no view can do it
     if prim is P.Permute:
-        dims = attrs["dims"]
-        return True, contiguous and tuple(dims) == tuple(sorted(dims))
+        return True, None if in_strides is None else tuple(in_strides[d] for d in attrs["dims"])
     if prim is P.Expand:
-        if attrs.get("fill") and inputs[0].ndim == 0:
+        if attrs.get("fill") and x.ndim == 0:
             return None
-        return True, False
+        if in_strides is None:
+            return True, None
+        lead = out.ndim - x.ndim
+        return True, (0,) * lead + tuple(0 if n == 1 and m != 1 else st
+                                         for n, m, st in zip(x.shape, out.shape[lead:], in_strides))
     if prim is P.Index:
-        return (True, False) if _basic_key(attrs["key"]) else None
+        if not _basic_key(attrs["key"]):
+            return None
+        return True, index_strides(x.shape, in_strides, attrs["key"], out.ndim)
     if prim is P.BitCast:
-        return True, contiguous
+        return True, in_strides if out.shape == x.shape else None
     if prim is Assign or prim is AdamStep:
-        return True, contiguous
+        return True, in_strides
     return None
+
+
+def _new_strides(prim, attrs, out):
+    """Strides of a newly allocated output: C order, except Conv's (groups=1), which is the transposed
+    view (N, O, *out) of its matmul result (N, *out, O)."""
+    if prim is L.Conv and attrs["groups"] == 1 and out.ndim >= 2:
+        n, o, sp = out.shape[0], out.shape[1], out.shape[2:]
+        inner = c_strides(tuple(sp) + (o,))   # strides of (*out, O)
+        return (math.prod(sp) * o, 1) + inner[:-1]
+    return c_strides(out.shape)
 
 
 # ---------------------------------------------------------------- work per call
@@ -170,7 +251,7 @@ class Tracker(DispatchMode):
 
     def __init__(self):
         super().__init__()
-        self._storage: dict[int, tuple[_Storage, bool]] = {}   # id(array) -> (storage, contiguous)
+        self._storage: dict[int, tuple] = {}   # id(array) -> (storage, strides in elements or None)
         self.live = 0
         self.peak = 0
         self.stack: list[str] = []
@@ -198,7 +279,7 @@ class Tracker(DispatchMode):
         return super().__exit__(*exc)
 
     # --- memory ------------------------------------------------------------------------------
-    def track(self, array, storage: _Storage | None = None, contiguous: bool = True) -> _Storage:
+    def track(self, array, storage: _Storage | None = None, strides=()) -> _Storage:
         """Count `array` as live until it dies; `storage`: the allocation it shares (a view)."""
         key = id(array)
         known = self._storage.get(key)
@@ -211,7 +292,9 @@ class Tracker(DispatchMode):
             if self.live > self.peak:
                 self.peak = self.live
         storage.refs += 1
-        self._storage[key] = (storage, contiguous)
+        if strides == ():   # not given: a new C-ordered array
+            strides = c_strides(array.shape)
+        self._storage[key] = (storage, strides)
         weakref.finalize(array, self._release, key, storage)
         return storage
 
@@ -244,12 +327,12 @@ class Tracker(DispatchMode):
         out_arrays = [t._data for t in outs]
         first = out_arrays[0]
         if in_arrays and id(first) not in self._storage:
-            base, contiguous = self._storage[id(in_arrays[0])]
-            view = _view_of_input(prim, attrs, in_arrays, contiguous)
+            base, strides = self._storage[id(in_arrays[0])]
+            view = _layout(prim, attrs, in_arrays, strides, first)
             if view is not None:
                 self.track(first, base, view[1])
             else:
-                self.track(first, None, not (prim is L.Conv and attrs["groups"] == 1))
+                self.track(first, None, _new_strides(prim, attrs, first))
         for a in out_arrays:
             self.track(a)
         ws = WORKSPACE.get(prim)
