@@ -14,6 +14,7 @@ import sys
 
 # name -> (module, one-line help). Add a tool by adding a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "summary": ("ember.planner.cli", "plan a model: per-layer table, memory and FLOPs, will it fit a device"),
 }
 
 

@@ -233,7 +233,7 @@ def _gib(n) -> str:
 
 def summary(model: Module, input_size, batch_size: int = 1, dtype="float32", device=None, *,
             input_dtype=None, loss_fn=None, optimizer: str = "sgd-momentum", verbose: bool = True,
-            name: str | None = None) -> Summary:
+            name: str | None = None, efficiency: float = 0.5) -> Summary:
     """Plan `model` for inputs of `input_size` (without the batch dim): print a table per layer and
     return a `Summary` (parameters, activations, multiply-adds; the notes' training estimate, and the
     exact peak of a training step from a dry run on the `meta` device). Nothing is allocated and the
@@ -264,5 +264,5 @@ def summary(model: Module, input_size, batch_size: int = 1, dtype="float32", dev
     out_shape = tuple(out.shape) if hasattr(out, "shape") else ()
     s = Summary(model, input_size, batch_size, dt, in_dt, loss_fn, rows, out_shape, name=name)
     if verbose:
-        print(s.report(batch_size, optimizer, device))
+        print(s.report(batch_size, optimizer, device, efficiency))
     return s
