@@ -136,7 +136,7 @@ def _new_strides(prim, attrs, out):
     """Strides of a newly allocated output: C order, except Conv's (groups=1), which is the transposed
     view (N, O, *out) of its matmul result (N, *out, O)."""
     if prim is L.Conv and attrs["groups"] == 1 and out.ndim >= 2:
-        n, o, sp = out.shape[0], out.shape[1], out.shape[2:]
+        o, sp = out.shape[1], out.shape[2:]
         inner = c_strides(tuple(sp) + (o,))   # strides of (*out, O)
         return (math.prod(sp) * o, 1) + inner[:-1]
     return c_strides(out.shape)
