@@ -54,7 +54,7 @@ class Summary:
         self.activation_values = input_values + _per_sample(sum(r.activations for r in rows), batch_size)
         self.activation_bytes = self.activation_values * dtype.itemsize
         self.macs = _per_sample(sum(r.macs for r in rows), batch_size)
-        self.flops = _per_sample(sum(r.flops for r in rows), batch_size)
+        self.flops = round(sum(r.flops for r in rows) / batch_size)   # BatchNorm's per-channel math is per batch
 
     # --- the notes' rule of thumb -------------------------------------------------------------
     def training_bytes(self, batch_size: int | None = None, optimizer: str = "sgd-momentum") -> int:
