@@ -133,7 +133,8 @@ def test_planned_peak_within_10_percent_of_a_real_step(name, optimizer):
     else:
         x, y = ember.randn(batch, *size), ember.randint(0, classes, (batch,))
     measured = measure_training_peak(model, x, y, optimizer)
-    assert abs(plan.peak / measured - 1) < 0.10, (plan.peak, measured)
+    assert abs(plan.peak / measured - 1) < 0.10, (plan.peak, measured)    # the bound
+    assert abs(plan.peak / measured - 1) < 0.05, (plan.peak, measured)    # what the plan reaches (~1%)
     # what backward keeps is most of a step's transient memory, and the rule of thumb leaves it out
     assert 0 < plan.saved < plan.peak - plan.resident
 
