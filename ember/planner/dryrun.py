@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import gc
 import tracemalloc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import _dtype
 from .._device import device as _device
@@ -222,20 +222,11 @@ class StepPlan:
     state: int              # live after a whole step: resident + optimizer state
     step_macs: int          # multiply-adds of one step (forward, backward, update)
     step_flops: int
-    per_layer_saved: dict = field(default_factory=dict)
 
 
-def make_batch(input_size, batch_size, input_dtype, dev, out_shape=None, target_high=2):
-    """The batch (random floats, or integer ids below `target_high`) and integer targets."""
-    from ..random import randint, randn
-    shape = (batch_size,) + tuple(input_size)
-    if input_dtype.is_floating_point:
-        x = randn(*shape, dtype=input_dtype, device=dev) if dev.type != "meta" \
-            else empty(*shape, dtype=input_dtype, device=dev)
-    else:
-        x = randint(0, target_high, shape, device=dev).to(input_dtype) if dev.type != "meta" \
-            else empty(*shape, dtype=input_dtype, device=dev)
-    return x
+def make_batch(input_size, batch_size, input_dtype, dev=META):
+    """A meta batch of `batch_size` inputs of `input_size` (no values: nothing reads them)."""
+    return empty(batch_size, *input_size, dtype=input_dtype, device=dev)
 
 
 def dry_run_step(model: Module, input_size, batch_size: int, optimizer: str = "sgd-momentum", dtype=None,
@@ -252,7 +243,7 @@ def dry_run_step(model: Module, input_size, batch_size: int, optimizer: str = "s
     with tracker:
         for t in list(twin.parameters()) + list(twin.buffers()):
             tracker.track(t._data)
-        x = make_batch(input_size, batch_size, in_dt, META)
+        x = make_batch(input_size, batch_size, in_dt)
         tracker.track(x._data)
         opt = make_optimizer(opt_name, twin.parameters())
         names = {id(m): n for n, m in twin.named_modules()}

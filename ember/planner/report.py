@@ -6,7 +6,7 @@ from collections import namedtuple
 from .. import _dtype
 from ..nn.module import Module
 from .devices import get_device
-from .dryrun import (META, OPTIMIZERS, check_optimizer, count_forward, dry_run_step, make_batch, meta_twin)
+from .dryrun import OPTIMIZERS, check_optimizer, count_forward, dry_run_step, make_batch, meta_twin
 
 __all__ = ["summary", "Summary", "StepTime"]
 
@@ -265,7 +265,7 @@ def summary(model: Module, input_size, batch_size: int = 1, dtype="float32", dev
     check_optimizer(optimizer)
     twin = meta_twin(model, dt)
     twin.train()
-    x = make_batch(input_size, batch_size, in_dt, META)
+    x = make_batch(input_size, batch_size, in_dt)
     rows, out, _ = count_forward(twin, x)
     out_shape = tuple(out.shape) if hasattr(out, "shape") else ()
     s = Summary(model, input_size, batch_size, dt, in_dt, loss_fn, rows, out_shape, name=name)
