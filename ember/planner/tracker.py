@@ -15,6 +15,7 @@ keeps `stack` up to date with forward hooks).
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 
 from ..autograd.dispatch import DispatchMode
@@ -265,11 +266,11 @@ class Tracker(DispatchMode):
         # Arrays made outside primitives (zeros for optimizer state, empty(), a cached mask) are live
         # from the moment they exist: follow every MetaArray made while the tracker is open.
         init = self._saved_init = MetaArray.__init__
-        tracker = self
+        tracker, thread = self, threading.get_ident()
 
         def __init__(arr, shape, dtype):
             init(arr, shape, dtype)
-            if tracker._depth == 0:
+            if tracker._depth == 0 and threading.get_ident() == thread:   # this thread's arrays only
                 tracker.track(arr)
         MetaArray.__init__ = __init__
         return super().__enter__()
