@@ -37,6 +37,7 @@ from . import cuda
 from . import accelerator
 from . import linalg
 from . import scaling
+from .planner import summary  # noqa: E402  (ember.summary: the hardware planner)
 from ._dtype import __all__ as _dtype_all
 from .ops.math import __all__ as _math_all
 from .ops.shape import __all__ as _shape_all

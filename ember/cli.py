@@ -15,6 +15,7 @@ import sys
 # name -> (module, one-line help). Add a tool by adding a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "train-gpt": ("ember.lm.train", "train a character GPT on Shakespeare, resume it, or sample from it"),
+    "summary": ("ember.planner.cli", "plan a model: per-layer table, memory and FLOPs, will it fit a device"),
 }
 
 

@@ -35,7 +35,7 @@ class MetaArray:
     >>> MetaArray((2, 3), np.float32).nbytes
     24
     """
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "__weakref__")   # weakref: the planner follows lifetimes
     _is_meta = True
     base = None   # no memory, so no view relations are tracked (a view is a new meta array)
 

@@ -22,8 +22,12 @@ def _causal_bias(L, S_, like):
     key = (L, S_, like._data.dtype.str, str(like.device))
     bias = _CAUSAL.get(key)
     if bias is None:
-        xp = array_module(like)
-        m = xp.triu(xp.full((L, S_), -np.inf, dtype=like._data.dtype), 1)
+        if like._device.type == "meta":   # shapes only: no values to fill (the planner's dry runs)
+            from ...backends import meta
+            m = meta.allocate((L, S_), like._data.dtype)
+        else:
+            xp = array_module(like)
+            m = xp.triu(xp.full((L, S_), -np.inf, dtype=like._data.dtype), 1)
         bias = _CAUSAL[key] = Tensor._make(m, like._device)
     return bias
 

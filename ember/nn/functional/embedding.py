@@ -25,7 +25,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             scale = M.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
             weight[rows] = w * scale
     idx = input.detach()
-    if idx.numel():
+    if idx.numel() and not idx.is_meta:   # meta indices have no values to check
         lo, hi = int(idx.min().item()), int(idx.max().item())
         if lo < 0 or hi >= weight.shape[0]:
             raise op_error("embedding", f"index out of range: indices must be in [0, {weight.shape[0]}), got "
