@@ -27,7 +27,6 @@ import time
 from dataclasses import dataclass, field
 
 import ember
-from ember.nn import functional as F
 
 __all__ = ["TrainConfig", "Trainer", "main"]
 
