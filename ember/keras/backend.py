@@ -27,8 +27,9 @@ def clear_session() -> None:
 
 
 def to_snake_case(name: str) -> str:
-    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+    # Keras's rule: Conv2D -> conv2d, MaxPooling2D -> max_pooling2d, BatchNormalization -> batch_normalization
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", re.sub(r"\W+", "", name))
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
 
 
 def unique_name(base: str) -> str:

@@ -201,8 +201,9 @@ def load_model(filepath, custom_objects=None, compile=True):
 
 
 def _loss_back(spec):
+    from . import losses
     if isinstance(spec, dict) and "class_name" in spec:
-        return spec
+        return losses.get(spec)
     if isinstance(spec, dict):
         return {k: _loss_back(v) for k, v in spec.items()}
     if isinstance(spec, list):

@@ -131,7 +131,7 @@ def summary_text(model, line_length=None, positions=None) -> str:
     opt = getattr(model, "optimizer", None)
     opt_shapes = opt.variables if opt is not None and opt.built else None
     n_opt = sum(math.prod(s) for s in opt_shapes) if opt_shapes is not None else 0
-    b_opt = 4 * n_opt
+    b_opt = 4 * n_opt + 4 if opt_shapes is not None else 0   # iterations is an int64, the rest float32
 
     lines = [f'Model: "{model.name}"'] + _table(header, rows, widths, align)
     lines.append(f" Total params: {n_train + n_frozen + n_opt:,} ({readable_memory_size(b_train + b_frozen + b_opt)})")
