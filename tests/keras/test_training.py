@@ -167,7 +167,7 @@ def test_conv_model_channels_last_fits():
     x[y == 1, :4] += 0.5                                       # class 1: a bright top half
     model = models.Sequential([keras.Input(shape=(8, 8, 1)), layers.Conv2D(8, 3, padding="same", activation="relu"),
                                layers.MaxPooling2D(), layers.Flatten(), layers.Dense(2, activation="softmax")])
-    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
     h = model.fit(x, y, epochs=15, batch_size=16, verbose=0)
     assert h.history["accuracy"][-1] > 0.8
 
