@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from .._tensor import Tensor
+from ..backends import host
 from ..autograd.grad_mode import no_grad
 from ..nn.parameter import Parameter
 
@@ -92,13 +93,13 @@ class Variable(Parameter):
         else:
             value = initializer
         if not isinstance(value, Tensor):
-            arr = np.asarray(value)
+            arr = host.asarray(value)
             if dtype is None and arr.dtype == np.float64:
                 arr = arr.astype(np.float32)
             elif dtype is not None:
                 arr = arr.astype(np.dtype(str(dtype).replace("ember.", "")))
             from ..ops.creation import from_numpy
-            value = from_numpy(np.ascontiguousarray(arr))
+            value = from_numpy(host.contiguous(arr))
         elif dtype is not None and value.dtype.name != str(dtype):
             from .. import _dtype
             value = value.to(getattr(_dtype, str(dtype)))
@@ -131,7 +132,7 @@ class Variable(Parameter):
     def _cast_like(self, value) -> Tensor:
         if not isinstance(value, Tensor):
             from ..ops.creation import tensor
-            value = tensor(np.asarray(value), dtype=self.dtype)
+            value = tensor(host.asarray(value), dtype=self.dtype)
         if tuple(value.shape) != tuple(self.shape):
             raise ValueError(f"Variable.assign: variable {self.name!r} has shape {tuple(self.shape)}, got a "
                              f"value of shape {tuple(value.shape)}")

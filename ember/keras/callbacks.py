@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+import operator
 import os
 import sys
 import time
@@ -203,14 +204,14 @@ class _MonitorCallback(Callback):
 
     def _set_monitor_op(self):
         if self.mode == "min":
-            self.monitor_op = np.less
+            self.monitor_op = operator.lt
         elif self.mode == "max":
-            self.monitor_op = np.greater
+            self.monitor_op = operator.gt
         else:
             name = self.monitor.removeprefix("val_")
-            self.monitor_op = np.greater if ("acc" in name or "auc" in name) else np.less
+            self.monitor_op = operator.gt if ("acc" in name or "auc" in name) else operator.lt
         if self.best is None:
-            self.best = np.inf if self.monitor_op is np.less else -np.inf
+            self.best = math.inf if self.monitor_op is operator.lt else -math.inf
 
     def _is_improvement(self, current, reference):
         return bool(self.monitor_op(current, reference))
@@ -305,10 +306,10 @@ class EarlyStopping(Callback):
     def _set_monitor_op(self):
         name = self.monitor.removeprefix("val_")
         if self.mode == "min" or (self.mode == "auto" and not ("acc" in name or "auc" in name)):
-            self.monitor_op, self.min_delta = np.less, -self.min_delta
+            self.monitor_op, self.min_delta = operator.lt, -self.min_delta
         else:
-            self.monitor_op = np.greater
-        self.best = np.inf if self.monitor_op is np.less else -np.inf
+            self.monitor_op = operator.gt
+        self.best = math.inf if self.monitor_op is operator.lt else -math.inf
 
     def on_train_begin(self, logs=None):
         self.wait, self.stopped_epoch, self.best_weights, self.best_epoch = 0, 0, None, 0
@@ -392,10 +393,10 @@ class ReduceLROnPlateau(Callback):
             self.mode = "auto"
         if self.mode == "min" or (self.mode == "auto" and "acc" not in self.monitor):
             self.monitor_op = lambda a, b: a < b - self.min_delta
-            self.best = np.inf
+            self.best = math.inf
         else:
             self.monitor_op = lambda a, b: a > b + self.min_delta
-            self.best = -np.inf
+            self.best = -math.inf
         self.cooldown_counter, self.wait = 0, 0
 
     def on_train_begin(self, logs=None):

@@ -9,7 +9,6 @@ that says which shape was expected and what to use instead.
 from __future__ import annotations
 
 from .._errors import user_frame
-from .._tensor import Tensor
 from ..nn import functional as F
 from ..ops import math as M
 
@@ -54,8 +53,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     if _shape(y_true) != _shape(y_pred)[:-1]:
         hint = ""
         if _shape(y_true) == _shape(y_pred):
-            hint = (f"; y looks one-hot encoded: use loss='categorical_crossentropy' for one-hot targets, "
-                    f"or pass the class indices (y.argmax(axis=-1))")
+            hint = ("; y looks one-hot encoded: use loss='categorical_crossentropy' for one-hot targets, "
+                    "or pass the class indices (y.argmax(axis=-1))")
         raise _fail(name, f"expected integer class labels y of shape {_shape(y_pred)[:-1]} for predictions of "
                           f"shape {_shape(y_pred)} ({n_cls} classes), got y of shape {_shape(y_true)}{hint}")
     if y_true.dtype.is_floating_point:

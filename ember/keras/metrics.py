@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
+from ..backends import host
 from . import losses as L
 
 __all__ = ["Metric", "Mean", "MeanMetricWrapper", "Accuracy", "SparseCategoricalAccuracy", "CategoricalAccuracy",
@@ -41,13 +42,13 @@ class Mean(Metric):
     """The (weighted) mean of the values given."""
 
     def update_state(self, values, sample_weight=None):
-        v = np.asarray(values.detach().numpy() if hasattr(values, "detach") else values, dtype=np.float64)
+        v = host.asarray(values.detach().cpu().numpy() if hasattr(values, "detach") else values, dtype=np.float64)
         if sample_weight is None:
             self._total += float(v.sum())
             self._count += v.size
             return
-        w = np.asarray(sample_weight.numpy() if hasattr(sample_weight, "numpy") else sample_weight,
-                       dtype=np.float64).reshape(-1)
+        w = host.asarray(sample_weight.cpu().numpy() if hasattr(sample_weight, "numpy") else sample_weight,
+                         dtype=np.float64).reshape(-1)
         if v.ndim:
             v = v.reshape(len(w), -1).mean(axis=1)   # one value per sample, weighted by its sample weight
         self._total += float((v * w).sum())

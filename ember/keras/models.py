@@ -17,12 +17,13 @@ from .._errors import user_frame
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .. import random as _random
+from ..backends import host
 from . import callbacks as callbacks_module
 from . import losses as losses_module
 from . import metrics as metrics_module
 from . import optimizers as optimizers_module
 from .backend import KerasTensor, flatten, training_phase, unique_name, to_snake_case
-from .layers.base import InputLayer, Input, Layer, _fmt_shape, to_tensor
+from .layers.base import InputLayer, Layer, _fmt_shape, to_tensor
 
 __all__ = ["Model", "Sequential", "Functional", "load_model", "clone_model"]
 
@@ -38,7 +39,7 @@ def _as_arrays(x, what):
     if x is None:
         return None
     if isinstance(x, Tensor):
-        return x.detach().numpy()
+        return x.detach().cpu().numpy()
     if isinstance(x, np.ndarray):
         return x
     if isinstance(x, (list, tuple)) and x and all(isinstance(v, (np.ndarray, Tensor)) for v in x):
@@ -46,7 +47,7 @@ def _as_arrays(x, what):
     if isinstance(x, dict):
         return {k: _as_arrays(v, what) for k, v in x.items()}
     try:
-        return np.asarray(x)
+        return host.asarray(x)
     except Exception as e:   # noqa: BLE001
         raise TypeError(f"{what}: expected NumPy arrays, Ember tensors or an ember DataLoader, got "
                         f"{type(x).__name__}") from e
@@ -88,11 +89,9 @@ class _ArrayData:
         return math.ceil(self.n / self.batch_size)
 
     def __iter__(self):
-        order = _random.randperm(self.n).numpy() if self.shuffle else np.arange(self.n)
+        order = _random.randperm(self.n).numpy() if self.shuffle else None
         for start in range(0, self.n, self.batch_size):
-            idx = order[start:start + self.batch_size]
-            if not self.shuffle:
-                idx = slice(start, start + self.batch_size)
+            idx = slice(start, start + self.batch_size) if order is None else order[start:start + self.batch_size]
             yield _take(self.x, idx), _take(self.y, idx), _take(self.sw, idx)
 
 
@@ -305,9 +304,9 @@ class Model(Layer):
     def _update_metrics(self, y, y_pred, sample_weight, loss, n):
         preds = flatten(y_pred)
         targets = self._targets(y, len(preds))
-        self._loss_tracker.update_state(np.array([float(loss.item())]), np.array([float(n)]))
+        self._loss_tracker.update_state([float(loss.item())], [float(n)])     # weighted by the batch size
         for tracker, value in zip(self._output_loss_trackers, self._last_output_losses):
-            tracker.update_state(np.array([float(value.item())]), np.array([float(n)]))
+            tracker.update_state([float(value.item())], [float(n)])
         for ms, yt, yp in zip(self._compiled_metrics, targets, preds):
             for m in ms:
                 m.update_state(yt, yp, sample_weight)
@@ -339,7 +338,7 @@ class Model(Layer):
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         self._require_compiled("train_on_batch")
         x, y = to_tensor(_as_arrays(x, "x")), to_tensor(_as_arrays(y, "y"))
-        sw = self._sample_weights(y, None if sample_weight is None else to_tensor(np.asarray(sample_weight)),
+        sw = self._sample_weights(y, None if sample_weight is None else to_tensor(host.asarray(sample_weight)),
                                   class_weight)
         self.reset_metrics()
         logs = self.train_step(x, y, sw)
@@ -349,7 +348,7 @@ class Model(Layer):
         self._require_compiled("test_on_batch")
         self.reset_metrics()
         logs = self.test_step(to_tensor(_as_arrays(x, "x")), to_tensor(_as_arrays(y, "y")),
-                              None if sample_weight is None else to_tensor(np.asarray(sample_weight)))
+                              None if sample_weight is None else to_tensor(host.asarray(sample_weight)))
         return logs if return_dict else self._flat(logs)
 
     def predict_on_batch(self, x):
@@ -389,14 +388,14 @@ class Model(Layer):
             labels = labels.argmax(dim=-1)
         elif labels.ndim > 1:
             labels = labels.reshape(-1)
-        labels = labels.numpy().astype(np.int64) if not labels.dtype.is_floating_point else \
-            np.rint(labels.numpy()).astype(np.int64)
-        table = np.ones(max(max(class_weight) + 1, int(labels.max()) + 1 if labels.size else 1), dtype=np.float32)
+        labels = labels.cpu().numpy()
+        labels = (labels.round() if labels.dtype.kind == "f" else labels).astype(np.int64)
+        table = host.ones((max(max(class_weight) + 1, int(labels.max()) + 1 if labels.size else 1),), np.float32)
         for k, w in class_weight.items():
             table[int(k)] = float(w)
         weights = table[labels]
         if sample_weight is not None:
-            weights = weights * sample_weight.numpy()
+            weights = weights * sample_weight.cpu().numpy()
         return to_tensor(weights.astype(np.float32))
 
     # --- fit / evaluate / predict -------------------------------------------------------------------
@@ -526,8 +525,8 @@ class Model(Layer):
         if not outs:
             raise ValueError("predict: the data has no samples")
         if isinstance(outs[0], list):
-            return [np.concatenate([o[i] for o in outs]) for i in range(len(outs[0]))]
-        return np.concatenate(outs)
+            return [_concat([o[i] for o in outs]) for i in range(len(outs[0]))]
+        return _concat(outs)
 
     # --- saving -------------------------------------------------------------------------------------
     def save(self, filepath, overwrite=True, **kwargs):
@@ -580,7 +579,17 @@ def _batch_len(x):
 def _to_numpy(out):
     if isinstance(out, (list, tuple)):
         return [_to_numpy(o) for o in out]
-    return out.detach().numpy()
+    return out.detach().cpu().numpy()
+
+
+def _concat(arrays):
+    """The batches' outputs end to end in one host array."""
+    out = host.empty((sum(len(a) for a in arrays),) + arrays[0].shape[1:], arrays[0].dtype)
+    start = 0
+    for a in arrays:
+        out[start:start + len(a)] = a
+        start += len(a)
+    return out
 
 
 # --- functional ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..._errors import user_frame
 from ..._tensor import Tensor
+from ...backends import host
 from ...autograd.grad_mode import no_grad
 from ...nn.module import Module
 from ...ops import creation as C
@@ -31,12 +32,12 @@ def to_tensor(x):
         return type(x)(to_tensor(v) for v in x)
     if isinstance(x, dict):
         return {k: to_tensor(v) for k, v in x.items()}
-    arr = np.asarray(x)
+    arr = host.asarray(x)
     if arr.dtype == np.float64 or arr.dtype == np.float16:
         arr = arr.astype(np.float32)
     elif arr.dtype == np.uint64:
         arr = arr.astype(np.int64)
-    return C.from_numpy(np.ascontiguousarray(arr))
+    return C.from_numpy(host.contiguous(arr))
 
 
 def shape_of(x):
@@ -158,7 +159,7 @@ class Layer(Module):
         return int(sum(math.prod(w.shape) for w in self.weights))
 
     def get_weights(self):
-        return [w.detach().numpy().copy() for w in self.weights]
+        return [w.detach().cpu().numpy().copy() for w in self.weights]
 
     def set_weights(self, weights):
         mine = self.weights
@@ -166,13 +167,13 @@ class Layer(Module):
             raise ValueError(f'You called `set_weights(weights)` on layer "{self.name}" with a weight list of '
                              f"length {len(weights)}, but the layer was expecting {len(mine)} weights.")
         for w, value in zip(mine, weights):
-            value = np.asarray(value.detach().numpy() if isinstance(value, Tensor) else value)
+            value = host.asarray(value.detach().cpu().numpy() if isinstance(value, Tensor) else value)
             if tuple(value.shape) != tuple(w.shape):
                 raise ValueError(f"Layer {self.name} weight shape {tuple(w.shape)} is not compatible with "
                                  f"provided weight shape {tuple(value.shape)} (weight {w.path}).")
         for w, value in zip(mine, weights):
-            w.assign(np.asarray(value.detach().numpy() if isinstance(value, Tensor) else value,
-                                dtype=w.dtype.name))
+            w.assign(host.asarray(value.detach().cpu().numpy() if isinstance(value, Tensor) else value,
+                                  dtype=w.dtype.name))
 
     # --- config -----------------------------------------------------------------------------------
     def get_config(self) -> dict:
