@@ -11,11 +11,11 @@ predict, callbacks, summary, save) on Ember's nn, optim and data.
 >>> model.count_params()
 79510
 """
-from . import activations, initializers, layers, losses, metrics, optimizers, callbacks, models, datasets, backend
+from . import activations, initializers, layers, losses, metrics, optimizers, callbacks, models, datasets, backend, utils
 from .backend import Variable, KerasTensor, clear_session
 from .layers import Input, Layer
 from .models import Model, Sequential
 
 __all__ = ["activations", "initializers", "layers", "losses", "metrics", "optimizers", "callbacks", "models",
-           "datasets", "backend", "Variable", "KerasTensor", "clear_session", "Input", "Layer", "Model",
+           "datasets", "backend", "utils", "Variable", "KerasTensor", "clear_session", "Input", "Layer", "Model",
            "Sequential"]

@@ -8,7 +8,7 @@ import pytest
 import ember
 from ember import keras
 
-MODULES = ["ember.keras", "ember.keras.backend", "ember.keras.layers.base", "ember.keras.layers.core",
+MODULES = ["ember.keras", "ember.keras.backend", "ember.keras.utils", "ember.keras.layers.base", "ember.keras.layers.core",
            "ember.keras.layers.conv", "ember.keras.layers.rnn", "ember.keras.models"]
 
 
