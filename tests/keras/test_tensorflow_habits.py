@@ -102,3 +102,12 @@ def test_optimizer_defaults_are_keras():
     adam = keras.optimizers.Adam()
     assert (adam.beta_1, adam.beta_2, adam.epsilon) == (0.9, 0.999, 1e-7)
     assert keras.optimizers.RMSprop().rho == 0.9
+
+
+@pytest.mark.parametrize("use_optimizer", [True, False])
+def test_example_script_learns(use_optimizer):
+    import pathlib
+    import runpy
+    path = pathlib.Path(__file__).parents[2] / "examples" / "keras" / "gradient_tape.py"
+    losses = runpy.run_path(str(path), run_name="example")["main"](steps=5, use_optimizer=use_optimizer)
+    assert len(losses) == 5 and losses[-1] < 0.5 * losses[0]
