@@ -28,8 +28,8 @@ def to_tensor(x):
     """NumPy arrays and Python numbers become Ember tensors; float64 becomes float32 (Keras's floatx)."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (list, tuple)):
-        return type(x)(to_tensor(v) for v in x)
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (Tensor, np.ndarray)) for v in flatten(x)):
+        return type(x)(to_tensor(v) for v in x)     # several inputs
     if isinstance(x, dict):
         return {k: to_tensor(v) for k, v in x.items()}
     arr = host.asarray(x)
