@@ -497,7 +497,11 @@ class TensorBoard(Callback):
                 w.add_scalar(f"batch_{k}", float(v), self._step)
 
     def on_epoch_end(self, epoch, logs=None):
-        for k, v in (logs or {}).items():
+        logs = dict(logs or {})
+        opt = getattr(self.model, "optimizer", None)
+        if "learning_rate" not in logs and opt is not None:
+            logs["learning_rate"] = float(opt.learning_rate)
+        for k, v in logs.items():
             if isinstance(v, (float, int, np.floating)):
                 which = "validation" if k.startswith("val_") else "train"
                 self._writer(which).add_scalar(f"epoch_{k.removeprefix('val_')}", float(v), epoch)

@@ -204,3 +204,4 @@ def test_tensorboard_callback_writes_keras_tags(tmp_path):
     assert [e.value for e in train.Scalars("epoch_loss")] == pytest.approx(h.history["loss"], rel=1e-6)
     assert [e.value for e in val.Scalars("epoch_loss")] == pytest.approx(h.history["val_loss"], rel=1e-6)
     assert [e.step for e in val.Scalars("epoch_accuracy")] == [0, 1, 2]
+    assert [e.value for e in train.Scalars("epoch_learning_rate")] == pytest.approx([0.01] * 3)
