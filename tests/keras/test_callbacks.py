@@ -83,7 +83,7 @@ def test_model_checkpoint_best_only(tmp_path):
     saved = []
     ckpt = callbacks.ModelCheckpoint(path, monitor="val_loss", save_best_only=True)
     orig = m.save
-    m.save = lambda p, **k: (saved.append(len(saved) and None or p), orig(p, **k))
+    m.save = lambda p, **k: (saved.append(p), orig(p, **k))
     epochs_saved = []
     spy = callbacks.LambdaCallback(on_epoch_end=lambda e, logs: epochs_saved.append((e, len(saved))))
     m.fit(x, y, epochs=5, verbose=0, callbacks=[fake, ckpt, spy])
