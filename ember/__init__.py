@@ -89,10 +89,24 @@ def clone(t):
     return t.clone()
 
 
+# heavier subpackages load on first use (`ember.nn`, `ember.keras`, ...): one name per line
+_LAZY = {
+    "nn",
+    "optim",
+    "utils",
+    "datasets",
+    "transforms",
+    "serialization",
+    "profiler",
+    "onnx",
+    "keras",
+    "lm",
+}
+
+
 def __getattr__(name):
-    # heavier subpackages load on first use: ember.nn, ember.optim, ember.utils, ...
     import importlib
-    if name in ("nn", "optim", "utils", "datasets", "transforms", "serialization", "profiler", "onnx"):
+    if name in _LAZY:
         return importlib.import_module(f"ember.{name}")
     if name in ("save", "load"):
         from . import serialization

@@ -1,0 +1,167 @@
+"""LSTM and GRU over (batch, time, features), with Keras's weights: `kernel` (features, gates * units),
+`recurrent_kernel` (units, gates * units) and `bias`; gate order i, f, c, o (LSTM) and z, r, h (GRU).
+The input projection of every time step is one matmul before the loop."""
+from __future__ import annotations
+
+from ...ops import creation as C
+from ...ops import math as M
+from ...ops import shape as S
+from .. import activations, initializers
+from .base import InputSpec, Layer
+
+__all__ = ["LSTM", "GRU"]
+
+
+class _RNN(Layer):
+    _gates = 1
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False, **kwargs):
+        super().__init__(**kwargs)
+        if dropout or recurrent_dropout:
+            raise NotImplementedError(f"{type(self).__name__}(dropout=..., recurrent_dropout=...) is not supported "
+                                      f"by ember.keras: add a Dropout layer before or after instead")
+        if stateful:
+            raise NotImplementedError(f"{type(self).__name__}(stateful=True) is not supported by ember.keras")
+        self.units = int(units)
+        self.activation = activations.get(activation)
+        self.recurrent_activation = activations.get(recurrent_activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
+
+    def build(self, input_shape):
+        if len(input_shape) != 3:
+            raise ValueError(f'Input 0 of layer "{self.name}" is incompatible with the layer: expected ndim=3, '
+                             f"found ndim={len(input_shape)}. Full shape received: {tuple(input_shape)} "
+                             f"({type(self).__name__} takes (batch, time, features))")
+        g = self._gates * self.units
+        self.kernel = self.add_weight(shape=(input_shape[-1], g), initializer=self.kernel_initializer, name="kernel")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, g), initializer=self.recurrent_initializer,
+                                                name="recurrent_kernel")
+        self._build_bias()
+        self.input_spec = InputSpec(ndim=3, axes={-1: input_shape[-1]})
+
+    def call(self, inputs, initial_state=None):
+        n, t = inputs.shape[0], inputs.shape[1]
+        xw = M.matmul(inputs, self.kernel)                     # (N, T, G*U): every step's input projection
+        if self.use_bias:
+            xw = xw + self._input_bias()
+        state = initial_state if initial_state is not None else self._zero_state(n, inputs.dtype)
+        if not isinstance(state, (list, tuple)):
+            state = [state]
+        outs = []
+        steps = range(t - 1, -1, -1) if self.go_backwards else range(t)
+        for i in steps:
+            state = self._step(xw[:, i], list(state))
+            outs.append(state[0])
+        out = S.stack(outs, dim=1) if self.return_sequences else outs[-1]
+        if self.return_state:
+            return [out] + list(state)
+        return out
+
+    def _zero_state(self, n, dtype):
+        return [C.zeros(n, self.units, dtype=dtype)]
+
+    def compute_output_shape(self, input_shape):
+        out = (input_shape[0], input_shape[1], self.units) if self.return_sequences else (input_shape[0], self.units)
+        if self.return_state:
+            return [out] + [(input_shape[0], self.units)] * len(self._zero_state_shapes())
+        return out
+
+    def _zero_state_shapes(self):
+        return [None]
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "activation": activations.serialize(self.activation),
+                "recurrent_activation": activations.serialize(self.recurrent_activation),
+                "use_bias": self.use_bias, "return_sequences": self.return_sequences,
+                "return_state": self.return_state, "go_backwards": self.go_backwards,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer)}
+
+
+class LSTM(_RNN):
+    """Long short-term memory; `unit_forget_bias=True` starts the forget gate's bias at 1 (Keras).
+
+    >>> ember.keras.layers.LSTM(16)(np.ones((2, 5, 3))).shape
+    (2, 16)
+    """
+    _gates = 4
+
+    def __init__(self, units, unit_forget_bias=True, **kwargs):
+        super().__init__(units, **kwargs)
+        self.unit_forget_bias = unit_forget_bias
+
+    def _build_bias(self):
+        if not self.use_bias:
+            return
+        self.bias = self.add_weight(shape=(4 * self.units,), initializer=self.bias_initializer, name="bias")
+        if self.unit_forget_bias:
+            u = self.units
+            self.bias.assign(S.cat([self.bias[:u].detach(), C.ones(u), self.bias[2 * u:].detach()]))
+
+    def _input_bias(self):
+        return self.bias
+
+    def _zero_state(self, n, dtype):
+        return [C.zeros(n, self.units, dtype=dtype), C.zeros(n, self.units, dtype=dtype)]
+
+    def _zero_state_shapes(self):
+        return [None, None]
+
+    def _step(self, xw, state):
+        h, c = state
+        z = xw + M.matmul(h, self.recurrent_kernel)            # (N, 4U)
+        i, f, g, o = S.chunk(z, 4, -1)
+        act, rec = self.activation, self.recurrent_activation
+        c = rec(f) * c + rec(i) * act(g)
+        return [rec(o) * act(c), c]
+
+    def get_config(self):
+        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}
+
+
+class GRU(_RNN):
+    """Gated recurrent unit; `reset_after=True` (Keras 3's default) applies the reset gate after the
+    recurrent matmul and keeps two biases, shape (2, 3 * units)."""
+    _gates = 3
+
+    def __init__(self, units, reset_after=True, **kwargs):
+        super().__init__(units, **kwargs)
+        self.reset_after = reset_after
+
+    def _build_bias(self):
+        if self.use_bias:
+            shape = (2, 3 * self.units) if self.reset_after else (3 * self.units,)
+            self.bias = self.add_weight(shape=shape, initializer=self.bias_initializer, name="bias")
+
+    def _input_bias(self):
+        return self.bias[0] if self.reset_after else self.bias
+
+    def _step(self, xw, state):
+        h, = state
+        u = self.units
+        act, rec = self.activation, self.recurrent_activation
+        xz, xr, xh = S.chunk(xw, 3, -1)
+        if self.reset_after:
+            hw = M.matmul(h, self.recurrent_kernel)
+            if self.use_bias:
+                hw = hw + self.bias[1]
+            hz, hr, hh = S.chunk(hw, 3, -1)
+            z, r = rec(xz + hz), rec(xr + hr)
+            cand = act(xh + r * hh)
+        else:
+            hw = M.matmul(h, self.recurrent_kernel[:, :2 * u])
+            hz, hr = S.chunk(hw, 2, -1)
+            z, r = rec(xz + hz), rec(xr + hr)
+            cand = act(xh + M.matmul(r * h, self.recurrent_kernel[:, 2 * u:]))
+        return [z * h + (1 - z) * cand]
+
+    def get_config(self):
+        return {**super().get_config(), "reset_after": self.reset_after}

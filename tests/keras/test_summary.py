@@ -1,0 +1,157 @@
+"""model.summary() against Keras 3's layout: the expected tables are written out below as Keras prints
+them (88 columns for a chain of layers, 108 with "Connected to" for a functional graph), and the drawing
+is checked against rich, the library Keras renders its table with."""
+import numpy as np
+import pytest
+
+from ember import keras
+from ember.keras import layers, models
+
+NOTES_MLP = '''\
+Model: "sequential"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)                         ┃ Output Shape                ┃         Param # ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━┩
+│ flatten (Flatten)                    │ (None, 784)                 │               0 │
+├──────────────────────────────────────┼─────────────────────────────┼─────────────────┤
+│ dense (Dense)                        │ (None, 100)                 │          78,500 │
+├──────────────────────────────────────┼─────────────────────────────┼─────────────────┤
+│ dense_1 (Dense)                      │ (None, 10)                  │           1,010 │
+└──────────────────────────────────────┴─────────────────────────────┴─────────────────┘
+ Total params: 79,510 (310.59 KB)
+ Trainable params: 79,510 (310.59 KB)
+ Non-trainable params: 0 (0.00 B)
+'''
+
+TWO_INPUT = '''\
+Model: "functional"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)                  ┃ Output Shape              ┃         Param # ┃ Connected to               ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩
+│ input_layer (InputLayer)      │ (None, 32)                │               0 │ -                          │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ input_layer_1 (InputLayer)    │ (None, 8)                 │               0 │ -                          │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ dense (Dense)                 │ (None, 16)                │             528 │ input_layer[0][0]          │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ dense_1 (Dense)               │ (None, 16)                │             144 │ input_layer_1[0][0]        │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ concatenate (Concatenate)     │ (None, 32)                │               0 │ dense[0][0], dense_1[0][0] │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ batch_normalization           │ (None, 32)                │             128 │ concatenate[0][0]          │
+│ (BatchNormalization)          │                           │                 │                            │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ dense_2 (Dense)               │ (None, 1)                 │              33 │ batch_normalization[0][0]  │
+└───────────────────────────────┴───────────────────────────┴─────────────────┴────────────────────────────┘
+ Total params: 833 (3.25 KB)
+ Trainable params: 769 (3.00 KB)
+ Non-trainable params: 64 (256.00 B)
+'''
+
+
+def notes_mlp():
+    return models.Sequential([
+        layers.Flatten(input_shape=(28, 28)),
+        layers.Dense(100, activation='relu'),
+        layers.Dense(10, activation='softmax')
+    ])
+
+
+def two_input_model():
+    a, b = keras.Input(shape=(32,)), keras.Input(shape=(8,))
+    h = layers.Concatenate()([layers.Dense(16, activation="relu")(a), layers.Dense(16, activation="relu")(b)])
+    out = layers.Dense(1, activation="sigmoid")(layers.BatchNormalization()(h))
+    return keras.Model(inputs=[a, b], outputs=out)
+
+
+def test_notes_mlp_table(capsys):
+    model = notes_mlp()
+    assert model.count_params() == 79_510
+    model.summary(line_length=88)
+    assert capsys.readouterr().out == NOTES_MLP
+
+
+def test_functional_two_input_table(capsys):
+    two_input_model().summary(line_length=108)
+    assert capsys.readouterr().out == TWO_INPUT
+
+
+def test_print_fn_and_default_width(monkeypatch):
+    # Keras: the line is min(88, terminal columns - 4) wide
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = []
+    notes_mlp().summary(print_fn=lines.append)
+    assert lines == [NOTES_MLP]
+    monkeypatch.setenv("COLUMNS", "64")
+    out = []
+    keras.clear_session()
+    notes_mlp().summary(print_fn=out.append)
+    assert max(len(line) for line in out[0].splitlines()) == 60
+
+
+def test_optimizer_params_after_fit(capsys):
+    model = notes_mlp()
+    model.compile(optimizer='adam', loss='sparse_categorical_crossentropy', metrics=['accuracy'])
+    model.fit(np.zeros((4, 28, 28)), np.zeros(4, dtype=int), verbose=0)
+    model.summary(line_length=88)
+    tail = capsys.readouterr().out.splitlines()[-4:]
+    # Keras 3 counts Adam's two moments per weight plus its iteration counter and learning rate
+    assert tail == [" Total params: 238,532 (931.77 KB)", " Trainable params: 79,510 (310.59 KB)",
+                    " Non-trainable params: 0 (0.00 B)", " Optimizer params: 159,022 (621.18 KB)"]
+
+
+def test_unbuilt_subclassed_model_rows():
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.fc = layers.Dense(3)
+
+        def call(self, x):
+            return self.fc(x)
+
+    net = Net()
+    lines = []
+    net.summary(line_length=88, print_fn=lines.append)
+    assert "│ dense (Dense)                        │ ?                           │     0 (unbuilt) │" in lines[0]
+    net(np.ones((2, 5)))
+    lines = []
+    net.summary(line_length=88, print_fn=lines.append)
+    assert "│ dense (Dense)                        │ (None, 3)                   │              18 │" in lines[0]
+
+
+@pytest.mark.parametrize("which", ["mlp", "functional"])
+def test_drawing_matches_rich(which):
+    """Render the same rows with rich.table as Keras does (column widths from `positions`, show_lines)
+    and compare the box with ours."""
+    rich = pytest.importorskip("rich")
+    import rich.console
+    import rich.table
+    if which == "mlp":
+        text, length, positions = NOTES_MLP, 88, [0.45, 0.80, 1.0]
+        header = ["Layer (type)", "Output Shape", "Param #"]
+        align = ["left", "left", "right"]
+    else:
+        text, length, positions = TWO_INPUT, 108, [0.3, 0.56, 0.74, 1.0]
+        header = ["Layer (type)", "Output Shape", "Param #", "Connected to"]
+        align = ["left", "left", "right", "left"]
+    widths, current = [], 0
+    for p in positions:
+        widths.append(int(p * length) - current)
+        current += widths[-1]
+    table = rich.table.Table(*[rich.table.Column(h, justify=a, width=w) for h, a, w in zip(header, align, widths)],
+                             width=length, show_lines=True)
+    body = text.splitlines()[1:-3]
+    rows = []
+    for line in body:
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            if cells[0] and cells[1]:
+                rows.append(cells)
+            else:   # a wrapped continuation line: join it to the cell above
+                rows[-1] = [f"{r} {c}".strip() for r, c in zip(rows[-1], cells)]
+    for r in rows:
+        table.add_row(*r)
+    console = rich.console.Console(width=200, force_terminal=False, color_system=None, highlight=False)
+    with console.capture() as cap:
+        console.print(table)
+    assert cap.get().splitlines() == body
