@@ -18,7 +18,7 @@ import numpy as np
 import ember
 from ember.datasets._files import DatasetNotFoundError, data_home
 from ember.datasets.packaged import npm_tarball
-from ember.utils.data import Dataset
+from ember.datasets._windows import TokenWindows
 
 __all__ = ["BrownCorpus", "load_brown_texts"]
 
@@ -54,7 +54,7 @@ def load_brown_texts(path: Union[str, Path, None] = None, lower: bool = True) ->
     return _CACHE[key]
 
 
-class BrownCorpus(Dataset):
+class BrownCorpus(TokenWindows):
     """Next-word prediction on the Brown corpus: sample i is ``(x, y)``, x = word ids [i, i + block_size)
     and y the same window shifted by one word, as int64 tensors.
 
@@ -99,14 +99,3 @@ class BrownCorpus(Dataset):
 
     def decode(self, ids) -> str:
         return " ".join(self.itos[int(i)] for i in ids)
-
-    def __len__(self) -> int:
-        return max(0, len(self._ids) - self.block_size)
-
-    def __getitem__(self, index: int):
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"BrownCorpus: index {index} out of range for {len(self)} samples")
-        chunk = self._ids[index:index + self.block_size + 1]
-        return ember.from_numpy(chunk[:-1].copy()), ember.from_numpy(chunk[1:].copy())

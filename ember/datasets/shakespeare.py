@@ -10,7 +10,7 @@ import numpy as np
 
 import ember
 from ember.datasets._files import DatasetNotFoundError
-from ember.utils.data import Dataset
+from ember.datasets._windows import TokenWindows
 
 __all__ = ["Shakespeare", "load_shakespeare_text"]
 
@@ -42,7 +42,7 @@ def load_shakespeare_text(plays_dir: Union[str, Path, None] = None) -> str:
     return _TEXT_CACHE[key]
 
 
-class Shakespeare(Dataset):
+class Shakespeare(TokenWindows):
     """Next-character prediction: sample i is ``(x, y)`` with x = characters [i, i + block_size) and y the
     same window shifted by one, as int64 tensors of vocabulary ids.
 
@@ -82,14 +82,3 @@ class Shakespeare(Dataset):
 
     def decode(self, ids) -> str:
         return "".join(self.itos[int(i)] for i in ids)
-
-    def __len__(self) -> int:
-        return max(0, len(self._ids) - self.block_size)
-
-    def __getitem__(self, index: int):
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"Shakespeare: index {index} out of range for {len(self)} samples")
-        chunk = self._ids[index:index + self.block_size + 1]
-        return ember.from_numpy(chunk[:-1].copy()), ember.from_numpy(chunk[1:].copy())

@@ -158,25 +158,26 @@ class RNNBase(Module):
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)                                  # (L, N, H_in)
-        N = x.shape[1]
-        dirs = 2 if self.bidirectional else 1
-        shape = (self.num_layers * dirs, N, self.hidden_size)
-        if hx is None:
-            h0 = C.zeros(*shape, dtype=x.dtype, device=x.device)
-            hx = (h0, h0) if is_lstm else h0
-        else:
-            if not batched:
-                hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
-            for h in (hx if is_lstm else (hx,)):
-                if tuple(h.shape) != shape:
-                    raise op_error(type(self).__name__, f"expected hidden size {shape}, got {tuple(h.shape)}")
-        output, hidden = self._layers(x, hx)
+        if hx is not None and not batched:
+            hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
+        output, hidden = self._layers(x, self._initial_state(hx, x))
         if batched and self.batch_first:
             output = output.transpose(0, 1)
         if not batched:
             output = output.squeeze(1)
             hidden = tuple(h.squeeze(1) for h in hidden) if is_lstm else hidden.squeeze(1)
         return output, hidden
+
+    def _initial_state(self, hx, x):
+        """hx checked against (layers * directions, N, hidden) for time-major x (L, N, H_in), or zeros."""
+        shape = (self.num_layers * (2 if self.bidirectional else 1), x.shape[1], self.hidden_size)
+        if hx is None:
+            h0 = C.zeros(*shape, dtype=x.dtype, device=x.device)
+            return (h0, h0) if self.mode == "LSTM" else h0
+        for h in (hx if self.mode == "LSTM" else (hx,)):
+            if tuple(h.shape) != shape:
+                raise op_error(type(self).__name__, f"expected hidden size {shape}, got {tuple(h.shape)}")
+        return hx
 
     def _forward_packed(self, input, hx):
         """A PackedSequence in, a PackedSequence out (torch's contract): the packed steps are padded to
@@ -189,20 +190,11 @@ class RNNBase(Module):
                                                 f"got {tuple(data.shape)}")
         sizes = batch_sizes.tolist()
         x = _pad_steps(data, sizes)                                # (L, N, H_in), packed order
-        N = sizes[0]
-        dirs = 2 if self.bidirectional else 1
-        shape = (self.num_layers * dirs, N, self.hidden_size)
-        if hx is None:
-            h0 = C.zeros(*shape, dtype=x.dtype, device=x.device)
-            hx = (h0, h0) if is_lstm else h0
-        else:
-            for h in (hx if is_lstm else (hx,)):
-                if tuple(h.shape) != shape:
-                    raise op_error(type(self).__name__, f"expected hidden size {shape}, got {tuple(h.shape)}")
-            if sorted_indices is not None:
-                hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
-                    else hx.index_select(1, sorted_indices)
-        output, hidden = self._layers(x, hx, sizes)
+        if hx is not None and sorted_indices is not None:
+            self._initial_state(hx, x)                             # check the shapes first
+            hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
+                else hx.index_select(1, sorted_indices)
+        output, hidden = self._layers(x, self._initial_state(hx, x), sizes)
         if unsorted_indices is not None:
             hidden = tuple(h.index_select(1, unsorted_indices) for h in hidden) if is_lstm \
                 else hidden.index_select(1, unsorted_indices)
