@@ -14,6 +14,7 @@ import sys
 
 # name -> (module, one-line help). Add a tool by adding a line here.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("ember.distributed.launch", "run a script on N processes (mpiexec -n N python script.py)"),
 }
 
 
