@@ -204,6 +204,11 @@ def _describe(t) -> str:
     return f"shape {tuple(t.shape)}, dtype {t.dtype}"
 
 
+def _lazy(t):
+    """The description of `t` for an error message, made only if one is raised."""
+    return lambda: _describe(t)
+
+
 def _debug_check(g: ProcessGroup, op: str, t=None, extra: str = ""):
     """EMBER_DISTRIBUTED_DEBUG=1: every rank all-gathers what it is about to call and compares."""
     if not g.debug or g.size == 1:
@@ -264,7 +269,7 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
     g = _group(group, "all_reduce")
     _check_tensor(tensor, "all_reduce")
     _check_op(op, "all_reduce")
-    if op == ReduceOp.AVG and tensor.dtype == _dtype.bool:
+    if op == ReduceOp.AVG and tensor._data.dtype.kind == "b":
         raise ValueError("all_reduce: ReduceOp.AVG is not defined for bool tensors")
     _debug_check(g, "all_reduce", tensor, f"op={op}")
     send = _reduce_input(tensor, g)
@@ -275,7 +280,7 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
         out = _avg_divide(recv, g.size, g, tensor._device) if op == ReduceOp.AVG else recv
         _write(tensor, out, g)
     return _run(g, Work("all_reduce", lambda: g.backend.allreduce(send, recv, mpi_op), finish,
-                        _describe(tensor)), async_op)
+                        _lazy(tensor)), async_op)
 
 
 def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
@@ -291,7 +296,7 @@ def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
 
         def finish():
             _write(tensor, buf, g)
-    return _run(g, Work("broadcast", lambda: g.backend.broadcast(buf, src), finish, _describe(tensor)),
+    return _run(g, Work("broadcast", lambda: g.backend.broadcast(buf, src), finish, _lazy(tensor)),
                 async_op)
 
 
@@ -322,7 +327,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
     def finish():
         for i, out in enumerate(tensor_list):
             _write(out, recv[i], g)
-    return _run(g, Work("all_gather", lambda: g.backend.allgather(send, recv), finish, _describe(tensor)),
+    return _run(g, Work("all_gather", lambda: g.backend.allgather(send, recv), finish, _lazy(tensor)),
                 async_op)
 
 
@@ -337,7 +342,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
     send = g.backend.buffer(input_tensor._data)
     recv = g.backend.empty((g.size,) + tuple(input_tensor.shape), send.dtype)
     return _run(g, Work("all_gather_into_tensor", lambda: g.backend.allgather(send, recv),
-                        lambda: _write(output_tensor, recv, g), _describe(input_tensor)), async_op)
+                        lambda: _write(output_tensor, recv, g), _lazy(input_tensor)), async_op)
 
 
 def _reduce_scatter(output: Tensor, flat: Tensor, op, g, name, async_op):
@@ -348,7 +353,7 @@ def _reduce_scatter(output: Tensor, flat: Tensor, op, g, name, async_op):
     def finish():
         out = _avg_divide(recv, g.size, g, output._device) if op == ReduceOp.AVG else recv
         _write(output, out, g)
-    return _run(g, Work(name, lambda: g.backend.reduce_scatter(send, recv, mpi_op), finish, _describe(output)),
+    return _run(g, Work(name, lambda: g.backend.reduce_scatter(send, recv, mpi_op), finish, _lazy(output)),
                 async_op)
 
 
@@ -391,7 +396,7 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=
         if recv is not None:
             for i, out in enumerate(gather_list):
                 _write(out, recv[i], g)
-    return _run(g, Work("gather", lambda: g.backend.gather(send, recv, dst), finish, _describe(tensor)), async_op)
+    return _run(g, Work("gather", lambda: g.backend.gather(send, recv, dst), finish, _lazy(tensor)), async_op)
 
 
 def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, group=None, async_op: bool = False):
@@ -407,7 +412,7 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, grou
     _debug_check(g, "scatter", tensor, f"src={src}")
     recv = g.backend.empty(tuple(tensor.shape), tensor._data.dtype)
     return _run(g, Work("scatter", lambda: g.backend.scatter(send, recv, src), lambda: _write(tensor, recv, g),
-                        _describe(tensor)), async_op)
+                        _lazy(tensor)), async_op)
 
 
 def isend(tensor: Tensor, dst: int, group=None, tag: int = 0) -> Work:
@@ -416,7 +421,7 @@ def isend(tensor: Tensor, dst: int, group=None, tag: int = 0) -> Work:
     _check_rank(dst, g, "isend", "dst")
     buf = g.backend.buffer(tensor._data)
     return _run(g, Work("send", lambda: g.backend.send(buf, dst, tag), None,
-                        f"{_describe(tensor)} to rank {dst}, tag {tag}"), True)
+                        lambda: f"{_describe(tensor)} to rank {dst}, tag {tag}"), True)
 
 
 def irecv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
@@ -427,7 +432,7 @@ def irecv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0) -> W
         _check_rank(src, g, "irecv", "src")
     buf = g.backend.empty(tuple(tensor.shape), tensor._data.dtype)
     work = Work("recv", lambda: g.backend.recv(buf, src, tag), None,
-                f"{_describe(tensor)} from rank {'any' if src is None else src}, tag {tag}")
+                lambda: f"{_describe(tensor)} from rank {'any' if src is None else src}, tag {tag}")
     work.statuses = g.backend.new_statuses(1)
 
     def finish():

@@ -8,8 +8,11 @@ empty queue runs on the calling thread: no hand-off, lower latency.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
+
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
 class DistributedTimeoutError(RuntimeError):
@@ -54,8 +57,8 @@ class Work:
         if timeout is not None and not isinstance(timeout, (int, float)):
             timeout = timeout.total_seconds()
         if not self._done.wait(timeout):
-            raise DistributedTimeoutError(f"{self.name}: Work.wait timed out after {timeout} s "
-                                          f"({self.describe})")
+            d = self.describe() if callable(self.describe) else self.describe
+            raise DistributedTimeoutError(f"{self.name}: Work.wait timed out after {timeout} s ({d})")
         self._complete()
         return True
 
@@ -77,7 +80,9 @@ class Engine:
         self.backend = backend
         self.timeout = timeout
         self.broken: str | None = None
-        self._cv = threading.Condition()
+        self._lock = threading.Lock()
+        self._work_ready = threading.Condition(self._lock)   # the communication thread waits for work here
+        self._all_done = threading.Condition(self._lock)     # drain() waits here
         self._queue: collections.deque = collections.deque()
         self._pending = 0          # queued + running: a synchronous call runs inline only at 0
         self._run_lock = threading.Lock()
@@ -90,39 +95,41 @@ class Engine:
             raise RuntimeError(f"{work.name}: the process group is broken ({self.broken}); "
                                f"destroy it and restart the job")
         work.timeout = self.timeout
-        with self._cv:
+        with self._lock:
             inline = not async_op and self._pending == 0
             self._pending += 1
             if inline:
-                self._run_lock.acquire()      # under the condition: no queued op can start before it
+                self._run_lock.acquire()      # under the lock: no queued op can start before this one
             else:
                 self._queue.append(work)
-                self._cv.notify()
-        if inline:
+                self._work_ready.notify()
+        if inline:      # no thread hand-off: the caller runs it (no wake-up of the communication thread)
             try:
                 self._execute(work)
             finally:
                 self._run_lock.release()
-                with self._cv:
+                with self._lock:
                     self._pending -= 1
-                    self._cv.notify_all()
+                    if not self._pending:
+                        self._all_done.notify_all()
         if not async_op:
             work.wait()
         return work
 
     def _loop(self):
         while True:
-            with self._cv:
+            with self._lock:
                 while not self._queue and not self._stop:
-                    self._cv.wait()
+                    self._work_ready.wait()
                 if self._stop and not self._queue:
                     return
                 work = self._queue.popleft()
             with self._run_lock:
                 self._execute(work)
-            with self._cv:
+            with self._lock:
                 self._pending -= 1
-                self._cv.notify_all()
+                if not self._pending:
+                    self._all_done.notify_all()
 
     def _execute(self, work: Work):
         if self.broken:
@@ -141,31 +148,37 @@ class Engine:
         work._done.set()
 
     def poll(self, reqs, deadline, name, describe="", statuses=None):
-        """Test `reqs` until complete: spin first (latency), then back off to 1 ms sleeps (CPU)."""
+        """Test `reqs` until complete: spin briefly (latency), then yield the core (the peer rank may share
+        it), then back off to sleeps of up to 1 ms (CPU), checking the deadline."""
         test = self.backend.test
         spins = 0
         while not test(reqs, statuses):
             spins += 1
-            if spins > 2000:
-                time.sleep(min(0.001, 1e-6 * (spins - 2000)))
-                if time.monotonic() > deadline:
-                    raise DistributedTimeoutError(
-                        f"{name}: timed out after {self.timeout:g} s ({describe}); another rank may have "
-                        f"failed or issued a different collective (EMBER_DISTRIBUTED_DEBUG=1 checks)")
+            if spins < 200:
+                continue
+            if spins < 2000:
+                _yield()          # sched_yield: sleep(0) would cost the timer slack (~50 us)
+            else:
+                time.sleep(min(0.001, 1e-5 * (spins - 2000)))
+            if spins % 64 == 0 and time.monotonic() > deadline:
+                d = describe() if callable(describe) else describe
+                raise DistributedTimeoutError(
+                    f"{name}: timed out after {self.timeout:g} s ({d}); another rank may have "
+                    f"failed or issued a different collective (EMBER_DISTRIBUTED_DEBUG=1 checks)")
 
     def drain(self, timeout: float | None = None):
         """Wait until every queued operation has run."""
         end = None if timeout is None else time.monotonic() + timeout
-        with self._cv:
+        with self._lock:
             while self._pending:
                 left = None if end is None else end - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._cv.wait(left)
+                self._all_done.wait(left)
         return True
 
     def stop(self):
-        with self._cv:
+        with self._lock:
             self._stop = True
-            self._cv.notify_all()
+            self._work_ready.notify_all()
         self._thread.join(timeout=5)

@@ -101,6 +101,8 @@ class MPIBackend:
         """A contiguous host array holding `data` (a tensor's array; the same array when it is already a
         contiguous host array: read only)."""
         from ..backends import backend_of, host
+        if type(data) is np.ndarray:
+            return host.contiguous(data)
         return host.contiguous(backend_of(data).to_host(data))
 
     def empty(self, shape, dtype):
