@@ -148,19 +148,25 @@ class Engine:
         work._done.set()
 
     def poll(self, reqs, deadline, name, describe="", statuses=None):
-        """Test `reqs` until complete: spin briefly (latency), then yield the core (the peer rank may share
-        it), then back off to sleeps of up to 1 ms (CPU), checking the deadline."""
+        """Test `reqs` until complete. MPICH progresses only inside MPI calls, and a rank on a loaded machine
+        may share its core with the peer: spin briefly (latency), then yield, then sleep in short steps
+        (20 us for the first 10 ms, 0.2 ms up to 1 s, then 1 ms) so the peer runs, checking the deadline."""
         test = self.backend.test
         spins = 0
+        since = None
         while not test(reqs, statuses):
             spins += 1
             if spins < 200:
                 continue
-            if spins < 2000:
-                _yield()          # sched_yield: sleep(0) would cost the timer slack (~50 us)
-            else:
-                time.sleep(min(0.001, 1e-5 * (spins - 2000)))
-            if spins % 64 == 0 and time.monotonic() > deadline:
+            if spins < 400:
+                _yield()
+                continue
+            now = time.monotonic()
+            if since is None:
+                since = now
+            waited = now - since
+            time.sleep(2e-5 if waited < 0.01 else 2e-4 if waited < 1.0 else 1e-3)
+            if now > deadline:
                 d = describe() if callable(describe) else describe
                 raise DistributedTimeoutError(
                     f"{name}: timed out after {self.timeout:g} s ({d}); another rank may have "
