@@ -117,9 +117,10 @@ class ParameterServer:
         self.version += 1
         self.stats["applied"] += 1
 
-    def serve(self) -> dict:
+    def serve(self, on_update=None) -> dict:
         """Run the server until every worker has called `finish()`; returns `stats` (staleness histogram,
-        applied and dropped gradients, per-worker counts, wall time)."""
+        applied and dropped gradients, per-worker counts, wall time). `on_update(ps)` runs after each
+        update (an evaluation every k versions, for instance)."""
         if not self.is_server:
             raise RuntimeError("ParameterServer.serve: only the server rank serves")
         t0 = time.perf_counter()
@@ -138,6 +139,8 @@ class ParameterServer:
                 else:
                     self.stats["staleness"][staleness] += 1
                     self._apply(grad)
+                    if on_update is not None:
+                        on_update(self)
                 self._send_weights(src)
             else:
                 pending[src] = grad
@@ -151,6 +154,8 @@ class ParameterServer:
                         n += 1
                 self._apply(total / n)
                 self.stats["staleness"][0] += 1
+                if on_update is not None:
+                    on_update(self)
                 for w in sorted(active):
                     self._send_weights(w)
         self.stats["wall_s"] = time.perf_counter() - t0
