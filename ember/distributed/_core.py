@@ -58,11 +58,8 @@ def is_available() -> bool:
 
 
 def is_mpi_available() -> bool:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+    return importlib.util.find_spec("mpi4py") is not None
 
 
 def is_nccl_available() -> bool:

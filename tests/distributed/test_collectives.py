@@ -77,3 +77,14 @@ def test_not_initialized_errors():
     assert not dist.is_initialized()
     with pytest.raises(RuntimeError, match="all_reduce: Default process group has not been initialized"):
         dist.all_reduce(ember.ones(2))
+
+
+def test_import_does_not_load_mpi():
+    import subprocess
+    import sys
+    from conftest import ROOT
+    code = "import ember, ember.nn, ember.distributed, ember.cli, sys; ember.cli.build_parser(); " \
+           "print('mpi4py' in sys.modules, 'cupy' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.stdout.split() == ["False", "False"], r.stdout + r.stderr

@@ -155,6 +155,23 @@ def buffers_broadcast():
     report("buffers broadcast", all(v == vals[0] for v in vals))
 
 
+def overlap():
+    # one bucket per parameter: by the time fc1.weight's gradient arrives, the buckets of head and fc2
+    # (ready earlier in backward) have been launched, i.e. their all-reduces run while backward goes on
+    ember.manual_seed(5)
+    model = Net()
+    ddp = DDP(model, bucket_cap_mb=1e-4)
+    seen = {}
+
+    def check(g):
+        seen["launched"] = sum(b.flat is not None for b in ddp._buckets)
+        seen["in_flight"] = sum(b.work is not None and not b.work.is_completed() for b in ddp._buckets)
+    model.fc1.weight.register_hook(check)
+    x, y = batch(0)
+    F.cross_entropy(ddp(local(x)), local(y)).backward()
+    report(f"overlap: buckets launched during backward ({seen})", seen["launched"] >= 4)
+
+
 def sampler():
     # num_replicas and rank come from the process group; every index exactly once over the ranks
     from ember.utils.data import DistributedSampler
@@ -176,4 +193,5 @@ unused_without_flag()
 no_sync()
 buffers_broadcast()
 sampler()
+overlap()
 dist.destroy_process_group()
