@@ -17,7 +17,7 @@ def _accuracy(out):
 
 
 def test_ddp_example_two_processes_match_one(mpirun):
-    args = ["--epochs", "2", "--train-size", "512"]
+    args = ["--epochs", "2", "--train-size", "256"]
     two = mpirun(os.path.join("..", "..", "examples", "ddp_mnist1d.py"), *args, n=2, timeout=400)
     assert two.returncode == 0, two.stdout + two.stderr
     one = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "ddp_mnist1d.py"), *args],
@@ -31,6 +31,7 @@ def test_ddp_example_two_processes_match_one(mpirun):
     assert a2[-1] > 0.2
 
 
+@pytest.mark.slow     # ~20 s on the loaded CI machine; the parameter server itself: test_parameter_server.py
 def test_param_server_example(mpirun):
     r = mpirun(os.path.join("..", "..", "examples", "param_server_mnist1d.py"), "--steps", "30", "--eval-every", "10",
                n=3, timeout=400)
