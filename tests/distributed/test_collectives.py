@@ -5,6 +5,9 @@ import time
 
 import pytest
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
 
 def test_collectives_match_numpy(mpirun):
     r = mpirun("worker_collectives.py")
@@ -19,7 +22,6 @@ def test_world_of_one_without_launcher():
     pytest.importorskip("mpi4py")
     import subprocess
     import sys
-    from conftest import ROOT, HERE
     r = subprocess.run([sys.executable, os.path.join(HERE, "worker_collectives.py")], capture_output=True,
                        text=True, timeout=240, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode == 0 and "[rank 0] CASES" in r.stdout and "FAIL" not in r.stdout, r.stdout + r.stderr
@@ -82,7 +84,6 @@ def test_not_initialized_errors():
 def test_import_does_not_load_mpi():
     import subprocess
     import sys
-    from conftest import ROOT
     code = "import ember, ember.nn, ember.distributed, ember.cli, sys; ember.cli.build_parser(); " \
            "print('mpi4py' in sys.modules, 'cupy' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
 
 pytest.importorskip("mnist1d", reason="the examples train on MNIST-1D (pip install mnist1d)")
 

@@ -5,7 +5,9 @@ import sys
 
 import pytest
 
-from conftest import HERE, ROOT
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
 
 
 def ember_cli(*argv, timeout=240):
