@@ -22,7 +22,7 @@ __all__ = ["ReduceOp", "Work", "DistributedTimeoutError", "is_available", "is_mp
            "is_nccl_available", "init_process_group", "destroy_process_group", "is_initialized",
            "get_rank", "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast", "all_gather",
            "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "send",
-           "recv", "isend", "irecv", "broadcast_object_list", "all_gather_object", "default_pg_timeout"]
+           "recv", "isend", "irecv", "reduce", "all_to_all", "broadcast_object_list", "all_gather_object", "default_pg_timeout"]
 
 default_pg_timeout = datetime.timedelta(minutes=30)
 
@@ -278,6 +278,49 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
         _write(tensor, out, g)
     return _run(g, Work("all_reduce", lambda: g.backend.allreduce(send, recv, mpi_op), finish,
                         _lazy(tensor)), async_op)
+
+
+def reduce(tensor: Tensor, dst: int = 0, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce `tensor` over all ranks into `tensor` on `dst` (the others keep theirs)."""
+    g = _group(group, "reduce")
+    _check_tensor(tensor, "reduce")
+    _check_op(op, "reduce")
+    _check_rank(dst, g, "reduce", "dst")
+    if op == ReduceOp.AVG and tensor._data.dtype.kind == "b":
+        raise ValueError("reduce: ReduceOp.AVG is not defined for bool tensors")
+    _debug_check(g, "reduce", tensor, f"op={op}, dst={dst}")
+    send = _reduce_input(tensor, g)
+    recv = g.backend.empty(send.shape, send.dtype) if g.rank == dst else None
+    mpi_op = g.backend.op_of("sum" if op == ReduceOp.AVG else op, send.dtype.kind == "b")
+
+    def finish():
+        if recv is not None:
+            out = _avg_divide(recv, g.size, g, tensor._device) if op == ReduceOp.AVG else recv
+            _write(tensor, out, g)
+    return _run(g, Work("reduce", lambda: g.backend.reduce(send, recv, mpi_op, dst), finish, _lazy(tensor)),
+                async_op)
+
+
+def all_to_all(output_tensor_list: list, input_tensor_list: list, group=None, async_op: bool = False):
+    """Rank i sends `input_tensor_list[j]` to rank j, which receives it in `output_tensor_list[i]` (equal
+    shapes and dtypes)."""
+    g = _group(group, "all_to_all")
+    if not input_tensor_list:
+        raise ValueError("all_to_all: input_tensor_list is empty")
+    like = input_tensor_list[0]
+    _check_tensor(like, "all_to_all", "input_tensor_list[0]")
+    _check_list(input_tensor_list, like, g.size, "all_to_all", "input_tensor_list")
+    _check_list(output_tensor_list, like, g.size, "all_to_all", "output_tensor_list")
+    _debug_check(g, "all_to_all", like)
+    from ..ops.shape import stack
+    with no_grad():
+        send = g.backend.buffer(stack(list(input_tensor_list))._data)
+    recv = g.backend.empty(send.shape, send.dtype)
+
+    def finish():
+        for i, out in enumerate(output_tensor_list):
+            _write(out, recv[i], g)
+    return _run(g, Work("all_to_all", lambda: g.backend.alltoall(send, recv), finish, _lazy(like)), async_op)
 
 
 def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):

@@ -62,6 +62,12 @@ class MPIBackend:
     def scatter(self, send, recv, root):
         return [self.comm.Iscatter(as_bytes(send) if send is not None else None, as_bytes(recv), root)]
 
+    def reduce(self, send, recv, op, root):
+        return [self.comm.Ireduce(send, recv, op, root)]
+
+    def alltoall(self, send, recv):
+        return [self.comm.Ialltoall(as_bytes(send), as_bytes(recv))]
+
     def barrier(self):
         return [self.comm.Ibarrier()]
 

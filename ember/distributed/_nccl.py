@@ -116,6 +116,16 @@ class NCCLBackend:
                                 self.stream.ptr)
         return self._end()
 
+    def reduce(self, send, recv, op, root):
+        self._begin()
+        out = recv if recv is not None else self.xp.empty_like(send)
+        self.comm.reduce(send.data.ptr, out.data.ptr, send.size, self._dtype(send.dtype), op, root, self.stream.ptr)
+        return self._end()
+
+    def alltoall(self, send, recv):
+        pairs = [("send", send[r], r) for r in range(self.size)] + [("recv", recv[r], r) for r in range(self.size)]
+        return self._grouped(pairs)
+
     def _grouped(self, pairs):
         """NCCL has no gather/scatter: a group of sends and receives (NCCL's own recipe)."""
         self._begin()

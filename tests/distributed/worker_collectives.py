@@ -108,6 +108,29 @@ for dtype in DTYPES:
                 check(f"scatter {tag}", host(out), data(shape, dtype, 10 + R, 5).astype(np.float64))
             case(f"gather/scatter {tag}", gather_scatter)
 
+            def red():
+                for op in ("sum", "max"):
+                    xs = [data(shape, dtype, r, 11) for r in range(W)]
+                    t = make(xs[R], dtype, nc)
+                    dist.reduce(t, dst=W - 1, op=op)
+                    if R == W - 1:
+                        if dtype == "bool":
+                            want = np.any(xs, 0)
+                        else:
+                            want = NP_RED[op](np.stack([x.astype(np.float64) for x in xs]))
+                    else:
+                        want = xs[R].astype(np.float64)     # untouched off the root
+                    check(f"reduce {op} {tag}", host(t), want, 1e-2 if dtype in ("float16", "bfloat16") else 1e-6)
+            case(f"reduce {tag}", red)
+
+            def a2a():
+                ins = [make(data(shape, dtype, 10 * R + j, 12), dtype, nc) for j in range(W)]
+                outs = [ember.zeros(shape, dtype=getattr(ember, dtype)) for _ in range(W)]
+                dist.all_to_all(outs, ins)
+                for i in range(W):
+                    check(f"all_to_all[{i}] {tag}", host(outs[i]), data(shape, dtype, 10 * i + R, 12).astype(np.float64))
+            case(f"all_to_all {tag}", a2a)
+
             if dtype != "bool":
                 def rs():
                     ins = [make(data(shape, dtype, 100 * r + k, 6), dtype, nc) for k in range(W)
