@@ -100,6 +100,9 @@ def unused():
                 bad.append(f"{name} got a gradient")
         elif p.grad is None or float(np.abs(p.grad.numpy() - grads[name]).max()) > 1e-6:
             bad.append(name)
+    want_names = ["unused.weight", "unused.bias"] + ([] if R == 0 else ["side.weight", "side.bias"])
+    if sorted(ddp.unused_parameter_names) != sorted(want_names):
+        bad.append(f"unused_parameter_names {ddp.unused_parameter_names}")
     report(f"unused parameters ({len(ddp._buckets)} buckets)", not bad, ", ".join(bad))
     # a second iteration works (state was reset)
     ddp.zero_grad()

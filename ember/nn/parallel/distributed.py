@@ -66,6 +66,7 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.bucket_cap_mb = bucket_cap_mb
         self.require_backward_grad_sync = True
+        self.unused_parameter_names: list[str] = []
         self.world_size = dist.get_world_size(process_group)
         named = []
         seen = set()
@@ -164,9 +165,11 @@ class DistributedDataParallel(Module):
         out = self.module(*inputs, **kwargs)
         if STATE.enabled and self.require_backward_grad_sync and self.find_unused_parameters:
             reached = _leaves_reached(_tensors_in(out))
-            for _, p in self._named_params:
+            for name, p in self._named_params:
                 if id(p) not in reached:
                     self._unused_local.add(id(p))
+            # the parameters this forward did not use on this rank (they contribute zeros), by name
+            self.unused_parameter_names = [n for n, p in self._named_params if id(p) in self._unused_local]
             for pid in list(self._unused_local):     # ready now: they contribute zeros
                 b, _ = self._where[pid]
                 self._mark_ready(b, pid, from_hook=False)
