@@ -16,6 +16,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "train-gpt": ("ember.lm.train", "train a character GPT on Shakespeare, resume it, or sample from it"),
     "summary": ("ember.planner.cli", "plan a model: per-layer table, memory and FLOPs, will it fit a device"),
+    "run": ("ember.distributed.launch", "run a script on N processes (mpiexec -n N python script.py)"),
 }
 
 

@@ -44,3 +44,4 @@ __all__ = [
     "TransformerDecoder", "Transformer",
     "functional", "init", "utils",
 ]
+from .parallel import DataParallel   # also binds ember.nn.parallel (DistributedDataParallel)

@@ -32,8 +32,12 @@ class DistributedSampler(Sampler[int]):
     def __init__(self, dataset: Dataset, num_replicas: Optional[int] = None, rank: Optional[int] = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
-            raise ValueError("DistributedSampler: pass num_replicas and rank (ember has no process group to "
-                             "ask for them)")
+            from ... import distributed as dist     # the process group, when one is initialized
+            if not dist.is_initialized():
+                raise ValueError("DistributedSampler: pass num_replicas and rank, or call "
+                                 "ember.distributed.init_process_group() first")
+            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+            rank = dist.get_rank() if rank is None else rank
         if num_replicas <= 0:
             raise ValueError(f"DistributedSampler: num_replicas should be positive, got {num_replicas}")
         if rank >= num_replicas or rank < 0:
