@@ -42,57 +42,159 @@ def windows(x, k, stride, dilation):
     return v[key]
 
 
-def _cols(x, k, stride, dilation, groups):
-    """im2col: (G, N*L, Cg*K) rows of windows, and the output spatial shape."""
-    N, C = x.shape[:2]
+def _last(x):
+    """(N, C, *S) -> (N, *S, C): the channels-last view of an array (no copy)."""
+    nd = x.ndim - 2
+    return x.transpose((0,) + tuple(range(2, 2 + nd)) + (1,))
+
+
+def _first(y):
+    """(N, *S, C) -> (N, C, *S): the API's channel-first view of channels-last memory (no copy)."""
+    nd = y.ndim - 2
+    return y.transpose((0, nd + 1) + tuple(range(1, nd + 1)))
+
+
+def _has_pad(padding):
+    return padding is not None and any(b or a for b, a in padding)
+
+
+def _padded_last(x, padding):
+    """x (N, C, *S) as channels-last (N, *S', C) with zero `padding` ((before, after) per spatial dim):
+    a view when there is none, else one copy that also lays x out channels-last."""
+    xl = _last(x)
+    if not _has_pad(padding):
+        return xl
+    xp = array_module(x)
+    shape = (xl.shape[0],) + tuple(n + b + a for n, (b, a) in zip(xl.shape[1:-1], padding)) + (xl.shape[-1],)
+    out = xp.zeros(shape, dtype=x.dtype)
+    out[(slice(None),) + tuple(slice(b, b + n) for n, (b, _) in zip(xl.shape[1:-1], padding))] = xl
+    return out
+
+
+def _taps(xl, k, stride, dilation):
+    """A strided view (N, *out, C, *k) of every window of channels-last xl (N, *S, C); no copy."""
+    xp = array_module(xl)
     nd = len(k)
-    win = windows(x, k, stride, dilation)                          # (N, C, *out, *k)
-    out = win.shape[2:2 + nd]
-    win = win.reshape((N, groups, C // groups) + win.shape[2:])    # (N, G, Cg, *out, *k)
-    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-    cols = win.transpose(perm).reshape(groups, N * math.prod(out), (C // groups) * math.prod(k))
+    span = tuple(d * (kk - 1) + 1 for kk, d in zip(k, dilation))
+    v = xp.lib.stride_tricks.sliding_window_view(xl, span, axis=tuple(range(1, 1 + nd)))
+    key = (slice(None),) + tuple(slice(None, None, s) for s in stride) + (slice(None),) \
+        + tuple(slice(None, None, d) for d in dilation)
+    return v[key]
+
+
+def _tap(xl, off, out, stride, dilation):
+    """The (N, *out, C) view of channels-last xl under kernel offset `off`."""
+    return xl[(slice(None),) + tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                                     for o, d, s, n in zip(off, dilation, stride, out))]
+
+
+def _offsets(k):
+    return itertools.product(*(range(kk) for kk in k))
+
+
+def _cols(xl, k, stride, dilation, groups):
+    """im2col, channels-last: rows (M, G, K*Cg) for M = N * output positions, each row a window with the
+    kernel offset major and the channel minor, so the copy moves runs of contiguous channels. A 1x1
+    stride-1 convolution of contiguous channels-last data needs no copy at all."""
+    N, C = xl.shape[0], xl.shape[-1]
+    nd = len(k)
+    win = _taps(xl, k, stride, dilation)                              # (N, *out, C, *k)
+    out = win.shape[1:1 + nd]
+    win = win.reshape(win.shape[:1 + nd] + (groups, C // groups) + tuple(k))   # (N, *out, G, Cg, *k)
+    perm = tuple(range(2 + nd)) + tuple(range(3 + nd, 3 + 2 * nd)) + (2 + nd,)
+    cols = win.transpose(perm).reshape(N * math.prod(out), groups, (C // groups) * math.prod(k))
     return cols, out
 
 
-def _g_rows(g, groups):
-    """(N, O, *out) -> (G, N*L, Og)."""
-    N, O = g.shape[:2]
-    L = math.prod(g.shape[2:])
-    return g.reshape(N, groups, O // groups, L).transpose(1, 0, 3, 2).reshape(groups, N * L, O // groups)
+def _wmat(w, groups):
+    """w (O, Cg, *k) -> (G, K*Cg, Og): each group's weights as the right operand of the im2col GEMM."""
+    O, Cg, k = w.shape[0], w.shape[1], w.shape[2:]
+    nd = len(k)
+    w = w.reshape((groups, O // groups, Cg) + tuple(k))
+    return w.transpose((0,) + tuple(range(3, 3 + nd)) + (2, 1)).reshape(groups, -1, O // groups)
+
+
+def _gemm_groups(xp, a, b, out_cols):
+    """(M, G, p) x (G, p, q) -> (M, G, q) as one 2-D GEMM per group (NumPy's stacked matmul does not
+    reach BLAS for transposed operands: 200x slower at W4's shapes)."""
+    G = b.shape[0]
+    if G == 1:
+        return (a[:, 0] @ b[0])[:, None, :]
+    y = xp.empty((a.shape[0], G, out_cols), dtype=xp.result_type(a.dtype, b.dtype))
+    for i in range(G):
+        y[:, i] = a[:, i] @ b[i]
+    return y
+
+
+def _depthwise(w, groups):
+    """One input channel per group (depthwise, MobileNet's): done as a sum over kernel offsets of
+    elementwise products, with no im2col matrix; w (O, 1, *k) -> (*k, G, Og)."""
+    O, k = w.shape[0], w.shape[2:]
+    nd = len(k)
+    return w.reshape((groups, O // groups) + tuple(k)).transpose(tuple(range(2, 2 + nd)) + (0, 1))
 
 
 class Conv(Primitive):
-    """Cross-correlation of x (N, C, *S) with w (O, C/groups, *k), no padding."""
-    attrs = {"stride": INTS, "dilation": INTS, "groups": int}
+    """Cross-correlation of x (N, C, *S) with w (O, C/groups, *k), zero `padding` ((before, after) per
+    spatial dim, None: none) and an optional bias b (O,). Computed channels-last: one im2col copy and one
+    GEMM per group; the output is an (N, O, *out) view of channels-last memory, which elementwise ops
+    keep and the next Conv reads without a transpose copy (torch's channels_last memory format)."""
+    attrs = {"stride": INTS, "dilation": INTS, "groups": int, "padding": (tuple, NONE)}
     saves_inputs = True
+    padding = None
 
-    def forward(self, x, w):
-        G = self.groups
-        N, O, k = x.shape[0], w.shape[0], w.shape[2:]
-        cols, out = _cols(x, k, self.stride, self.dilation, G)      # (G, N*L, Cg*K)
-        wm = w.reshape(G, O // G, -1).transpose(0, 2, 1)              # (G, Cg*K, Og)
-        y = cols @ wm                                                 # (G, N*L, Og)
-        y = y.reshape((G, N) + out + (O // G,))
-        nd = len(out)
-        y = y.transpose((1, 0, 2 + nd) + tuple(range(2, 2 + nd)))    # (N, G, Og, *out)
-        return y.reshape((N, O) + out)
+    def forward(self, x, w, b=None):
+        xp = array_module(x)
+        G, k = self.groups, w.shape[2:]
+        N, O = x.shape[0], w.shape[0]
+        xl = _padded_last(x, self.padding)                           # (N, *S', C)
+        if w.shape[1] == 1 and G > 1:
+            out = tuple(out_size(n, kk, s, d) for n, kk, s, d in zip(xl.shape[1:-1], k, self.stride, self.dilation))
+            wk = _depthwise(w, G)                                     # (*k, G, Og)
+            y = None
+            for off in _offsets(k):
+                t = _tap(xl, off, out, self.stride, self.dilation)[..., None] * wk[off]   # (N, *out, G, Og)
+                if y is None:
+                    y = t
+                else:
+                    y += t
+            y = y.reshape((N,) + out + (O,))
+        else:
+            cols, out = _cols(xl, k, self.stride, self.dilation, G)   # (M, G, K*Cg)
+            y = _gemm_groups(xp, cols, _wmat(w, G), O // G).reshape((N,) + out + (O,))
+        if b is not None:
+            y += b
+        return _first(y)
+
+    def save_for_backward(self, x, w, b=None):
+        super().save_for_backward(x, w)
 
     def backward(self, g):
+        from .primitives import Sum
         x, w = self.saved_tensors
-        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups)
-        gx = ConvInputGrad.apply(g, w, x_shape=x.shape, **p) if self.needs_input_grad[0] else None
-        gw = ConvWeightGrad.apply(x, g, w_shape=w.shape, **p) if self.needs_input_grad[1] else None
-        return gx, gw
+        need = self.needs_input_grad
+        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups, padding=self.padding)
+        gx = ConvInputGrad.apply(g, w, x_shape=x.shape, **p) if need[0] else None
+        gw = ConvWeightGrad.apply(x, g, w_shape=w.shape, **p) if need[1] else None
+        if len(need) == 2:
+            return gx, gw
+        gb = Sum.apply(g, axis=(0,) + tuple(range(2, g.ndim)), keepdims=False) if need[2] else None
+        return gx, gw, gb
 
-    def infer(self, x, w):
-        out = tuple(out_size(n, k, s, d) for n, k, s, d in zip(x.shape[2:], w.shape[2:], self.stride, self.dilation))
+    def infer(self, x, w, b=None):
+        pads = self.padding or ((0, 0),) * (len(x.shape) - 2)
+        out = tuple(out_size(n + pb + pa, k, s, d) for n, (pb, pa), k, s, d
+                    in zip(x.shape[2:], pads, w.shape[2:], self.stride, self.dilation))
         return (x.shape[0], w.shape[0]) + out, x.dtype
 
 
 class ConvInputGrad(Primitive):
-    """col2im: scatter g (N, O, *out) through w back onto an input of shape `x_shape`."""
-    attrs = {"x_shape": SHAPE, "stride": INTS, "dilation": INTS, "groups": int}
+    """col2im: scatter g (N, O, *out) through w back onto an input of shape `x_shape` (before
+    `padding`, which is cropped off): one GEMM per group, then one strided add per kernel offset, all
+    channels-last."""
+    attrs = {"x_shape": SHAPE, "stride": INTS, "dilation": INTS, "groups": int, "padding": (tuple, NONE)}
     saves_inputs = True
+    padding = None
 
     def forward(self, g, w):
         xp = array_module(g)
@@ -101,20 +203,35 @@ class ConvInputGrad(Primitive):
         O, k = w.shape[0], w.shape[2:]
         out = g.shape[2:]
         nd = len(k)
-        dcols = _g_rows(g, G) @ w.reshape(G, O // G, -1)              # (G, N*L, Cg*K)
-        dcols = dcols.reshape((G, N) + out + (C // G,) + k)
-        # (N, G, Cg, *k, *out): one strided add per kernel offset
-        dcols = dcols.transpose((1, 0, 2 + nd) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(2, 2 + nd)))
-        gx = xp.zeros((N, G, C // G) + tuple(self.x_shape[2:]), dtype=dcols.dtype)  # float32 for bfloat16
-        for off in itertools.product(*(range(kk) for kk in k)):
-            dst = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
-                        for o, d, s, n in zip(off, self.dilation, self.stride, out))
-            gx[(slice(None),) * 3 + dst] += dcols[(slice(None),) * 3 + off]
-        return gx.reshape(self.x_shape)
+        pads = self.padding if _has_pad(self.padding) else ((0, 0),) * nd
+        full = tuple(n + b + a for n, (b, a) in zip(self.x_shape[2:], pads))
+        gl = _last(g)                                                 # (N, *out, O)
+        wide = xp.result_type(g.dtype, w.dtype)
+        if w.dtype.itemsize == 2:   # float32 accumulation for 2-byte floats, as torch's CPU kernels
+            wide = np.float32
+        gx = xp.zeros((N,) + full + (C,), dtype=wide)                 # (N, *S', C)
+        if w.shape[1] == 1 and G > 1:                                 # depthwise: no col matrix
+            wk = _depthwise(w, G)                                     # (*k, G, Og)
+            gg = gl.reshape(gl.shape[:-1] + (G, O // G))
+            for off in _offsets(k):
+                t = (gg * wk[off]).sum(axis=-1) if O > G else gg[..., 0] * wk[off][:, 0]
+                _tap(gx, off, out, self.stride, self.dilation)[...] += t
+        else:
+            M = N * math.prod(out)
+            wm = _wmat(w, G).transpose(0, 2, 1)                       # (G, Og, K*Cg)
+            dcols = _gemm_groups(xp, gl.reshape(M, G, O // G), wm, wm.shape[2])   # (M, G, K*Cg)
+            dcols = dcols.reshape((N,) + tuple(out) + (G,) + tuple(k) + (C // G,))
+            gx5 = gx.reshape(gx.shape[:-1] + (G, C // G))
+            for off in _offsets(k):
+                _tap(gx5, off, out, self.stride, self.dilation)[...] += \
+                    dcols[(slice(None),) * (2 + nd) + off]
+        if _has_pad(self.padding):
+            gx = gx[(slice(None),) + tuple(slice(b, b + n) for n, (b, _) in zip(self.x_shape[2:], pads))]
+        return _first(gx)
 
     def backward(self, gg):
         g, w = self.saved_tensors
-        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups)
+        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups, padding=self.padding)
         d_g = Conv.apply(gg, w, **p) if self.needs_input_grad[0] else None
         d_w = ConvWeightGrad.apply(gg, g, w_shape=w.shape, **p) if self.needs_input_grad[1] else None
         return d_g, d_w
@@ -123,20 +240,39 @@ class ConvInputGrad(Primitive):
 
 
 class ConvWeightGrad(Primitive):
-    """The weight gradient of Conv: sum over batch and positions of g times the windows of x."""
-    attrs = {"w_shape": SHAPE, "stride": INTS, "dilation": INTS, "groups": int}
+    """The weight gradient of Conv: sum over batch and positions of g times the windows of x: one
+    im2col and one GEMM per group, channels-last."""
+    attrs = {"w_shape": SHAPE, "stride": INTS, "dilation": INTS, "groups": int, "padding": (tuple, NONE)}
     saves_inputs = True
+    padding = None
 
     def forward(self, x, g):
+        xp = array_module(x)
         G = self.groups
-        k = self.w_shape[2:]
-        cols, _ = _cols(x, k, self.stride, self.dilation, G)         # (G, N*L, Cg*K)
-        gw = _g_rows(g, G).transpose(0, 2, 1) @ cols                  # (G, Og, Cg*K)
-        return gw.reshape(self.w_shape)
+        O, Cg, k = self.w_shape[0], self.w_shape[1], tuple(self.w_shape[2:])
+        nd = len(k)
+        xl = _padded_last(x, self.padding)                            # (N, *S', C)
+        gl = _last(g)                                                 # (N, *out, O)
+        out = g.shape[2:]
+        if Cg == 1 and G > 1:                                         # depthwise
+            gg = gl.reshape(gl.shape[:-1] + (G, O // G))
+            axes = tuple(range(1 + nd))
+            gw = xp.empty(k + (G, O // G), dtype=xp.result_type(x.dtype, g.dtype))
+            for off in _offsets(k):
+                gw[off] = (_tap(xl, off, out, self.stride, self.dilation)[..., None] * gg).sum(axis=axes)
+            gw = gw.transpose((nd, nd + 1) + tuple(range(nd)))       # (G, Og, *k)
+            return xp.ascontiguousarray(gw).reshape(self.w_shape)
+        cols, _ = _cols(xl, k, self.stride, self.dilation, G)         # (M, G, K*Cg)
+        g2 = gl.reshape(cols.shape[0], G, O // G)                    # (M, G, Og)
+        gw = xp.empty((G, O // G, cols.shape[2]), dtype=xp.result_type(x.dtype, g.dtype))
+        for i in range(G):
+            gw[i] = g2[:, i].T @ cols[:, i]                            # (Og, K*Cg)
+        gw = gw.reshape((O,) + k + (Cg,)).transpose((0, nd + 1) + tuple(range(1, nd + 1)))
+        return xp.ascontiguousarray(gw)
 
     def backward(self, gg):
         x, g = self.saved_tensors
-        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups)
+        p = dict(stride=self.stride, dilation=self.dilation, groups=self.groups, padding=self.padding)
         d_x = ConvInputGrad.apply(g, gg, x_shape=x.shape, **p) if self.needs_input_grad[0] else None
         d_g = Conv.apply(x, gg, **p) if self.needs_input_grad[1] else None
         return d_x, d_g
