@@ -23,7 +23,7 @@ from ..backends import array_module
 from ._attr_types import INTS, NONE, OPT_INT, SHAPE
 from ._infer import _meta, _same, _shape_error
 
-__all__ = ["Conv", "ConvInputGrad", "ConvWeightGrad", "MaxPoolIndex", "windows", "out_size"]
+__all__ = ["Conv", "ConvInputGrad", "ConvWeightGrad", "MaxPool", "MaxPoolGrad", "MaxPoolIndex", "windows", "out_size"]
 
 
 def out_size(size, k, stride, dilation):
@@ -264,11 +264,14 @@ class ConvWeightGrad(Primitive):
             return xp.ascontiguousarray(gw).reshape(self.w_shape)
         cols, _ = _cols(xl, k, self.stride, self.dilation, G)         # (M, G, K*Cg)
         g2 = gl.reshape(cols.shape[0], G, O // G)                    # (M, G, Og)
-        gw = xp.empty((G, O // G, cols.shape[2]), dtype=xp.result_type(x.dtype, g.dtype))
+        # cols.T @ g, not g.T @ cols: OpenBLAS runs the first 1.5x-10x faster at these shapes (few
+        # output channels, many rows)
+        gw = xp.empty((G, cols.shape[2], O // G), dtype=xp.result_type(x.dtype, g.dtype))
         for i in range(G):
-            gw[i] = g2[:, i].T @ cols[:, i]                            # (Og, K*Cg)
-        gw = gw.reshape((O,) + k + (Cg,)).transpose((0, nd + 1) + tuple(range(1, nd + 1)))
-        return xp.ascontiguousarray(gw)
+            gw[i] = cols[:, i].T @ g2[:, i]                            # (K*Cg, Og)
+        gw = gw.reshape((G,) + k + (Cg, O // G))                       # (G, *k, Cg, Og)
+        gw = gw.transpose((0, nd + 2, nd + 1) + tuple(range(1, nd + 1)))   # (G, Og, Cg, *k)
+        return xp.ascontiguousarray(gw).reshape(self.w_shape)
 
     def backward(self, gg):
         x, g = self.saved_tensors
@@ -311,6 +314,100 @@ class MaxPoolIndex(Primitive):
         out = tuple(out_size(n, k, s, d) for n, k, s, d in zip(x.shape[2:], self.kernel, self.stride,
                                                                self.dilation))
         return x.shape[:2] + out, np.dtype(np.int64)
+
+
+def _pool_padded(x, padding, value):
+    """x (N, C, *S) padded with `value` on the spatial dims, in x's memory layout (channels-last stays
+    channels-last); x itself when there is no padding."""
+    if not _has_pad(padding):
+        return x
+    xp = array_module(x)
+    shape = x.shape[:2] + tuple(n + b + a for n, (b, a) in zip(x.shape[2:], padding))
+    out = xp.full_like(x, value, shape=shape)
+    out[(slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[2:], padding))] = x
+    return out
+
+
+def _pool_tap(x, off, out, stride, dilation):
+    """The (N, C, *out) view of x (N, C, *S) under window offset `off`."""
+    return x[(slice(None),) * 2 + tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                                         for o, d, s, n in zip(off, dilation, stride, out))]
+
+
+class MaxPool(Primitive):
+    """Max over the windows of x (N, C, *S) padded with -inf by `padding` ((before, after) per spatial
+    dim, or None): one elementwise maximum per window offset over strided views, so the output keeps
+    x's memory layout. The gradient goes to the first maximum of each window (MaxPoolGrad), as torch's."""
+    attrs = {"kernel": INTS, "stride": INTS, "dilation": INTS, "padding": (tuple, NONE)}
+    saves_inputs = True
+    saves_output = True
+    padding = None
+
+    def forward(self, x):
+        xp = array_module(x)
+        xpad = _pool_padded(x, self.padding, -math.inf)
+        out = self.infer(x)[0][2:]
+        taps = [_pool_tap(xpad, off, out, self.stride, self.dilation) for off in _offsets(self.kernel)]
+        if len(taps) == 1:
+            return taps[0].copy(order="K")
+        y = xp.maximum(taps[0], taps[1])
+        for t in taps[2:]:
+            xp.maximum(y, t, out=y)
+        return y
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (MaxPoolGrad.apply(x, self.saved_output(), g, kernel=self.kernel, stride=self.stride,
+                                  dilation=self.dilation, padding=self.padding),)
+
+    def infer(self, x):
+        pads = self.padding or ((0, 0),) * (len(x.shape) - 2)
+        out = tuple(out_size(n + b + a, k, s, d) for n, (b, a), k, s, d
+                    in zip(x.shape[2:], pads, self.kernel, self.stride, self.dilation))
+        return tuple(x.shape[:2]) + out, x.dtype
+
+
+class MaxPoolGrad(Primitive):
+    """The gradient of MaxPool: g (N, C, *out) sent to the first position of each window of x where x
+    equals the pooled y; zero elsewhere. Its gradient in g picks gg at those positions (a Gather at
+    MaxPoolIndex); in x and y it is zero (piecewise constant)."""
+    attrs = {"kernel": INTS, "stride": INTS, "dilation": INTS, "padding": (tuple, NONE)}
+    saves_inputs = True
+    padding = None
+
+    def forward(self, x, y, g):
+        xp = array_module(x)
+        xpad = _pool_padded(x, self.padding, -math.inf)
+        out = y.shape[2:]
+        gx = xp.zeros_like(xpad)
+        taken = None
+        for off in _offsets(self.kernel):
+            hit = _pool_tap(xpad, off, out, self.stride, self.dilation) == y
+            if taken is None:
+                taken = hit
+            else:
+                hit &= ~taken
+                taken |= hit
+            _pool_tap(gx, off, out, self.stride, self.dilation)[...] += xp.where(hit, g, 0)
+        if _has_pad(self.padding):
+            gx = gx[(slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[2:], self.padding))]
+        return gx
+
+    def save_for_backward(self, x, y, g):
+        super().save_for_backward(x)
+
+    def backward(self, gg):
+        from .primitives import Gather, Pad
+        x, = self.saved_tensors
+        N, C = x.shape[:2]
+        pads = self.padding or ((0, 0),) * (x.ndim - 2)
+        xpad = Pad.apply(x.detach(), pads=((0, 0), (0, 0)) + tuple(pads), value=-math.inf)
+        idx = MaxPoolIndex.apply(xpad, kernel=self.kernel, stride=self.stride, dilation=self.dilation,
+                                 pads=tuple(pads))                    # (N, C, *out) into x's positions
+        dg = Gather.apply(gg.reshape(N, C, -1), idx.reshape(N, C, -1), axis=2).reshape(idx.shape)
+        return None, None, dg
+
+    def infer(self, x, y, g): return tuple(x.shape), x.dtype
 
 
 # ---------------------------------------------------------------- fused kernels of nn layers
