@@ -23,7 +23,7 @@ from ..backends import array_module
 from ._attr_types import INTS, NONE, OPT_INT, SHAPE
 from ._infer import _meta, _same, _shape_error
 
-__all__ = ["Conv", "ConvInputGrad", "ConvWeightGrad", "MaxPool", "MaxPoolGrad", "MaxPoolIndex", "windows", "out_size"]
+__all__ = ["Conv", "ConvInputGrad", "ConvWeightGrad", "MaxPool", "MaxPoolGrad", "MaxPoolIndex", "BatchNorm", "BatchNormGrad", "windows", "out_size"]
 
 
 def out_size(size, k, stride, dilation):
@@ -782,3 +782,85 @@ class LayerNormGrad(Primitive):
             return x.shape, x.dtype
         d = math.prod(x.shape[len(x.shape) - self.n:])
         return (math.prod(x.shape) // max(d, 1) + 1, d), x.dtype
+
+
+class BatchNorm(Primitive):
+    """Training-mode batch norm of x (N, C, *S) with weight w and bias b (C,): returns (y, mean, var),
+    the batch statistics over every dim but 1 (var biased) for the running-stat update. Few passes over
+    x, in x's memory layout: a mean, a centred copy, its mean square, then scale and shift in place.
+    The statistics outputs take no gradient (they feed only the running stats, under no_grad);
+    the gradient of y is BatchNormGrad, or a Tensor-op composite under create_graph."""
+    attrs = {"eps": float}
+    multi_output = True
+    saves_inputs = True
+    _materialize = False   # the statistics' gradients stay None
+
+    def forward(self, x, w, b):
+        axes = (0,) + tuple(range(2, x.ndim))
+        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        xp = array_module(x)
+        mean = x.mean(axis=axes, keepdims=True)
+        xc = x - mean
+        var = xp.square(xc).mean(axis=axes, keepdims=True)
+        scale = w.reshape(shape) / xp.sqrt(var + self.eps)
+        xc *= scale
+        xc += b.reshape(shape)
+        return xc, mean.reshape(-1), var.reshape(-1)
+
+    def save_for_backward(self, x, w, b):
+        super().save_for_backward(x, w)
+
+    def backward(self, g, g_mean=None, g_var=None):
+        from ..autograd.grad_mode import STATE
+        if g is None:
+            return None, None, None
+        x, w = self.saved_tensors
+        need = self.needs_input_grad
+        if not STATE.enabled:   # first order: one fused primitive
+            gx, gw, gb = BatchNormGrad.apply(x, g, w, self.output(1).detach(), self.output(2).detach(),
+                                             eps=self.eps)
+            return (gx if need[0] else None), (gw if need[1] else None), (gb if need[2] else None)
+        # create_graph: the textbook formula in Tensor ops, differentiable again
+        axes = (0,) + tuple(range(2, x.ndim))
+        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        xc = x - x.mean(axes, keepdim=True)
+        r = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
+        xhat = xc * r
+        gb = g.sum(axes)
+        gw = (g * xhat).sum(axes)
+        n = x.numel() // max(x.shape[1], 1)
+        gx = (w.reshape(shape) * r) * (g - gb.reshape(shape) / n - xhat * (gw.reshape(shape) / n))
+        return (gx if need[0] else None), (gw if need[1] else None), (gb if need[2] else None)
+
+    def infer(self, x, w, b):
+        return (tuple(x.shape), x.dtype), ((x.shape[1],), x.dtype), ((x.shape[1],), x.dtype)
+
+
+class BatchNormGrad(Primitive):
+    """First-order gradients (dx, dw, db) of training-mode BatchNorm from x, g, w and the batch mean and
+    (biased) var: with xhat = (x - mean) r, r = 1/sqrt(var + eps), n = elements per channel,
+    db = sum(g), dw = sum(g xhat), dx = w r (g - db/n - xhat dw/n). About seven passes over x. First
+    order only (BatchNorm builds a Tensor-op composite under create_graph)."""
+    attrs = {"eps": float}
+    multi_output = True
+    differentiable = False
+
+    def forward(self, x, g, w, mean, var):
+        xp = array_module(x)
+        axes = (0,) + tuple(range(2, x.ndim))
+        shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        n = x.size // max(x.shape[1], 1)
+        r = 1.0 / xp.sqrt(var.reshape(shape) + self.eps)
+        xhat = x - mean.reshape(shape)
+        xhat *= r
+        gb = g.sum(axis=axes)
+        gw = (g * xhat).sum(axis=axes)
+        xhat *= (gw / n).reshape(shape)
+        gx = xp.subtract(g, xhat, out=xhat)
+        gx -= (gb / n).reshape(shape)
+        gx *= w.reshape(shape) * r
+        return gx, gw, gb
+
+    def infer(self, x, g, w, mean, var):
+        return (tuple(x.shape), x.dtype), ((x.shape[1],), x.dtype), ((x.shape[1],), x.dtype)
+
