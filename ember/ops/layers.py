@@ -380,15 +380,22 @@ class MaxPoolGrad(Primitive):
         xpad = _pool_padded(x, self.padding, -math.inf)
         out = y.shape[2:]
         gx = xp.zeros_like(xpad)
+        g = g.astype(gx.dtype, copy=False)
+        # windows that do not overlap write their taps directly; overlapping ones add
+        disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(self.kernel, self.stride, self.dilation))
+        offsets = list(_offsets(self.kernel))
         taken = None
-        for off in _offsets(self.kernel):
+        for i, off in enumerate(offsets):
             hit = _pool_tap(xpad, off, out, self.stride, self.dilation) == y
-            if taken is None:
-                taken = hit
+            if taken is not None:
+                hit = xp.greater(hit, taken, out=hit)       # hit and not taken: the first maximum only
+            if i < len(offsets) - 1:
+                taken = hit.copy() if taken is None else xp.logical_or(taken, hit, out=taken)
+            dst = _pool_tap(gx, off, out, self.stride, self.dilation)
+            if disjoint:
+                xp.multiply(g, hit, out=dst)
             else:
-                hit &= ~taken
-                taken |= hit
-            _pool_tap(gx, off, out, self.stride, self.dilation)[...] += xp.where(hit, g, 0)
+                dst += g * hit
         if _has_pad(self.padding):
             gx = gx[(slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[2:], self.padding))]
         return gx
