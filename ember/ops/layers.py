@@ -217,14 +217,17 @@ class ConvInputGrad(Primitive):
                 t = (gg * wk[off]).sum(axis=-1) if O > G else gg[..., 0] * wk[off][:, 0]
                 _tap(gx, off, out, self.stride, self.dilation)[...] += t
         else:
+            # one GEMM per kernel offset (and group), each added into its strided tap of gx at once:
+            # contiguous (M, Cg) products instead of a (M, K*Cg) col matrix read back in pieces
+            Og, Cg = O // G, C // G
             M = N * math.prod(out)
-            wm = _wmat(w, G).transpose(0, 2, 1)                       # (G, Og, K*Cg)
-            dcols = _gemm_groups(xp, gl.reshape(M, G, O // G), wm, wm.shape[2])   # (M, G, K*Cg)
-            dcols = dcols.reshape((N,) + tuple(out) + (G,) + tuple(k) + (C // G,))
-            gx5 = gx.reshape(gx.shape[:-1] + (G, C // G))
-            for off in _offsets(k):
-                _tap(gx5, off, out, self.stride, self.dilation)[...] += \
-                    dcols[(slice(None),) * (2 + nd) + off]
+            g3 = gl.reshape(M, G, Og)
+            wk = xp.ascontiguousarray(w.reshape(G, Og, Cg, -1).transpose(3, 0, 1, 2))   # (K, G, Og, Cg)
+            gx5 = gx.reshape(gx.shape[:-1] + (G, Cg))
+            for i, off in enumerate(_offsets(k)):
+                dst = _tap(gx5, off, out, self.stride, self.dilation)                 # (N, *out, G, Cg)
+                for j in range(G):
+                    dst[..., j, :] += (g3[:, j] @ wk[i, j]).reshape(dst.shape[:-2] + (Cg,))
         if _has_pad(self.padding):
             gx = gx[(slice(None),) + tuple(slice(b, b + n) for n, (b, _) in zip(self.x_shape[2:], pads))]
         return _first(gx)
@@ -791,6 +794,12 @@ class LayerNormGrad(Primitive):
         return (math.prod(x.shape) // max(d, 1) + 1, d), x.dtype
 
 
+def _bn_sum(ndim):
+    """einsum subscripts of a per-channel sum of products over every dim but 1: 'abcd,abcd->b'."""
+    idx = "abcdefgh"[:ndim]
+    return f"{idx},{idx}->b"
+
+
 class BatchNorm(Primitive):
     """Training-mode batch norm of x (N, C, *S) with weight w and bias b (C,): returns (y, mean, var),
     the batch statistics over every dim but 1 (var biased) for the running-stat update. Few passes over
@@ -808,7 +817,7 @@ class BatchNorm(Primitive):
         xp = array_module(x)
         mean = x.mean(axis=axes, keepdims=True)
         xc = x - mean
-        var = xp.square(xc).mean(axis=axes, keepdims=True)
+        var = xp.einsum(_bn_sum(x.ndim), xc, xc).reshape(shape) / (x.size // max(x.shape[1], 1))  # no temp
         scale = w.reshape(shape) / xp.sqrt(var + self.eps)
         xc *= scale
         xc += b.reshape(shape)
@@ -861,7 +870,7 @@ class BatchNormGrad(Primitive):
         xhat = x - mean.reshape(shape)
         xhat *= r
         gb = g.sum(axis=axes)
-        gw = (g * xhat).sum(axis=axes)
+        gw = xp.einsum(_bn_sum(x.ndim), g, xhat)                       # sum(g * xhat), no temp
         xhat *= (gw / n).reshape(shape)
         gx = xp.subtract(g, xhat, out=xhat)
         gx -= (gb / n).reshape(shape)
