@@ -201,3 +201,32 @@ def test_conv_output_is_float32_and_channels_last():
     assert y.numpy().transpose(0, 2, 3, 1).flags.c_contiguous
     z = ember.nn.functional.conv2d(y, ember.randn(5, 4, 1, 1))
     assert z.dtype == ember.float32 and tuple(z.shape) == (2, 5, 8, 8)
+
+
+WINOGRAD_CASES = [   # 3x3 stride-1 convs with >= 64 channels take the Winograd F(2x2, 3x3) path
+    ("pad1_odd", dict(padding=1), (1, 64, 5, 7)),
+    ("valid_even", dict(padding=0), (2, 64, 6, 6)),
+    ("pad2_nobias", dict(padding=2, bias=False), (1, 64, 3, 4)),
+    ("same_asym", dict(padding=(0, 1)), (1, 64, 7, 3)),
+]
+
+
+@pytest.mark.parametrize("kw,shape", [c[1:] for c in WINOGRAD_CASES], ids=[c[0] for c in WINOGRAD_CASES])
+def test_conv_winograd_path(kw, shape):
+    from ember.ops import layers
+    x = ember.randn(*shape)
+    w = ember.randn(64, 64, 3, 3)
+    assert layers._winograd_ok(x.numpy(), w.numpy(), (1, 1), (1, 1), 1)
+    check_module(lambda lib: lib.nn.Conv2d(64, 64, 3, **kw), shape, modes=("train",), dtypes=("float64", "float32"))
+
+
+def test_conv_winograd_matches_im2col(monkeypatch):
+    # the same conv through Winograd and through im2col, float32: equal to float32 rounding
+    from ember.ops import layers
+    x = ember.randn(2, 64, 9, 10)
+    w = ember.randn(96, 64, 3, 3) * 0.05
+    b = ember.randn(96)
+    fast = ember.nn.functional.conv2d(x, w, b, padding=1).numpy()
+    monkeypatch.setattr(layers, "WINOGRAD", False)
+    slow = ember.nn.functional.conv2d(x, w, b, padding=1).numpy()
+    np.testing.assert_allclose(fast, slow, rtol=1e-4, atol=1e-4)
