@@ -270,6 +270,11 @@ class ConvInputGrad(Primitive):
         nd = len(k)
         pads = self.padding if _has_pad(self.padding) else ((0, 0),) * nd
         full = tuple(n + b + a for n, (b, a) in zip(self.x_shape[2:], pads))
+        if WINOGRAD and _winograd_ok(g, w, self.stride, self.dilation, G) and all(b <= 2 and a <= 2 for b, a in pads):
+            # stride 1: the input gradient is the full correlation of g with the flipped, transposed
+            # kernel, a 3x3 conv again (padding 2 - p on each side)
+            wt = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]           # (C, O, 3, 3)
+            return _first(_winograd(g, wt, tuple((2 - b, 2 - a) for b, a in pads)))
         gl = _last(g)                                                 # (N, *out, O)
         wide = xp.result_type(g.dtype, w.dtype)
         if w.dtype.itemsize == 2:   # float32 accumulation for 2-byte floats, as torch's CPU kernels

@@ -230,3 +230,8 @@ def test_conv_winograd_matches_im2col(monkeypatch):
     monkeypatch.setattr(layers, "WINOGRAD", False)
     slow = ember.nn.functional.conv2d(x, w, b, padding=1).numpy()
     np.testing.assert_allclose(fast, slow, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_transpose_winograd_path():
+    # conv_transpose2d is ConvInputGrad: 3x3 stride 1 with >= 64 channels goes through Winograd too
+    check_module(lambda lib: lib.nn.ConvTranspose2d(64, 64, 3, padding=1), (1, 64, 4, 5), modes=("train",))
