@@ -203,29 +203,32 @@ def test_conv_output_is_float32_and_channels_last():
     assert z.dtype == ember.float32 and tuple(z.shape) == (2, 5, 8, 8)
 
 
-WINOGRAD_CASES = [   # 3x3 stride-1 convs with >= 64 channels take the Winograd F(2x2, 3x3) path
-    ("pad1_odd", dict(padding=1), (1, 64, 5, 7)),
-    ("valid_even", dict(padding=0), (2, 64, 6, 6)),
-    ("pad2_nobias", dict(padding=2, bias=False), (1, 64, 3, 4)),
-    ("same_asym", dict(padding=(0, 1)), (1, 64, 7, 3)),
+WINOGRAD_CASES = [   # 3x3 stride-1 convs with enough channels and tiles take the Winograd F(2x2, 3x3) path
+    ("pad1_odd", dict(padding=1), (2, 128, 15, 17)),
+    ("valid_even", dict(padding=0), (2, 128, 18, 18)),
+    ("pad2_nobias", dict(padding=2, bias=False), (1, 128, 20, 21)),
+    ("asym", dict(padding=(0, 1)), (2, 128, 20, 15)),
 ]
 
 
 @pytest.mark.parametrize("kw,shape", [c[1:] for c in WINOGRAD_CASES], ids=[c[0] for c in WINOGRAD_CASES])
 def test_conv_winograd_path(kw, shape):
     from ember.ops import layers
+    p = kw.get("padding", 0)
+    p = (p, p) if isinstance(p, int) else p
     x = ember.randn(*shape)
-    w = ember.randn(64, 64, 3, 3)
-    assert layers._winograd_ok(x.numpy(), w.numpy(), (1, 1), (1, 1), 1)
-    check_module(lambda lib: lib.nn.Conv2d(64, 64, 3, **kw), shape, modes=("train",), dtypes=("float64", "float32"))
+    w = ember.randn(128, 128, 3, 3)
+    assert layers._winograd_ok(x.numpy(), w.numpy(), (1, 1), (1, 1), 1, ((p[0], p[0]), (p[1], p[1])))
+    check_module(lambda lib: lib.nn.Conv2d(128, 128, 3, **kw), shape, modes=("train",), dtypes=("float64", "float32"))
 
 
 def test_conv_winograd_matches_im2col(monkeypatch):
     # the same conv through Winograd and through im2col, float32: equal to float32 rounding
     from ember.ops import layers
-    x = ember.randn(2, 64, 9, 10)
-    w = ember.randn(96, 64, 3, 3) * 0.05
-    b = ember.randn(96)
+    x = ember.randn(2, 128, 16, 17)
+    w = ember.randn(160, 128, 3, 3) * 0.05
+    b = ember.randn(160)
+    assert layers._winograd_ok(x.numpy(), w.numpy(), (1, 1), (1, 1), 1, ((1, 1), (1, 1)))
     fast = ember.nn.functional.conv2d(x, w, b, padding=1).numpy()
     monkeypatch.setattr(layers, "WINOGRAD", False)
     slow = ember.nn.functional.conv2d(x, w, b, padding=1).numpy()
@@ -233,5 +236,5 @@ def test_conv_winograd_matches_im2col(monkeypatch):
 
 
 def test_conv_transpose_winograd_path():
-    # conv_transpose2d is ConvInputGrad: 3x3 stride 1 with >= 64 channels goes through Winograd too
-    check_module(lambda lib: lib.nn.ConvTranspose2d(64, 64, 3, padding=1), (1, 64, 4, 5), modes=("train",))
+    # conv_transpose2d is ConvInputGrad: 3x3 stride 1 with enough channels goes through Winograd too
+    check_module(lambda lib: lib.nn.ConvTranspose2d(128, 128, 3, padding=1), (2, 128, 16, 16), modes=("train",))
