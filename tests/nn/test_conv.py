@@ -238,3 +238,10 @@ def test_conv_winograd_matches_im2col(monkeypatch):
 def test_conv_transpose_winograd_path():
     # conv_transpose2d is ConvInputGrad: 3x3 stride 1 with enough channels goes through Winograd too
     check_module(lambda lib: lib.nn.ConvTranspose2d(128, 128, 3, padding=1), (2, 128, 16, 16), modes=("train",))
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=(2, 1), dilation=(1, 2), padding=(0, 2))],
+                         ids=["w4_first_layer", "strided_dilated"])
+def test_conv_one_input_channel(kw):
+    # one input channel: im2col copies one kernel offset at a time
+    check_module(lambda lib: lib.nn.Conv2d(1, 4, 3, **kw), (3, 1, 9, 8), modes=("train",))
