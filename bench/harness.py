@@ -13,22 +13,26 @@ import statistics
 import time
 
 
-def _time(fn, iters: int) -> float:
-    t0 = time.perf_counter()
+def _time(fn, iters: int, clock=time.perf_counter) -> float:
+    t0 = clock()
     for _ in range(iters):
         fn()
-    return (time.perf_counter() - t0) / iters
+    return (clock() - t0) / iters
 
 
-def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup: int = 2) -> dict:
-    """Median seconds per iteration of each side; runs alternate so drift hits both alike."""
+def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup: int = 2,
+            clock=time.perf_counter) -> dict:
+    """Median seconds per iteration of each side; runs alternate so drift hits both alike.
+
+    clock=time.process_time measures CPU seconds of the whole process instead of wall time: with one
+    thread per library it is the work done, whatever else runs on the machine (a loaded shared VM)."""
     for _ in range(warmup):
-        _time(ember_fn, max(1, iters // 10))
-        _time(torch_fn, max(1, iters // 10))
+        _time(ember_fn, max(1, iters // 10), clock)
+        _time(torch_fn, max(1, iters // 10), clock)
     te, tt = [], []
     for _ in range(repeats):
-        te.append(_time(ember_fn, iters))
-        tt.append(_time(torch_fn, iters))
+        te.append(_time(ember_fn, iters, clock))
+        tt.append(_time(torch_fn, iters, clock))
     e, t = statistics.median(te), statistics.median(tt)
     return {"name": name, "ember": e, "torch": t, "ratio": e / t}
 

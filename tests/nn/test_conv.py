@@ -148,3 +148,100 @@ def test_functional_conv_errors_name_the_op_and_shapes():
     for exc, msg, call in cases:
         with pytest.raises(exc, match=msg):
             call()
+
+
+# The channels-last im2col paths (ember/ops/layers.py): one GEMM per group, depthwise without a col
+# matrix, zero padding and bias inside the primitive. Odd sizes, strides, dilation, groups, every padding
+# mode, 1x1 and depthwise (MobileNetV2's) convolutions, batch 1.
+FAST_PATH_CASES = [
+    ("odd_sizes_stride", lambda lib: lib.nn.Conv2d(3, 5, (3, 5), stride=(2, 3), padding=(1, 2)), [(2, 3, 13, 11)]),
+    ("dilation_groups_pad", lambda lib: lib.nn.Conv2d(6, 9, 3, dilation=(2, 3), groups=3, padding=(2, 1)), [(1, 6, 10, 9)]),
+    ("pointwise_1x1", lambda lib: lib.nn.Conv2d(8, 5, 1), [(2, 8, 5, 7)]),
+    ("pointwise_1x1_stride2", lambda lib: lib.nn.Conv2d(4, 6, 1, stride=2, bias=False), [(2, 4, 7, 6)]),
+    ("depthwise_stride2", lambda lib: lib.nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6, bias=False), [(2, 6, 9, 8)]),
+    ("depthwise_multiplier", lambda lib: lib.nn.Conv2d(3, 6, 3, padding=1, groups=3), [(2, 3, 6, 5)]),
+    ("depthwise_dilated", lambda lib: lib.nn.Conv2d(4, 4, (3, 2), dilation=2, padding=(2, 1), groups=4), [(1, 4, 8, 7)]),
+    ("batch1_7x7_stride2", lambda lib: lib.nn.Conv2d(3, 4, 7, stride=2, padding=3, bias=False), [(1, 3, 15, 16)]),
+    ("reflect_stride", lambda lib: lib.nn.Conv2d(2, 3, 3, stride=2, padding=(1, 2), padding_mode="reflect"), [(2, 2, 7, 8)]),
+    ("replicate_groups", lambda lib: lib.nn.Conv2d(4, 4, 3, padding=1, groups=2, padding_mode="replicate"), [(1, 4, 5, 6)]),
+    ("circular_dilation", lambda lib: lib.nn.Conv2d(2, 3, 3, padding=2, dilation=2, padding_mode="circular"), [(2, 2, 6, 7)]),
+    ("same_asymmetric_groups", lambda lib: lib.nn.Conv2d(4, 6, (2, 4), padding="same", groups=2), [(2, 4, 5, 7)]),
+    ("conv1d_depthwise", lambda lib: lib.nn.Conv1d(4, 8, 3, stride=2, padding=1, groups=4), [(2, 4, 9)]),
+    ("conv3d_depthwise", lambda lib: lib.nn.Conv3d(3, 3, 2, padding=1, groups=3), [(1, 3, 3, 4, 3)]),
+    # channels-last activations between layers: the second conv reads the first's output in place
+    ("stack_conv_bn_relu_pool", lambda lib: lib.nn.Sequential(
+        lib.nn.Conv2d(3, 8, 3, padding=1, bias=False), lib.nn.BatchNorm2d(8), lib.nn.ReLU(),
+        lib.nn.MaxPool2d(3, 2, 1), lib.nn.Conv2d(8, 8, 3, padding=1, groups=8), lib.nn.Conv2d(8, 4, 1)),
+     [(2, 3, 9, 10)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in FAST_PATH_CASES], ids=[c[0] for c in FAST_PATH_CASES])
+def test_conv_fast_paths(build, inputs):
+    check_module(build, *inputs, modes=("train",))
+
+
+@pytest.mark.parametrize("groups,cin,cout", [(1, 2, 3), (2, 4, 2), (3, 3, 6)], ids=["dense", "groups", "depthwise"])
+def test_conv_double_backward_padded_grouped(groups, cin, cout):
+    # second derivatives through the padded, grouped and depthwise paths (padding is inside Conv now)
+    def fn(lib, x, w, b):
+        y = lib.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=(2, 1), dilation=(1, 2), groups=groups)
+        gx, gw = lib.autograd.grad((y * y).sum(), (x, w), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum()
+    check_op(fn, (2, cin, 5, 6), (cout, cin // groups, 3, 2), (cout,), dtypes=("float64",))
+
+
+def test_conv_output_is_float32_and_channels_last():
+    # float32 in, float32 out (no silent float64); the output is a channels-last view as torch's
+    # channels_last memory format, and the next conv reads it as it is
+    x = ember.randn(2, 3, 8, 8)
+    w = ember.randn(4, 3, 3, 3)
+    y = ember.nn.functional.conv2d(x, w, ember.randn(4), padding=1)
+    assert y.dtype == ember.float32
+    assert y.numpy().transpose(0, 2, 3, 1).flags.c_contiguous
+    z = ember.nn.functional.conv2d(y, ember.randn(5, 4, 1, 1))
+    assert z.dtype == ember.float32 and tuple(z.shape) == (2, 5, 8, 8)
+
+
+WINOGRAD_CASES = [   # 3x3 stride-1 convs with enough channels and tiles take the Winograd F(2x2, 3x3) path
+    ("pad1_odd", dict(padding=1), (2, 128, 15, 17)),
+    ("valid_even", dict(padding=0), (2, 128, 18, 18)),
+    ("pad2_nobias", dict(padding=2, bias=False), (1, 128, 20, 21)),
+    ("asym", dict(padding=(0, 1)), (2, 128, 20, 15)),
+]
+
+
+@pytest.mark.parametrize("kw,shape", [c[1:] for c in WINOGRAD_CASES], ids=[c[0] for c in WINOGRAD_CASES])
+def test_conv_winograd_path(kw, shape):
+    from ember.ops import layers
+    p = kw.get("padding", 0)
+    p = (p, p) if isinstance(p, int) else p
+    x = ember.randn(*shape)
+    w = ember.randn(128, 128, 3, 3)
+    assert layers._winograd_ok(x.numpy(), w.numpy(), (1, 1), (1, 1), 1, ((p[0], p[0]), (p[1], p[1])))
+    check_module(lambda lib: lib.nn.Conv2d(128, 128, 3, **kw), shape, modes=("train",), dtypes=("float64", "float32"))
+
+
+def test_conv_winograd_matches_im2col(monkeypatch):
+    # the same conv through Winograd and through im2col, float32: equal to float32 rounding
+    from ember.ops import layers
+    x = ember.randn(2, 128, 16, 17)
+    w = ember.randn(160, 128, 3, 3) * 0.05
+    b = ember.randn(160)
+    assert layers._winograd_ok(x.numpy(), w.numpy(), (1, 1), (1, 1), 1, ((1, 1), (1, 1)))
+    fast = ember.nn.functional.conv2d(x, w, b, padding=1).numpy()
+    monkeypatch.setattr(layers, "WINOGRAD", False)
+    slow = ember.nn.functional.conv2d(x, w, b, padding=1).numpy()
+    np.testing.assert_allclose(fast, slow, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_transpose_winograd_path():
+    # conv_transpose2d is ConvInputGrad: 3x3 stride 1 with enough channels goes through Winograd too
+    check_module(lambda lib: lib.nn.ConvTranspose2d(128, 128, 3, padding=1), (2, 128, 16, 16), modes=("train",))
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=(2, 1), dilation=(1, 2), padding=(0, 2))],
+                         ids=["w4_first_layer", "strided_dilated"])
+def test_conv_one_input_channel(kw):
+    # one input channel: im2col copies one kernel offset at a time
+    check_module(lambda lib: lib.nn.Conv2d(1, 4, 3, **kw), (3, 1, 9, 8), modes=("train",))

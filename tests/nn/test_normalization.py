@@ -67,3 +67,20 @@ def test_batchnorm_reset_running_stats_and_parameters_like_torch():
     untracked = ember.nn.BatchNorm2d(2, track_running_stats=False, affine=False)
     untracked.reset_parameters()                     # nothing to reset: no buffers, no parameters
     assert untracked.running_mean is None and list(untracked.parameters()) == []
+
+
+def test_batchnorm_double_backward():
+    # the fused BatchNorm primitive's gradient under create_graph (a Tensor-op composite)
+    from helpers import check_op
+
+    def fn(lib, x, w, b):
+        y = lib.nn.functional.batch_norm(x, None, None, w, b, training=True)
+        gx, gw = lib.autograd.grad((y * y * y).sum(), (x, w), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum()
+    check_op(fn, (3, 2, 4, 3), (2,), (2,), dtypes=("float64",))
+
+
+def test_batchnorm_train_and_eval_on_channels_last_input():
+    # a conv's output is channels-last memory; BatchNorm reads and keeps that layout
+    check_module(lambda lib: lib.nn.Sequential(lib.nn.Conv2d(2, 3, 3, padding=1), lib.nn.BatchNorm2d(3)),
+                 (2, 2, 5, 4))

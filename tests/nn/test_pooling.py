@@ -53,3 +53,29 @@ def test_functional_pooling_forms():
     check_op(lambda lib, x: lib.nn.functional.max_pool1d(x, 2, return_indices=True), X3)
     check_op(lambda lib, x: lib.nn.functional.avg_pool1d(x, 3, 2, padding=1, count_include_pad=False), (2, 3, 10))
     check_op(lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (3, 2)), (2, 3, 7, 5))
+
+
+# many equal values: each window's gradient goes to its first maximum, as torch's (MaxPoolGrad)
+TIES = np.round(RNG.standard_normal((2, 3, 9, 8)), 0)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=(2, 3), stride=1, dilation=(2, 1)), dict(kernel_size=3, ceil_mode=True)],
+                         ids=["2x2", "3x3_s2_p1_overlap", "dilated_overlap", "ceil"])
+def test_maxpool_ties_go_to_the_first_maximum(kw):
+    check_op(lambda lib, x: lib.nn.functional.max_pool2d(x, **kw), TIES)
+
+
+def test_maxpool_double_backward_padded():
+    def fn(lib, x):
+        y = lib.nn.functional.max_pool2d(x * x, 3, stride=2, padding=1)
+        g, = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        return (g * x).sum()
+    check_op(fn, X4, dtypes=("float64",))
+
+
+def test_maxpool_keeps_channels_last_layout():
+    import ember
+    x = ember.from_numpy(np.ascontiguousarray(RNG.standard_normal((2, 5, 6, 4)).astype(np.float32)).transpose(0, 3, 1, 2))
+    y = ember.nn.functional.max_pool2d(x, 2)
+    assert y.dtype == ember.float32 and y.numpy().transpose(0, 2, 3, 1).flags.c_contiguous

@@ -56,14 +56,18 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
     if isinstance(padding, str) and padding == "same" and any(s != 1 for s in stride):
         raise op_error(op, "padding='same' is not supported for strided convolutions", ValueError)
     pads = _conv_padding(padding, k, dilation, nd)
-    x = _pad_spatial(input, pads)
+    padded = tuple(n + b + a for n, (b, a) in zip(input.shape[2:], pads))
     for i in range(nd):
-        if x.shape[2 + i] < dilation[i] * (k[i] - 1) + 1:
-            raise op_error(op, f"padded input size {tuple(x.shape[2:])} is smaller than the "
+        if padded[i] < dilation[i] * (k[i] - 1) + 1:
+            raise op_error(op, f"padded input size {padded} is smaller than the "
                            f"(dilated) kernel size {k}")
-    x, weight = M.binary_operands(x, weight, op)
-    out = Conv.apply(x, weight, stride=stride, dilation=dilation, groups=groups)
-    if bias is not None:
+    x, weight = M.binary_operands(input, weight, op)
+    # zero padding and a bias of the same dtype happen inside the primitive (no padded copy, no extra pass)
+    zero_pad = tuple(pads) if any(b or a for b, a in pads) else None
+    fuse_bias = bias is not None and bias.dtype == x.dtype and bias.device == x.device
+    args = (x, weight, bias) if fuse_bias else (x, weight)
+    out = Conv.apply(*args, stride=stride, dilation=dilation, groups=groups, padding=zero_pad)
+    if bias is not None and not fuse_bias:
         out = out + bias.reshape((-1,) + (1,) * nd)
     return out
 

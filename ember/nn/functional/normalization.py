@@ -6,6 +6,8 @@ from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...ops import math as M
 from ...ops.layers import Normalize
+from ...ops.layers import BatchNorm as BatchNormPrim
+from ..._dtype import float32, float64
 from ...ops.layers import LayerNorm as LayerNormPrim
 
 
@@ -18,6 +20,25 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     C_ = input.shape[1]
     shape = (1, C_) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
+    if training and weight is not None and bias is not None and input.dtype in (float32, float64) \
+            and weight.dtype == input.dtype == bias.dtype:
+        # one fused primitive (and one fused gradient): statistics, normalisation, scale and shift
+        n = input.numel() // max(C_, 1)
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{tuple(input.shape)} (at {user_frame()})")
+        out, mean, var = BatchNormPrim.apply(input, weight, bias, eps=float(eps))
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var * (momentum * n / (n - 1)))
+        return out
+    if not training and weight is not None and bias is not None:
+        # eval: a per-channel scale and shift from the running stats, two passes over the input
+        scale = weight * M.rsqrt(running_var + eps)
+        shift = bias - running_mean * scale
+        return input * scale.reshape(shape) + shift.reshape(shape)
     if training:
         n = input.numel() // C_
         if n <= 1:

@@ -7,7 +7,7 @@ from ..._errors import op_error
 from ..._tensor import Tensor
 from ...backends import host
 from ...ops import math as M, creation as C
-from ...ops.layers import Conv, MaxPoolIndex
+from ...ops.layers import Conv, MaxPool, MaxPoolIndex
 from ...ops.primitives import Gather, Pad
 from ._utils import _ntuple, _check_dim
 from .conv import _pad_spatial
@@ -45,6 +45,9 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
         return tuple(o.squeeze(0) for o in out) if return_indices else out.squeeze(0)
     _check_dim(input, (nd + 2,), op)
     k, s, p, d, pads = _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
+    if not return_indices:   # one primitive: maxima over strided views, the gradient to the first maximum
+        return MaxPool.apply(input, kernel=k, stride=s, dilation=d,
+                             padding=tuple(pads) if any(b or a for b, a in pads) else None)
     x = _pad_spatial(input, pads, value=-math.inf)
     N, Cc = x.shape[:2]
     index = MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d)      # (N, C, *out)
