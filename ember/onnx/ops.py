@@ -346,10 +346,25 @@ def _linear(b, c):
     return [b.node("Gemm", ins, transB=1)]
 
 
+def _pads(padding, nd):
+    """Ember's ((before, after) per spatial dim) or None as ONNX's [begin..., end...]."""
+    padding = padding or ((0, 0),) * nd
+    return [p[0] for p in padding] + [p[1] for p in padding]
+
+
 def _conv(b, c):
     w = b.shape(c.inputs[1])
-    return [b.node("Conv", [b.x(c, 0), b.x(c, 1)], kernel_shape=list(w[2:]), strides=list(c.attrs["stride"]),
-                   dilations=list(c.attrs["dilation"]), group=c.attrs["groups"])]
+    ins = [b.x(c, i) for i in range(len(c.inputs))]      # x, w and the optional bias
+    return [b.node("Conv", ins, kernel_shape=list(w[2:]), strides=list(c.attrs["stride"]),
+                   dilations=list(c.attrs["dilation"]), group=c.attrs["groups"],
+                   pads=_pads(c.attrs.get("padding"), len(w) - 2))]
+
+
+def _maxpool(b, c):
+    b.need(10, "MaxPool with dilations")
+    kernel = list(c.attrs["kernel"])
+    return [b.node("MaxPool", [b.x(c, 0)], kernel_shape=kernel, strides=list(c.attrs["stride"]),
+                   dilations=list(c.attrs["dilation"]), pads=_pads(c.attrs.get("padding"), len(kernel)))]
 
 
 def _maxpool_index(b, c):
@@ -491,7 +506,7 @@ TABLE = {
     "Reshape": _reshape, "Permute": _permute, "Expand": _expand, "Flip": _flip, "Roll": _roll,
     "Index": _index, "Cat": _cat, "Pad": _pad, "Gather": _gather,
     "Scatter": _scatter(None), "ScatterAdd": _scatter("add"),
-    "MatMul": _matmul, "Einsum": _einsum, "Linear": _linear, "Conv": _conv, "MaxPoolIndex": _maxpool_index,
+    "MatMul": _matmul, "Einsum": _einsum, "Linear": _linear, "Conv": _conv, "MaxPool": _maxpool, "MaxPoolIndex": _maxpool_index,
     "Softmax": _softmax("Softmax"), "LogSoftmax": _softmax("LogSoftmax"),
     "LayerNorm": _layer_norm, "Normalize": _normalize,
     "Embedding": _embedding, "Assign": _assign,
