@@ -36,6 +36,8 @@ from . import backends
 from . import cuda
 from . import accelerator
 from . import linalg
+from . import jit
+from .jit import compile  # noqa: A004  (torch's name)
 from ._dtype import __all__ as _dtype_all
 from .ops.math import __all__ as _math_all
 from .ops.shape import __all__ as _shape_all
