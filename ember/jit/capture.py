@@ -286,7 +286,7 @@ class Capture:
       ('rng', generator, delta) | ('const', array)
     - `escape_refs[i]`: weakref to the tensor graph.escapes[i] is written back into
     - `out_spec`: the result's structure; its tensor leaves are graph.outputs, its 'read' leaves
-      `read_outputs` (value, kind)
+      graph.reads (value, kind)
     - `gen_total`: generator -> offsets the call advanced it by
     """
 
@@ -295,7 +295,6 @@ class Capture:
         self.leaf_src = {}
         self.escape_refs = []
         self.out_spec = None
-        self.read_outputs = []
         self.gen_total = {}
         self.result = None
         self.args_leaves = []
@@ -303,8 +302,9 @@ class Capture:
         self.out_devices = []
 
 
-def capture(fn, args, kwargs, mods, opts) -> Capture:
+def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
     """Run fn(*args, **kwargs) eagerly under a Tracer; build the graph and its bindings."""
+    namer = namer or _arg_name
     cap = Capture()
     g = cap.graph
     arg_leaves = []
@@ -318,7 +318,7 @@ def capture(fn, args, kwargs, mods, opts) -> Capture:
         if id(a) in tracer.env:
             continue
         v = tracer.value_of(t)
-        v.kind, v.src = "input", _arg_name(path)
+        v.kind, v.src = "input", namer(path)
         input_index[v.id] = i
     sync_lr(opts)
     gen_offsets = {}
@@ -397,8 +397,8 @@ def _mark_reads(spec, read_ids, used, reads, cap):
         if i is not None and fresh:   # small ints and bools are shared objects: identity says nothing
             used.add(i)
             v, kind, _, _ = reads[i]
-            cap.read_outputs.append((v, kind))
-            spec.kind, spec.value = "read", len(cap.read_outputs) - 1
+            cap.graph.reads.append((v, kind))
+            spec.kind, spec.value = "read", len(cap.graph.reads) - 1
     elif spec.kind in ("tuple", "list"):
         for s in spec.items:
             _mark_reads(s, read_ids, used, reads, cap)

@@ -121,9 +121,9 @@ class Runner:
     """Runs a graph on a list of leaf arrays (in graph.leaves order); returns (outputs, escapes,
     read outputs) as lists of arrays / Python values."""
 
-    def __init__(self, graph, read_outputs=()):
+    def __init__(self, graph):
         self.graph = graph
-        self.read_outputs = list(read_outputs)
+        self.read_outputs = graph.reads
         order, safe = schedule(graph)
         if not safe:
             raise CompileError("a value read (.item(), bool(t), ...) depends on an in-place write made "

@@ -84,7 +84,10 @@ class CompiledFunction:
         self._stats = {"traces": 0, "hits": 0, "retraces": 0, "eager_calls": 0}
         self._reasons = []
         self._full_warned = False
+        self._argnames = None
         functools.update_wrapper(self, fn, updated=())
+        if not hasattr(self, "__name__"):
+            self.__name__ = type(fn).__name__
 
     # --- the guard key -----------------------------------------------------------------------------
     def _dyn_dims(self, name, i):
@@ -98,17 +101,27 @@ class CompiledFunction:
             return (v,) if isinstance(v, int) else tuple(v)
         return ()
 
+    def _name(self, path):
+        """'[0][1][2]' (args[1][2]) -> 'y[2]' with fn's parameter names."""
+        if path.startswith("[0]["):
+            i, _, rest = path[4:].partition("]")
+            if self._argnames is None:
+                self._argnames = _cap.signature_names(self.fn, 64)
+            i = int(i)
+            return (self._argnames[i] if i < len(self._argnames) else f"args[{i}]") + rest
+        return _cap._arg_name(path)
+
     def _key(self, args, kwargs):
         leaves = []
         spec = _cap.flatten((tuple(args), dict(kwargs)), "", leaves)
         key = []
         for path, t in leaves:
-            key.append((f"{_cap._arg_name(path)}", (tuple(t._data.shape), t._data.dtype.name, str(t._device),
+            key.append((self._name(path), (tuple(t._data.shape), t._data.dtype.name, str(t._device),
                                                      t.requires_grad)))
         sc = []
         _cap.scalars(spec, "", sc)
         for path, v in sc:
-            key.append((_cap._arg_name(path), (type(v).__name__, _hashable(v))))
+            key.append((self._name(path), (type(v).__name__, _hashable(v))))
         key.append(("structure", _structure(spec)))
         for i, m in enumerate(self.mods):
             n = f"m{i}" if len(self.mods) > 1 else type(m).__name__
@@ -198,7 +211,7 @@ class CompiledFunction:
         _cap.sync_lr(self.opts)
         key, _ = self._key(args, kwargs)
         lrs = [[g["lr"] for g in o.param_groups] for o in self.opts]
-        cap = _cap.capture(self.fn, args, kwargs, self.mods, self.opts)
+        cap = _cap.capture(self.fn, args, kwargs, self.mods, self.opts, self._name)
         self._stats["traces"] += 1
         entry = Entry(key, cap)
         entry.end_key, _ = self._key(args, kwargs)
@@ -223,7 +236,7 @@ class CompiledFunction:
             from .passes import run_passes
             run_passes(cap.graph, self.passes)
             try:
-                entry.runner = Runner(cap.graph, cap.read_outputs)
+                entry.runner = Runner(cap.graph)
             except CompileError as e:
                 if self.strict:
                     raise GuardError(f"ember.compile({self.__name__}): {e}") from None

@@ -96,6 +96,7 @@ class Graph:
         self.outputs: list[Value] = []
         self.escapes: list[Value] = []
         self.checks: list = []       # (Value, kind, expected python value, where)
+        self.reads: list = []        # (Value, kind): values read (.item(), .tolist()) and returned as such
 
     def new_value(self, shape, dtype, device="cpu", kind="node", src=None, storage=None) -> Value:
         v = Value(len(self.values), shape, dtype, device, kind, src, storage)
@@ -117,9 +118,13 @@ class Graph:
         for n in self.nodes:
             for v in n.inputs:
                 count[v.id] = count.get(v.id, 0) + 1
-        for v in list(self.outputs) + list(self.escapes) + [c[0] for c in self.checks]:
+        for v in self.roots():
             count[v.id] = count.get(v.id, 0) + 1
         return count
+
+    def roots(self) -> list:
+        """The values a run must produce: outputs, escapes, checked and returned reads."""
+        return list(self.outputs) + list(self.escapes) + [c[0] for c in self.checks] + [r[0] for r in self.reads]
 
     def counts(self) -> dict:
         out = {}
@@ -151,7 +156,8 @@ class Graph:
             out.append(f"check {kind}(%{v.id}) == {expected!r:.60}" + (f"  # {where}" if lines and where else ""))
         if self.escapes:
             out.append("escape " + ", ".join(f"%{v.id}" for v in self.escapes))
-        out.append("return " + ", ".join(f"%{v.id}" for v in self.outputs))
+        out.append("return " + ", ".join([f"%{v.id}" for v in self.outputs] +
+                                         [f"{kind}(%{v.id})" for v, kind in self.reads]))
         return "\n".join(out)
 
     def __str__(self):

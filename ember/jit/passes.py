@@ -15,7 +15,7 @@ __all__ = ["dce", "run_passes", "DEFAULT", "PASSES"]
 def dce(graph):
     """Dead-code elimination: drop pure nodes none of whose outputs is used (walking backwards, so a
     chain dies at once). In-place writes and random draws stay."""
-    live = {v.id for v in graph.outputs} | {v.id for v in graph.escapes} | {c[0].id for c in graph.checks}
+    live = {v.id for v in graph.roots()}
     keep = []
     for n in reversed(graph.nodes):
         if n.pure and not any(o.id in live for o in n.outputs):
