@@ -351,7 +351,8 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
             cap.leaf_src[v.id] = (("state", weakref.ref(alive[0]), a))
         else:
             v.kind = "const"
-            cap.leaf_src[v.id] = (("const", a))
+            g.consts[v.id] = a
+            cap.leaf_src[v.id] = ("const",)
     for gen, start in tracer.gen_start.items():
         cap.gen_total[gen] = gen._offset - start
 

@@ -47,7 +47,7 @@ def _fix(o, dt):
 
 def node_fn(node):
     """The callable that runs one node on arrays."""
-    if node.fused is not None or isinstance(node.prim, str):
+    if node.fused is not None:
         from .kernels import build
         return build(node)
     inst = node.prim.__new__(node.prim)
@@ -156,7 +156,7 @@ class Runner:
             ins = [env[v.id] for v in n.inputs]
             out = self.fns[id(n)](*ins)
             outs = out if len(n.outputs) > 1 else (out,)
-            dt = ins[0].dtype if ins and (isinstance(n.prim, str) or n.prim.keeps_dtype) else None
+            dt = ins[0].dtype if ins and not isinstance(n.prim, str) and n.prim.keeps_dtype else None
             for o, v in zip(outs, n.outputs):
                 f = _fix(o, dt)
                 if f is not o:

@@ -255,7 +255,11 @@ class CompiledFunction:
             offsets[gen] = gen._offset
         arrays = []
         leaf_src = cap.leaf_src
+        consts = cap.graph.consts
         for v in cap.graph.leaves:
+            if v.kind == "const":
+                arrays.append(consts[v.id])
+                continue
             src = leaf_src[v.id]
             kind = src[0]
             if kind == "input":
@@ -269,7 +273,7 @@ class CompiledFunction:
                 gen = src[1]
                 a = _host.uint64_words(gen._seed, (offsets[gen] + src[2]) & _U64).view("int64")
             else:
-                a = src[1]
+                a = consts[v.id]
             arrays.append(a)
         outs, escs, reads = entry.runner(arrays)
         for gen, total in cap.gen_total.items():

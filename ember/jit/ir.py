@@ -85,6 +85,15 @@ def _fmt_attr(v) -> str:
     return repr(v)
 
 
+def _fmt_node(n, lines):
+    lhs = ", ".join(f"%{o.id} : {o.type_str}" for o in n.outputs)
+    args = ", ".join(f"%{v.id}" for v in n.inputs)
+    attrs = "".join(f", {k}={_fmt_attr(v)}" for k, v in sorted(n.attrs.items()))
+    mut = f"  ! writes {', '.join('%' + str(n.inputs[i].id) for i in n.mutates)}" if n.mutates else ""
+    where = f"  # {n.where}" if lines and n.where else ""
+    return f"{lhs} = {n.name}({args}{attrs}){mut}{where}"
+
+
 class Graph:
     """Leaves, then nodes in execution order, then outputs. `escapes` are (value, index) pairs the
     runner writes back into live tensors; `checks` are value guards (value, kind, expected, where)."""
@@ -97,6 +106,7 @@ class Graph:
         self.escapes: list[Value] = []
         self.checks: list = []       # (Value, kind, expected python value, where)
         self.reads: list = []        # (Value, kind): values read (.item(), .tolist()) and returned as such
+        self.consts: dict = {}       # value id -> array of a const leaf (opaque here: the backend's array)
 
     def new_value(self, shape, dtype, device="cpu", kind="node", src=None, storage=None) -> Value:
         v = Value(len(self.values), shape, dtype, device, kind, src, storage)
@@ -143,15 +153,9 @@ class Graph:
             src = "" if v.src is None else f"  # {v.src}"
             out.append(f"%{v.id} : {v.type_str} = {v.kind}{src}")
         for n in self.nodes:
-            lhs = ", ".join(f"%{o.id} : {o.type_str}" for o in n.outputs)
-            args = ", ".join(f"%{v.id}" for v in n.inputs)
-            attrs = "".join(f", {k}={_fmt_attr(v)}" for k, v in sorted(n.attrs.items()))
-            mut = f"  ! writes {', '.join('%' + str(n.inputs[i].id) for i in n.mutates)}" if n.mutates else ""
-            where = f"  # {n.where}" if lines and n.where else ""
-            out.append(f"{lhs} = {n.name}({args}{attrs}){mut}{where}")
-            if n.fused is not None:
-                for sub in n.fused.format(lines=False).splitlines():
-                    out.append("    | " + sub)
+            out.append(_fmt_node(n, lines))
+            for sub in n.fused or ():
+                out.append("    | " + _fmt_node(sub, False))
         for v, kind, expected, where in self.checks:
             out.append(f"check {kind}(%{v.id}) == {expected!r:.60}" + (f"  # {where}" if lines and where else ""))
         if self.escapes:

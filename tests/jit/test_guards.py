@@ -118,7 +118,7 @@ def test_value_read_guard_retraces_and_a_guardless_trace_is_stale():
     f(pos)
     # the guard-less replay of the first trace: the branch taken for `pos`, silently wrong for `neg`
     g = f.graph
-    stale = Runner(_without_checks(g))([neg._data if v.kind == "input" else f._last.cap.leaf_src[v.id][1]
+    stale = Runner(_without_checks(g))([neg._data if v.kind == "input" else g.consts[v.id]
                                         for v in g.leaves])[0][0]
     assert stale.tolist() == [-2.0, -2.0, -2.0]
     with pytest.warns(UserWarning, match=r"value of %\d+ read by item\(\) at test_guards.py:\d+: was True"):
