@@ -208,14 +208,20 @@ class Tracer(DispatchMode):
         self.reads = []        # (Value, kind, value object, where)
         self.draws = {}        # id(state array) -> (generator, offset)
         self.gen_start = {}    # generator -> offset at its first draw
+        self.leaves_of = {}    # storage -> leaf value ids in it
+        self.initial = {}      # leaf value id -> copy made before the first in-place write into it
         self.thread = threading.get_ident()
 
     def __ember_dispatch__(self, prim, inputs, attrs):
         ins = [self.value_of(t) for t in inputs]
         where = user_frame()
+        mut = mutated_inputs(prim.__name__, len(inputs), attrs)
+        for i in mut:   # the first write into a leaf's memory: keep its value from before (see capture)
+            for vid in self.leaves_of.get(ins[i].storage, ()):
+                if vid not in self.initial:
+                    self.initial[vid] = self.leaf_arrays[vid].copy()
         out = prim.apply(*inputs, **attrs)
         outs = out if isinstance(out, tuple) else (out,)
-        mut = mutated_inputs(prim.__name__, len(inputs), attrs)
         vals = []
         for t in outs:
             a = t._data
@@ -245,6 +251,7 @@ class Tracer(DispatchMode):
             self.env[id(a)] = v
             self.leaf_arrays[v.id] = a
             self.carriers[v.id] = []
+            self.leaves_of.setdefault(v.storage, []).append(v.id)
         if v.id in self.carriers:
             self.carriers[v.id].append(weakref.ref(t))
         return v
@@ -351,7 +358,10 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
             cap.leaf_src[v.id] = (("state", weakref.ref(alive[0]), a))
         else:
             v.kind = "const"
-            g.consts[v.id] = a
+            g.consts[v.id] = tracer.initial.get(v.id, a)
+            if v.id in tracer.initial:   # made fresh by each eager call, then written: a run starts from a copy
+                g.fresh.add(v.id)
+                v.src = "fresh copy"
             cap.leaf_src[v.id] = ("const",)
     for gen, start in tracer.gen_start.items():
         cap.gen_total[gen] = gen._offset - start

@@ -175,6 +175,7 @@ class Runner:
         lines = ["def run(L):"]
         if g.leaves:
             lines.append("    " + ", ".join(f"v{v.id}" for v in g.leaves) + (", = L" if len(g.leaves) == 1 else " = L"))
+        free = g.plan.get("free", False)   # passes.memplan: drop each array after its last use
         keep = {v.id for v in g.outputs} | {v.id for v in g.escapes} | {v.id for v, _ in self.read_outputs}
         last = {}
         for i, (kind, item) in enumerate(self.order):
@@ -201,7 +202,7 @@ class Runner:
                         lines.append(f"    {lhs} = [_fix(o, d{i}) for o in {call}]{where}")
                 else:
                     lines.append(f"    {lhs} = {call}{where}")
-            dead = [v for v, j in last.items() if j == i and v not in keep]
+            dead = [v for v, j in last.items() if j == i and v not in keep] if free else ()
             if dead:
                 lines.append("    del " + ", ".join(f"v{d}" for d in sorted(dead)))
         for k, r in enumerate(self.reads):

@@ -256,9 +256,10 @@ class CompiledFunction:
         arrays = []
         leaf_src = cap.leaf_src
         consts = cap.graph.consts
+        fresh = cap.graph.fresh
         for v in cap.graph.leaves:
             if v.kind == "const":
-                arrays.append(consts[v.id])
+                arrays.append(consts[v.id].copy() if v.id in fresh else consts[v.id])
                 continue
             src = leaf_src[v.id]
             kind = src[0]

@@ -107,6 +107,8 @@ class Graph:
         self.checks: list = []       # (Value, kind, expected python value, where)
         self.reads: list = []        # (Value, kind): values read (.item(), .tolist()) and returned as such
         self.consts: dict = {}       # value id -> array of a const leaf (opaque here: the backend's array)
+        self.plan: dict = {}         # the memory plan's decisions (passes.memplan)
+        self.fresh: set = set()      # const leaves the graph writes in place: each run starts from a copy
 
     def new_value(self, shape, dtype, device="cpu", kind="node", src=None, storage=None) -> Value:
         v = Value(len(self.values), shape, dtype, device, kind, src, storage)
