@@ -17,6 +17,7 @@ from .codegen import Runner, GuardFailure, CompileError
 __all__ = ["compile", "trace", "CompiledFunction", "GuardError", "CacheInfo"]
 
 _U64 = (1 << 64) - 1
+LEARNING = "dynamic dims: a trace at a second size learns which sizes follow the batch"
 
 
 class GuardError(RuntimeError):
@@ -52,7 +53,8 @@ def _warn(message):
 
 
 class Entry:
-    __slots__ = ("key", "cap", "runner", "graph", "eager", "why_eager", "end_key")
+    __slots__ = ("key", "cap", "runner", "graph", "eager", "why_eager", "end_key", "sizes", "variants",
+                 "template", "why_not_symbolic")
 
     def __init__(self, key, cap):
         self.key = key
@@ -62,6 +64,10 @@ class Entry:
         self.eager = False
         self.why_eager = None
         self.end_key = None
+        self.sizes = ()          # the sizes of the dynamic dims it was traced at
+        self.variants = {}       # other sizes -> Entry re-specialised from this one (dynamic.py)
+        self.template = None     # dynamic.Template learnt from this trace and one at another size
+        self.why_not_symbolic = None
 
 
 class CompiledFunction:
@@ -90,15 +96,17 @@ class CompiledFunction:
             self.__name__ = type(fn).__name__
 
     # --- the guard key -----------------------------------------------------------------------------
-    def _dyn_dims(self, name, i):
+    def _dyn_dims(self, name, ndim):
+        """The dims of input `name` that are symbolic: dynamic=True: dim 0 of every tensor argument;
+        a dict: {argument name: dim or dims}."""
         d = self.dynamic
         if d is True:
-            return None   # every dim of every input: not supported by the graph (see compile)
+            return (0,) if ndim else ()
         if isinstance(d, dict):
-            v = d.get(name, d.get(i))
+            v = d.get(name.split("[")[0]) if name not in d else d[name]
             if v is None:
                 return ()
-            return (v,) if isinstance(v, int) else tuple(v)
+            return tuple(x % ndim for x in ((v,) if isinstance(v, int) else v))
         return ()
 
     def _name(self, path):
@@ -114,10 +122,15 @@ class CompiledFunction:
     def _key(self, args, kwargs):
         leaves = []
         spec = _cap.flatten((tuple(args), dict(kwargs)), "", leaves)
-        key = []
+        key, sizes = [], []
         for path, t in leaves:
-            key.append((self._name(path), (tuple(t._data.shape), t._data.dtype.name, str(t._device),
-                                                     t.requires_grad)))
+            name, shape = self._name(path), tuple(t._data.shape)
+            if self.dynamic:
+                dims = self._dyn_dims(name, len(shape))
+                if dims:
+                    sizes.extend(shape[i] for i in dims)
+                    shape = tuple("*" if i in dims else d for i, d in enumerate(shape))
+            key.append((name, (shape, t._data.dtype.name, str(t._device), t.requires_grad)))
         sc = []
         _cap.scalars(spec, "", sc)
         for path, v in sc:
@@ -142,7 +155,7 @@ class CompiledFunction:
         from .._dtype import get_default_dtype
         key.append(("grad_enabled", is_grad_enabled()))
         key.append(("default_dtype", get_default_dtype().name))
-        return tuple(key), leaves
+        return tuple(key), leaves, tuple(sizes)
 
     def _explain(self, old, new):
         """'x.shape: (64, 6) -> (32, 6)': the first guard of `old` that `new` breaks."""
@@ -159,12 +172,19 @@ class CompiledFunction:
 
     # --- calls ---------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        key, leaves = self._key(args, kwargs)
+        key, leaves, sizes = self._key(args, kwargs)
         reason = None
         for entry in self._cache.get(key, ()):
             if entry.eager:
                 self._stats["eager_calls"] += 1
                 return self.fn(*args, **kwargs)
+            if sizes != entry.sizes:
+                variant = self._variant(entry, sizes)
+                if isinstance(variant, str):
+                    if reason is None or reason == LEARNING:
+                        reason = variant
+                    continue
+                entry = variant
             try:
                 out = self._replay(entry, args, leaves)
             except GuardFailure as gf:
@@ -174,14 +194,14 @@ class CompiledFunction:
             self._stats["hits"] += 1
             self._last = entry
             return out
-        expected_change = False
+        expected_change = reason == LEARNING
         if reason is None and self._entries:
             last = self._entries[-1]
             expected_change = last.end_key == key and last.end_key != last.key
             reason = self._explain(last.key, key)
         if self._entries:
             where = user_frame()
-            if expected_change:
+            if expected_change and reason != LEARNING:
                 reason = f"state initialised by the traced call ({reason})"
             elif self.strict:
                 raise GuardError(f"ember.compile({self.__name__}): guard failed: {reason} (at {where}); "
@@ -209,12 +229,13 @@ class CompiledFunction:
             if all(o is not x for x in self.opts):
                 self.opts.append(o)
         _cap.sync_lr(self.opts)
-        key, _ = self._key(args, kwargs)
+        key, _, sizes = self._key(args, kwargs)
         lrs = [[g["lr"] for g in o.param_groups] for o in self.opts]
         cap = _cap.capture(self.fn, args, kwargs, self.mods, self.opts, self._name)
         self._stats["traces"] += 1
         entry = Entry(key, cap)
-        entry.end_key, _ = self._key(args, kwargs)
+        entry.sizes = sizes
+        entry.end_key = self._key(args, kwargs)[0]
         changed = [f"{type(o).__name__}.param_groups[{i}]['lr']" for o, before in zip(self.opts, lrs)
                    for i, (g, b) in enumerate(zip(o.param_groups, before)) if g["lr"] != b]
         changed += [name for (name, v0), (_, v1) in zip(key, entry.end_key)
@@ -245,7 +266,46 @@ class CompiledFunction:
         self._cache.setdefault(key, []).insert(0, entry)
         self._entries.append(entry)
         self._last = entry
+        if self.dynamic and sizes:
+            self._learn(entry)
         return cap.result
+
+    def _variant(self, entry, sizes):
+        """The entry re-specialised for other sizes of the dynamic dims (dynamic.py), or the reason it
+        cannot be: a str. The first other size retraces once, and the two traces make the template."""
+        v = entry.variants.get(sizes)
+        if v is not None:
+            return v
+        from .dynamic import specialize, NotSymbolic
+        tpl = entry.template
+        if tpl is None:
+            return LEARNING if entry.why_not_symbolic is None else entry.why_not_symbolic
+        try:
+            if len(set(sizes)) != 1:
+                raise NotSymbolic(f"the dynamic dims have different sizes {sizes}")
+            cap = specialize(tpl, sizes[0])
+            v = Entry(entry.key, cap)
+            v.runner = Runner(cap.graph)
+        except (NotSymbolic, CompileError) as e:
+            return f"dynamic dims {entry.sizes} -> {sizes}: {e}"
+        v.sizes = sizes
+        if len(entry.variants) >= 4 * self.cache_size:
+            entry.variants.clear()
+        entry.variants[sizes] = v
+        return v
+
+    def _learn(self, entry):
+        """After a trace at a new size of the dynamic dims: the template from it and an earlier trace of
+        the same key at another size."""
+        from .dynamic import unify, NotSymbolic
+        for other in self._cache.get(entry.key, ()):
+            if other is entry or other.eager or other.sizes == entry.sizes or entry.eager:
+                continue
+            try:
+                entry.template = unify(entry.cap, entry.sizes, other.cap, other.sizes)
+            except NotSymbolic as e:
+                entry.why_not_symbolic = f"dynamic dims {other.sizes} and {entry.sizes}: {e}"
+            return
 
     def _replay(self, entry, args, leaves):
         cap = entry.cap
