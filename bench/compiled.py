@@ -143,6 +143,47 @@ def passes_table(name):
     return "\n".join(out)
 
 
+def node_profile(name, repeats=5):
+    """Seconds per step spent in each primitive (or fused chain) of the compiled step, by name."""
+    from collections import defaultdict
+    from ember.jit.codegen import _fix
+    step, _ = compiled_step(name)
+    runner = step._last.runner
+    g = step.graph
+    fns = runner.fns
+    # the leaves as the last replay bound them: run the step once more through a timing interpreter
+    orig = runner._run
+    times = defaultdict(float)
+
+    def timed(leaves):
+        env = {v.id: a for v, a in zip(g.leaves, leaves)}
+        for kind, item in runner.order:
+            if kind == "check":
+                continue
+            ins = [env[v.id] for v in item.inputs]
+            t0 = time.perf_counter()
+            out = fns[id(item)](*ins)
+            if id(item) in runner.fix:
+                out = [_fix(o, runner.fix[id(item)]) for o in out] if len(item.outputs) > 1 else \
+                    _fix(out, runner.fix[id(item)])
+            key = item.attrs.get("ops", item.name) if item.name == "Fused" else item.name
+            times[key] += time.perf_counter() - t0
+            for o, v in zip(out if len(item.outputs) > 1 else (out,), item.outputs):
+                env[v.id] = o
+        return ([env[v.id] for v in g.outputs], [env[v.id] for v in g.escapes],
+                [r(env[v.id]) for r, (v, _) in zip(runner.reads, g.reads)])
+    runner._run = timed
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        step()
+    total = (time.perf_counter() - t0) / repeats
+    runner._run = orig
+    rows = sorted(times.items(), key=lambda kv: -kv[1])
+    print(f"{name} compiled: {total * 1e3:.1f} ms / step; by node (ms / step):")
+    for k, t in rows[:25]:
+        print(f"  {t / repeats * 1e3:8.2f}  {k}")
+
+
 def compile_time():
     code = ("import time; t0 = time.perf_counter(); import sys; sys.path.insert(0, 'bench');"
             "import ember; from compiled import compiled_step; s, secs = compiled_step('W5');"
@@ -158,10 +199,15 @@ def main():
     ap.add_argument("names", nargs="*")
     ap.add_argument("--passes", action="store_true")
     ap.add_argument("--compile-time", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="time per node of the compiled step")
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     if args.compile_time:
         compile_time()
+        return
+    if args.profile:
+        for n in [n.upper() for n in args.names] or list(WORKLOADS):
+            node_profile(n)
         return
     run([n.upper() for n in args.names] or list(WORKLOADS), args.passes)
 

@@ -36,8 +36,6 @@ from . import backends
 from . import cuda
 from . import accelerator
 from . import linalg
-from . import jit
-from .jit import compile  # noqa: A004  (torch's name)
 from ._dtype import __all__ as _dtype_all
 from .ops.math import __all__ as _math_all
 from .ops.shape import __all__ as _shape_all
@@ -92,8 +90,11 @@ def clone(t):
 def __getattr__(name):
     # heavier subpackages load on first use: ember.nn, ember.optim, ember.utils, ...
     import importlib
-    if name in ("nn", "optim", "utils", "datasets", "transforms", "serialization", "profiler"):
+    if name in ("nn", "optim", "utils", "datasets", "transforms", "serialization", "profiler", "jit"):
         return importlib.import_module(f"ember.{name}")
+    if name == "compile":   # torch.compile's name for the tracing compiler (ember/jit/)
+        from .jit import compile
+        return compile
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)

@@ -328,7 +328,6 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
         v.kind, v.src = "input", namer(path)
         input_index[v.id] = i
     sync_lr(opts)
-    gen_offsets = {}
     with tracer:
         result = fn(*args, **kwargs)
     cap.result = result

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _debug
+from ..backends import array_module, host
 
 __all__ = ["Runner", "GuardFailure", "CompileError", "schedule"]
 
@@ -39,7 +40,7 @@ def _fix(o, dt):
     """The dispatcher's output rule (Primitive.apply): NumPy scalars become 0-d arrays, a float
     output takes the first input's float dtype."""
     if o.__class__ is not np.ndarray:
-        o = np.asarray(o)
+        o = host.asarray(o)   # a NumPy scalar from a 0-d result
     if dt is not None and o.dtype != dt and o.dtype.kind in "fV" and dt.kind in "fV":
         o = o.astype(dt)
     return o
@@ -60,8 +61,8 @@ def _check_fn(kind, expected):
         return lambda a: a.reshape(()).item() == expected
     if kind == "tolist":
         return lambda a: a.tolist() == expected
-    exp = np.asarray(expected)
-    return lambda a: a.shape == exp.shape and bool(np.array_equal(a, exp))
+    exp = host.asarray(expected)
+    return lambda a: a.shape == exp.shape and bool(array_module(a).array_equal(a, exp))
 
 
 def _read_fn(kind):

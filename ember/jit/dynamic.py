@@ -16,6 +16,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..backends import array_module, host
+
 __all__ = ["unify", "specialize", "NotSymbolic", "Template"]
 
 
@@ -130,7 +132,7 @@ def unify(capA, sizesA, capB, sizesB) -> Template:
             if a.size == 0 or not (a == a[0]).all() or not (b == a[0]).all():
                 raise NotSymbolic(f"the constant %{va.id} has a dynamic size and is not a fill")
             consts[va.id] = a[0]
-        elif va.kind == "const" and not np.array_equal(A.consts[va.id], B.consts[vb.id]):
+        elif va.kind == "const" and not _equal(A.consts[va.id], B.consts[vb.id]):
             raise NotSymbolic(f"the constant %{va.id} {va.type_str} differs between the traces")
     attrs = {}
     for na, nb in zip(_nodes(A), _nodes(B)):
@@ -170,7 +172,7 @@ def specialize(tpl: Template, b: int):
     g.leaves = [vals[v.id] for v in g0.leaves]
     g.consts = dict(g0.consts)
     for vid, fill in tpl.consts.items():
-        g.consts[vid] = np.full(vals[vid].shape, fill, dtype=g0.consts[vid].dtype)
+        g.consts[vid] = host.full(vals[vid].shape, fill, g0.consts[vid].dtype)
 
     def node(n):
         n2 = copy.copy(n)
@@ -220,6 +222,10 @@ def specialize(tpl: Template, b: int):
         c.gen_total = dict(cap.gen_total)
         c.gen_total[gen] = new_cum
     return c
+
+
+def _equal(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and bool(array_module(a).array_equal(a, b))
 
 
 def _blocks(rp, attrs):

@@ -15,27 +15,30 @@ import numpy as np
 __all__ = ["build", "UFUNCS"]
 INPLACE = True
 
-# primitive -> (ufunc, extra operands): the exact call its forward makes
+# primitive -> (ufunc name on the array module, extra operands): the exact call its forward makes
 UFUNCS = {
-    "Neg": (np.negative, ()), "Exp": (np.exp, ()), "Log": (np.log, ()), "Log1p": (np.log1p, ()),
-    "Expm1": (np.expm1, ()), "Sin": (np.sin, ()), "Cos": (np.cos, ()), "Tanh": (np.tanh, ()),
-    "Sqrt": (np.sqrt, ()), "Abs": (np.abs, ()), "Relu": (np.maximum, (0,)),
-    "Add": (np.add, ()), "Sub": (np.subtract, ()), "Mul": (np.multiply, ()), "Div": (np.divide, ()),
-    "Maximum": (np.maximum, ()),
+    "Neg": ("negative", ()), "Exp": ("exp", ()), "Log": ("log", ()), "Log1p": ("log1p", ()),
+    "Expm1": ("expm1", ()), "Sin": ("sin", ()), "Cos": ("cos", ()), "Tanh": ("tanh", ()),
+    "Sqrt": ("sqrt", ()), "Abs": ("abs", ()), "Relu": ("maximum", (0,)),
+    "Add": ("add", ()), "Sub": ("subtract", ()), "Mul": ("multiply", ()), "Div": ("divide", ()),
+    "Maximum": ("maximum", ()),
 }
 
 
-def _owned(res, ins):
+def _owned(xp, res, ins):
     """Whether `res` is a fresh writeable array sharing no memory with the inputs."""
     return (res.__class__ is np.ndarray and res.flags.writeable
-            and not any(a.__class__ is np.ndarray and np.may_share_memory(res, a) for a in ins))
+            and not any(a.__class__ is np.ndarray and xp.may_share_memory(res, a) for a in ins))
 
 
 def build(node):
     from .codegen import node_fn, _fix
+    from ..backends import get
+    xp = get("cpu").xp    # the compiled path runs on the CPU (the CUDA backend will bring its own kernels)
     steps = []
     for m in node.fused:
         uf = UFUNCS.get(m.name)
+        uf = (getattr(xp, uf[0]), uf[1]) if uf is not None else None
         dt_rule = not isinstance(m.prim, str) and m.prim.keeps_dtype
         steps.append((tuple(v.id for v in m.inputs), m.outputs[0].id, node_fn(m), uf, dt_rule,
                       m.outputs[0].shape))
@@ -53,7 +56,7 @@ def build(node):
                 res = buf
             else:
                 res = _fix(fn(*ins), ins[0].dtype if dt_rule else None)
-                buf = res if _owned(res, ins) else None
+                buf = res if _owned(xp, res, ins) else None
             env[oid] = res
         return env[out_id]
     return run

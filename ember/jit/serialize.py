@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 
@@ -37,7 +38,7 @@ def _enc(v, where):
     if isinstance(v, int):
         return v
     if isinstance(v, float):
-        return v if np.isfinite(v) else {"float": repr(v)}
+        return v if math.isfinite(v) else {"float": repr(v)}
     if isinstance(v, tuple):
         return {"tuple": [_enc(x, where) for x in v]}
     if isinstance(v, list):
@@ -96,7 +97,9 @@ def _np_dtype(name, where):
 def _primitives() -> dict:
     """Ember's primitives by name (the only code a loaded graph can run)."""
     from ..autograd.function import Primitive
-    from ..ops import primitives, elementwise, layers, linalg, random_prims, inplace, optim_prims  # noqa: F401
+    import importlib
+    for mod in ("primitives", "elementwise", "layers", "linalg", "random_prims", "inplace", "optim_prims"):
+        importlib.import_module("ember.ops." + mod)   # every primitive class exists before the walk
     out, stack = {}, [Primitive]
     while stack:
         c = stack.pop()
