@@ -316,7 +316,6 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
     g = cap.graph
     arg_leaves = []
     cap.arg_spec = flatten((tuple(args), dict(kwargs)), "", arg_leaves)
-    cap.args_leaves = arg_leaves
     tracer = Tracer(g)
     # argument arrays become input leaves first, in argument order
     input_index = {}
@@ -396,7 +395,6 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
         if i in returned_reads:
             continue
         g.checks.append((v, kind, value, where))
-    cap.tracer_keep = tracer.keep
     return cap
 
 

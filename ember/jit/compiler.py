@@ -268,7 +268,8 @@ class CompiledFunction:
         self._last = entry
         if self.dynamic and sizes:
             self._learn(entry)
-        return cap.result
+        result, cap.result = cap.result, None   # the trace's arrays are not kept alive by the cache
+        return result
 
     def _variant(self, entry, sizes):
         """The entry re-specialised for other sizes of the dynamic dims (dynamic.py), or the reason it
