@@ -200,8 +200,10 @@ def main():
     ap.add_argument("--passes", action="store_true")
     ap.add_argument("--compile-time", action="store_true")
     ap.add_argument("--profile", action="store_true", help="time per node of the compiled step")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads for both sides")
     args = ap.parse_args()
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(args.threads)
+    ember.set_num_threads(args.threads)
     if args.compile_time:
         compile_time()
         return
