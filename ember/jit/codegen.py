@@ -49,8 +49,8 @@ def _fix(o, dt):
 def node_fn(node):
     """The callable that runs one node on arrays."""
     if node.fused is not None:
-        from .kernels import build
-        return build(node)
+        from .kernels import build, build_numba, numba_wanted
+        return (numba_wanted() and build_numba(node)) or build(node)
     inst = node.prim.__new__(node.prim)
     inst.__dict__.update(node.attrs)
     return inst.forward
