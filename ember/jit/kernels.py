@@ -83,9 +83,10 @@ def build_numba(node):
             or node.inputs[0].dtype not in ("float32", "float64"):
         return None
     try:
-        import numba  # noqa: F401  (the optional extra: pip install ember[jit])
+        import numba   # the optional extra: pip install ember[jit]
     except ImportError:
         return None
+    del numba          # imported again by the generated module
     fn = _numba_kernel(node)
     shape = node.outputs[0].shape
     fallback = build(node)
