@@ -101,6 +101,7 @@ _LAZY = {
     "onnx",
     "keras",
     "lm",
+    "jit",
 }
 
 
@@ -108,6 +109,9 @@ def __getattr__(name):
     import importlib
     if name in _LAZY:
         return importlib.import_module(f"ember.{name}")
+    if name == "compile":   # torch.compile's name for the tracing compiler (ember/jit/)
+        from .jit import compile
+        return compile
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)

@@ -255,22 +255,32 @@ class Tensor:
                 raise TypeError(f"numpy: can't convert {self._device} tensor to numpy; "
                                 f"use tensor.cpu() to copy it to host memory first")
             return self.cpu()._data
+        if READ_HOOKS:
+            _value_read(self, "numpy", self._data)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
         a = self.detach().cpu()._data
+        if READ_HOOKS:
+            _value_read(self, "numpy", a)
         return a if dtype is None else a.astype(dtype)
 
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(f"item: a Tensor with {self._data.size} elements cannot be converted "
                                f"to a Python scalar")
-        return self.cpu()._data.reshape(()).item() if self._device.type != "cpu" \
+        v = self.cpu()._data.reshape(()).item() if self._device.type != "cpu" \
             else self._data.reshape(()).item()
+        if READ_HOOKS:
+            _value_read(self, "item", v)
+        return v
 
     def tolist(self):
-        return host.asarray(self.detach().cpu()._data).tolist() if self.dtype.name != "bfloat16" \
+        v = host.asarray(self.detach().cpu()._data).tolist() if self.dtype.name != "bfloat16" \
             else self.detach().cpu()._data.astype(np.float32).tolist()
+        if READ_HOOKS:
+            _value_read(self, "tolist", v)
+        return v
 
     def __float__(self):
         return float(self.item())
@@ -342,3 +352,13 @@ class _RemovableHandle:
     def remove(self):
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+# Value reads (item, tolist, numpy, __array__; bool/int/float go through item): each hook is called as
+# hook(tensor, kind, value). The compiler's tracer records them as guards (ember/jit/capture.py).
+READ_HOOKS: list = []
+
+
+def _value_read(t, kind, value):
+    for hook in READ_HOOKS:
+        hook(t, kind, value)

@@ -106,11 +106,19 @@ class Generator:
         """[seed, offset] as an int64 tensor on `device` for the next draw, and advance past its counters."""
         from .ops.creation import _from_host
         with self._lock:
-            state = host.uint64_words(self._seed, self._offset).view(np.int64)
-            self._offset = (self._offset + nblocks) & _U64
+            offset = self._offset
+            state = host.uint64_words(self._seed, offset).view(np.int64)
+            self._offset = (offset + nblocks) & _U64
             self._host = None
-        return _from_host(state, device)
+        t = _from_host(state, device)
+        if DRAW_HOOKS:   # the compiler's tracer: this state tensor is an RNG leaf (ember/jit/capture.py)
+            for hook in DRAW_HOOKS:
+                hook(self, t, offset)
+        return t
 
+
+# Called as hook(generator, state_tensor, offset) for every device draw (see Generator._state_on).
+DRAW_HOOKS: list = []
 
 default_generator = Generator()
 

@@ -1,0 +1,438 @@
+"""Capture: run a function once, eagerly, under a `Tracer` dispatch mode, and build the IR from what
+the dispatcher saw (see docs/design-compiler.md).
+
+The tracer names values by the identity of their backend arrays (as `PrimitiveLog`). An array used
+before any primitive made it is a leaf; after the run each leaf is classified: an argument's array
+(`input`), a generator's `[seed, offset]` draw state (`rng`), an array still held by a live tensor
+(`state`: parameters, buffers, optimizer state, the lr tensor, `.grad`), or a constant.
+"""
+from __future__ import annotations
+
+import gc
+import inspect
+import threading
+import types
+import weakref
+
+from .. import _tensor as _tensor_mod
+from .. import random as _random
+from .._errors import user_frame
+from .._tensor import Tensor
+from ..autograd.dispatch import DispatchMode
+from .ir import Graph
+
+__all__ = ["Tracer", "Capture", "capture", "discover", "flatten", "mutated_inputs", "Spec"]
+
+
+def mutated_inputs(name: str, n_inputs: int, attrs: dict) -> tuple:
+    """Indices of the inputs a primitive writes in place (the 'in place' column of docs/primitives.md)."""
+    if name == "Assign":
+        return (0,)
+    if name == "AdamStep":   # p, g, m, v, [vmax], step, lr
+        return (0, 2, 3) + ((4,) if attrs.get("amsgrad") else ()) + (n_inputs - 2,)
+    return ()
+
+
+# --- pytrees of arguments and results ---------------------------------------------------------------
+class Spec:
+    """The structure of a (nested) argument or result: kind 'tensor', 'tuple', 'list', 'dict' or
+    'py' (a Python value kept as is); `items` the children (dict: (key, spec) pairs)."""
+    __slots__ = ("kind", "items", "value")
+
+    def __init__(self, kind, items=(), value=None):
+        self.kind, self.items, self.value = kind, items, value
+
+
+def flatten(obj, path: str, leaves: list) -> Spec:
+    """Append (path, tensor) for every tensor in `obj` to `leaves`; return the structure."""
+    if isinstance(obj, Tensor):
+        leaves.append((path, obj))
+        return Spec("tensor", value=len(leaves) - 1)
+    if isinstance(obj, (tuple, list)) and type(obj) in (tuple, list):
+        return Spec(type(obj).__name__, [flatten(x, f"{path}[{i}]", leaves) for i, x in enumerate(obj)])
+    if type(obj) is dict:
+        return Spec("dict", [(k, flatten(v, f"{path}[{k!r}]", leaves)) for k, v in obj.items()])
+    return Spec("py", value=obj)
+
+
+def scalars(spec: Spec, path: str, out: list):
+    """(path, value) of the Python values in an argument structure (they are guarded by value)."""
+    if spec.kind == "py":
+        out.append((path, spec.value))
+    elif spec.kind in ("tuple", "list"):
+        for i, s in enumerate(spec.items):
+            scalars(s, f"{path}[{i}]", out)
+    elif spec.kind == "dict":
+        for k, s in spec.items:
+            scalars(s, f"{path}[{k!r}]", out)
+
+
+# --- discovery of the modules and optimizers a function touches ---------------------------------
+def discover(fn, args=(), kwargs=None):
+    """The nn.Modules and optimizers reachable from `fn` (itself, its bound `self`, its closure, the
+    globals its code names, one level of attributes of those objects) and from the arguments."""
+    from ..nn import Module
+    from ..optim import Optimizer
+    mods, opts, seen = [], [], set()
+
+    def visit(obj, depth):
+        if id(obj) in seen or obj is None or isinstance(obj, (int, float, str, bytes, bool, Tensor)):
+            return
+        seen.add(id(obj))
+        if isinstance(obj, Module):
+            mods.append(obj)
+            return
+        if isinstance(obj, Optimizer):
+            opts.append(obj)
+            return
+        if isinstance(obj, (types.ModuleType, type)):
+            return
+        if isinstance(obj, (list, tuple)) and len(obj) <= 64:
+            for x in obj:
+                visit(x, depth)
+        elif isinstance(obj, dict) and len(obj) <= 64:
+            for x in obj.values():
+                visit(x, depth)
+        elif isinstance(obj, types.MethodType):
+            visit(obj.__self__, depth)
+            visit(obj.__func__, depth)
+        elif isinstance(obj, types.FunctionType):
+            if depth > 3:
+                return
+            for cell in obj.__closure__ or ():
+                try:
+                    visit(cell.cell_contents, depth + 1)
+                except ValueError:   # an empty cell
+                    pass
+            g = obj.__globals__
+            for name in _code_names(obj.__code__):
+                if name in g:
+                    visit(g[name], depth + 1)
+            for d in (obj.__defaults__ or ()):
+                visit(d, depth + 1)
+        elif hasattr(obj, "__dict__") and depth <= 2 and not callable(obj):
+            for x in list(vars(obj).values()):
+                visit(x, depth + 1)
+        elif hasattr(obj, "__dict__") and depth <= 2 and hasattr(type(obj), "__call__"):
+            for x in list(vars(obj).values()):
+                visit(x, depth + 1)
+
+    visit(fn, 0)
+    for a in args:
+        visit(a, 1)
+    for a in (kwargs or {}).values():
+        visit(a, 1)
+    # a module that is a submodule of another discovered module is reached through it
+    subs = set()
+    for m in mods:
+        for _, sm in m.named_modules():
+            if sm is not m:
+                subs.add(id(sm))
+    mods = [m for m in mods if id(m) not in subs]
+    return mods, opts
+
+
+def _code_names(code, depth=0):
+    names = set(code.co_names)
+    if depth < 3:
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                names |= _code_names(c, depth + 1)
+    return names
+
+
+def state_names(mods, opts) -> dict:
+    """id(array) -> (tensor, name) for every state tensor of the discovered modules and optimizers:
+    parameters, buffers, their .grad, optimizer state and lr tensors."""
+    out = {}
+    pname = {}
+    for i, m in enumerate(mods):
+        prefix = f"m{i}." if len(mods) > 1 else ""
+        for n, p in m.named_parameters():
+            pname[id(p)] = prefix + n
+            out.setdefault(id(p._data), (p, prefix + n))
+            if p.grad is not None:
+                out.setdefault(id(p.grad._data), (p.grad, prefix + n + ".grad"))
+        for n, b in m.named_buffers():
+            if b is not None:
+                out.setdefault(id(b._data), (b, prefix + n))
+    for j, opt in enumerate(opts):
+        o = f"opt{j}" if len(opts) > 1 else "opt"
+        for gi, group in enumerate(opt.param_groups):
+            for p in group["params"]:
+                n = pname.get(id(p), f"{o}.param{len(pname)}")
+                pname.setdefault(id(p), n)
+                out.setdefault(id(p._data), (p, n))
+                if p.grad is not None:
+                    out.setdefault(id(p.grad._data), (p.grad, n + ".grad"))
+                for k, v in opt.state.get(p, {}).items():
+                    if isinstance(v, Tensor):
+                        out.setdefault(id(v._data), (v, f"{o}.state[{n}].{k}"))
+        for (gid, dev), entry in opt._lr.items():
+            gi = next((i for i, g in enumerate(opt.param_groups) if id(g) == gid), "?")
+            out.setdefault(id(entry[2]._data), (entry[2], f"{o}.lr[{gi}]"))
+    return out
+
+
+def sync_lr(opts):
+    """Write each group's current rate into its lr tensor now (eagerly), so that no `fill_` of a
+    Python float is captured and a scheduler's change between calls reaches the compiled step."""
+    for opt in opts:
+        for group in opt.param_groups:
+            devs = []
+            for p in group["params"]:
+                if p.device not in devs:
+                    devs.append(p.device)
+            for d in devs:
+                opt.lr_tensor(group, d)
+
+
+# --- the tracer ---------------------------------------------------------------------------------------
+def _root(a):
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
+
+
+class Tracer(DispatchMode):
+    """Records each primitive call into `graph` while it runs the call eagerly."""
+
+    def __init__(self, graph: Graph):
+        self.g = graph
+        self.env = {}          # id(array) -> latest Value
+        self.keep = []         # every array seen, kept alive so an id is never reused
+        self.storage = {}      # id(root array) -> storage number
+        self.carriers = {}     # leaf value id -> [weakref to a tensor that carried it]
+        self.leaf_arrays = {}  # leaf value id -> array
+        self.produced = []     # (weakref to an output tensor, Value)
+        self.reads = []        # (Value, kind, value object, where)
+        self.draws = {}        # id(state array) -> (generator, offset)
+        self.gen_start = {}    # generator -> offset at its first draw
+        self.leaves_of = {}    # storage -> leaf value ids in it
+        self.initial = {}      # leaf value id -> copy made before the first in-place write into it
+        self.thread = threading.get_ident()
+
+    def __ember_dispatch__(self, prim, inputs, attrs):
+        ins = [self.value_of(t) for t in inputs]
+        where = user_frame()
+        mut = mutated_inputs(prim.__name__, len(inputs), attrs)
+        for i in mut:   # the first write into a leaf's memory: keep its value from before (see capture)
+            for vid in self.leaves_of.get(ins[i].storage, ()):
+                if vid not in self.initial:
+                    self.initial[vid] = self.leaf_arrays[vid].copy()
+        out = prim.apply(*inputs, **attrs)
+        outs = out if isinstance(out, tuple) else (out,)
+        vals = []
+        for t in outs:
+            a = t._data
+            self.keep.append(a)
+            v = self.g.new_value(a.shape, a.dtype.name, t._device.type, storage=self._storage_of(a))
+            self.env[id(a)] = v
+            self.produced.append((weakref.ref(t), v))
+            vals.append(v)
+        self.g.add_node(prim, attrs, ins, vals, mut, where)
+        return out
+
+    def _storage_of(self, a):
+        r = _root(a)
+        k = id(r)
+        if k not in self.storage:
+            self.keep.append(r)
+            self.storage[k] = len(self.storage)
+        return self.storage[k]
+
+    def value_of(self, t):
+        a = t._data
+        v = self.env.get(id(a))
+        if v is None:
+            self.keep.append(a)
+            v = self.g.new_value(a.shape, a.dtype.name, t._device.type, kind="const",
+                                 storage=self._storage_of(a))
+            self.env[id(a)] = v
+            self.leaf_arrays[v.id] = a
+            self.carriers[v.id] = []
+            self.leaves_of.setdefault(v.storage, []).append(v.id)
+        if v.id in self.carriers:
+            self.carriers[v.id].append(weakref.ref(t))
+        return v
+
+    # hooks -----------------------------------------------------------------------------------------
+    def on_read(self, t, kind, value):
+        if threading.get_ident() != self.thread or self.closed:
+            return
+        v = self.value_of(t)
+        if kind == "numpy":
+            value = value.copy()
+        self.reads.append((v, kind, value, user_frame()))
+
+    def on_draw(self, gen, t, offset):
+        if threading.get_ident() != self.thread or self.closed:
+            return
+        self.gen_start.setdefault(gen, offset)
+        self.draws[id(t._data)] = (gen, offset)
+        self.keep.append(t._data)
+
+    closed = False
+
+    def __enter__(self):
+        _tensor_mod.READ_HOOKS.append(self.on_read)
+        _random.DRAW_HOOKS.append(self.on_draw)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        self.closed = True
+        _tensor_mod.READ_HOOKS.remove(self.on_read)
+        _random.DRAW_HOOKS.remove(self.on_draw)
+        return super().__exit__(*exc)
+
+
+class Capture:
+    """The result of one capture: the graph and how a replay binds it to the world.
+
+    - `leaf_src[value id]`: for each leaf: ('input', arg index) | ('state', weakref, array) |
+      ('rng', generator, delta) | ('const', array)
+    - `escape_refs[i]`: weakref to the tensor graph.escapes[i] is written back into
+    - `out_spec`: the result's structure; its tensor leaves are graph.outputs, its 'read' leaves
+      graph.reads (value, kind)
+    - `gen_total`: generator -> offsets the call advanced it by
+    """
+
+    def __init__(self):
+        self.graph = Graph()
+        self.leaf_src = {}
+        self.escape_refs = []
+        self.out_spec = None
+        self.gen_total = {}
+        self.result = None
+        self.args_leaves = []
+        self.arg_spec = None
+        self.out_devices = []
+
+
+def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
+    """Run fn(*args, **kwargs) eagerly under a Tracer; build the graph and its bindings."""
+    namer = namer or _arg_name
+    cap = Capture()
+    g = cap.graph
+    arg_leaves = []
+    cap.arg_spec = flatten((tuple(args), dict(kwargs)), "", arg_leaves)
+    tracer = Tracer(g)
+    # argument arrays become input leaves first, in argument order
+    input_index = {}
+    for i, (path, t) in enumerate(arg_leaves):
+        a = t._data
+        if id(a) in tracer.env:
+            continue
+        v = tracer.value_of(t)
+        v.kind, v.src = "input", namer(path)
+        input_index[v.id] = i
+    sync_lr(opts)
+    with tracer:
+        result = fn(*args, **kwargs)
+    cap.result = result
+    gc.collect(1)   # so that only tensors something really holds count as state or escapes (young
+                    # generations: a full collection costs ~0.8 s with torch loaded, and a missed cycle
+                    # only makes an extra write-back)
+    names = state_names(mods, opts)
+
+    # classify leaves
+    for v in g.leaves:
+        if v.kind == "input":
+            cap.leaf_src[v.id] = (("input", input_index[v.id]))
+            continue
+        a = tracer.leaf_arrays[v.id]
+        if id(a) in tracer.draws:
+            gen, off = tracer.draws[id(a)]
+            v.kind, v.src = "rng", f"rng {off - tracer.gen_start[gen]:+d}"
+            cap.leaf_src[v.id] = (("rng", gen, off - tracer.gen_start[gen]))
+            continue
+        owner = names.get(id(a))
+        if owner is not None and owner[0]._data is a:
+            v.kind, v.src = "state", owner[1]
+            cap.leaf_src[v.id] = (("state", weakref.ref(owner[0]), a))
+            continue
+        alive = [r() for r in tracer.carriers.get(v.id, ())]
+        alive = [t for t in alive if t is not None and t._data is a]
+        if alive:
+            v.kind, v.src = "state", "tensor"
+            cap.leaf_src[v.id] = (("state", weakref.ref(alive[0]), a))
+        else:
+            v.kind = "const"
+            g.consts[v.id] = tracer.initial.get(v.id, a)
+            if v.id in tracer.initial:   # made fresh by each eager call, then written: a run starts from a copy
+                g.fresh.add(v.id)
+                v.src = "fresh copy"
+            cap.leaf_src[v.id] = ("const",)
+    for gen, start in tracer.gen_start.items():
+        cap.gen_total[gen] = gen._offset - start
+
+    # results: tensors become outputs, read values returned as they are become read outputs
+    out_leaves = []
+    cap.out_spec = flatten(result, "", out_leaves)
+    read_ids = {id(r[2]): i for i, r in enumerate(tracer.reads) if r[1] != "numpy"}
+    returned_reads = set()
+    _mark_reads(cap.out_spec, read_ids, returned_reads, tracer.reads, cap)
+    for path, t in out_leaves:
+        g.outputs.append(tracer.value_of(t))
+    cap.out_devices = [t._device for _, t in out_leaves]
+    out_ids = {id(t) for _, t in out_leaves}
+
+    # escapes: live tensors holding a computed value that the caller can still reach
+    seen = set(out_ids)
+    leaf_ids = {id(a) for a in tracer.leaf_arrays.values()}
+    cands = [(r(), v) for r, v in tracer.produced]
+    cands += [(t, None) for t, _ in names.values()]
+    for t, _v in cands:
+        if t is None or id(t) in seen or t._node is not None or id(t._data) in leaf_ids:
+            continue   # gone, returned, part of an autograd graph, or a leaf written in place
+        seen.add(id(t))
+        v = tracer.env.get(id(t._data))
+        if v is None or v.kind != "node":
+            continue
+        g.escapes.append(v)
+        cap.escape_refs.append(weakref.ref(t))
+
+    # value reads are guards (except those only returned)
+    for i, (v, kind, value, where) in enumerate(tracer.reads):
+        if i in returned_reads:
+            continue
+        g.checks.append((v, kind, value, where))
+    return cap
+
+
+def _mark_reads(spec, read_ids, used, reads, cap):
+    if spec.kind == "py":
+        i = read_ids.get(id(spec.value))
+        fresh = isinstance(spec.value, (float, list)) or (type(spec.value) is int and not -5 <= spec.value <= 256)
+        if i is not None and fresh:   # small ints and bools are shared objects: identity says nothing
+            used.add(i)
+            v, kind, _, _ = reads[i]
+            cap.graph.reads.append((v, kind))
+            spec.kind, spec.value = "read", len(cap.graph.reads) - 1
+    elif spec.kind in ("tuple", "list"):
+        for s in spec.items:
+            _mark_reads(s, read_ids, used, reads, cap)
+    elif spec.kind == "dict":
+        for _, s in spec.items:
+            _mark_reads(s, read_ids, used, reads, cap)
+
+
+def _arg_name(path: str) -> str:
+    # path '[0][1]' -> 'args[1]'; '[1]['x']' -> "x"
+    if path.startswith("[0]"):
+        return "args" + path[3:]
+    if path.startswith("[1]["):
+        rest = path[4:]
+        key, _, tail = rest.partition("]")
+        return key.strip("'\"") + tail
+    return path
+
+
+def signature_names(fn, n_args):
+    """Parameter names of fn for its first n_args positional arguments (for guard messages)."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"args[{i}]" for i in range(n_args)]

@@ -1,0 +1,305 @@
+"""Graph passes: each a function `graph -> graph` that edits the graph in place and returns it.
+
+| pass | what |
+|---|---|
+| `dce` | drop pure nodes whose outputs nobody uses (in-place writes and random draws stay) |
+| `fold` | run pure nodes whose inputs are all constants now; their outputs become constants |
+| `cse` | one node for identical pure calls on identical inputs (the table resets at each in-place write) |
+| `simplify` | x*1, x/1, x+0, x-0, Reshape/Expand to the same shape, identity Permute, Cast to the same dtype, Neg(Neg x) |
+| `fuse` | chains of elementwise nodes (and a Linear/Conv/MatMul head with its bias and activation) into one `Fused` node that runs in one buffer |
+| `memplan` | frees every array after its last use (codegen emits `del`) |
+
+`run_passes(graph, names)` runs a pipeline (None: DEFAULT); with EMBER_DEBUG=2 it prints the graph after
+each pass. Passes that need array values (`fold`, and `simplify` for its constants) read them from
+`graph.consts` and run nodes through `codegen.node_fn`, the CPU executor.
+"""
+from __future__ import annotations
+
+import sys
+
+from .. import _debug
+from .ir import Node
+
+__all__ = ["dce", "fold", "cse", "simplify", "fuse", "memplan", "run_passes", "DEFAULT", "PASSES",
+           "ELEMENTWISE", "FUSE_HEADS"]
+
+
+def _written_storages(graph) -> set:
+    out = set()
+    for n in graph.nodes:
+        for i in n.mutates:
+            out.add(n.inputs[i].storage)
+        for sub in n.fused or ():
+            for i in sub.mutates:
+                out.add(sub.inputs[i].storage)
+    return out
+
+
+def replace_uses(graph, mapping: dict):
+    """Make every use of value `a` a use of `mapping[a.id]` (node inputs, outputs, escapes, checks)."""
+    def r(v):
+        while v.id in mapping:
+            v = mapping[v.id]
+        return v
+    for n in graph.nodes:
+        n.inputs = [r(v) for v in n.inputs]
+        for sub in n.fused or ():
+            sub.inputs = [r(v) for v in sub.inputs]
+    graph.outputs = [r(v) for v in graph.outputs]
+    graph.escapes = [r(v) for v in graph.escapes]
+    graph.checks = [(r(c[0]),) + tuple(c[1:]) for c in graph.checks]
+    graph.reads = [(r(v), k) for v, k in graph.reads]
+
+
+def dce(graph):
+    """Dead-code elimination: drop pure nodes none of whose outputs is used (walking backwards, so a
+    chain dies at once). In-place writes and random draws stay; unused leaves go."""
+    live = {v.id for v in graph.roots()}
+    keep = []
+    for n in reversed(graph.nodes):
+        if n.pure and not any(o.id in live for o in n.outputs):
+            continue
+        keep.append(n)
+        live.update(v.id for v in n.inputs)
+    graph.nodes = keep[::-1]
+    graph.leaves = [v for v in graph.leaves if v.id in live or v.kind == "input"]
+    for k in [k for k in graph.consts if k not in live]:
+        del graph.consts[k]
+    return graph
+
+
+def fold(graph, max_bytes: int = 1 << 20):
+    """Constant folding: a pure node whose inputs are all constants (never written in place) runs now;
+    its outputs become constants. Outputs larger than `max_bytes` that are bigger than their inputs
+    (an Expand of a scalar) are left to run, so folding never bloats the graph."""
+    from .codegen import node_fn, _fix
+    written = _written_storages(graph)
+    keep = []
+    for n in graph.nodes:
+        ins = n.inputs
+        if n.pure and n.fused is None and ins and all(v.kind == "const" and v.storage not in written for v in ins):
+            arrays = [graph.consts[v.id] for v in ins]
+            nbytes_in = sum(a.nbytes for a in arrays)
+            out_bytes = sum(_nbytes(o) for o in n.outputs)
+            if not (out_bytes > max_bytes and out_bytes > nbytes_in):
+                out = node_fn(n)(*arrays)
+                outs = out if len(n.outputs) > 1 else (out,)
+                dt = arrays[0].dtype if n.prim.keeps_dtype else None
+                for o, v in zip(outs, n.outputs):
+                    v.kind, v.node, v.src = "const", None, f"folded {n.name}"
+                    graph.consts[v.id] = _fix(o, dt)
+                    graph.leaves.append(v)
+                continue
+        keep.append(n)
+    graph.nodes = keep
+    return graph
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2,
+             "bool": 1, "uint8": 1, "int8": 1, "complex64": 8, "complex128": 16}
+
+
+def _nbytes(v):
+    n = _ITEMSIZE.get(v.dtype, 8)
+    for d in v.shape:
+        n *= d
+    return n
+
+
+def _attrs_key(attrs):
+    from ..autograd.dispatch import attrs_key
+    try:
+        return attrs_key(attrs)
+    except TypeError:
+        return None
+
+
+def cse(graph):
+    """Common-subexpression elimination over pure nodes; an in-place write starts a new table (a value
+    read before and after it is not the same)."""
+    table, mapping, keep = {}, {}, []
+    for n in graph.nodes:
+        if n.mutates or (n.fused and any(s.mutates for s in n.fused)):
+            table = {}
+            keep.append(n)
+            continue
+        ak = _attrs_key(n.attrs)
+        if not n.pure or n.fused is not None or ak is None:
+            keep.append(n)
+            continue
+        ins = [mapping.get(v.id, v) for v in n.inputs]
+        key = (n.name, ak, tuple(v.id for v in ins))
+        prev = table.get(key)
+        if prev is not None:
+            for o, p in zip(n.outputs, prev.outputs):
+                mapping[o.id] = p
+            continue
+        table[key] = n
+        keep.append(n)
+    graph.nodes = keep
+    replace_uses(graph, mapping)
+    return graph
+
+
+def _const_value(graph, v):
+    """The single value of a constant whose elements are all equal (a scalar), else None."""
+    if v.kind != "const":
+        return None
+    a = graph.consts.get(v.id)
+    if a is None or a.size == 0 or a.size > 64:
+        return None
+    first = a.reshape(-1)[0]
+    if not (a == first).all():
+        return None
+    return first.item()
+
+
+def simplify(graph):
+    """Algebraic simplification: each rule replaces a node's output by one of its inputs when that
+    changes neither the value, the shape nor the dtype (and no in-place write could tell them apart)."""
+    written = _written_storages(graph)
+    roots = {v.id for v in graph.outputs} | {v.id for v in graph.escapes}
+    mapping, keep = {}, []
+    for n in graph.nodes:
+        n.inputs = [mapping.get(v.id, v) for v in n.inputs]
+        src = _simplify_one(graph, n) if len(n.outputs) == 1 and n.fused is None else None
+        if src is not None:
+            out = n.outputs[0]
+            if (src.shape == out.shape and src.dtype == out.dtype and out.id not in roots
+                    and out.storage not in written and src.storage not in written):
+                mapping[out.id] = src
+                continue
+        keep.append(n)
+    graph.nodes = keep
+    replace_uses(graph, mapping)
+    return graph
+
+
+def _simplify_one(graph, n):
+    name, ins = n.name, n.inputs
+    if name in ("Mul", "Div", "Add", "Sub"):
+        unit = 1 if name in ("Mul", "Div") else 0
+        if _const_value(graph, ins[1]) == unit:
+            return ins[0]
+        if name in ("Mul", "Add") and _const_value(graph, ins[0]) == unit:
+            return ins[1]
+    elif name in ("Reshape", "Expand"):
+        if tuple(n.attrs.get("shape", ())) == ins[0].shape:
+            return ins[0]
+    elif name == "Permute":
+        if tuple(n.attrs["dims"]) == tuple(range(len(ins[0].shape))):
+            return ins[0]
+    elif name == "Cast":
+        if str(getattr(n.attrs["dtype"], "name", n.attrs["dtype"])) == ins[0].dtype:
+            return ins[0]
+    elif name == "Neg":
+        p = ins[0].node
+        if p is not None and p.name == "Neg":
+            return p.inputs[0]
+    return None
+
+
+# Elementwise primitives a fused kernel can run (output of the inputs' broadcast shape).
+ELEMENTWISE = {"Neg", "Exp", "Log", "Log1p", "Expm1", "Sin", "Cos", "Tanh", "Sigmoid", "Sqrt", "Abs", "Erf",
+               "Relu", "Clamp", "Cast", "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Where", "Compare",
+               "Gelu", "GeluGrad"}
+FUSE_HEADS = {"Linear", "Conv", "MatMul"}   # a fresh output an elementwise chain can continue in place
+
+
+def fuse(graph):
+    """Elementwise fusion. A chain is a head (an elementwise node, or a Linear/Conv/MatMul) followed by
+    elementwise nodes, each consuming the previous one's output (its only use) with that output's
+    shape; a chain of two or more becomes one `Fused` node at the last member's place. A member is
+    not moved past an in-place write of anything it reads."""
+    uses = graph.uses()
+    roots = {v.id for v in graph.roots()}
+    pos = {id(n): i for i, n in enumerate(graph.nodes)}
+    group_of = {}     # id(node) -> list of member nodes
+    groups = []
+    for n in graph.nodes:
+        if n.name not in ELEMENTWISE or len(n.outputs) != 1 or n.fused is not None:
+            continue
+        joined = False
+        for v in n.inputs:
+            p = v.node
+            if p is None or id(p) not in group_of or uses.get(v.id, 0) != 1 or v.id in roots:
+                continue
+            g = group_of[id(p)]
+            if g[-1] is not p or p.outputs[0].shape != n.outputs[0].shape:
+                continue
+            if _writes_between(graph, g, pos[id(g[0])], pos[id(n)]):
+                continue
+            g.append(n)
+            group_of[id(n)] = g
+            joined = True
+            break
+        if not joined:
+            p = n.inputs[0].node if n.inputs else None
+            v = n.inputs[0] if n.inputs else None
+            if (p is not None and p.name in FUSE_HEADS and id(p) not in group_of and uses.get(v.id, 0) == 1
+                    and v.id not in roots and p.outputs[0].shape == n.outputs[0].shape
+                    and not _writes_between(graph, [p], pos[id(p)], pos[id(n)])):
+                g = [p, n]
+                group_of[id(p)] = g
+            else:
+                g = [n]
+            group_of[id(n)] = g
+            groups.append(g)
+    fused_at = {}
+    members = set()
+    for g in groups:
+        if len(g) < 2:
+            continue
+        inner = {o.id for m in g for o in m.outputs}
+        ext = []
+        for m in g:
+            for v in m.inputs:
+                if v.id not in inner and all(v is not e for e in ext):
+                    ext.append(v)
+        out = g[-1].outputs
+        node = Node("Fused", {"ops": "+".join(m.name for m in g)}, ext, out, (), g[-1].where, fused=list(g))
+        for o in out:
+            o.node = node
+        fused_at[id(g[-1])] = node
+        members.update(id(m) for m in g)
+    nodes = []
+    for n in graph.nodes:
+        if id(n) in fused_at:
+            nodes.append(fused_at[id(n)])
+        elif id(n) not in members:
+            nodes.append(n)
+    graph.nodes = nodes
+    return graph
+
+
+def _writes_between(graph, group, start, end) -> bool:
+    """Whether a node strictly between positions start and end writes a storage the group reads."""
+    read = {v.storage for m in group for v in m.inputs}
+    for n in graph.nodes[start + 1:end]:
+        if any(n.inputs[i].storage in read for i in n.mutates):
+            return True
+    return False
+
+
+def memplan(graph):
+    """The memory plan: every array is dropped right after its last use (codegen emits the `del`s),
+    fused chains run in one buffer (kernels.py), parameters and optimizer state are updated in place
+    by their in-place nodes. Records `graph.plan`."""
+    graph.plan = {"free": True}
+    return graph
+
+
+PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "fuse": fuse, "memplan": memplan}
+DEFAULT = ["dce", "fold", "simplify", "cse", "dce", "fuse", "memplan"]
+
+
+def run_passes(graph, names=None):
+    names = DEFAULT if names is None else names
+    for name in names:
+        if isinstance(name, str) and name not in PASSES:
+            raise ValueError(f"ember.compile: unknown pass {name!r}; passes: {', '.join(PASSES)}")
+        fn = PASSES[name] if isinstance(name, str) else name
+        fn(graph)
+        if _debug.LEVEL >= 2:
+            sys.stderr.write(f"ember: graph after {getattr(fn, '__name__', name)}:\n{graph}\n")
+    return graph

@@ -1,0 +1,80 @@
+"""dynamic=True / dynamic={"x": 0}: a new batch size re-specialises the traced graph (no Python run, no
+retrace) and gives eager's result; where a size cannot be made symbolic the compiler retraces and says why."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from tests.jit.models import make, step_fn
+
+
+@pytest.mark.parametrize("kind", ["mlp", "lstm", "gpt"])
+def test_new_batch_size_does_not_retrace_a_training_step(kind):
+    def batches(x, y):
+        return [(x, y), (x[:2], y[:2]), (x, y), (x[1:], y[1:]), (x[:2], y[:2])]
+
+    def run(compiled):
+        model, opt, x, y = make(kind)
+        step = step_fn(model, opt)
+        if compiled:
+            step = ember.compile(step, dynamic=True)
+        ember.manual_seed(9)
+        losses = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(2):
+                for xb, yb in batches(x, y):
+                    losses.append(step(xb.contiguous(), yb.contiguous()).item())
+        return model, losses, step
+    m1, l1, step = run(True)
+    m0, l0, _ = run(False)
+    # the first call, the steady state (optimizer state exists), a second batch size: then no more traces
+    assert step.cache_info().traces == 3
+    np.testing.assert_array_equal(l1, l0)
+    for p0, p1 in zip(m0.parameters(), m1.parameters()):
+        np.testing.assert_array_equal(p1.detach().numpy(), p0.detach().numpy())
+
+
+def test_dynamic_dict_names_the_argument_and_dim():
+    f = ember.compile(lambda x, w: x @ w, dynamic={"x": 0})
+    w = ember.randn(3, 2)
+    f(ember.randn(4, 3), w)
+    for n in (2, 7, 4, 9):
+        x = ember.randn(n, 3)
+        np.testing.assert_array_equal(f(x, w).numpy(), (x @ w).numpy())
+    assert f.cache_info().traces == 2       # sizes 4 and 2 teach the template; 7 and 9 are made from it
+    with pytest.warns(UserWarning, match="w: shape"):      # w's dims are static
+        f(ember.randn(4, 3), ember.randn(3, 5))
+
+
+def test_a_size_that_is_not_symbolic_retraces_and_says_why():
+    table = ember.randn(4, 3)
+
+    def fn(x):
+        return x + table          # (4, 3) state broadcast against the batch: only size 4 works
+    f = ember.compile(fn, dynamic=True)
+    f(ember.ones(4, 3))
+    with pytest.raises(RuntimeError):
+        f(ember.ones(5, 3))        # the retrace runs eagerly, and eager refuses it too
+
+
+def test_a_branch_on_the_batch_size_is_not_made_symbolic():
+    def fn(x):
+        return x * 2 if x.shape[0] < 5 else x.exp()
+    f = ember.compile(fn, dynamic=True)
+    f(ember.ones(2, 3))
+    f(ember.ones(6, 3))                 # a second size: the traces differ, so no template
+    with pytest.warns(UserWarning, match="dynamic dims \\(2,\\) and \\(6,\\): the two traces differ"):
+        out = f(ember.ones(3, 3))
+    assert out.tolist()[0] == [2.0, 2.0, 2.0]
+
+
+def test_batchnorm_batch_size_is_not_symbolic_and_retraces_with_the_reason():
+    """BatchNorm divides by the batch's element count, a Python number baked as a constant (1/B is not
+    a multiple of B): each size is traced, and the warning says so."""
+    model, opt, x, y = make("cnn")
+    step = ember.compile(step_fn(model, opt), dynamic=True)
+    step(x, y); step(x[:2].contiguous(), y[:2].contiguous()); step(x, y)
+    with pytest.warns(UserWarning, match="the constant %\\d+ float32\\[\\] differs between the traces"):
+        step(x[:3].contiguous(), y[:3].contiguous())

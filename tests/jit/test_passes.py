@@ -1,0 +1,180 @@
+"""Each pass alone on a small graph (what it removes or merges, and that the result is unchanged), and the
+golden printed graphs of the reference models after the default pipeline (tests/jit/golden/*.txt;
+EMBER_UPDATE_GOLDEN=1 rewrites them)."""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember.jit import passes as P
+from tests.jit.models import make
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+
+
+def _compiled(fn, *args, passes):
+    f = ember.compile(fn, passes=passes)
+    f(*args)
+    return f
+
+
+def _same_as_eager(fn, *args, passes):
+    f = _compiled(fn, *args, passes=passes)
+    out = f(*args)
+    ref = fn(*args)
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    return f.graph
+
+
+def test_dce_drops_unused_work_but_keeps_writes():
+    buf = ember.zeros(3)
+
+    def fn(x):
+        unused = (x.exp() * 3).sum()        # noqa: F841  dead
+        buf.add_(x)                           # an in-place write: stays
+        return x * 2
+    g0 = _compiled(fn, ember.ones(3), passes=[]).graph
+    g1 = _compiled(fn, ember.ones(3), passes=["dce"]).graph
+    assert {"Exp", "Sum"} <= set(g0.counts()) and not {"Exp", "Sum"} & set(g1.counts())
+    assert g1.counts()["Assign"] == 1
+    before = buf.numpy().copy()
+    f = _compiled(fn, ember.ones(3), passes=["dce"])
+    f(ember.ones(3))
+    np.testing.assert_array_equal(buf.numpy(), before + 2)     # traced call + replay: two writes
+
+
+def test_fold_runs_constant_subgraphs_once():
+    def fn(x):
+        mask = ember.triu(ember.full((4, 4), float("-inf")), diagonal=1)   # constants only
+        return x + mask
+    g0 = _compiled(fn, ember.ones(4, 4), passes=[]).graph
+    g = _same_as_eager(fn, ember.ones(4, 4), passes=["fold", "dce"])
+    assert len(g) == 1 and g.nodes[0].name == "Add" and len(g0) > 1
+    assert any(v.kind == "const" and (v.src or "").startswith("folded") for v in g.leaves)
+
+
+def test_fold_leaves_written_constants_alone():
+    def fn(x):
+        c = ember.zeros(3)
+        c.add_(x)          # the constant's memory is written: folding reads of it would be stale
+        return c * 2
+    g = _same_as_eager(fn, ember.ones(3), passes=["fold", "dce"])
+    assert "Mul" in g.counts()
+
+
+def test_cse_merges_identical_pure_calls():
+    def fn(x):
+        return x.exp() + x.exp()
+    g0 = _compiled(fn, ember.ones(3), passes=[]).graph
+    g = _same_as_eager(fn, ember.ones(3), passes=["cse", "dce"])
+    assert g0.counts()["Exp"] == 2 and g.counts()["Exp"] == 1
+
+
+def test_cse_does_not_merge_across_an_in_place_write():
+    def fn(x):
+        a = x.exp()
+        x.mul_(2)
+        b = x.exp()
+        return a + b
+    x = ember.ones(3)
+    f = ember.compile(fn, passes=["cse", "dce"])
+    f(x.clone())
+    y = ember.ones(3)
+    out = f(y)
+    assert f.graph.counts()["Exp"] == 2
+    np.testing.assert_allclose(out.numpy(), np.exp(1) + np.exp(2), rtol=1e-6)
+
+
+def test_cse_keeps_random_draws_apart():
+    g = _compiled(lambda x: ember.rand(3) + ember.rand(3) + x, ember.ones(3), passes=["cse"]).graph
+    assert g.counts()["Random"] == 2
+
+
+def test_simplify_removes_identities():
+    def fn(x):
+        return ((x * 1.0 + 0.0).reshape(2, 3) / 1.0).to(ember.float32).neg().neg() * 3
+    g0 = _compiled(fn, ember.ones(2, 3), passes=[]).graph
+    g = _same_as_eager(fn, ember.ones(2, 3), passes=["simplify", "dce"])
+    assert len(g0) >= 6
+    assert len(g) <= 1, str(g)
+
+
+def test_fuse_makes_one_node_per_chain_and_keeps_bits():
+    def fn(x, w):
+        return ((x @ w).relu() * 2 + 1).tanh()
+    x, w = ember.randn(5, 4), ember.randn(4, 3)
+    g = _same_as_eager(fn, x, w, passes=["fuse"])
+    assert g.counts() == {"Fused": 1}, str(g)
+    assert g.nodes[0].attrs["ops"] == "MatMul+Relu+Mul+Add+Tanh"
+
+
+def test_fuse_linear_bias_relu_is_the_notes_conv_relu():
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())
+    x = ember.randn(2, 1, 5, 5)
+    with ember.no_grad():
+        g = _same_as_eager(model, x, passes=["fuse"])
+    assert any(n.name == "Fused" and n.attrs["ops"].startswith("Conv+Add") for n in g.nodes), str(g)
+
+
+def test_memplan_frees_arrays_after_their_last_use():
+    def fn(x):
+        return (x.exp() + 1).log()
+    f = ember.compile(fn, passes=["memplan"])
+    f(ember.ones(3)); f(ember.ones(3))
+    assert "del " in f.code
+    f = ember.compile(fn, passes=[])
+    f(ember.ones(3)); f(ember.ones(3))
+    assert "del " not in f.code
+
+
+def test_unknown_pass_is_named():
+    f = ember.compile(lambda x: x + 1, passes=["dce", "nope"])
+    with pytest.raises(ValueError, match="unknown pass 'nope'"):
+        f(ember.ones(1))
+
+
+def test_debug_2_prints_the_graph_after_each_pass(monkeypatch, capsys):
+    from ember import _debug
+    monkeypatch.setattr(_debug, "LEVEL", 2)
+    f = ember.compile(lambda x: x.exp() + 1, passes=["dce", "fuse"])
+    f(ember.ones(2))
+    err = capsys.readouterr().err
+    assert "graph after dce" in err and "graph after fuse" in err and "Fused" in err
+
+
+# --- golden graphs ----------------------------------------------------------------------------------
+def _gpt_block():
+    ember.manual_seed(0)
+    blk = nn.TransformerEncoderLayer(16, 2, dim_feedforward=64, dropout=0.0, activation="gelu",
+                                     batch_first=True, norm_first=True)
+    blk.eval()
+    x = ember.randn(2, 8, 16)
+    mask = ember.triu(ember.full((8, 8), float("-inf")), diagonal=1)
+    return (lambda x: blk(x, src_mask=mask, is_causal=True)), x
+
+
+def _model(kind):
+    if kind == "gpt_block":
+        return _gpt_block()
+    model, _, x, _ = make(kind)
+    model.eval()
+    return model, x
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt_block"])
+def test_golden_graph(kind):
+    fn, x = _model(kind)
+    with ember.no_grad():
+        f = ember.compile(fn)
+        f(x)
+        out = f(x)
+        np.testing.assert_array_equal(out.numpy(), fn(x).numpy())
+    text = f.graph.format(lines=False) + "\n"
+    path = GOLDEN / f"{kind}.txt"
+    if os.environ.get("EMBER_UPDATE_GOLDEN") or not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"the printed graph of {kind} changed; diff it against {path}"

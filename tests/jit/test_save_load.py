@@ -1,0 +1,159 @@
+"""traced.save / ember.jit.load: the graph and its state run in a fresh process that has no model code;
+damaged, edited or foreign files give a clear error and never run anything from the file."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember.jit.serialize import GraphFileError, FORMAT, _digest
+from tests.jit.models import make, step_fn
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+RUNNER = r"""
+import sys, json, numpy as np
+import ember
+g = ember.jit.load(sys.argv[1])
+args = [ember.tensor(np.load(p)) for p in sys.argv[3:]]
+mode = sys.argv[2]
+if mode == "infer":
+    np.save(sys.argv[1] + ".out.npy", g(*args).numpy())
+else:
+    ember.manual_seed(5)
+    losses = [float(g(*args)) for _ in range(2)]
+    np.savez(sys.argv[1] + ".state.npz", **{k: t.numpy() for k, t in g.state.items()})
+    print(json.dumps(losses))
+"""
+
+
+def _run_fresh(tmp_path, path, mode, *arrays):
+    files = []
+    for i, a in enumerate(arrays):
+        p = str(tmp_path / f"arg{i}.npy")
+        np.save(p, a)
+        files.append(p)
+    script = tmp_path / "run_graph.py"
+    script.write_text(RUNNER)
+    # a fresh interpreter in an empty directory: tests/ (the model code) is not importable there
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, str(script), str(path), mode, *files], cwd=str(tmp_path), env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt"])
+def test_saved_inference_graph_runs_without_the_model_code(tmp_path, kind):
+    model, _, x, _ = make(kind)
+    model.eval()
+    with ember.no_grad():
+        traced = ember.jit.trace(model, x)
+        ref = model(x).numpy()
+    path = tmp_path / f"{kind}.ejit"
+    traced.save(path)
+    _run_fresh(tmp_path, path, "infer", x.numpy())
+    np.testing.assert_array_equal(np.load(str(path) + ".out.npy"), ref)
+
+
+def test_saved_training_step_trains_in_a_fresh_process(tmp_path):
+    model, opt, x, y = make("mlp")
+    step = ember.compile(step_fn(model, opt))
+    step(x, y); step(x, y)                      # the steady-state trace (optimizer state exists)
+    path = tmp_path / "step.ejit"
+    step.save(path)
+    ember.manual_seed(5)
+    losses = [step(x, y).item() for _ in range(2)]
+    out = _run_fresh(tmp_path, path, "train", x.numpy(), y.numpy())
+    np.testing.assert_array_equal(json.loads(out), losses)
+    state = np.load(str(path) + ".state.npz")
+    for name, p in model.named_parameters():
+        np.testing.assert_array_equal(state[name], p.detach().numpy(), err_msg=name)
+
+
+def _saved(tmp_path):
+    model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.ReLU())
+    traced = ember.jit.trace(model, ember.ones(2, 3))
+    path = tmp_path / "g.ejit"
+    traced.save(path)
+    return path
+
+
+def _rewrite(path, edit):
+    """Re-save the file with its graph JSON edited by `edit(doc)` and a valid checksum."""
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+    with safe_open(str(path), framework="numpy") as f:
+        meta = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    doc = json.loads(meta[FORMAT])
+    edit(doc)
+    text = json.dumps(doc)
+    save_file(tensors, str(path), metadata={FORMAT: text, FORMAT + ".sha256": _digest(text, tensors)})
+
+
+def test_truncated_file(tmp_path):
+    path = _saved(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(GraphFileError, match="truncated or corrupt"):
+        ember.jit.load(path)
+
+
+def test_edited_file_fails_its_checksum(tmp_path):
+    path = _saved(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x40                      # one bit of one weight
+    path.write_bytes(bytes(data))
+    with pytest.raises(GraphFileError, match="checksum mismatch"):
+        ember.jit.load(path)
+
+
+def test_unknown_version(tmp_path):
+    path = _saved(tmp_path)
+    _rewrite(path, lambda d: d.update(version=99))
+    with pytest.raises(GraphFileError, match="format version 99; this Ember reads version 1"):
+        ember.jit.load(path)
+
+
+def test_unknown_primitive_and_foreign_attribute_never_run(tmp_path):
+    path = _saved(tmp_path)
+    _rewrite(path, lambda d: d["nodes"][0].update(prim="os.system"))
+    with pytest.raises(GraphFileError, match="unknown primitive 'os.system'"):
+        ember.jit.load(path)
+    path = _saved(tmp_path)
+    _rewrite(path, lambda d: d["nodes"][-1]["attrs"].update(code={"__reduce__": "os.system"}))
+    with pytest.raises(GraphFileError, match="unknown form|unknown attribute"):
+        ember.jit.load(path)
+
+
+def test_plain_safetensors_file_is_not_a_graph(tmp_path):
+    path = tmp_path / "w.safetensors"
+    ember.save({"w": ember.ones(2)}, path)
+    with pytest.raises(GraphFileError, match="not a saved graph"):
+        ember.jit.load(path)
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    path = _saved(tmp_path)
+    before = path.read_bytes()
+    import safetensors.numpy
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(safetensors.numpy, "save_file", broken)
+    traced = ember.jit.trace(ember.nn.Linear(3, 4), ember.ones(2, 3))
+    with pytest.raises(OSError):
+        traced.save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ember-jit-")] == []
+
+
+def test_loaded_graph_checks_its_inputs(tmp_path):
+    g = ember.jit.load(_saved(tmp_path))
+    assert g(ember.ones(2, 3)).shape == (2, 4)
+    with pytest.raises(ValueError, match=r"must be float32\[2, 3\] as traced"):
+        g(ember.ones(5, 3))
