@@ -92,6 +92,8 @@ def __getattr__(name):
     import importlib
     if name in ("nn", "optim", "utils", "datasets", "transforms", "serialization", "profiler"):
         return importlib.import_module(f"ember.{name}")
+    if name == "plot":   # ember.plot.history: matplotlib loads only when a plot is drawn
+        return importlib.import_module("ember.plot")
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)
