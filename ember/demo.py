@@ -237,7 +237,7 @@ def train_mnist1d(out_dir: str, epochs: int = PAPER_EPOCHS, seed: int = 0, max_s
     print(f"   training: {epochs} epochs (one epoch = one pass over the 4,000 sequences in {steps_per_epoch} "
           f"steps of {batch}), Adam, learning rate 0.01")
     t0, c0 = time.perf_counter(), time.process_time()
-    bar = tqdm(total=epochs * steps_per_epoch, desc="   training", unit="step", leave=True,
+    bar = tqdm(total=epochs * steps_per_epoch, desc="   training", unit="step", leave=True, mininterval=0.5,
                bar_format="{desc} {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} steps "
                           "[{elapsed}<{remaining}]{postfix}")
     for epoch in range(1, epochs + 1):
@@ -306,7 +306,7 @@ def _save_outputs(out_dir, model, optimizer, history, epochs, test_acc, x_test, 
     saved["checkpoint"] = ckpt
     try:
         saved["curves"] = ember.plot.history(history, os.path.join(out_dir, "curves.png"),
-                                             title="the MNIST-1D paper's CNN in Ember")
+                                             title="the MNIST-1D paper's CNN in Ember", val_label="test")
     except ImportError as e:
         print(f"   (no PNG of the curves: {e})")
     return saved

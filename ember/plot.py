@@ -16,7 +16,8 @@ __all__ = ["history"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def history(history_or_csv: Any, path: PathLike, *, title: str | None = None, dpi: int = 100) -> str:
+def history(history_or_csv: Any, path: PathLike, *, title: str | None = None, val_label: str = "validation",
+            dpi: int = 100) -> str:
     """Save loss and metric curves, training and validation, to the PNG file ``path``; returns the path.
 
     ``history_or_csv`` is one of:
@@ -25,6 +26,8 @@ def history(history_or_csv: Any, path: PathLike, *, title: str | None = None, dp
       - the path of a CSV file in CSVLogger's format (``epoch,loss,accuracy,val_loss,val_accuracy``).
 
     Each quantity gets one panel: ``loss`` with ``val_loss``, ``accuracy`` with ``val_accuracy``, and so on.
+    ``val_label`` names the ``val_`` curves in the legends (e.g. ``"test"`` when they were measured on a
+    test set).
 
     Example:
         >>> import os, tempfile
@@ -48,7 +51,7 @@ def history(history_or_csv: Any, path: PathLike, *, title: str | None = None, dp
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (name, keys) in zip(axes, panels):
         for key, style in zip(keys, ("-o", "--s")):
-            label = "validation" if key.startswith("val_") else "training"
+            label = val_label if key.startswith("val_") else "training"
             ax.plot(epochs, series[key], style, markersize=3 if len(epochs) < 60 else 0, label=label)
         ax.set_title(name)
         ax.set_xlabel("epoch")

@@ -32,7 +32,7 @@ class History:   # what keras' fit returns: .history and .epoch (from 0)
 
 
 def test_history_object_two_panels_with_both_curves(tmp_path):
-    out = ember.plot.history(History(H), tmp_path / "sub" / "curves.png")   # makes the folder
+    out = ember.plot.history(History(H), tmp_path / "sub" / "curves.png", val_label="test")   # makes the folder
     assert out == str(tmp_path / "sub" / "curves.png")
     px = _pixels(out)
     assert px.shape == (400, 1000, 3)   # two panels (loss, accuracy) of 5x4 inches at 100 dpi
