@@ -26,6 +26,7 @@ import numpy as np
 
 import ember
 from ember._errors import op_error
+from ember.backends import host
 
 __all__ = ["SummaryWriter"]
 
@@ -66,7 +67,7 @@ def _to_numpy(value: Any, what: str) -> np.ndarray:
         array = value.detach().cpu().numpy()
     else:
         try:
-            array = np.asarray(value)
+            array = host.asarray(value)   # a user's array, list or number: host data
         except Exception as e:  # noqa: BLE001  (anything NumPy cannot read)
             raise _error(what, TypeError, f"expected an ember.Tensor, a NumPy array or a number, "
                             f"got {type(value).__name__}") from e
