@@ -28,6 +28,12 @@ import ember
 from ember.datasets import DatasetNotFoundError
 
 
+def _steps(n: int, desc: str, unit: str = "step"):
+    """range(n) with a progress bar that disappears when done (the result line is printed after it)."""
+    from tqdm import tqdm
+    return tqdm(range(n), desc=desc, unit=unit, leave=False, mininterval=0.5)
+
+
 def graph_example() -> None:
     rng = np.random.default_rng(0)
     N, D = 3, 4
@@ -61,7 +67,7 @@ def two_layer_net(steps: int = 500, lr: float = 1e-6) -> None:
     x, y = ember.tensor(x0), ember.tensor(y0)
     w1, w2 = ember.tensor(w10), ember.tensor(w20)
     t0 = time.perf_counter()
-    for _ in range(steps):
+    for _ in _steps(steps, "3. two-layer net, manual gradients"):
         h = x.mm(w1)
         h_relu = h.clamp(min=0)
         y_pred = h_relu.mm(w2)
@@ -79,7 +85,7 @@ def two_layer_net(steps: int = 500, lr: float = 1e-6) -> None:
     w1 = ember.tensor(w10, requires_grad=True)
     w2 = ember.tensor(w20, requires_grad=True)
     t0 = time.perf_counter()
-    for _ in range(steps):
+    for _ in _steps(steps, "3. two-layer net, autograd"):
         y_pred = x.mm(w1).clamp(min=0).mm(w2)
         loss = (y_pred - y).pow(2).sum()
         loss.backward()
@@ -107,7 +113,7 @@ def train_digits(epochs: int = 15) -> float:
     model = nn.Sequential(nn.Linear(64, 100), nn.ReLU(), nn.Linear(100, 10))
     opt = ember.optim.Adam(model.parameters(), lr=3e-3)
     t0 = time.perf_counter()
-    for epoch in range(epochs):
+    for epoch in _steps(epochs, "4. MLP on Digits", unit="epoch"):
         model.train()
         for x, y in train:
             loss = F.cross_entropy(model(x), y)
@@ -235,7 +241,9 @@ def train_mnist1d(out_dir: str, epochs: int = PAPER_EPOCHS, seed: int = 0, max_s
     writer = _tensorboard_writer(os.path.join(out_dir, "tensorboard"))
     history: dict = {"loss": [], "accuracy": [], "val_loss": [], "val_accuracy": []}
     print(f"   training: {epochs} epochs (one epoch = one pass over the 4,000 sequences in {steps_per_epoch} "
-          f"steps of {batch}), Adam, learning rate 0.01")
+          f"steps of {batch}), Adam, learning rate 0.01" +
+          (f";\n   each training sequence is shifted by up to {max_shift} positions at random (data augmentation, "
+           f"which the paper does not use: it makes the 4,000 examples go further)" if max_shift else ""))
     t0, c0 = time.perf_counter(), time.process_time()
     bar = tqdm(total=epochs * steps_per_epoch, desc="   training", unit="step", leave=True, mininterval=0.5,
                bar_format="{desc} {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} steps "
