@@ -24,6 +24,7 @@ def test_layer_table_counts_the_papers_parameters(capsys):
     assert re.search(r"Conv1d\s+\(25, 19\)\s+150", out) and re.search(r"Linear\s+\(10,\)\s+1,260", out), out
 
 
+@pytest.mark.timeout(900)   # seconds alone; minutes on a loaded machine
 def test_short_run_writes_checkpoint_log_and_png(tmp_path, capsys):
     acc = demo.train_mnist1d(str(tmp_path), epochs=2)
     out = capsys.readouterr().out
