@@ -4,6 +4,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -312,8 +313,16 @@ def test_tensorboard_dashboard_draws_the_curve(tmp_path, tensorboard_server):
            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
            "--hide-scrollbars", "--window-size=1280,900", "--virtual-time-budget=20000",
            f"--screenshot={shot}", f"{base}/?darkMode=false#scalars"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert shot.exists(), f"chromium wrote no screenshot (rc {r.returncode}):\n{r.stderr[-3000:]}"
+    # its own process group, so that a hung browser and its helper processes are all stopped
+    browser = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        _, err = browser.communicate(timeout=300)
+    finally:
+        if browser.poll() is None:
+            os.killpg(browser.pid, signal.SIGKILL)
+            browser.wait(timeout=20)
+    assert shot.exists(), f"chromium wrote no screenshot (rc {browser.returncode}):\n{err[-3000:]}"
     pixels = mpl_image.imread(str(shot))[..., :3]      # (900, 1280, 3) floats in [0, 1]
     rows, cols = np.nonzero(_curve_pixels(pixels))
     # the loss falls from 2.0 to ~0 over 20 steps: its line crosses the chart from top left to bottom right
