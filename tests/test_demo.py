@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import ember
@@ -57,3 +58,15 @@ def test_full_demo_reaches_the_papers_cnn_accuracy(tmp_path):
     acc = float(re.search(r"test accuracy ([\d.]+)% on the 1,000 test sequences", r.stdout).group(1))
     assert acc >= 94.0, r.stdout
     assert "demo OK" in r.stdout
+
+
+def test_shift_batch_rolls_each_sequence_within_the_limit():
+    ember.manual_seed(0)
+    x = ember.arange(5 * 40, dtype=ember.float32).reshape(5, 1, 40)
+    shifted = demo.shift_batch(x, 4).numpy()
+    seen = set()
+    for row, out in zip(x.numpy()[:, 0], shifted[:, 0]):
+        matches = [s for s in range(-4, 5) if (np.roll(row, s) == out).all()]
+        assert len(matches) == 1, (row, out)
+        seen.add(matches[0])
+    assert len(seen) > 1   # each sequence has its own offset
