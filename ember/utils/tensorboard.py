@@ -16,9 +16,11 @@ then ``tensorboard --logdir DIR`` shows the curve.
 """
 from __future__ import annotations
 
+import io
 import os
 import socket
 import sys
+import wave
 from datetime import datetime
 from typing import Any, Dict, Optional
 
@@ -226,6 +228,72 @@ class SummaryWriter:
                     raise _error('add_hparams', ValueError, f"hparam_domain_discrete['{k}'] must be a list "
                                      f"of the values of a key of hparam_dict")
         self._writer.add_hparams(hparams, metrics, name=run_name, global_step=global_step)
+
+    def add_pr_curve(self, tag: str, labels: Any, predictions: Any, global_step: Optional[int] = None,
+                     num_thresholds: int = 127, weights: Any = None, walltime: Optional[float] = None) -> None:
+        """Log a precision-recall curve: ``labels`` 0/1 (ground truth), ``predictions`` probabilities in [0, 1]."""
+        self._check_open("add_pr_curve")
+        labels = _to_numpy(labels, "add_pr_curve").reshape(-1)
+        predictions = _to_numpy(predictions, "add_pr_curve").reshape(-1)
+        if labels.shape != predictions.shape:
+            raise _error("add_pr_curve", ValueError, f"labels and predictions need one value each per example, "
+                         f"got {labels.size} labels and {predictions.size} predictions")
+        if predictions.size and (predictions.min() < 0 or predictions.max() > 1):
+            raise _error("add_pr_curve", ValueError, f"predictions must be probabilities in [0, 1], got values "
+                         f"from {predictions.min():g} to {predictions.max():g}")
+        if weights is not None:
+            weights = _to_numpy(weights, "add_pr_curve").reshape(-1)
+        self._writer.add_pr_curve(tag, labels, predictions, global_step, num_thresholds, weights, walltime)
+
+    def add_audio(self, tag: str, snd_tensor: Any, global_step: Optional[int] = None, sample_rate: int = 44100,
+                  walltime: Optional[float] = None) -> None:
+        """Log a sound: a 1-d tensor (or (1, L)) of samples in [-1, 1] at ``sample_rate`` Hz."""
+        self._check_open("add_audio")
+        array = _to_numpy(snd_tensor, "add_audio").astype(np.float32)
+        if array.ndim == 2 and array.shape[0] == 1:
+            array = array[0]
+        if array.ndim != 1:
+            raise _error("add_audio", ValueError, f"a sound is one channel of samples, shape (L,) or (1, L), "
+                         f"got shape {tuple(array.shape)}")
+        # a 16-bit WAV written with the standard library, as torch does (tensorboardX would need soundfile)
+        pcm = (host.clip(array, -1.0, 1.0) * 32767).astype("<i2")
+        buffer = io.BytesIO()
+        with wave.open(buffer, "wb") as wav:
+            wav.setnchannels(1)
+            wav.setsampwidth(2)
+            wav.setframerate(int(sample_rate))
+            wav.writeframes(pcm.tobytes())
+        summary_pb2 = self._tbx.proto.summary_pb2
+        audio = summary_pb2.Summary.Audio(sample_rate=float(sample_rate), num_channels=1, length_frames=len(pcm),
+                                          encoded_audio_string=buffer.getvalue(), content_type="audio/wav")
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, audio=audio)])
+        self._writer._get_file_writer().add_summary(summary, global_step, walltime)
+
+    def add_embedding(self, mat: Any, metadata: Optional[list] = None, label_img: Any = None,
+                      global_step: Optional[int] = None, tag: str = "default",
+                      metadata_header: Optional[list] = None) -> None:
+        """Log points for TensorBoard's PROJECTOR: ``mat`` (N, D), with one ``metadata`` label per row."""
+        self._check_open("add_embedding")
+        array = _to_numpy(mat, "add_embedding")
+        if array.ndim != 2:
+            raise _error("add_embedding", ValueError, f"mat must be (N, D), one row per point, got shape "
+                         f"{tuple(array.shape)}")
+        if metadata is not None and len(metadata) != array.shape[0]:
+            raise _error("add_embedding", ValueError, f"{len(metadata)} metadata labels for {array.shape[0]} points")
+        if label_img is not None:
+            label_img = _to_numpy(label_img, "add_embedding")
+        self._writer.add_embedding(array, metadata, label_img, global_step, tag, metadata_header)
+
+    def add_custom_scalars(self, layout: Dict[str, Dict[str, list]]) -> None:
+        """Arrange charts in TensorBoard's CUSTOM SCALARS tab:
+        ``{category: {chart title: ["Multiline", [tag regexes]] or ["Margin", [value, lower, upper]]}}``."""
+        self._check_open("add_custom_scalars")
+        for category, charts in layout.items():
+            for title, chart in charts.items():
+                if not (isinstance(chart, (list, tuple)) and len(chart) == 2 and chart[0] in ("Multiline", "Margin")):
+                    raise _error("add_custom_scalars", ValueError, f"chart '{category}/{title}' must be "
+                                 f"['Multiline', [tags]] or ['Margin', [value, lower, upper]], got {chart!r}")
+        self._writer.add_custom_scalars(layout)
 
     def add_graph(self, model, input_to_model=None, verbose: bool = False, use_strict_trace: bool = True) -> None:
         """Not available yet: drawing a model's graph needs Ember's tracing compiler, which has not landed."""

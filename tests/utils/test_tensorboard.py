@@ -123,6 +123,29 @@ def test_text_read_back(tmp_path):
     assert t.tensor_proto.string_val == [b"lr **0.01**"]
 
 
+def test_pr_curve_audio_embedding_custom_scalars(tmp_path):
+    labels = ember.tensor([0, 1, 1, 0, 1, 0, 1, 1])
+    probs = ember.tensor([0.1, 0.9, 0.8, 0.3, 0.6, 0.2, 0.4, 0.95])
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_pr_curve("pr", labels, probs, 5, num_thresholds=11)
+        w.add_audio("tone", ember.sin(ember.arange(800) * 0.1) * 0.5, 1, sample_rate=8000)
+        w.add_embedding(ember.randn(6, 3), metadata=list("abcdef"), global_step=2, tag="points")
+        w.add_custom_scalars({"losses": {"train vs val": ["Multiline", ["loss/train", "loss/val"]]}})
+    acc = _load(tmp_path)
+    (pr,) = acc.Tensors("pr")
+    from tensorboard.util import tensor_util
+    data = tensor_util.make_ndarray(pr.tensor_proto)   # rows TP, FP, TN, FN, precision, recall
+    assert pr.step == 5
+    assert data[0, 0] == 5 and data[1, 0] == 3     # threshold 0: every example predicted positive
+    (audio,) = acc.Audio("tone")
+    assert audio.sample_rate == 8000 and audio.encoded_audio_string[:4] == b"RIFF"
+    assert "custom_scalars__config__" in acc.Tags()["tensors"]
+    projector = (tmp_path / "projector_config.pbtxt").read_text()
+    assert "points" in projector and "metadata.tsv" in projector
+    (meta,) = list(tmp_path.glob("00002/points/metadata.tsv"))   # torch's layout: <step:05d>/<tag>/
+    assert meta.read_text().split() == list("abcdef")
+
+
 def test_hparams_written_to_a_sub_run(tmp_path):
     with SummaryWriter(str(tmp_path)) as w:
         w.add_hparams({"lr": 0.01, "optimizer": "adam", "batch": 100, "bn": True},
@@ -170,6 +193,12 @@ def test_flush_makes_events_readable_before_close(tmp_path):
     (lambda w: w.add_histogram("x", []), ValueError, ["add_histogram", "'x'", "no values"]),
     (lambda w: w.add_text("x", 3), TypeError, ["add_text", "str", "int"]),
     (lambda w: w.add_hparams({"layers": [1, 2]}, {"a": 1.0}), TypeError, ["add_hparams", "'layers'", "list"]),
+    (lambda w: w.add_pr_curve("x", ember.ones(3), ember.ones(2)), ValueError, ["add_pr_curve", "3 labels", "2 pred"]),
+    (lambda w: w.add_pr_curve("x", ember.ones(2), ember.tensor([0.5, 2.0])), ValueError, ["[0, 1]", "to 2"]),
+    (lambda w: w.add_audio("x", ember.zeros(2, 10)), ValueError, ["add_audio", "(2, 10)"]),
+    (lambda w: w.add_embedding(ember.zeros(3)), ValueError, ["add_embedding", "(N, D)", "(3,)"]),
+    (lambda w: w.add_embedding(ember.zeros(3, 2), metadata=["a"]), ValueError, ["1 metadata labels for 3 points"]),
+    (lambda w: w.add_custom_scalars({"c": {"t": ["Line", ["a"]]}}), ValueError, ["'c/t'", "Multiline"]),
     (lambda w: w.add_graph(object()), NotImplementedError, ["add_graph", "not part of Ember yet"]),
 ])
 def test_bad_input_errors(tmp_path, call, exc, words):
