@@ -131,7 +131,7 @@ def train_digits(epochs: int = 15) -> float:
 
 
 # -- 5. the paper's CNN on MNIST-1D ------------------------------------------------------------------------
-PAPER_EPOCHS = 150        # 6,000 steps of 100 sequences: the paper's training budget
+EPOCHS = 60               # 2,400 steps of 100 sequences (the paper trains 6,000 steps at a fixed learning rate)
 TARGET = 0.94             # the paper's CNN; its MLP reaches 68% and logistic regression 32%
 MAX_SHIFT = 4             # training sequences are shifted by up to this many positions (see shift_batch)
 
@@ -214,7 +214,7 @@ def evaluate(model, x, y, batch: int = 1000):
     return total_loss / len(y), correct / len(y)
 
 
-def train_mnist1d(out_dir: str, epochs: int = PAPER_EPOCHS, seed: int = 0, max_shift: int = MAX_SHIFT) -> float:
+def train_mnist1d(out_dir: str, epochs: int = EPOCHS, seed: int = 0, max_shift: int = MAX_SHIFT) -> float:
     """Train the paper's CNN on MNIST-1D with Adam; log, plot and save it in out_dir; returns test accuracy."""
     import ember.nn.functional as F
     from ember.datasets import MNIST1D
@@ -236,12 +236,16 @@ def train_mnist1d(out_dir: str, epochs: int = PAPER_EPOCHS, seed: int = 0, max_s
     batch = 100
     steps_per_epoch = len(y_train) // batch
     optimizer = ember.optim.Adam(model.parameters(), lr=1e-2)   # the paper's optimizer and learning rate
+    # for the last quarter of the epochs, steps 10x smaller: the weights settle instead of jumping around
+    # a good solution (with 0.01 throughout, test accuracy swings by about 1% from one epoch to the next)
+    settle_from = max(1, (3 * epochs) // 4)
+    scheduler = ember.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[settle_from], gamma=0.1)
 
     os.makedirs(out_dir, exist_ok=True)
     writer = _tensorboard_writer(os.path.join(out_dir, "tensorboard"))
     history: dict = {"loss": [], "accuracy": [], "val_loss": [], "val_accuracy": []}
     print(f"   training: {epochs} epochs (one epoch = one pass over the 4,000 sequences in {steps_per_epoch} "
-          f"steps of {batch}), Adam, learning rate 0.01" +
+          f"steps of {batch}), Adam, learning rate 0.01, then 0.001 from epoch {settle_from + 1}" +
           (f";\n   each training sequence is shifted by up to {max_shift} positions at random (data augmentation, "
            f"which the paper does not use: it makes the 4,000 examples go further)" if max_shift else ""))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -264,6 +268,8 @@ def train_mnist1d(out_dir: str, epochs: int = PAPER_EPOCHS, seed: int = 0, max_s
             loss_sum += loss.item() * len(idx)
             correct += int((scores.argmax(1) == y).sum().item())
             bar.update(1)
+        lr = optimizer.param_groups[0]["lr"]   # the learning rate this epoch used
+        scheduler.step()
         train_loss, train_acc = loss_sum / len(y_train), correct / len(y_train)
         test_loss, test_acc = evaluate(model, x_test, y_test)
         for key, value in zip(history, (train_loss, train_acc, test_loss, test_acc)):
@@ -273,6 +279,7 @@ def train_mnist1d(out_dir: str, epochs: int = PAPER_EPOCHS, seed: int = 0, max_s
         if writer is not None:
             writer.add_scalars("loss", {"training": train_loss, "test": test_loss}, epoch)
             writer.add_scalars("accuracy", {"training": train_acc, "test": test_acc}, epoch)
+            writer.add_scalar("learning_rate", lr, epoch)
             if epoch == 1 or epoch % 10 == 0 or epoch == epochs:
                 for name, p in model.named_parameters():
                     writer.add_histogram(name, p, epoch)
@@ -284,7 +291,8 @@ def train_mnist1d(out_dir: str, epochs: int = PAPER_EPOCHS, seed: int = 0, max_s
           f"({cpu_seconds:.0f} s of CPU time)")
 
     if writer is not None:
-        writer.add_hparams({"epochs": epochs, "batch": batch, "lr": 0.01, "optimizer": "adam"},
+        writer.add_hparams({"epochs": epochs, "batch": batch, "lr": 0.01, "lr_last_quarter": 0.001,
+                            "optimizer": "adam", "max_shift": max_shift},
                            {"hparam/test_accuracy": test_acc, "hparam/test_loss": test_loss}, run_name="hparams")
         writer.close()
     saved = _save_outputs(out_dir, model, optimizer, history, epochs, test_acc, x_test, y_test)
@@ -341,8 +349,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ember.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="ember-demo",
                         help="folder for the checkpoint, TensorBoard log and PNG (default: ./ember-demo)")
-    parser.add_argument("--epochs", type=int, default=PAPER_EPOCHS,
-                        help=f"epochs of step 5 (default {PAPER_EPOCHS}, the paper's budget; fewer: a quick run "
+    parser.add_argument("--epochs", type=int, default=EPOCHS,
+                        help=f"epochs of step 5 (default {EPOCHS}; fewer: a quick run "
                              f"whose accuracy is not checked)")
     args = parser.parse_args(argv)
     print(f"ember {ember.__version__}: the seeds' opening examples")
@@ -360,7 +368,7 @@ def main(argv=None) -> int:
     except DatasetNotFoundError as e:   # mnist1d missing (make demo installs it)
         print(f"5. skipped: {e}")
     else:
-        if args.epochs >= PAPER_EPOCHS:
+        if args.epochs >= EPOCHS:
             assert acc >= TARGET, f"test accuracy {acc:.1%} is below the paper's {TARGET:.0%}"
     print("demo OK")
     return 0
