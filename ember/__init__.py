@@ -102,6 +102,7 @@ _LAZY = {
     "keras",
     "lm",
     "jit",
+    "plot",
 }
 
 
