@@ -12,8 +12,10 @@ $(VPY):
 	$(PY) -m venv $(VENV)
 
 $(VENV)/.core: $(VPY) pyproject.toml constraints.txt
+	@echo "== installing Ember and what the demo uses into $(VENV) (the first time: a minute or two)"
 	$(PIP) install -q --upgrade pip setuptools
-	$(PIP) install -q -e ".[bf16,scipy,data,plot,tensorboard,jit]"
+	$(PIP) install --progress-bar on -e ".[bf16,scipy,data,plot,tensorboard,jit]"
+	@echo "== installed"
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core scripts/install_data.sh

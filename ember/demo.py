@@ -170,25 +170,12 @@ def paper_cnn():
     )
 
 
-def print_layers(model, sample) -> int:
-    """A table of the layers: output shape of one sequence and number of parameters; returns the total.
-
-    (A simple table for now; ember.summary, with memory and compute, will replace it.)
-    """
-    rows, x = [], sample
-    with ember.no_grad():
-        for name, layer in model.named_children():
-            x = layer(x)
-            n = sum(p.numel() for p in layer.parameters())
-            rows.append((name, type(layer).__name__, str(tuple(x.shape[1:])), f"{n:,}" if n else "-"))
-    total = sum(p.numel() for p in model.parameters())
-    widths = [max(len(r[i]) for r in rows + [("layer", "type", "output shape", "parameters")]) for i in range(4)]
-    line = "   " + "  ".join("{:<%d}" % w for w in widths[:3]) + "  {:>%d}" % widths[3]
-    print(line.format("layer", "type", "output shape", "parameters"))
-    for r in rows:
-        print(line.format(*r))
-    print(f"   total: {total:,} parameters, all trained ({total * 4 / 1024:.1f} KiB as float32)")
-    return total
+def print_layers(model, sample, batch: int = 100) -> int:
+    """ember.summary's table of the layers (output shape, parameters, activation values and multiply-adds
+    per layer) and its memory plan for a training step at this batch with Adam; returns the parameter count."""
+    print("   The model, layer by layer (ember.summary: counted on the 'meta' device, without running it):")
+    s = ember.summary(model, tuple(sample.shape[1:]), batch_size=batch, optimizer="adam")
+    return s.total_params
 
 
 def shift_batch(x, max_shift: int):
@@ -232,8 +219,8 @@ def train_mnist1d(out_dir: str, epochs: int = EPOCHS, seed: int = 0, max_shift: 
 
     ember.manual_seed(seed)
     model = paper_cnn()
-    print_layers(model, x_train[:1])
     batch = 100
+    print_layers(model, x_train[:1], batch)
     steps_per_epoch = len(y_train) // batch
     optimizer = ember.optim.Adam(model.parameters(), lr=1e-2)   # the paper's optimizer and learning rate
     # for the last quarter of the epochs, steps 10x smaller: the weights settle instead of jumping around
