@@ -7,9 +7,22 @@ from . import copy_via_host, get, run_with
 
 xp = np
 
-# Primitive class -> fn(node, *arrays): a CPU kernel that replaces the primitive's `xp` forward. Empty:
-# every primitive's forward is already NumPy. While it is empty Primitive.apply calls forward directly.
+# Primitive class -> fn(node, *arrays): a CPU kernel that replaces the primitive's `xp` forward
+# (compiled ones: cpu_kernels.py). Change it through register_kernel / unregister_kernel, which also set
+# the class's `cpu_kernel`: Primitive.apply reads that attribute, so a primitive without a kernel pays
+# no lookup.
 kernels: dict = {}
+
+
+def register_kernel(cls, fn) -> None:
+    """Run `fn(node, *arrays)` instead of `cls.forward` on host arrays."""
+    kernels[cls] = fn
+    cls.cpu_kernel = staticmethod(fn)
+
+
+def unregister_kernel(cls) -> None:
+    kernels.pop(cls, None)
+    cls.cpu_kernel = None
 
 
 def is_available() -> bool:

@@ -549,3 +549,12 @@ class LayerNormGrad(Primitive):
             return x.shape, x.dtype
         d = math.prod(x.shape[len(x.shape) - self.n:])
         return (math.prod(x.shape) // max(d, 1) + 1, d), x.dtype
+
+
+# Compiled CPU kernels for the fused layer primitives (numba, on first use; these NumPy forwards run
+# where numba is absent, for float64, and for a softmax over another axis): backends/cpu_kernels.py
+from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
+
+_cpu_kernels.install({Gelu: "gelu", GeluGrad: "gelu_grad", Softmax: "softmax", SoftmaxGrad: "softmax_grad",
+                      LogSoftmax: "log_softmax", Normalize: "normalize", LayerNorm: "layer_norm",
+                      LayerNormGrad: "layer_norm_grad"})
