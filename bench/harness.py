@@ -13,22 +13,24 @@ import statistics
 import time
 
 
-def _time(fn, iters: int) -> float:
-    t0 = time.perf_counter()
+def _time(fn, iters: int, timer=time.perf_counter) -> float:
+    t0 = timer()
     for _ in range(iters):
         fn()
-    return (time.perf_counter() - t0) / iters
+    return (timer() - t0) / iters
 
 
-def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup: int = 2) -> dict:
-    """Median seconds per iteration of each side; runs alternate so drift hits both alike."""
+def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup: int = 2,
+            timer=time.perf_counter) -> dict:
+    """Median seconds per iteration of each side; runs alternate so drift hits both alike. `timer`:
+    wall clock by default; time.thread_time measures the work of single-threaded runs on a busy machine."""
     for _ in range(warmup):
-        _time(ember_fn, max(1, iters // 10))
-        _time(torch_fn, max(1, iters // 10))
+        _time(ember_fn, max(1, iters // 10), timer)
+        _time(torch_fn, max(1, iters // 10), timer)
     te, tt = [], []
     for _ in range(repeats):
-        te.append(_time(ember_fn, iters))
-        tt.append(_time(torch_fn, iters))
+        te.append(_time(ember_fn, iters, timer))
+        tt.append(_time(torch_fn, iters, timer))
     e, t = statistics.median(te), statistics.median(tt)
     return {"name": name, "ember": e, "torch": t, "ratio": e / t}
 

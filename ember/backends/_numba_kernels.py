@@ -237,3 +237,36 @@ def layer_norm_grad(x, g, w, dx, dw, eps, has_w, with_w):
         if with_w:
             for j in range(n):
                 dw[j] += gr[j] * ((xr[j] - mean) * rstd)
+
+
+# ---- Adam / AdamW step, in place -------------------------------------------------------------------
+# The operations and their order are AdamStep.forward's (torch's), one element at a time: no fastmath
+# (no FMA contraction), so the result is bit for bit the NumPy forward's.
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def adam_step(p, g, m, v, vmax, decay, wd, w1, small_w1, c2, beta2, step_size, bc2_sqrt, eps,
+              decoupled, maximize, amsgrad):
+    """decay: 1 - lr * wd (applied when decoupled and wd != 0); wd: L2 weight decay (applied when not
+    decoupled and wd != 0); w1 = 1 - beta1 when `small_w1` (w1 < 0.5), else beta1; c2 = 1 - beta2."""
+    for i in range(p.size):
+        pi = p[i]
+        if decoupled and wd != 0:
+            pi = pi * decay
+        gi = -g[i] if maximize else g[i]
+        if not decoupled and wd != 0:
+            gi = gi + pi * wd
+        diff = gi - m[i]
+        if small_w1:
+            mi = m[i] + diff * w1
+        else:
+            mi = gi - diff * w1
+        m[i] = mi
+        vi = v[i] * beta2 + (gi * c2) * gi
+        v[i] = vi
+        if amsgrad:
+            vm = vmax[i]
+            if not (vi > vm or vi != vi):
+                vi = vm
+            vmax[i] = vi
+        denom = np.sqrt(vi) / bc2_sqrt + eps   # float32 sqrt (math.sqrt would round through float64)
+        p[i] = pi - (mi * step_size) / denom

@@ -6,7 +6,8 @@ passes (bench/w5_parts.py, bench/RESULTS.md).
 `kernel(node, *arrays)` instead of `node.forward(*arrays)` for host arrays of those primitives only.
 Nothing here imports numba until a kernel first runs (`import ember` stays numba-free); where numba is
 not installed (the optional `ember[jit]` extra) that first call unregisters every kernel and the NumPy
-forwards run as before. `EMBER_CPU_KERNELS=0` in the environment, or `disable()`, turns them off.
+forwards run as before. `EMBER_CPU_KERNELS=0` in the environment, or `disable()`, turns them off
+(also those of modules imported later).
 
 A kernel handles the common case and hands the rest to the primitive's own forward: float32 arrays, and
 float16/bfloat16 computed in float32 (as the forwards and torch's CPU kernels do; `Primitive.apply` casts
@@ -40,21 +41,29 @@ def _k():
     return _K
 
 
+_on = os.environ.get("EMBER_CPU_KERNELS", "1") != "0"
+
+
 def install(table: dict) -> None:
-    """Register `{Primitive class: name of a kernel in this module}` unless EMBER_CPU_KERNELS=0."""
+    """Register `{Primitive class: name of a kernel in this module}` (unless they are disabled: then
+    `enable()` registers them)."""
     for cls, name in table.items():
         _installed[cls] = globals()[name]
-    if os.environ.get("EMBER_CPU_KERNELS", "1") != "0":
-        enable()
+        if _on:
+            cpu.register_kernel(cls, _installed[cls])
 
 
 def enable() -> None:
+    global _on
+    _on = True
     for cls, fn in _installed.items():
         cpu.register_kernel(cls, fn)
 
 
 def disable() -> None:
     """Unregister the kernels: every primitive runs its NumPy forward (tests compare both ways)."""
+    global _on
+    _on = False
     for cls in _installed:
         cpu.unregister_kernel(cls)
 
@@ -185,3 +194,28 @@ def layer_norm_grad(node, x, g, w=None):
     K.layer_norm_grad(x2, g2.reshape(-1, d), ws.reshape(-1), out, _EMPTY, np.float32(node.eps),
                       w is not None, False)
     return out.reshape(x.shape)
+
+
+def adam_step(node, p, g, m, v, *rest):
+    """AdamStep in one pass over each element, bit for bit its forward (float32 parameters whose state
+    is C-contiguous float32 of the same shape; the rest runs the forward)."""
+    vmax = rest[0] if node.amsgrad else _EMPTY
+    state = (p, m, v, vmax) if node.amsgrad else (p, m, v)
+    ok = all(a.dtype == np.float32 and a.flags.c_contiguous and a.shape == p.shape for a in state) \
+        and g.dtype == np.float32 and g.shape == p.shape
+    K = _k() if ok else None
+    if K is None:
+        return node.forward(p, g, m, v, *rest)
+    step, lr = rest[-2], rest[-1]
+    step += 1
+    f32 = np.float32
+    step_size = f32((lr / (1 - node.beta1 ** step)).astype(f32))    # as AdamStep.forward computes them
+    bc2_sqrt = f32(np.sqrt(1 - node.beta2 ** step).astype(f32))
+    wd = node.weight_decay
+    decay = f32((1 - lr * wd).astype(f32)) if node.decoupled and wd != 0 else f32(1)
+    w = 1 - node.beta1
+    w1 = f32(w) if w < 0.5 else f32(1 - w)
+    K.adam_step(p.reshape(-1), np.ascontiguousarray(g).reshape(-1), m.reshape(-1), v.reshape(-1),
+                vmax.reshape(-1), decay, f32(wd), w1, w < 0.5, f32(1 - node.beta2), f32(node.beta2),
+                step_size, bc2_sqrt, f32(node.eps), node.decoupled, node.maximize, node.amsgrad)
+    return p

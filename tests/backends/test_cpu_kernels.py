@@ -150,3 +150,29 @@ def test_import_ember_does_not_import_numba():
     out = subprocess.run([sys.executable, "-c", "import ember, sys; ember.randn(3) + 1; "
                           "print('numba' in sys.modules)"], capture_output=True, text=True, timeout=280)
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("opt,kw", [("Adam", {}), ("AdamW", {}), ("Adam", {"weight_decay": 0.1, "amsgrad": True}),
+                                    ("Adam", {"maximize": True}), ("AdamW", {"amsgrad": True, "betas": (0.3, 0.9)})])
+def test_adam_step_kernel_is_bit_identical_to_the_numpy_step(calls, monkeypatch, opt, kw):
+    from ember.backends import _numba_kernels as K
+    n = []
+    orig = K.adam_step
+    monkeypatch.setattr(K, "adam_step", lambda *a: (n.append(1), orig(*a)))
+
+    def train(on):
+        cpu_kernels.enable() if on else cpu_kernels.disable()
+        ember.manual_seed(0)
+        ps = [ember.randn(37, 5, requires_grad=True), ember.randn(3, requires_grad=True)]
+        o = getattr(ember.optim, opt)(ps, lr=1e-2, **kw)
+        for i in range(4):
+            o.zero_grad()
+            sum((p * p * (i + 1) + p).sum() for p in ps).backward()
+            o.step()
+        return [p.detach().numpy().copy() for p in ps] + [o.state[p]["exp_avg_sq"].numpy().copy() for p in ps]
+    want = train(False)
+    assert n == []
+    got = train(True)
+    assert len(n) == 8   # 4 steps x 2 parameters through the kernel
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)
