@@ -15,7 +15,7 @@ kernels: dict = {}
 
 
 def register_kernel(cls, fn) -> None:
-    """Run `fn(node, *arrays)` instead of `cls.forward` on host arrays."""
+    """Run `fn(node, *arrays)` instead of `cls.forward` on host arrays (subclasses of `cls` inherit it)."""
     kernels[cls] = fn
     cls.cpu_kernel = staticmethod(fn)
 
