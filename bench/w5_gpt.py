@@ -6,12 +6,17 @@ forward, backward, step. Alternating runs after warm-up; medians and the ratio e
 
     .venv/bin/python bench/w5_gpt.py
     .venv/bin/python bench/w5_gpt.py --profile     # cProfile of the Ember step, top costs
+    .venv/bin/python bench/w5_gpt.py --kernels-ab  # Ember without, then with, its compiled CPU kernels
+                                                   # (ember/backends/cpu_kernels.py), alternating rounds
+    .venv/bin/python bench/w5_gpt.py --cpu         # one thread each side, CPU time of the thread
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -90,7 +95,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--kernels-ab", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cpu", action="store_true")
     args = ap.parse_args()
+    timer = time.perf_counter
+    if args.cpu:
+        timer = time.thread_time
+        torch.set_num_threads(1)
+        ember.set_num_threads(1)
     rng = np.random.default_rng(0)
     idx_np = rng.integers(0, VOCAB, (BATCH, BLOCK)).astype(np.int64)
     tgt_np = rng.integers(0, VOCAB, (BATCH, BLOCK)).astype(np.int64)
@@ -98,7 +111,21 @@ def main():
     if args.profile:
         profile(e_step, iters=20, warmup=3, top=20)
         return
-    row = compare("W5 tiny GPT + AdamW", e_step, t_step, iters=args.iters)
+    if args.kernels_ab:
+        from ember.backends import cpu_kernels
+        ratios = {False: [], True: []}
+        for _ in range(args.rounds):
+            for on in (False, True):
+                cpu_kernels.enable() if on else cpu_kernels.disable()
+                r = compare("W5", e_step, t_step, iters=args.iters, clock=timer)
+                ratios[on].append(r["ratio"])
+                print(f"kernels {'on ' if on else 'off'}: ember {r['ember'] * 1e3:.2f} ms, "
+                      f"torch {r['torch'] * 1e3:.2f} ms, ratio {r['ratio']:.2f}", flush=True)
+        print(machine())
+        print(f"W5 ember / torch, median of {args.rounds} rounds: without kernels "
+              f"{statistics.median(ratios[False]):.2f}, with kernels {statistics.median(ratios[True]):.2f}")
+        return
+    row = compare("W5 tiny GPT + AdamW", e_step, t_step, iters=args.iters, clock=timer)
     print(machine())
     print(table([row], {"W5 tiny GPT + AdamW": TARGET}))
 

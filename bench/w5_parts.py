@@ -1,10 +1,16 @@
 """W5 by component: each layer of the tiny GPT at W5's shapes, forward + backward, Ember vs torch.
 
-Explains where W5's gap is (see bench/RESULTS.md). Min of 5 repeats of 20 iterations per side.
+Explains where W5's gap is (see bench/RESULTS.md). Min of 5 repeats of 20 iterations per side; Ember with
+its compiled CPU kernels (ember/backends/cpu_kernels.py) and without them, alternating in one process.
 
     .venv/bin/python bench/w5_parts.py
+    .venv/bin/python bench/w5_parts.py --cpu    # one thread each side, CPU time of the thread: the work
+                                                # done, robust to other jobs on a loaded machine
 """
+import argparse
 import os
+import statistics
+import time
 import timeit
 
 import numpy as np
@@ -13,16 +19,33 @@ import torch
 import ember
 import ember.nn.functional as EF  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
-torch.set_num_threads(os.cpu_count() or 1)
+from ember.backends import cpu_kernels  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--cpu", action="store_true")
+ap.add_argument("--rounds", type=int, default=3)
+ARGS = ap.parse_args()
+TIMER = time.thread_time if ARGS.cpu else time.perf_counter
+if ARGS.cpu:
+    torch.set_num_threads(1)
+    ember.set_num_threads(1)
+else:
+    torch.set_num_threads(os.cpu_count() or 1)
+
+
 def run(lib, F, x_np, fn, g_np):
     x = lib.tensor(x_np, requires_grad=True) if lib is ember else torch.tensor(x_np, requires_grad=True)
     g = lib.tensor(g_np) if lib is ember else torch.tensor(g_np)
+
     def step():
         x.grad = None
         y = fn(lib, F, x)
         y.backward(g)
     n = 20
-    return min(timeit.repeat(step, number=n, repeat=5)) / n * 1e3
+    step()
+    return min(timeit.repeat(step, number=n, repeat=5, timer=TIMER)) / n * 1e3
+
+
 rng = np.random.default_rng(0)
 def lin(inf, outf):
     w = rng.standard_normal((outf, inf)).astype(np.float32) * 0.05; b = np.zeros(outf, np.float32)
@@ -44,7 +67,16 @@ cases = [
 ]
 TGT = {ember: ember.tensor(rng.integers(0, 65, 1024)), torch: torch.tensor(rng.integers(0, 65, 1024))}
 
+print(f"{'component':16s} {'no kernels':>10s} {'kernels':>8s} {'torch':>8s}   ratio before -> after"
+      f"  ({'CPU time, 1 thread' if ARGS.cpu else 'wall'}, ms, median of {ARGS.rounds} rounds)")
 for name, shape, fn, gshape in cases:
     x = rng.standard_normal(shape).astype(np.float32); g = rng.standard_normal(gshape).astype(np.float32)
-    te, tt = run(ember, EF, x, fn, g), run(torch, TF, x, fn, g)
-    print(f"{name:16s} ember {te:6.2f} ms  torch {tt:6.2f} ms  ratio {te/tt:5.2f}  gap {te-tt:+.2f} ms")
+    off, on, tt = [], [], []
+    for _ in range(ARGS.rounds):
+        cpu_kernels.disable()
+        off.append(run(ember, EF, x, fn, g))
+        cpu_kernels.enable()
+        on.append(run(ember, EF, x, fn, g))
+        tt.append(run(torch, TF, x, fn, g))
+    off, on, tt = (statistics.median(v) for v in (off, on, tt))
+    print(f"{name:16s} {off:10.3f} {on:8.3f} {tt:8.3f}   {off / tt:5.2f} -> {on / tt:5.2f}")

@@ -20,7 +20,6 @@ from . import anomaly
 from .. import _debug, _memory
 from ..backends import run as _backend_run
 from ..backends.host import asarray as _host_asarray
-from ..backends.cpu import kernels as _CPU_KERNELS
 from ..backends.meta import MetaArray
 
 __all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
@@ -158,6 +157,7 @@ class Primitive(Node):
     differentiable = True
     keeps_dtype = True    # a float output has the first input's dtype (False: Cast)
     elementwise = False   # output has the inputs' broadcast shape: checked to fit before it is made
+    cpu_kernel = None     # fn(node, *arrays) run instead of forward on host arrays (cpu.register_kernel)
 
     @classmethod
     def apply(cls, *inputs, **params):
@@ -180,10 +180,11 @@ class Primitive(Node):
                 _check_output_fits(node, arrays)
         try:
             if not arrays or arrays[0].__class__ is _ndarray:   # host arrays: one identity test
-                if _CPU_KERNELS:   # empty unless a CPU kernel is registered
-                    out = _backend_run(node, arrays)
-                else:
+                kernel = cls.cpu_kernel   # None unless backends.cpu registered a kernel for this class
+                if kernel is None:
                     out = node.forward(*arrays)   # the forward is NumPy: no call in between
+                else:
+                    out = kernel(node, *arrays)
             elif arrays[0].__class__ is _MetaArray:
                 out = _infer_meta(node, inputs, arrays)   # device="meta": shape and dtype, no forward
             else:
@@ -234,19 +235,25 @@ class Primitive(Node):
                                   f"cannot run on device='meta'; add infer(self, *specs) -> (shape, dtype)")
 
 
+_Assign = None   # ops.inplace.Assign, kept by add_into's first call (ops imports this module)
+
+
 def add_into(dst, src) -> None:
     """`Assign(op='add')` of `src` into `dst` (the engine's `.grad` accumulation), through the dispatcher.
 
-    The dispatcher's one fast path: with no dispatch mode open in any thread, no CPU kernel registered and
-    two NumPy arrays of one dtype, it makes the same ufunc call `Assign.forward` would (`dst += src`)
-    without building a node, which is a third of a small backward's accumulation cost. Anything else
-    (a mode to see the call, a device or meta array, a dtype to cast) goes through `Assign.apply`."""
+    The dispatcher's one fast path: with no dispatch mode open in any thread, no CPU kernel registered for
+    Assign and two NumPy arrays of one dtype, it makes the same ufunc call `Assign.forward` would
+    (`dst += src`) without building a node, which is a third of a small backward's accumulation cost.
+    Anything else (a mode to see the call, a device or meta array, a dtype to cast) goes through
+    `Assign.apply`."""
+    global _Assign
     a, b = dst._data, src._data
     if not ACTIVE and a.__class__ is _ndarray and b.__class__ is _ndarray and a.dtype is b.dtype \
-            and not _CPU_KERNELS:
+            and _Assign is not None and _Assign.cpu_kernel is None:
         a += b
     else:
         from ..ops.inplace import Assign
+        _Assign = Assign
         Assign.apply(dst, src, op="add")
 
 

@@ -7,9 +7,36 @@ from . import copy_via_host, get, run_with
 
 xp = np
 
-# Primitive class -> fn(node, *arrays): a CPU kernel that replaces the primitive's `xp` forward. Empty:
-# every primitive's forward is already NumPy. While it is empty Primitive.apply calls forward directly.
-kernels: dict = {}
+class _KernelTable(dict):
+    """{Primitive class: fn(node, *arrays)}, a CPU kernel run instead of the primitive's `xp` forward
+    (the compiled ones: cpu_kernels.py). Each entry is mirrored on the class as `cpu_kernel`, which is
+    what Primitive.apply reads: a primitive without a kernel pays one attribute read, no lookup or call.
+    Subclasses of a registered class inherit its kernel."""
+
+    def __setitem__(self, cls, fn):
+        super().__setitem__(cls, fn)
+        cls.cpu_kernel = staticmethod(fn)
+
+    def __delitem__(self, cls):
+        super().__delitem__(cls)
+        cls.cpu_kernel = None
+
+    def pop(self, cls, *default):
+        if cls in self:
+            cls.cpu_kernel = None
+        return super().pop(cls, *default)
+
+
+kernels: dict = _KernelTable()
+
+
+def register_kernel(cls, fn) -> None:
+    """Run `fn(node, *arrays)` instead of `cls.forward` on host arrays."""
+    kernels[cls] = fn
+
+
+def unregister_kernel(cls) -> None:
+    kernels.pop(cls, None)
 
 
 def is_available() -> bool:

@@ -969,3 +969,11 @@ class BatchNormGrad(Primitive):
     def infer(self, x, g, w, mean, var):
         return (tuple(x.shape), x.dtype), ((x.shape[1],), x.dtype), ((x.shape[1],), x.dtype)
 
+
+# Compiled CPU kernels for the fused layer primitives (numba, on first use; these NumPy forwards run
+# where numba is absent, for float64, and for a softmax over another axis): backends/cpu_kernels.py
+from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
+
+_cpu_kernels.install({Gelu: "gelu", GeluGrad: "gelu_grad", Softmax: "softmax", SoftmaxGrad: "softmax_grad",
+                      LogSoftmax: "log_softmax", Normalize: "normalize", LayerNorm: "layer_norm",
+                      LayerNormGrad: "layer_norm_grad"})

@@ -72,3 +72,9 @@ class AdamStep(Primitive):
 
     def infer(self, p, *rest):
         return tuple(p.shape), p.dtype
+
+
+# Adam's update in one compiled pass per parameter on the CPU (numba, on first use): backends/cpu_kernels.py
+from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
+
+_cpu_kernels.install({AdamStep: "adam_step"})

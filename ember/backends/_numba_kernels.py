@@ -1,0 +1,272 @@
+"""The numba-compiled loops behind `cpu_kernels` (float32, C-contiguous arrays; callers prepare them).
+
+Imported only on the first call of a CPU kernel (numba is the optional `ember[jit]` extra). Compiled
+machine code is cached on disk (`cache=True`: next to this file when it is writable, else numba's
+per-user cache directory, or `NUMBA_CACHE_DIR`), so only the first process ever pays the compile.
+
+numba has no vector math library here (no SVML), so a loop that calls `math.exp` or `math.erf` runs one
+element at a time. `_exp` and `_erf` below are written in multiplies, adds and one divide, which LLVM
+vectorises (AVX2/AVX-512): exp is Cephes' expf (range reduction to [-ln2/2, ln2/2], a degree-6
+polynomial, 2^n built from its bits), erf is the rational approximation of Eigen/XLA on [-4, 4]
+(|error| < 5e-7, a few float32 ulp). Elementwise loops allow only FMA contraction; reductions also
+allow reassociation, which is what lets LLVM vectorise a float sum (the order then differs from NumPy's
+pairwise sum by float32 rounding, as torch's does).
+"""
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+_ELEM = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+_RED = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+
+f32 = np.float32
+_LOG2E = f32(1.44269504088896341)
+_LN2_HI = f32(0.693359375)
+_LN2_LO = f32(-2.12194440e-4)
+_EXP_HI = f32(88.72283905206835)
+_EXP_LO = f32(-87.3365478515625)   # below: the result is under float32's smallest normal, returned as 0
+_P0, _P1, _P2 = f32(1.9875691500e-4), f32(1.3981999507e-3), f32(8.3334519073e-3)
+_P3, _P4, _P5 = f32(4.1665795894e-2), f32(1.6666665459e-1), f32(5.0000001201e-1)
+_ONE, _HALF, _ZERO = f32(1.0), f32(0.5), f32(0.0)
+_A = [f32(c) for c in (-1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-04,
+                       -5.69250639462346e-05, -2.10102402082508e-06, 2.77068142495902e-08,
+                       -2.72614225801306e-10)]
+_A1, _A3, _A5, _A7, _A9, _A11, _A13 = _A
+_B0, _B2, _B4, _B6, _B8 = [f32(c) for c in (-1.42647390514189e-02, -7.37332916720468e-03,
+                                             -1.68282697438203e-03, -2.13374055278905e-04,
+                                             -1.45660718464996e-05)]
+_FOUR = f32(4.0)
+_INV_SQRT2 = f32(1.0 / math.sqrt(2.0))
+_INV_SQRT_2PI = f32(1.0 / math.sqrt(2.0 * math.pi))
+_NEG_HALF = f32(-0.5)
+_NEG_INF = f32(-np.inf)
+
+
+@intrinsic
+def _f32_from_bits(typingctx, bits):
+    """The float32 whose bit pattern is the low 32 bits of the integer `bits` (no conversion)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        if bits.bitwidth > 32:
+            v = builder.trunc(v, ir.IntType(32))
+        elif bits.bitwidth < 32:
+            v = builder.sext(v, ir.IntType(32))
+        return builder.bitcast(v, ir.FloatType())
+    return types.float32(bits), codegen
+
+
+@njit(inline="always", **_ELEM)
+def _exp(x):
+    """exp of a float32: Cephes expf, ~1 ulp; 0 below -87.34 (float32's smallest normal), inf above
+    88.72, NaN stays NaN."""
+    c = min(max(x, _EXP_LO), _EXP_HI)
+    n = np.floor(c * _LOG2E + _HALF)
+    r = c - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = _P0
+    p = p * r + _P1
+    p = p * r + _P2
+    p = p * r + _P3
+    p = p * r + _P4
+    p = p * r + _P5
+    p = p * r * r + r + _ONE
+    ni = np.int32(n)                     # in [-126, 128]: 2^n as two normal factors, 2^n1 * 2^n2
+    n1 = ni >> np.int32(1)
+    y = p * _f32_from_bits((n1 + np.int32(127)) << np.int32(23)) \
+        * _f32_from_bits((ni - n1 + np.int32(127)) << np.int32(23))
+    if x < _EXP_LO:
+        y = _ZERO
+    if x > _EXP_HI:
+        y = f32(np.inf)
+    if x != x:
+        y = x
+    return y
+
+
+@njit(inline="always", **_ELEM)
+def _erf(x):
+    """erf of a float32: Eigen's rational approximation on [-4, 4] (|error| < 5e-7); NaN stays NaN."""
+    c = min(max(x, -_FOUR), _FOUR)
+    c2 = c * c
+    p = _A13
+    p = p * c2 + _A11
+    p = p * c2 + _A9
+    p = p * c2 + _A7
+    p = p * c2 + _A5
+    p = p * c2 + _A3
+    p = p * c2 + _A1
+    p = p * c
+    q = _B8
+    q = q * c2 + _B6
+    q = q * c2 + _B4
+    q = q * c2 + _B2
+    q = q * c2 + _B0
+    y = p / q
+    if x != x:
+        y = x
+    return y
+
+
+# ---- GELU (exact, erf form) ----------------------------------------------------------------------
+
+@njit(**_ELEM)
+def gelu(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v * (_HALF + _HALF * _erf(v * _INV_SQRT2))
+
+
+@njit(**_ELEM)
+def gelu_grad(x, g, out):
+    """g * (Phi(x) + x phi(x))."""
+    for i in range(x.size):
+        v = x[i]
+        cdf = _HALF + _HALF * _erf(v * _INV_SQRT2)
+        pdf = _exp(_NEG_HALF * v * v) * _INV_SQRT_2PI
+        out[i] = g[i] * (cdf + v * pdf)
+
+
+# ---- softmax over the last axis of (rows, n) -----------------------------------------------------
+
+@njit(**_RED)
+def softmax(x, out):
+    rows, n = x.shape
+    for r in range(rows):
+        xr, orow = x[r], out[r]
+        m = _NEG_INF
+        for j in range(n):
+            m = max(m, xr[j])
+        s = _ZERO
+        for j in range(n):
+            e = _exp(xr[j] - m)
+            orow[j] = e
+            s += e
+        for j in range(n):
+            orow[j] = orow[j] / s
+
+
+@njit(**_RED)
+def log_softmax(x, out):
+    rows, n = x.shape
+    for r in range(rows):
+        xr, orow = x[r], out[r]
+        m = _NEG_INF
+        for j in range(n):
+            m = max(m, xr[j])
+        s = _ZERO
+        for j in range(n):
+            s += _exp(xr[j] - m)
+        lse = f32(math.log(s))
+        for j in range(n):
+            orow[j] = (xr[j] - m) - lse
+
+
+@njit(**_RED)
+def softmax_grad(y, g, out):
+    """y * (g - sum(g * y)) per row."""
+    rows, n = y.shape
+    for r in range(rows):
+        yr, gr, orow = y[r], g[r], out[r]
+        d = _ZERO
+        for j in range(n):
+            d += gr[j] * yr[j]
+        for j in range(n):
+            orow[j] = gr[j] * yr[j] - yr[j] * d
+
+
+# ---- LayerNorm over the last axis of (rows, n) ---------------------------------------------------
+
+@njit(**_RED)
+def _row_stats(xr, eps):
+    n = xr.size
+    s = _ZERO
+    for j in range(n):
+        s += xr[j]
+    mean = s / f32(n)
+    v = _ZERO
+    for j in range(n):
+        d = xr[j] - mean
+        v += d * d
+    rstd = _ONE / f32(math.sqrt(v / f32(n) + eps))
+    return mean, rstd
+
+
+@njit(**_RED)
+def layer_norm(x, w, b, out, eps, affine):
+    """(x - mean) * rstd (* w + b when `affine`) per row; float32 sums, as torch's CPU kernel."""
+    rows, n = x.shape
+    for r in range(rows):
+        xr, orow = x[r], out[r]
+        mean, rstd = _row_stats(xr, eps)
+        if affine:
+            for j in range(n):
+                orow[j] = (xr[j] - mean) * rstd * w[j] + b[j]
+        else:
+            for j in range(n):
+                orow[j] = (xr[j] - mean) * rstd
+
+
+@njit(**_RED)
+def layer_norm_grad(x, g, w, dx, dw, eps, has_w, with_w):
+    """dx = rstd * (h - mean(h) - xhat * mean(h * xhat)), h = g * w (g without `has_w`); with `with_w`,
+    dw (zeroed by the caller) += g * xhat summed over rows."""
+    rows, n = x.shape
+    inv_n = _ONE / f32(n)
+    for r in range(rows):
+        xr, gr, dxr = x[r], g[r], dx[r]
+        mean, rstd = _row_stats(xr, eps)
+        sh = _ZERO
+        shx = _ZERO
+        for j in range(n):
+            h = gr[j] * w[j] if has_w else gr[j]
+            xhat = (xr[j] - mean) * rstd
+            sh += h
+            shx += h * xhat
+        mh = sh * inv_n
+        mhx = shx * inv_n
+        for j in range(n):
+            h = gr[j] * w[j] if has_w else gr[j]
+            xhat = (xr[j] - mean) * rstd
+            dxr[j] = rstd * (h - mh - xhat * mhx)
+        if with_w:
+            for j in range(n):
+                dw[j] += gr[j] * ((xr[j] - mean) * rstd)
+
+
+# ---- Adam / AdamW step, in place -------------------------------------------------------------------
+# The operations and their order are AdamStep.forward's (torch's), one element at a time: no fastmath
+# (no FMA contraction), so the result is bit for bit the NumPy forward's.
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def adam_step(p, g, m, v, vmax, decay, wd, w1, small_w1, c2, beta2, step_size, bc2_sqrt, eps,
+              decoupled, maximize, amsgrad):
+    """decay: 1 - lr * wd (applied when decoupled and wd != 0); wd: L2 weight decay (applied when not
+    decoupled and wd != 0); w1 = 1 - beta1 when `small_w1` (w1 < 0.5), else beta1; c2 = 1 - beta2."""
+    for i in range(p.size):
+        pi = p[i]
+        if decoupled and wd != 0:
+            pi = pi * decay
+        gi = -g[i] if maximize else g[i]
+        if not decoupled and wd != 0:
+            gi = gi + pi * wd
+        diff = gi - m[i]
+        if small_w1:
+            mi = m[i] + diff * w1
+        else:
+            mi = gi - diff * w1
+        m[i] = mi
+        vi = v[i] * beta2 + (gi * c2) * gi
+        v[i] = vi
+        if amsgrad:
+            vm = vmax[i]
+            if not (vi > vm or vi != vi):
+                vi = vm
+            vmax[i] = vi
+        denom = np.sqrt(vi) / bc2_sqrt + eps   # float32 sqrt (math.sqrt would round through float64)
+        p[i] = pi - (mi * step_size) / denom

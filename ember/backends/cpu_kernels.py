@@ -1,0 +1,221 @@
+"""Compiled CPU kernels behind the hottest eager primitives: exact GELU, softmax, log_softmax, LayerNorm
+(and Normalize) and their gradients, each one pass of a numba loop where the NumPy forward is 10-25 ufunc
+passes (bench/w5_parts.py, bench/RESULTS.md).
+
+`install` registers them in `cpu.kernels` (through `cpu.register_kernel`); `Primitive.apply` then calls
+`kernel(node, *arrays)` instead of `node.forward(*arrays)` for host arrays of those primitives only.
+Nothing here imports numba until a kernel first runs (`import ember` stays numba-free); where numba is
+not installed (the optional `ember[jit]` extra) that first call unregisters every kernel and the NumPy
+forwards run as before. `EMBER_CPU_KERNELS=0` in the environment, or `disable()`, turns them off
+(also those of modules imported later).
+
+A kernel handles the common case and hands the rest to the primitive's own forward: float32 arrays, and
+float16/bfloat16 computed in float32 (as the forwards and torch's CPU kernels do; `Primitive.apply` casts
+the result back), reductions over the last axis. float64 and other axes run the NumPy forward, so the
+kernels change results only by float32 rounding (erf and exp are a few ulp from NumPy's).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from . import cpu
+
+_K = None          # the `_numba_kernels` module once imported
+_installed = {}    # Primitive class -> kernel, what `install` registered (for enable/disable)
+_EMPTY = np.empty(0, np.float32)
+
+
+def _k():
+    """The compiled kernels module, or None (every kernel unregistered) where numba cannot be imported."""
+    global _K
+    if _K is None:
+        try:
+            from . import _numba_kernels
+        except ImportError:
+            disable()
+            return None
+        _K = _numba_kernels
+    return _K
+
+
+_on = os.environ.get("EMBER_CPU_KERNELS", "1") != "0"
+
+
+def install(table: dict) -> None:
+    """Register `{Primitive class: name of a kernel in this module}` (unless they are disabled: then
+    `enable()` registers them)."""
+    for cls, name in table.items():
+        _installed[cls] = globals()[name]
+        if _on:
+            cpu.register_kernel(cls, _installed[cls])
+
+
+def enable() -> None:
+    global _on
+    _on = True
+    for cls, fn in _installed.items():
+        cpu.register_kernel(cls, fn)
+
+
+def disable() -> None:
+    """Unregister the kernels: every primitive runs its NumPy forward (tests compare both ways)."""
+    global _on
+    _on = False
+    for cls in _installed:
+        cpu.unregister_kernel(cls)
+
+
+def enabled() -> bool:
+    return any(cls in cpu.kernels for cls in _installed)
+
+
+def _f32(a):
+    """`a` as a C-contiguous float32 array (2-byte floats widened), or None for other dtypes."""
+    dt = a.dtype
+    if dt == np.float32:
+        return np.ascontiguousarray(a)
+    if dt.itemsize == 2 and dt.kind in "fV":   # float16, bfloat16 (ml_dtypes)
+        return a.astype(np.float32)
+    return None
+
+
+def _rows(node, x, axis):
+    """(rows, n) float32 view of x reduced over its last axis `axis`, or None (fallback)."""
+    if x.ndim == 0 or axis % x.ndim != x.ndim - 1 or x.shape[-1] == 0:
+        return None
+    xs = _f32(x)
+    return None if xs is None else xs.reshape(-1, x.shape[-1])
+
+
+# ---- the kernels: fn(node, *arrays) like node.forward --------------------------------------------
+
+def gelu(node, x):
+    xs = _f32(x)
+    K = _k() if xs is not None else None
+    if K is None:
+        return node.forward(x)
+    out = np.empty(x.shape, np.float32)
+    K.gelu(xs.reshape(-1), out.reshape(-1))
+    return out
+
+
+def gelu_grad(node, x, g):
+    xs, gs = _f32(x), _f32(g)
+    K = _k() if xs is not None and gs is not None and x.shape == g.shape else None
+    if K is None:
+        return node.forward(x, g)
+    out = np.empty(x.shape, np.float32)
+    K.gelu_grad(xs.reshape(-1), gs.reshape(-1), out.reshape(-1))
+    return out
+
+
+def softmax(node, x):
+    x2 = _rows(node, x, node.axis)
+    K = _k() if x2 is not None else None
+    if K is None:
+        return node.forward(x)
+    out = np.empty(x2.shape, np.float32)
+    K.softmax(x2, out)
+    return out.reshape(x.shape)
+
+
+def log_softmax(node, x):
+    x2 = _rows(node, x, node.axis)
+    K = _k() if x2 is not None else None
+    if K is None:
+        return node.forward(x)
+    out = np.empty(x2.shape, np.float32)
+    K.log_softmax(x2, out)
+    return out.reshape(x.shape)
+
+
+def softmax_grad(node, y, g):
+    y2 = _rows(node, y, node.axis)
+    g2 = _rows(node, g, node.axis) if y2 is not None and y.shape == g.shape else None
+    K = _k() if g2 is not None else None
+    if K is None:
+        return node.forward(y, g)
+    out = np.empty(y2.shape, np.float32)
+    K.softmax_grad(y2, g2, out)
+    return out.reshape(y.shape)
+
+
+def _norm_rows(node, x):
+    """(x as (rows, d) float32, d) for normalisation over the trailing node.n dims, or (None, d)."""
+    n = node.n
+    if n < 1 or n > x.ndim:
+        return None, 0
+    d = math.prod(x.shape[x.ndim - n:])
+    xs = _f32(x) if d else None
+    return (None if xs is None else xs.reshape(-1, d)), d
+
+
+def layer_norm(node, x, w, b):
+    x2, d = _norm_rows(node, x)
+    ws, bs = (_f32(w), _f32(b)) if x2 is not None else (None, None)
+    ok = ws is not None and bs is not None and ws.size == d and bs.size == d
+    K = _k() if ok else None
+    if K is None:
+        return node.forward(x, w, b)
+    out = np.empty(x2.shape, np.float32)
+    K.layer_norm(x2, ws.reshape(-1), bs.reshape(-1), out, np.float32(node.eps), True)
+    return out.reshape(x.shape)
+
+
+def normalize(node, x):
+    x2, d = _norm_rows(node, x)
+    K = _k() if x2 is not None else None
+    if K is None:
+        return node.forward(x)
+    out = np.empty(x2.shape, np.float32)
+    K.layer_norm(x2, _EMPTY, _EMPTY, out, np.float32(node.eps), False)
+    return out.reshape(x.shape)
+
+
+def layer_norm_grad(node, x, g, w=None):
+    x2, d = _norm_rows(node, x)
+    g2 = _f32(g) if x2 is not None and g.shape == x.shape else None
+    ws = _EMPTY if w is None else (_f32(w) if g2 is not None else None)
+    ok = g2 is not None and ws is not None and (w is None or ws.size == d)
+    K = _k() if ok else None
+    if K is None:
+        return node.forward(x, g, w) if w is not None else node.forward(x, g)
+    rows = x2.shape[0]
+    if node.with_w:
+        out = np.empty((rows + 1, d), np.float32)
+        out[-1] = 0
+        K.layer_norm_grad(x2, g2.reshape(-1, d), ws.reshape(-1), out[:-1], out[-1], np.float32(node.eps),
+                          w is not None, True)
+        return out
+    out = np.empty((rows, d), np.float32)
+    K.layer_norm_grad(x2, g2.reshape(-1, d), ws.reshape(-1), out, _EMPTY, np.float32(node.eps),
+                      w is not None, False)
+    return out.reshape(x.shape)
+
+
+def adam_step(node, p, g, m, v, *rest):
+    """AdamStep in one pass over each element, bit for bit its forward (float32 parameters whose state
+    is C-contiguous float32 of the same shape; the rest runs the forward)."""
+    vmax = rest[0] if node.amsgrad else _EMPTY
+    state = (p, m, v, vmax) if node.amsgrad else (p, m, v)
+    ok = all(a.dtype == np.float32 and a.flags.c_contiguous and a.shape == p.shape for a in state) \
+        and g.dtype == np.float32 and g.shape == p.shape
+    K = _k() if ok else None
+    if K is None:
+        return node.forward(p, g, m, v, *rest)
+    step, lr = rest[-2], rest[-1]
+    step += 1
+    f32 = np.float32
+    step_size = f32((lr / (1 - node.beta1 ** step)).astype(f32))    # as AdamStep.forward computes them
+    bc2_sqrt = f32(np.sqrt(1 - node.beta2 ** step).astype(f32))
+    wd = node.weight_decay
+    decay = f32((1 - lr * wd).astype(f32)) if node.decoupled and wd != 0 else f32(1)
+    w = 1 - node.beta1
+    w1 = f32(w) if w < 0.5 else f32(1 - w)
+    K.adam_step(p.reshape(-1), np.ascontiguousarray(g).reshape(-1), m.reshape(-1), v.reshape(-1),
+                vmax.reshape(-1), decay, f32(wd), w1, w < 0.5, f32(1 - node.beta2), f32(node.beta2),
+                step_size, bc2_sqrt, f32(node.eps), node.decoupled, node.maximize, node.amsgrad)
+    return p

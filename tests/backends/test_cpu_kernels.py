@@ -1,0 +1,178 @@
+"""The compiled CPU kernels (ember/backends/cpu_kernels.py, numba) behind GELU, softmax, log_softmax and
+LayerNorm: the same values as torch with the kernels on and off, on shapes the W5 tests do not reach, and
+proof that the kernel path is the one taken."""
+import numpy as np
+import pytest
+
+from helpers import check_op
+
+import ember
+import ember.nn.functional as F
+from ember.backends import cpu, cpu_kernels
+from ember.ops import layers
+
+
+@pytest.fixture(params=["kernels", "numpy"])
+def kernels(request):
+    """Each test twice: with the compiled kernels (skipped without numba) and with the NumPy forwards."""
+    if request.param == "kernels":
+        pytest.importorskip("numba", reason="the CPU kernels need numba (pip install ember[jit])")
+        cpu_kernels.enable()
+    else:
+        cpu_kernels.disable()
+    yield request.param
+    cpu_kernels.enable()
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Counts calls of each compiled loop (the kernel path was taken, not silently the NumPy forward)."""
+    pytest.importorskip("numba", reason="the CPU kernels need numba (pip install ember[jit])")
+    cpu_kernels.enable()
+    from ember.backends import _numba_kernels as K
+    counts = {}
+    for name in ("gelu", "gelu_grad", "softmax", "softmax_grad", "log_softmax", "layer_norm",
+                 "layer_norm_grad"):
+        def counted(*args, _name=name, _fn=getattr(K, name)):
+            counts[_name] = counts.get(_name, 0) + 1
+            return _fn(*args)
+        monkeypatch.setattr(K, name, counted)
+    return counts
+
+
+def test_registered_for_the_fused_layer_primitives():
+    for cls in (layers.Gelu, layers.GeluGrad, layers.Softmax, layers.SoftmaxGrad, layers.LogSoftmax,
+                layers.Normalize, layers.LayerNorm, layers.LayerNormGrad):
+        assert cls in cpu.kernels and cls.cpu_kernel is not None
+    assert ember.ops.primitives.Add.cpu_kernel is None   # the rest keep the plain forward call
+
+
+def test_the_kernel_path_is_taken(calls):
+    x = ember.randn(4, 6, 32, requires_grad=True)
+    w, b = ember.ones(32, requires_grad=True), ember.zeros(32, requires_grad=True)
+    y = F.layer_norm(F.gelu(x), (32,), w, b)
+    (F.softmax(y, -1) * 2 + F.log_softmax(y, -1)).sum().backward()
+    assert calls == {"gelu": 1, "gelu_grad": 1, "softmax": 1, "softmax_grad": 1, "log_softmax": 1,
+                     "layer_norm": 1, "layer_norm_grad": 1}
+    F.layer_norm(x, (6, 32))   # Normalize: no affine part
+    assert calls["layer_norm"] == 2
+
+
+def test_float64_and_other_axes_run_the_numpy_forward(calls):
+    F.gelu(ember.randn(3, 4, dtype=ember.float64))
+    F.softmax(ember.randn(3, 4), 0)
+    assert calls == {}
+
+
+@pytest.mark.parametrize("shape", [(7, 1), (1,), (), (3, 0), (2, 1, 70001), (5, 33)])
+def test_gelu_shapes(kernels, shape):
+    check_op(lambda L, x: L.nn.functional.gelu(x), shape, dtypes=("float32", "float16", "bfloat16"),
+             low=-6, high=6)
+
+
+@pytest.mark.parametrize("shape", [(7, 1), (1,), (3, 70001), (2, 3, 5), (4, 2, 65)])
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_shapes(kernels, fn, shape):
+    check_op(lambda L, x: getattr(L.nn.functional, fn)(x, -1), shape, dtypes=("float32", "float16", "bfloat16"),
+             low=-20, high=20)
+
+
+@pytest.mark.parametrize("shape,n", [((7, 1), 1), ((1,), 1), ((3, 70001), 1), ((2, 3, 5), 2), ((4, 2, 64), 1)])
+def test_layer_norm_shapes(kernels, shape, n):
+    check_op(lambda L, x, w, b: L.nn.functional.layer_norm(x, shape[-n:], w, b),
+             shape, shape[-n:], shape[-n:], dtypes=("float32", "float16", "bfloat16"), grad_atol=1e-3)
+    check_op(lambda L, x: L.nn.functional.layer_norm(x, shape[-n:]), shape, dtypes=("float32",),
+             grad_atol=1e-3)
+
+
+def test_non_contiguous_inputs(kernels):
+    check_op(lambda L, x: L.nn.functional.gelu(x.transpose(0, 1)), (5, 9))
+    check_op(lambda L, x: L.nn.functional.softmax(x.transpose(0, 1)[::2], -1), (6, 8))
+    check_op(lambda L, x, w, b: L.nn.functional.layer_norm(x.transpose(0, 1), (4,), w, b), (4, 3), (4,), (4,),
+             grad_atol=1e-3)
+    # a broadcast (zero-stride) gradient reaches GeluGrad / LayerNormGrad
+    check_op(lambda L, x: L.nn.functional.gelu(x).sum(), (3, 4))
+    check_op(lambda L, x: L.nn.functional.layer_norm(x, (4,)).sum(), (3, 4), grad_atol=1e-3)
+
+
+def test_masked_and_special_values(kernels):
+    x = np.array([[0.0, -np.inf, 1.0, -np.inf], [-np.inf] * 4, [np.nan, 0, 0, 0], [1e30, 1e30, -1e30, 0]],
+                 np.float32)
+    import torch
+    for name in ("softmax", "log_softmax"):
+        want = getattr(torch.nn.functional, name)(torch.from_numpy(x), -1).numpy()
+        got = getattr(F, name)(ember.tensor(x), -1).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, equal_nan=True)
+    assert F.softmax(ember.tensor(x), -1).numpy()[0, 1] == 0.0   # a masked position is exactly 0
+    g = np.array([np.nan, -np.inf, 40.0, -40.0, 0.0], np.float32)   # (torch: gelu(inf) is nan)
+    want = torch.nn.functional.gelu(torch.from_numpy(g)).numpy()
+    np.testing.assert_allclose(F.gelu(ember.tensor(g)).numpy(), want, rtol=1e-6, equal_nan=True)
+
+
+def test_gelu_and_exp_accuracy_over_the_float32_range(kernels):
+    import torch
+    x = np.linspace(-100, 100, 200001, dtype=np.float32)
+    want = torch.nn.functional.gelu(torch.from_numpy(x).double()).numpy()
+    np.testing.assert_allclose(F.gelu(ember.tensor(x)).numpy(), want, rtol=2e-6, atol=1e-6)
+    t = ember.tensor(x, requires_grad=True)
+    F.gelu(t).backward(ember.ones_like(t))
+    tt = torch.from_numpy(x).double().requires_grad_()
+    torch.nn.functional.gelu(tt).backward(torch.ones_like(tt))
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=2e-6, atol=1e-6)
+    # softmax over a wide row exercises exp from -200 to 0
+    np.testing.assert_allclose(F.softmax(ember.tensor(x[None]), -1).numpy(),
+                               torch.softmax(torch.from_numpy(x[None]).double(), -1).numpy(), rtol=1e-5, atol=1e-30)
+
+
+def test_without_numba_the_numpy_forwards_run(monkeypatch):
+    """Where numba cannot be imported the first kernel call unregisters them all and computes in NumPy."""
+    import sys
+    monkeypatch.setattr(cpu_kernels, "_K", None)
+    import ember.backends
+    monkeypatch.setitem(sys.modules, "numba", None)   # `import numba` fails, as where it is not installed
+    monkeypatch.delitem(sys.modules, "ember.backends._numba_kernels", raising=False)
+    monkeypatch.delattr(ember.backends, "_numba_kernels", raising=False)
+    try:
+        cpu_kernels.enable()
+        x = ember.tensor(np.linspace(-3, 3, 12, dtype=np.float32))
+        y = F.gelu(x)
+        assert not cpu_kernels.enabled() and layers.Gelu.cpu_kernel is None
+        cpu_kernels.disable()
+        np.testing.assert_array_equal(y.numpy(), F.gelu(x).numpy())
+    finally:
+        monkeypatch.undo()
+        cpu_kernels.enable()
+
+
+def test_import_ember_does_not_import_numba():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "import ember, sys; ember.randn(3) + 1; "
+                          "print('numba' in sys.modules)"], capture_output=True, text=True, timeout=280)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("opt,kw", [("Adam", {}), ("AdamW", {}), ("Adam", {"weight_decay": 0.1, "amsgrad": True}),
+                                    ("Adam", {"maximize": True}), ("AdamW", {"amsgrad": True, "betas": (0.3, 0.9)})])
+def test_adam_step_kernel_is_bit_identical_to_the_numpy_step(calls, monkeypatch, opt, kw):
+    from ember.backends import _numba_kernels as K
+    n = []
+    orig = K.adam_step
+    monkeypatch.setattr(K, "adam_step", lambda *a: (n.append(1), orig(*a)))
+
+    def train(on):
+        cpu_kernels.enable() if on else cpu_kernels.disable()
+        ember.manual_seed(0)
+        ps = [ember.randn(37, 5, requires_grad=True), ember.randn(3, requires_grad=True)]
+        o = getattr(ember.optim, opt)(ps, lr=1e-2, **kw)
+        for i in range(4):
+            o.zero_grad()
+            sum((p * p * (i + 1) + p).sum() for p in ps).backward()
+            o.step()
+        return [p.detach().numpy().copy() for p in ps] + [o.state[p]["exp_avg_sq"].numpy().copy() for p in ps]
+    want = train(False)
+    assert n == []
+    got = train(True)
+    assert len(n) == 8   # 4 steps x 2 parameters through the kernel
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)
