@@ -106,7 +106,7 @@ class DispatchMode:
 
 def _type_names(types) -> str:
     types = types if isinstance(types, tuple) else (types,)
-    return " or ".join(t.__name__ for t in types)
+    return " or ".join(getattr(t, "describe", t.__name__) for t in types)
 
 
 def check_attrs(prim, attrs: dict) -> None:

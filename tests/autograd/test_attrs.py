@@ -153,7 +153,7 @@ def test_the_infer_table_passes_the_check():
 
 
 def test_a_wrong_type_names_the_primitive_the_attribute_and_both_types():
-    with pytest.raises(TypeError, match=r"Sum: attribute 'axis' expects tuple or NoneType, got int"):
+    with pytest.raises(TypeError, match=r"Sum: attribute 'axis' expects tuple of ints or NoneType, got int"):
         check_attrs(P.Sum, {"axis": 0, "keepdims": False})
     with pytest.raises(TypeError, match=r"Cast: attribute 'dtype' expects dtype, got type"):
         check_attrs(P.Cast, {"dtype": np.float32})
@@ -169,8 +169,17 @@ def test_an_unknown_name_names_the_primitive_and_the_allowed_names():
 def test_an_unhashable_value_is_refused():
     with pytest.raises(TypeError, match=r"Pad: attributes must be hashable"):
         check_attrs(P.Pad, {"pads": ((0, 1), {2, 3}), "value": 0})   # a set inside the tuple
-    with pytest.raises(TypeError, match=r"Reshape: attribute 'shape' expects tuple, got list"):
+    with pytest.raises(TypeError, match=r"Reshape: attribute 'shape' expects tuple of ints, got list"):
         check_attrs(P.Reshape, {"shape": [2, 3]})
+
+
+def test_tuples_of_ints_are_checked_element_by_element():
+    import numpy as np
+    check_attrs(P.Reshape, {"shape": (2, -1)})
+    check_attrs(P.Sum, {"axis": (), "keepdims": False})
+    for bad in ((2, 3.0), (2, None), (np.int64(2), 3), ((2,), 3)):
+        with pytest.raises(TypeError, match=r"Reshape: attribute 'shape' expects tuple of ints, got tuple"):
+            check_attrs(P.Reshape, {"shape": bad})
 
 
 def test_the_mode_refuses_a_bad_call_before_it_runs():
@@ -184,7 +193,7 @@ def test_ember_debug_checks_in_apply(monkeypatch):
     assert P.Sum.apply(x, axis=0, keepdims=False).shape == ()   # default: no check on the hot path
     monkeypatch.setattr(_debug, "LEVEL", 1)
     monkeypatch.setattr(_debug, "op", lambda *a: None)   # no stderr lines
-    with pytest.raises(TypeError, match="Sum: attribute 'axis' expects tuple or NoneType, got int"):
+    with pytest.raises(TypeError, match="Sum: attribute 'axis' expects tuple of ints or NoneType, got int"):
         P.Sum.apply(x, axis=0, keepdims=False)
     with pytest.raises(TypeError, match="Sum: unknown attribute 'dim'"):
         P.Sum.apply(x, dim=(0,), keepdims=False)
