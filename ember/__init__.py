@@ -90,7 +90,7 @@ def clone(t):
 def __getattr__(name):
     # heavier subpackages load on first use: ember.nn, ember.optim, ember.utils, ...
     import importlib
-    if name in ("nn", "optim", "utils", "datasets", "transforms", "serialization", "profiler"):
+    if name in ("nn", "optim", "utils", "datasets", "transforms", "serialization", "profiler", "models"):
         return importlib.import_module(f"ember.{name}")
     if name in ("save", "load"):
         from . import serialization

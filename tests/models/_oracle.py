@@ -1,0 +1,29 @@
+"""torchvision as a test oracle: imported here, after the stub its CUDA-built wheel needs on CPU torch."""
+import sys
+import types
+
+import numpy as np
+import torch
+
+sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
+import torchvision  # noqa: E402
+
+import ember  # noqa: E402
+
+tvm = torchvision.models
+
+
+def save_torch_state(module: torch.nn.Module, path) -> None:
+    """What a user does to export torch weights for Ember: a safetensors file of the state dict."""
+    from safetensors.torch import save_file
+    state = {k: v.detach().clone().contiguous() for k, v in module.state_dict().items()}  # unties shared weights
+    save_file(state, str(path))
+
+
+def to_torch(t) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(t.detach().numpy()))
+
+
+def grads_of(named_params) -> dict:
+    return {n: p.grad.numpy() if hasattr(p.grad, "numpy") and not isinstance(p.grad, torch.Tensor)
+            else p.grad.detach().numpy() for n, p in named_params if p.grad is not None}
