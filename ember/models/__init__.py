@@ -2,8 +2,8 @@
 arguments and parameter names, so their state dicts (saved as safetensors) load as they are.
 
 >>> model = ember.models.get_model("resnet18", num_classes=10)
->>> model(ember.randn(1, 3, 32, 32)).shape
-(1, 10)
+>>> model(ember.randn(2, 3, 32, 32)).shape
+(2, 10)
 >>> "vgg16_bn" in ember.models.list_models()
 True
 

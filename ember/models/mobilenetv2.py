@@ -1,8 +1,8 @@
 """MobileNetV2 (Sandler et al., 2018), torchvision's layout and names (`features.N.conv.M`, `classifier.1`).
 
 >>> model = mobilenet_v2(num_classes=10)
->>> model(ember.randn(1, 3, 32, 32)).shape
-(1, 10)
+>>> model(ember.randn(2, 3, 32, 32)).shape
+(2, 10)
 """
 from __future__ import annotations
 

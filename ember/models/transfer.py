@@ -2,13 +2,15 @@
 build optimizer parameter groups with a lower learning rate for the backbone.
 
 >>> model = resnet18(num_classes=5)
->>> frozen = freeze(model, until="layer3")         # conv1, bn1, layer1..layer3 stop learning
->>> frozen[:3], model.layer4[0].conv1.weight.requires_grad
-(['conv1', 'bn1', 'layer1'], True)
->>> head = replace_head(model, 3)                  # a new fc of 3 outputs
+>>> freeze(model, until="layer3")                 # conv1, bn1, layer1..layer3 stop learning
+['conv1', 'bn1', 'relu', 'maxpool', 'layer1', 'layer2', 'layer3']
+>>> model.layer3[0].conv1.weight.requires_grad, model.layer4[0].conv1.weight.requires_grad
+(False, True)
+>>> head = replace_head(model, 3)                 # a new fc of 3 outputs
 >>> groups = param_groups(model, lr=0.01, backbone_lr_mult=0.1)
->>> [len(g["params"]) > 0 for g in groups], [g["lr"] for g in groups]
-([True, True], [0.001, 0.01])
+>>> [len(g["params"]) for g in groups], [g["lr"] for g in groups]
+([15, 2], [0.001, 0.01])
+>>> opt = ember.optim.SGD(groups, lr=0.01, momentum=0.9)
 """
 from __future__ import annotations
 
@@ -122,8 +124,6 @@ def param_groups(model: nn.Module, lr: float, backbone_lr_mult: float = 0.1,
                  head: Optional[Iterable[str]] = None, **group_options) -> List[dict]:
     """Two optimizer parameter groups: the backbone at `lr * backbone_lr_mult`, the head at `lr`.
     Only trainable parameters are included. `head`: names of the head's submodules (default: `get_head`).
-
-    >>> opt = ember.optim.SGD(param_groups(model, lr=0.01), lr=0.01, momentum=0.9)
     """
     heads = list(head) if head is not None else [_head_name(model)]
     head_params, backbone_params = [], []

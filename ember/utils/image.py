@@ -4,7 +4,8 @@ picture (PNG, JPEG, ... through Pillow, imported on first use; `pip install embe
 >>> grid = make_grid(ember.rand(10, 1, 28, 28), nrow=5, padding=2)
 >>> grid.shape                                    # gray images become RGB, as in torchvision
 (3, 62, 152)
->>> save_image(ember.rand(10, 1, 28, 28), "/tmp/samples.png", nrow=5)
+>>> import os, tempfile
+>>> save_image(ember.rand(10, 1, 28, 28), os.path.join(tempfile.mkdtemp(), "samples.png"), nrow=5)
 """
 from __future__ import annotations
 
