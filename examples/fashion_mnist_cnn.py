@@ -111,12 +111,15 @@ def main(argv=None):
     ap.add_argument("--torch", action="store_true", help="also run the same program in torch, for its times")
     ap.add_argument("--root", default="~/data")
     ap.add_argument("--limit", type=int, default=0, help="use only this many training images (quick runs)")
+    ap.add_argument("--test-limit", type=int, default=0, help="use only this many test images (quick runs)")
     ap.add_argument("--out", default="fashion_mnist_out", help="where the PNG grids go ('' to skip)")
     args = ap.parse_args(argv)
 
     train_set, test_set, classes = load_data(args.root)
     if args.limit:
         train_set = (train_set[0][:args.limit], train_set[1][:args.limit])
+    if args.test_limit:
+        test_set = (test_set[0][:args.test_limit], test_set[1][:args.test_limit])
     data = (train_set, test_set)
     ember.set_num_threads(args.threads)
     ember.manual_seed(args.seed)
