@@ -31,7 +31,7 @@ MODULES = [
     "ember", "ember.nn", "ember.nn.functional", "ember.nn.init", "ember.nn.utils", "ember.optim",
     "ember.optim.lr_scheduler", "ember.autograd", "ember.utils.data", "ember.datasets", "ember.transforms",
     "ember.transforms.functional", "ember.random", "ember.cuda", "ember.profiler",
-    "ember.accelerator", "ember.linalg",
+    "ember.accelerator", "ember.linalg", "ember.models", "ember.utils",
 ]
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 _ROUTINES = (types.FunctionType, property, staticmethod, classmethod)

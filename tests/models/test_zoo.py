@@ -201,3 +201,23 @@ def test_import_ember_does_not_import_the_zoo():
     code = "import ember, sys; print('ember.models' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_builders_return_their_classes_and_weight_tables(no_init, monkeypatch, tmp_path):
+    M = ember.models
+    tables = {"alexnet": M.AlexNet_Weights, "vgg11": M.VGG11_Weights, "vgg11_bn": M.VGG11_BN_Weights,
+              "vgg13": M.VGG13_Weights, "vgg13_bn": M.VGG13_BN_Weights, "vgg16": M.VGG16_Weights,
+              "vgg16_bn": M.VGG16_BN_Weights, "vgg19": M.VGG19_Weights, "vgg19_bn": M.VGG19_BN_Weights,
+              "resnet18": M.ResNet18_Weights, "resnet34": M.ResNet34_Weights, "resnet50": M.ResNet50_Weights,
+              "resnet101": M.ResNet101_Weights, "mobilenet_v2": M.MobileNet_V2_Weights}
+    for name, table in tables.items():
+        assert M.get_model_weights(name) is table
+    with pytest.raises(ValueError, match="no pretrained weights are published for 'resnet20'"):
+        M.get_model_weights("resnet20")
+    classes = {"lenet5": M.LeNet5, "alexnet": M.AlexNet, "vgg11": M.VGG, "resnet50": M.ResNet,
+               "resnet20": M.CifarResNet, "mobilenet_v2": M.MobileNetV2}
+    for name, cls in classes.items():
+        assert type(M.get_model(name)) is cls
+    assert isinstance(M.resnet50().layer1[0], M.Bottleneck) and isinstance(M.resnet18().layer1[0], M.BasicBlock)
+    monkeypatch.setenv("EMBER_HOME", str(tmp_path))
+    assert M.weights_cache_dir() == tmp_path / "models"
