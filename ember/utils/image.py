@@ -10,9 +10,12 @@ picture (PNG, JPEG, ... through Pillow, imported on first use; `pip install embe
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
 
 __all__ = ["make_grid", "save_image"]
 
@@ -64,7 +67,7 @@ def _grid_array(tensor, nrow: int = 8, padding: int = 2, normalize: bool = False
     return grid
 
 
-def make_grid(tensor: Union["ember.Tensor", List["ember.Tensor"]], nrow: int = 8, padding: int = 2,
+def make_grid(tensor: Union["Tensor", List["Tensor"]], nrow: int = 8, padding: int = 2,
               normalize: bool = False, value_range: Optional[Tuple[float, float]] = None,
               scale_each: bool = False, pad_value: float = 0.0):
     """Tile a (B, C, H, W) batch (or a list of (C, H, W) images) into one (C, H', W') image, `nrow` per row,

@@ -2,13 +2,10 @@
 import sys
 import types
 
-import numpy as np
 import torch
 
 sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
 import torchvision  # noqa: E402
-
-import ember  # noqa: E402
 
 tvm = torchvision.models
 
@@ -19,11 +16,3 @@ def save_torch_state(module: torch.nn.Module, path) -> None:
     state = {k: v.detach().clone().contiguous() for k, v in module.state_dict().items()}  # unties shared weights
     save_file(state, str(path))
 
-
-def to_torch(t) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(t.detach().numpy()))
-
-
-def grads_of(named_params) -> dict:
-    return {n: p.grad.numpy() if hasattr(p.grad, "numpy") and not isinstance(p.grad, torch.Tensor)
-            else p.grad.detach().numpy() for n, p in named_params if p.grad is not None}

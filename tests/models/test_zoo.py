@@ -45,7 +45,7 @@ class TorchCifarResNet(torch.nn.Module):
 
     def __init__(self, n, num_classes=10):
         super().__init__()
-        nn, BasicBlock = torch.nn, tvm.resnet.BasicBlock
+        nn = torch.nn
         self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
         self.relu = nn.ReLU(inplace=True)
