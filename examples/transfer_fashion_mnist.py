@@ -57,7 +57,7 @@ def fit(model, opt, x, y, epochs, batch, seed, label):
 
 def fine_tune(model, data, args, label):
     (xt, yt), (xv, yv) = data
-    freeze(model, until="layer3")                        # conv1 .. layer3 keep their weights and BN statistics
+    freeze(model, until=args.freeze_until)               # conv1 .. layer3 keep their weights and BN statistics
     replace_head(model, 5)                               # a new fc for the new classes
     opt = ember.optim.Adam(param_groups(model, lr=args.lr, backbone_lr_mult=0.1))   # layer4 at lr/10
     before = evaluate(model, xv, yv)
@@ -72,6 +72,7 @@ def main(argv=None):
     ap.add_argument("--target-train", type=int, default=500, help="labelled images of the new classes")
     ap.add_argument("--target-epochs", type=int, default=5)
     ap.add_argument("--test", type=int, default=2000, help="test images per half")
+    ap.add_argument("--freeze-until", default="layer3", help="last frozen layer (conv1, layer1, ..., layer4)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
@@ -94,7 +95,7 @@ def main(argv=None):
     print(f"   accuracy on the first five classes: {100 * source_acc:.1f}%")
 
     print(f"2. fine-tune on {args.target_train} images of {', '.join(train_ds.classes[c] for c in tgt)} "
-          f"(frozen up to layer3, new head, layer4 at lr/10)")
+          f"(frozen up to {args.freeze_until}, new head, the rest of the backbone at lr/10)")
     before, after = fine_tune(model, target, args, "target")
     result = {"source": source_acc, "before": before, "after": after}
     print(f"   accuracy on the new classes: {100 * before:.1f}% before fine-tuning (a fresh head), "
