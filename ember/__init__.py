@@ -103,6 +103,7 @@ _LAZY = {
     "lm",
     "jit",
     "plot",
+    "models",
 }
 
 

@@ -31,7 +31,8 @@ MODULES = [
     "ember", "ember.nn", "ember.nn.functional", "ember.nn.init", "ember.nn.utils", "ember.optim",
     "ember.optim.lr_scheduler", "ember.autograd", "ember.utils.data", "ember.datasets", "ember.transforms",
     "ember.transforms.functional", "ember.random", "ember.cuda", "ember.profiler",
-    "ember.accelerator", "ember.linalg", "ember.onnx", "ember.scaling", "ember.nn.utils.rnn",
+    "ember.accelerator", "ember.linalg", "ember.onnx", "ember.scaling", "ember.nn.utils.rnn", "ember.models",
+    "ember.utils", "ember.keras", "ember.lm", "ember.distributed", "ember.jit", "ember.planner", "ember.plot",
 ]
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 _ROUTINES = (types.FunctionType, property, staticmethod, classmethod)

@@ -1,4 +1,5 @@
-"""Utilities: ``ember.utils.data`` (datasets, samplers, DataLoader)."""
+"""Utilities: ``ember.utils.data`` (datasets, samplers, DataLoader), ``make_grid`` and ``save_image``."""
 from ember.utils import data, dispatch
+from ember.utils.image import make_grid, save_image
 
-__all__ = ["data", "dispatch"]
+__all__ = ["data", "dispatch", "make_grid", "save_image"]
