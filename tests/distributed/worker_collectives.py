@@ -188,6 +188,35 @@ def asyncs():
 case("async", asyncs)
 
 
+def tensor_forms_and_p2p():
+    # the *_tensor forms (one flat output), non-blocking point to point, the backend queries
+    COUNT[0] += 1
+    if dist.get_backend() != "mpi" or not dist.is_mpi_available():
+        FAILS.append(f"get_backend {dist.get_backend()!r}, is_mpi_available {dist.is_mpi_available()}")
+    out = ember.zeros(W * 3)
+    dist.all_gather_into_tensor(out, ember.full((3,), float(R)))
+    check("all_gather_into_tensor", out.numpy(), np.repeat(np.arange(W, dtype=np.float64), 3))
+    part = ember.zeros(2)
+    dist.reduce_scatter_tensor(part, ember.arange(2 * W, dtype=ember.float32) + R)
+    check("reduce_scatter_tensor", part.numpy(),
+          sum(np.arange(2 * W, dtype=np.float64)[2 * R:2 * R + 2] + r for r in range(W)))
+    if W >= 2 and R < 2:
+        if R == 0:
+            work = dist.isend(ember.arange(4, dtype=ember.float32) * 10, dst=1, tag=9)
+        else:
+            buf = ember.zeros(4)
+            work = dist.irecv(buf, src=0, tag=9)
+        if not isinstance(work, dist.Work):
+            FAILS.append(f"isend/irecv returned {type(work).__name__}, not Work")
+        work.wait()
+        if R == 1:
+            check("isend/irecv", buf.numpy(), np.arange(4) * 10.0)
+    dist.barrier()
+
+
+case("tensor forms, isend/irecv", tensor_forms_and_p2p)
+
+
 def records_assign():
     # the write-back is an Assign primitive call: a PrimitiveLog sees it
     from ember.autograd.primitive_log import PrimitiveLog
