@@ -72,6 +72,21 @@ def enabled() -> bool:
     return any(cls in cpu.kernels for cls in _installed)
 
 
+_NUMBA = None
+
+
+def will_run(cls, arrays) -> bool:
+    """Whether `cls`'s compiled kernel (not its NumPy forward) would run on `arrays` whose first is
+    float32: registered, and numba importable. The planner counts no scratch for it then (one loop)."""
+    global _NUMBA
+    if getattr(cls, "cpu_kernel", None) is None or not arrays or arrays[0].dtype != np.float32:
+        return False
+    if _NUMBA is None:
+        import importlib.util
+        _NUMBA = _K is not None or importlib.util.find_spec("numba") is not None
+    return _NUMBA
+
+
 def _f32(a):
     """`a` as a C-contiguous float32 array (2-byte floats widened), or None for other dtypes."""
     dt = a.dtype

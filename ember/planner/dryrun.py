@@ -289,11 +289,27 @@ def dry_run_step(model: Module, input_size, batch_size: int, optimizer: str = "s
 
 
 # ---------------------------------------------------------------- the training step, measured
+def _step(model, opt, x, target, loss_fn):
+    out = model(x)
+    loss = loss_fn(out, target)
+    del out
+    loss.backward()
+    del loss
+    opt.step()
+    opt.zero_grad()
+
+
 def measure_training_peak(model: Module, x: Tensor, target: Tensor, optimizer: str = "sgd-momentum",
                           loss_fn=None, steps: int = 2) -> int:
     """Peak bytes of `steps` real training steps of a copy of `model` (CPU): the parameters, buffers,
     batch and targets, plus the peak tracemalloc sees above them (NumPy reports its allocations)."""
     loss_fn = loss_fn or default_loss
+    # one step on another copy first, untraced: compiled CPU kernels (numba) are built on their first
+    # call, and the compiler's own allocations are not the step's
+    warm = copy.deepcopy(model)
+    warm.train()
+    _step(warm, make_optimizer(optimizer, warm.parameters()), x, target, loss_fn)
+    del warm
     real = copy.deepcopy(model)
     real.train()
     opt = make_optimizer(optimizer, real.parameters())
@@ -307,13 +323,7 @@ def measure_training_peak(model: Module, x: Tensor, target: Tensor, optimizer: s
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
         for _ in range(steps):
-            out = real(x)
-            loss = loss_fn(out, target)
-            del out
-            loss.backward()
-            del loss
-            opt.step()
-            opt.zero_grad()
+            _step(real, opt, x, target, loss_fn)
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         if not was_tracing:

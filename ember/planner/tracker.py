@@ -24,6 +24,7 @@ from ..ops import layers as L
 from ..ops import primitives as P
 from ..ops.inplace import Assign
 from ..ops.optim_prims import AdamStep
+from ..backends import cpu_kernels
 from ..ops.random_prims import Random
 
 __all__ = ["Tracker", "macs_of", "WORKSPACE"]
@@ -337,6 +338,8 @@ class Tracker(DispatchMode):
         for a in out_arrays:
             self.track(a)
         ws = WORKSPACE.get(prim)
+        if ws is not None and cpu_kernels.will_run(prim, in_arrays):
+            ws = None   # a compiled kernel (backends/cpu_kernels.py): one loop into the output, no scratch
         if ws is not None:
             extra = ws(attrs, in_arrays, first)
             if self.live + extra > self.peak:

@@ -27,9 +27,10 @@ def test_world_of_one_without_launcher():
     assert r.returncode == 0 and "[rank 0] CASES" in r.stdout and "FAIL" not in r.stdout, r.stdout + r.stderr
 
 
-def test_timeout_fires_and_job_ends(mpirun):
-    r = mpirun("worker_failures.py", "timeout", timeout=180)
-    out = r.stdout + r.stderr
+def test_timeout_fires_and_job_ends(mpirun, tmp_path):
+    report = tmp_path / "rank0.txt"
+    r = mpirun("worker_failures.py", "timeout", timeout=180, env={"EMBER_TEST_OUT": str(report)})
+    out = r.stdout + r.stderr + (report.read_text() if report.exists() else "")
     assert "TIMEOUT_OK" in out and "all_reduce: timed out after 2 s" in out, out
     assert "BROKEN_OK" in out, out        # later calls fail at once instead of hanging
     assert r.returncode != 0, out         # rank 0 aborted the job at exit (rank 1 was sleeping 600 s)

@@ -7,6 +7,7 @@ raise:   rank 1 raises; rank 0 waits in a barrier with the default 30 min timeou
 debug:   EMBER_DISTRIBUTED_DEBUG=1, the ranks all-reduce different shapes: both raise naming rank 1.
 """
 import datetime
+import os
 import sys
 import time
 
@@ -14,6 +15,20 @@ import ember
 import ember.distributed as dist
 
 scenario = sys.argv[1]
+
+
+def report(line):
+    """Print, and append to $EMBER_TEST_OUT when set: MPI_Abort may kill the job before mpiexec forwards
+    the last lines of stdout, a file written before the abort is always there."""
+    print(line, flush=True)
+    path = os.environ.get("EMBER_TEST_OUT")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
 if scenario == "timeout":
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=2))
 else:
@@ -26,11 +41,11 @@ if scenario == "timeout":
         try:
             dist.all_reduce(ember.ones(3))
         except dist.DistributedTimeoutError as e:
-            print(f"TIMEOUT_OK after {time.monotonic() - t0:.1f} s: {e}", flush=True)
+            report(f"TIMEOUT_OK after {time.monotonic() - t0:.1f} s: {e}")
         try:
             dist.barrier()
         except RuntimeError as e:
-            print(f"BROKEN_OK: {e}", flush=True)
+            report(f"BROKEN_OK: {e}")
     else:
         time.sleep(600)     # killed when rank 0 aborts
 elif scenario == "raise":
