@@ -296,11 +296,22 @@ class SummaryWriter:
         self._writer.add_custom_scalars(layout)
 
     def add_graph(self, model, input_to_model=None, verbose: bool = False, use_strict_trace: bool = True) -> None:
-        """Not available yet: drawing a model's graph needs Ember's tracing compiler, which has not landed."""
-        raise NotImplementedError(
-            "SummaryWriter.add_graph: drawing a model's graph needs a traced model (Ember's static-graph "
-            "compiler), which is not part of Ember yet; log scalars, histograms and images meanwhile, and "
-            "print the model (print(model)) to see its layers")
+        """The graph of `model` run on `input_to_model` (a tensor or a tuple of them), traced with
+        `ember.jit.trace` under no_grad: one node per primitive call, named by op, with its output shapes;
+        parameters and buffers appear under their module paths (TensorBoard's GRAPHS tab groups them).
+        The model runs once, in its current mode."""
+        if input_to_model is None:
+            raise op_error("SummaryWriter.add_graph", "input_to_model is required: the graph is traced by "
+                                                      "running the model once on it", ValueError)
+        from ember import jit
+        args = input_to_model if isinstance(input_to_model, tuple) else (input_to_model,)
+        with ember.no_grad():
+            traced = jit.trace(model, args, passes=[])   # unoptimised: the primitives as they ran
+        graph_def = _graph_def(traced.graph)
+        if verbose:
+            print(traced.graph)
+        from tensorboardX.proto import event_pb2
+        self._writer._get_file_writer().add_event(event_pb2.Event(graph_def=graph_def.SerializeToString()))
 
     # -- life cycle ------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -354,3 +365,41 @@ def _check_dataformats(what: str, array: np.ndarray, dataformats: str) -> None:
         raise _error(what, ValueError, f"images have 1, 3 or 4 channels, got "
                          f"{array.shape[letters.index('C')]} on axis {letters.index('C')} of shape "
                          f"{tuple(array.shape)} with dataformats {dataformats!r}")
+
+
+def _graph_def(graph):
+    """A TensorBoard GraphDef of an ember.jit IR graph: a node per leaf (input, parameter, constant) and per
+    primitive call, edges from the values they read, `_output_shapes` for the shapes TensorBoard shows."""
+    from tensorboardX.proto.attr_value_pb2 import AttrValue
+    from tensorboardX.proto.graph_pb2 import GraphDef
+    from tensorboardX.proto.node_def_pb2 import NodeDef
+    from tensorboardX.proto.tensor_shape_pb2 import TensorShapeProto
+    from tensorboardX.proto.versions_pb2 import VersionDef
+
+    def shapes(values):
+        return AttrValue(list=AttrValue.ListValue(shape=[
+            TensorShapeProto(dim=[TensorShapeProto.Dim(size=int(d)) for d in v.shape]) for v in values]))
+
+    names, nodes = {}, []
+    for v in graph.leaves:
+        if v.kind == "input":
+            name, op = f"input/{v.src or v.id}".replace("[", "_").replace("]", ""), "Input"
+        elif v.kind == "state" and v.src:
+            name, op = v.src.replace(".", "/"), "Parameter"
+        else:
+            name, op = f"constant/{v.id}", "Const"
+        names[v.id] = name
+        nodes.append(NodeDef(name=name, op=op, attr={"_output_shapes": shapes([v]),
+                                                     "dtype": AttrValue(s=v.dtype.encode())}))
+    for i, n in enumerate(graph.nodes):
+        name = f"{n.name}_{i}"
+        for k, out in enumerate(n.outputs):
+            names[out.id] = name if k == 0 else f"{name}:{k}"
+        attrs = {"_output_shapes": shapes(n.outputs)}
+        if n.attrs:
+            attrs["attributes"] = AttrValue(s=", ".join(f"{k}={v!r}" for k, v in sorted(n.attrs.items())).encode())
+        if n.where:
+            attrs["source"] = AttrValue(s=str(n.where).encode())
+        nodes.append(NodeDef(name=name, op=n.name, input=[names[v.id] for v in n.inputs if v.id in names],
+                             attr=attrs))
+    return GraphDef(node=nodes, versions=VersionDef(producer=22))

@@ -199,7 +199,7 @@ def test_flush_makes_events_readable_before_close(tmp_path):
     (lambda w: w.add_embedding(ember.zeros(3)), ValueError, ["add_embedding", "(N, D)", "(3,)"]),
     (lambda w: w.add_embedding(ember.zeros(3, 2), metadata=["a"]), ValueError, ["1 metadata labels for 3 points"]),
     (lambda w: w.add_custom_scalars({"c": {"t": ["Line", ["a"]]}}), ValueError, ["'c/t'", "Multiline"]),
-    (lambda w: w.add_graph(object()), NotImplementedError, ["add_graph", "not part of Ember yet"]),
+    (lambda w: w.add_graph(ember.nn.Linear(2, 3)), ValueError, ["add_graph", "input_to_model is required"]),
 ])
 def test_bad_input_errors(tmp_path, call, exc, words):
     with SummaryWriter(str(tmp_path)) as w:
@@ -207,8 +207,25 @@ def test_bad_input_errors(tmp_path, call, exc, words):
             call(w)
     for word in words:
         assert word in str(info.value), (word, str(info.value))
-    if exc is not NotImplementedError:
-        assert "test_tensorboard.py:" in str(info.value)   # the user's line
+    assert "test_tensorboard.py:" in str(info.value)   # the user's line
+
+
+def test_add_graph_writes_the_traced_primitives(tmp_path):
+    model = ember.nn.Sequential(ember.nn.Conv2d(1, 4, 3, padding=1), ember.nn.ReLU(), ember.nn.Flatten(),
+                                ember.nn.Linear(4 * 5 * 5, 3))
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_graph(model, ember.randn(2, 1, 5, 5))
+    graph = _load(tmp_path).Graph()
+    ops = [n.op for n in graph.node]
+    assert ops.count("Parameter") == 4 and ops.count("Input") == 1
+    assert {"Conv", "Relu", "Linear"} <= set(ops), ops
+    by_name = {n.name: n for n in graph.node}
+    conv = next(n for n in graph.node if n.op == "Conv")
+    assert "0/weight" in conv.input and "0/bias" in conv.input     # module paths, grouped by TensorBoard
+    assert [d.size for d in conv.attr["_output_shapes"].list.shape[0].dim] == [2, 4, 5, 5]
+    linear = next(n for n in graph.node if n.op == "Linear")
+    assert [d.size for d in linear.attr["_output_shapes"].list.shape[0].dim] == [2, 3]
+    assert all(i.split(":")[0] in by_name for n in graph.node for i in n.input)   # every edge resolves
 
 
 def test_closed_writer_refuses(tmp_path):
