@@ -609,17 +609,27 @@ class Functional(Model):
             if not isinstance(t._keras_history[0], InputLayer):
                 raise ValueError(f"Model inputs must come from `keras.Input`; {t} is the output of layer "
                                  f"{t._keras_history[0].name!r}")
-        self._nodes = self._topological_nodes()
-        order, seen = [], set()
-        for t in self.inputs:
-            layer = t._keras_history[0]
-            if id(layer) not in seen:
-                seen.add(id(layer))
-                order.append(layer)
-        for node in self._nodes:
-            if id(node.layer) not in seen:
-                seen.add(id(node.layer))
-                order.append(node.layer)
+        nodes = self._topological_nodes()
+        self._nodes = [n for n in nodes if not isinstance(n.layer, InputLayer)]
+        # Keras's order (model.layers, summary, weights): by depth, the longest path to an output first,
+        # ties in the order the walk from the outputs found them (Keras's map_graph); a layer called
+        # several times sits at its deepest call
+        index = {id(n): i for i, n in enumerate(nodes)}
+        depth = {id(n): 0 for n in nodes}
+        for n in reversed(nodes):                 # consumers before their inputs
+            for t in n.input_tensors:
+                layer, node_index, _ = t._keras_history
+                p = layer._inbound_nodes[node_index]
+                if id(p) in depth:
+                    depth[id(p)] = max(depth[id(p)], depth[id(n)] + 1)
+        layer_depth, first = {}, {}
+        for n in nodes:
+            key = id(n.layer)
+            layer_depth[key] = max(layer_depth.get(key, 0), depth[id(n)])
+            first.setdefault(key, (index[id(n)], n.layer))
+        ranked = sorted(first.values(), key=lambda e: (-layer_depth[id(e[1])], e[0]))
+        order = [t._keras_history[0] for t in self.inputs if id(t._keras_history[0]) not in first]
+        order += [layer for _, layer in ranked]
         self._layers_order = order
         for layer in order:
             self._modules[layer.name] = layer
@@ -646,12 +656,13 @@ class Functional(Model):
                     raise ValueError(f"Graph disconnected: cannot find the value of input {layer.name!r}: it is not "
                                      f"among the model's inputs {[i.name for i in self.inputs]}")
                 done.add(id(node))
+                order.append(node)
                 continue
             visiting.add(id(node))
             stack.append((t, True))
             for inp in reversed(node.input_tensors):
                 stack.append((inp, False))
-        return [n for n in order if not isinstance(n.layer, InputLayer)]
+        return order
 
     @property
     def layers(self):

@@ -1,6 +1,7 @@
 """model.summary() against Keras 3's layout: the expected tables are written out below as Keras prints
 them (88 columns for a chain of layers, 108 with "Connected to" for a functional graph), and the drawing
-is checked against rich, the library Keras renders its table with."""
+is checked against rich, the library Keras renders its table with. The tables of the two functional models
+were also compared with Keras 3.15.1 itself (KERAS_BACKEND=torch) and are identical."""
 import numpy as np
 import pytest
 
@@ -155,3 +156,37 @@ def test_drawing_matches_rich(which):
     with console.capture() as cap:
         console.print(table)
     assert cap.get().splitlines() == body
+
+
+# printed by Keras 3.15.1 itself (KERAS_BACKEND=torch) for the model below: Keras lists layers by depth (the
+# longest path to an output first), so input `b`, one step from the Concatenate, comes after `dense`
+INPUT_LATE = """\
+Model: "functional"
+┏━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)        ┃ Output Shape      ┃    Param # ┃ Connected to      ┃
+┡━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━┩
+│ a (InputLayer)      │ (None, 8)         │          0 │ -                 │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ dense (Dense)       │ (None, 16)        │        144 │ a[0][0]           │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ b (InputLayer)      │ (None, 4)         │          0 │ -                 │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ concatenate         │ (None, 20)        │          0 │ dense[0][0],      │
+│ (Concatenate)       │                   │            │ b[0][0]           │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ dense_1 (Dense)     │ (None, 3)         │         63 │ concatenate[0][0] │
+└─────────────────────┴───────────────────┴────────────┴───────────────────┘
+ Total params: 207 (828.00 B)
+ Trainable params: 207 (828.00 B)
+ Non-trainable params: 0 (0.00 B)
+"""
+
+
+def test_layers_are_listed_by_depth_as_keras_does(capsys):
+    a = keras.Input((8,), name="a")
+    b = keras.Input((4,), name="b")
+    x = layers.Concatenate()([layers.Dense(16, activation="relu")(a), b])
+    model = keras.Model([a, b], layers.Dense(3)(x))
+    assert [la.name for la in model.layers] == ["a", "dense", "b", "concatenate", "dense_1"]
+    model.summary(line_length=76)     # the width Keras drew at: an 80-column terminal, minus 4
+    assert capsys.readouterr().out == INPUT_LATE
