@@ -40,6 +40,16 @@ def md5(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def fetch(url: str, dest: Path, timeout: float) -> None:
+    """Stream `url` into the file `dest`, 1 MiB at a time (urllib, socket and OS errors propagate)."""
+    with urllib.request.urlopen(url, timeout=timeout) as r, open(dest, "wb") as out:
+        while True:
+            block = r.read(1 << 20)
+            if not block:
+                break
+            out.write(block)
+
+
 def download(filename: str, md5sum: Optional[str], mirrors: Sequence[str], dest_dir: Path,
              timeout: Optional[float] = None) -> Path:
     """Fetch ``filename`` from the first mirror that answers, verify its MD5, and store it in ``dest_dir``.
@@ -56,12 +66,7 @@ def download(filename: str, md5sum: Optional[str], mirrors: Sequence[str], dest_
         url = mirror.rstrip("/") + "/" + filename
         tmp = target.with_name(target.name + ".part")
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as out:
-                while True:
-                    block = r.read(1 << 20)
-                    if not block:
-                        break
-                    out.write(block)
+            fetch(url, tmp, timeout)
         except (urllib.error.URLError, socket.timeout, OSError, ValueError) as e:
             errors.append(f"{url}: {getattr(e, 'reason', e)}")
             tmp.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ import hashlib
 import os
 import socket
 import urllib.error
-import urllib.request
+from ember.datasets._files import fetch
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -119,12 +119,7 @@ def _download(w: Weights, what: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".part")
     try:
-        with urllib.request.urlopen(w.url, timeout=timeout) as r, open(tmp, "wb") as out:
-            while True:
-                block = r.read(1 << 20)
-                if not block:
-                    break
-                out.write(block)
+        fetch(w.url, tmp, timeout)
     except (urllib.error.URLError, socket.timeout, OSError, ValueError) as e:
         tmp.unlink(missing_ok=True)
         raise RuntimeError(
