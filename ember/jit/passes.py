@@ -5,7 +5,8 @@
 | `dce` | drop pure nodes whose outputs nobody uses (in-place writes and random draws stay) |
 | `fold` | run pure nodes whose inputs are all constants now; their outputs become constants |
 | `cse` | one node for identical pure calls on identical inputs (the table resets at each in-place write) |
-| `simplify` | x*1, x/1, x+0, x-0, Reshape/Expand to the same shape, identity Permute, Cast to the same dtype, Neg(Neg x) |
+| `simplify` | x*1, x/1, x+0, x-0, Reshape/Expand to the same shape, identity Permute, Cast to the same dtype, Neg(Neg x), Clone of a fresh array nothing else reads |
+| `concat` | a sum of `IndexAddInto` pieces that tile their output along one axis (the backward of `split`/`chunk`) becomes one `Cat` |
 | `fuse` | chains of elementwise nodes (and a Linear/Conv/MatMul head with its bias and activation) into one `Fused` node that runs in one buffer |
 | `memplan` | frees every array after its last use (codegen emits `del`) |
 
@@ -20,7 +21,7 @@ import sys
 from .. import _debug
 from .ir import Node
 
-__all__ = ["dce", "fold", "cse", "simplify", "fuse", "memplan", "run_passes", "DEFAULT", "PASSES",
+__all__ = ["dce", "fold", "cse", "simplify", "concat", "fuse", "memplan", "run_passes", "DEFAULT", "PASSES",
            "ELEMENTWISE", "FUSE_HEADS"]
 
 
@@ -159,9 +160,17 @@ def simplify(graph):
     changes neither the value, the shape nor the dtype (and no in-place write could tell them apart)."""
     written = _written_storages(graph)
     roots = {v.id for v in graph.outputs} | {v.id for v in graph.escapes}
+    uses = graph.uses()
+    sharing = {}
+    for v in graph.values:
+        sharing[v.storage] = sharing.get(v.storage, 0) + 1
     mapping, keep = {}, []
     for n in graph.nodes:
         n.inputs = [mapping.get(v.id, v) for v in n.inputs]
+        if n.name == "Clone" and _fresh_and_private(n.inputs[0], uses, sharing, written) \
+                and n.outputs[0].storage not in written:
+            mapping[n.outputs[0].id] = n.inputs[0]   # the copy of an array nobody else sees is the array
+            continue
         src = _simplify_one(graph, n) if len(n.outputs) == 1 and n.fused is None else None
         if src is not None:
             out = n.outputs[0]
@@ -173,6 +182,14 @@ def simplify(graph):
     graph.nodes = keep
     replace_uses(graph, mapping)
     return graph
+
+
+def _fresh_and_private(v, uses, sharing, written) -> bool:
+    """Whether `v` is a computed array in memory of its own (no other value is a view or a version of
+    it; not a leaf), read by exactly one node and never written in place: copying it gives nothing the
+    original would not."""
+    return (v.kind == "node" and sharing.get(v.storage) == 1 and uses.get(v.id, 0) == 1
+            and v.storage not in written)
 
 
 def _simplify_one(graph, n):
@@ -197,6 +214,73 @@ def _simplify_one(graph, n):
         if p is not None and p.name == "Neg":
             return p.inputs[0]
     return None
+
+
+def concat(graph):
+    """The backward of `split`: each piece's gradient is scattered into zeros of the whole shape
+    (`IndexAddInto` at a slice) and the pieces are summed. When the summed slices tile the whole along
+    one axis, that is a concatenation: one `Cat` of the pieces replaces the zeros, the scatters and the
+    additions (dce then drops them). Only pieces read by nothing else, with no in-place write of their
+    sources before the sum, are taken."""
+    from ..ops.primitives import Cat
+    uses = graph.uses()
+    roots = {v.id for v in graph.roots()}
+    pos = {id(n): i for i, n in enumerate(graph.nodes)}
+    taken = set()
+
+    def pieces(v, shape):
+        """[(axis, start, stop, source, node)] for a sum of slice scatters into `shape`, else None."""
+        n = v.node
+        if n is None or n.fused is not None or uses.get(v.id, 0) != 1 or v.id in roots or v.shape != shape:
+            return None
+        if n.name == "IndexAddInto" and len(n.inputs) == 1:
+            piece = _slice_piece(n.attrs["key"], shape)
+            if piece is None or n.inputs[0].shape != piece[3] or n.inputs[0].dtype != v.dtype:
+                return None
+            return [piece[:3] + (n.inputs[0], n)]
+        if n.name == "Add" and len(n.inputs) == 2:
+            a, b = pieces(n.inputs[0], shape), pieces(n.inputs[1], shape)
+            if a and b and a[0][0] == b[0][0]:
+                return a + b + [(None, None, None, None, n)]
+        return None
+
+    for n in reversed(graph.nodes):
+        if n.name != "Add" or id(n) in taken or len(n.outputs) != 1:
+            continue
+        out = n.outputs[0]
+        ps = [p for p in (pieces(v, out.shape) for v in n.inputs) if p]
+        if len(ps) != 2 or ps[0][0][0] != ps[1][0][0]:
+            continue
+        found = ps[0] + ps[1]
+        slices = sorted((p for p in found if p[0] is not None), key=lambda p: p[1])
+        axis = slices[0][0]
+        if slices[0][1] != 0 or slices[-1][2] != out.shape[axis] or \
+                any(a[2] != b[1] for a, b in zip(slices, slices[1:])):
+            continue
+        first = min(pos[id(p[4])] for p in found)
+        if _writes_between(graph, [Node("Cat", {}, [p[3] for p in slices], [])], first, pos[id(n)]):
+            continue
+        cat = Node(Cat, {"axis": axis}, [p[3] for p in slices], [out], (), n.where)
+        out.node = cat
+        graph.nodes[pos[id(n)]] = cat
+        taken.update(id(p[4]) for p in found)
+    return dce(graph)
+
+
+def _slice_piece(key, shape):
+    """(axis, start, stop, piece shape) when `key` takes a step-1 slice along one axis of `shape` and
+    everything along the others, else None."""
+    key = key if isinstance(key, tuple) else (key,)
+    if len(key) > len(shape) or not all(isinstance(k, slice) for k in key):
+        return None
+    cut = [i for i, k in enumerate(key) if k != slice(None)]
+    if len(cut) != 1:
+        return None
+    axis = cut[0]
+    start, stop, step = key[axis].indices(shape[axis])
+    if step != 1 or stop <= start:
+        return None
+    return axis, start, stop, shape[:axis] + (stop - start,) + shape[axis + 1:]
 
 
 # Elementwise primitives a fused kernel can run (output of the inputs' broadcast shape).
@@ -289,8 +373,9 @@ def memplan(graph):
     return graph
 
 
-PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "fuse": fuse, "memplan": memplan}
-DEFAULT = ["dce", "fold", "simplify", "cse", "dce", "fuse", "memplan"]
+PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "concat": concat, "fuse": fuse,
+          "memplan": memplan}
+DEFAULT = ["dce", "fold", "simplify", "cse", "concat", "dce", "fuse", "memplan"]
 
 
 def run_passes(graph, names=None):

@@ -102,6 +102,82 @@ def test_simplify_removes_identities():
     assert len(g) <= 1, str(g)
 
 
+def _split_step(sizes, keys=None):
+    """A step whose backward scatters the pieces of a split (or of overlapping slices) back: returns
+    the compiled function and a fresh leaf for it."""
+    w = ember.randn(4, 6, generator=ember.Generator().manual_seed(0)).requires_grad_()
+
+    def fn(x):
+        w.grad = None
+        y = x @ w
+        parts = y.split(sizes, dim=1) if keys is None else [y[:, k] for k in keys]
+        loss = sum(((i + 1.0) * p.tanh()).sum() for i, p in enumerate(parts))
+        loss.backward()
+        return loss
+    return fn, w
+
+
+def _grad_after(fn, w, x, passes):
+    f = ember.compile(fn, passes=passes)
+    f(x)
+    f(x)                              # a replay
+    return f.graph, w.grad.numpy().copy()
+
+
+def test_concat_turns_the_backward_of_split_into_one_cat():
+    x = ember.randn(5, 4, generator=ember.Generator().manual_seed(1))
+    fn, w = _split_step([1, 2, 3])
+    fn(x)
+    eager = w.grad.numpy().copy()
+    g0, grad0 = _grad_after(fn, w, x, passes=[])
+    g, grad = _grad_after(fn, w, x, passes=["concat"])
+    assert g0.counts()["IndexAddInto"] == 3 and "Cat" not in g0.counts()
+    assert g.counts()["Cat"] == 1 and "IndexAddInto" not in g.counts(), str(g)
+    cat = next(n for n in g.nodes if n.name == "Cat")
+    assert cat.attrs == {"axis": 1} and [v.shape for v in cat.inputs] == [(5, 1), (5, 2), (5, 3)]
+    np.testing.assert_array_equal(grad, eager)
+    np.testing.assert_array_equal(grad0, eager)
+
+
+@pytest.mark.parametrize("keys", [[slice(0, 3), slice(2, 6)],           # overlapping: a sum, not a cat
+                                  [slice(0, 2), slice(3, 6)]])          # a gap: zeros stay in column 2
+def test_concat_leaves_slices_that_do_not_tile_alone(keys):
+    x = ember.randn(5, 4, generator=ember.Generator().manual_seed(2))
+    fn, w = _split_step(None, keys)
+    fn(x)
+    eager = w.grad.numpy().copy()
+    g, grad = _grad_after(fn, w, x, passes=["concat"])
+    assert "Cat" not in g.counts() and g.counts()["IndexAddInto"] == 2, str(g)
+    np.testing.assert_allclose(grad, eager, rtol=1e-6)
+
+
+def test_simplify_drops_the_clone_of_a_gradient_nothing_else_reads():
+    x = ember.randn(5, 4, generator=ember.Generator().manual_seed(3))
+    fn, w = _split_step([6])
+    fn(x)
+    eager = w.grad.numpy().copy()
+    g0, _ = _grad_after(fn, w, x, passes=[])
+    g, grad = _grad_after(fn, w, x, passes=["simplify", "dce"])
+    assert g0.counts()["Clone"] == 1 and "Clone" not in g.counts(), str(g)
+    np.testing.assert_array_equal(grad, eager)
+    assert not np.shares_memory(grad, x.numpy())
+
+
+def test_simplify_keeps_the_clone_of_a_view():
+    w = ember.randn(3, generator=ember.Generator().manual_seed(4)).requires_grad_()
+
+    def fn(x):
+        w.grad = None
+        (x.expand(2, 3) * w).sum().backward()     # w's gradient is a view until the clone
+        return w.grad
+    f = ember.compile(fn, passes=["simplify", "dce"])
+    x = ember.ones(3)
+    f(x)
+    out = f(x)
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0, 2.0])
+    assert f.graph.counts().get("Clone", 0) == 1, str(f.graph)
+
+
 def test_fuse_makes_one_node_per_chain_and_keeps_bits():
     def fn(x, w):
         return ((x @ w).relu() * 2 + 1).tanh()
