@@ -17,9 +17,9 @@ from ember.lm import attention_maps, plot_attention
 from ember.lm.train import Trainer, TrainConfig
 
 
-def main(max_minutes=20.0, max_iters=4000, out_dir="runs/shakespeare_gpt", resume=False, log=print):
+def main(max_minutes=20.0, max_iters=4000, out_dir="runs/shakespeare_gpt", resume=False, compile=False, log=print):
     trainer = Trainer.resume(out_dir, log=log, max_minutes=max_minutes) if resume else \
-        Trainer(TrainConfig(max_minutes=max_minutes, max_iters=max_iters, out_dir=out_dir), log=log)
+        Trainer(TrainConfig(max_minutes=max_minutes, max_iters=max_iters, out_dir=out_dir, compile=compile), log=log)
     log(f"GPT: {trainer.model.get_num_params():,} parameters; {len(trainer.data['train']):,} training characters, "
         f"vocabulary of {trainer.vocab.vocab_size}")
     trainer.run()
@@ -45,5 +45,6 @@ if __name__ == "__main__":
     p.add_argument("--max-iters", type=int, default=4000)
     p.add_argument("--out", default="runs/shakespeare_gpt")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--compile", action="store_true", help="compiled training step (ember.compile)")
     a = p.parse_args()
-    main(a.max_minutes, a.max_iters, a.out, a.resume)
+    main(a.max_minutes, a.max_iters, a.out, a.resume, a.compile)

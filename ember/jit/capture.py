@@ -69,16 +69,21 @@ def scalars(spec: Spec, path: str, out: list):
 
 # --- discovery of the modules and optimizers a function touches ---------------------------------
 def discover(fn, args=(), kwargs=None):
-    """The nn.Modules and optimizers reachable from `fn` (itself, its bound `self`, its closure, the
-    globals its code names, one level of attributes of those objects) and from the arguments."""
+    """The nn.Modules, optimizers and loose leaf tensors that require grad (whose `.grad` backward may
+    set) reachable from `fn` (itself, its bound `self`, its closure, the globals its code names, one
+    level of attributes of those objects) and from the arguments."""
     from ..nn import Module
     from ..optim import Optimizer
-    mods, opts, seen = [], [], set()
+    mods, opts, loose, seen = [], [], [], set()
 
     def visit(obj, depth):
-        if id(obj) in seen or obj is None or isinstance(obj, (int, float, str, bytes, bool, Tensor)):
+        if id(obj) in seen or obj is None or isinstance(obj, (int, float, str, bytes, bool)):
             return
         seen.add(id(obj))
+        if isinstance(obj, Tensor):
+            if obj.requires_grad and obj._node is None:
+                loose.append(obj)
+            return
         if isinstance(obj, Module):
             mods.append(obj)
             return
@@ -129,7 +134,7 @@ def discover(fn, args=(), kwargs=None):
             if sm is not m:
                 subs.add(id(sm))
     mods = [m for m in mods if id(m) not in subs]
-    return mods, opts
+    return mods, opts, loose
 
 
 def _code_names(code, depth=0):
@@ -286,12 +291,68 @@ class Tracer(DispatchMode):
         return super().__exit__(*exc)
 
 
+class GradOf:
+    """The `.grad` slot of a parameter, as a replay sees it: calling it gives the parameter's gradient
+    tensor *now* (or None), not the tensor object the trace saw; `write(array)` stores a computed
+    gradient there, into the tensor already in the slot or a new one, as backward does. A compiled
+    call that only runs backward, or only the optimizer step with `zero_grad(set_to_none=True)`, must
+    find and leave the gradients where eager code would."""
+    __slots__ = ("param", "name")
+
+    def __init__(self, param, name):
+        self.param, self.name = weakref.ref(param), name
+
+    def __call__(self):
+        p = self.param()
+        return None if p is None else p.grad
+
+    def write(self, a):
+        p = self.param()
+        if p is None:
+            return
+        if p.grad is None:
+            p.grad = Tensor._make(a, p._device)
+        else:
+            p.grad._data = a
+
+    def clear(self):
+        p = self.param()
+        if p is not None:
+            p.grad = None
+
+
+def params_of(mods, opts, loose=()) -> list:
+    """(parameter, name) for every parameter of the discovered modules and optimizers and every loose
+    leaf tensor that requires grad, once each."""
+    out, seen = [], set()
+    for i, m in enumerate(mods):
+        prefix = f"m{i}." if len(mods) > 1 else ""
+        for n, p in m.named_parameters():
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append((p, prefix + n))
+    for j, opt in enumerate(opts):
+        for group in opt.param_groups:
+            for p in group["params"]:
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    out.append((p, f"opt{j if len(opts) > 1 else ''}.param{len(out)}"))
+    for t in loose:
+        if id(t) not in seen:
+            seen.add(id(t))
+            out.append((t, f"tensor{len(out)}"))
+    return out
+
+
 class Capture:
     """The result of one capture: the graph and how a replay binds it to the world.
 
-    - `leaf_src[value id]`: for each leaf: ('input', arg index) | ('state', weakref, array) |
-      ('rng', generator, delta) | ('const', array)
-    - `escape_refs[i]`: weakref to the tensor graph.escapes[i] is written back into
+    - `leaf_src[value id]`: for each leaf: ('input', arg index) | ('state', getter, array) |
+      ('rng', generator, delta) | ('const', array); the getter is a weakref to the state tensor, or a
+      `GradOf` for a parameter's gradient (whatever tensor holds it at replay time)
+    - `escape_refs[i]`: weakref to the tensor graph.escapes[i] is written back into, or the `GradOf`
+      slot it is stored in
+    - `cleared_grads`: the `GradOf` slots the call emptied (`zero_grad(set_to_none=True)`)
     - `out_spec`: the result's structure; its tensor leaves are graph.outputs, its 'read' leaves
       graph.reads (value, kind)
     - `gen_total`: generator -> offsets the call advanced it by
@@ -301,6 +362,8 @@ class Capture:
         self.graph = Graph()
         self.leaf_src = {}
         self.escape_refs = []
+        self.cleared_grads = []
+        self.arg_grads = []     # arguments whose .grad the call set or changed (replays cannot: eager)
         self.out_spec = None
         self.gen_total = {}
         self.result = None
@@ -309,7 +372,7 @@ class Capture:
         self.out_devices = []
 
 
-def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
+def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
     """Run fn(*args, **kwargs) eagerly under a Tracer; build the graph and its bindings."""
     namer = namer or _arg_name
     cap = Capture()
@@ -327,9 +390,14 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
         v.kind, v.src = "input", namer(path)
         input_index[v.id] = i
     sync_lr(opts)
+    params = params_of(mods, opts, loose)
+    grads_before = [(p, n, p.grad) for p, n in params]
+    grad_leaf = {id(g._data): (p, n) for p, n, g in grads_before if g is not None}
     with tracer:
         result = fn(*args, **kwargs)
     cap.result = result
+    cap.arg_grads = [namer(path) + ".grad" for path, t in arg_leaves
+                     if t.requires_grad and t._node is None and t.grad is not None]
     gc.collect(1)   # so that only tensors something really holds count as state or escapes (young
                     # generations: a full collection costs ~0.8 s with torch loaded, and a missed cycle
                     # only makes an extra write-back)
@@ -345,6 +413,11 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
             gen, off = tracer.draws[id(a)]
             v.kind, v.src = "rng", f"rng {off - tracer.gen_start[gen]:+d}"
             cap.leaf_src[v.id] = (("rng", gen, off - tracer.gen_start[gen]))
+            continue
+        if id(a) in grad_leaf:    # a gradient there before the call: read from the slot at replay
+            p, n = grad_leaf[id(a)]
+            v.kind, v.src = "state", n + ".grad"
+            cap.leaf_src[v.id] = ("state", GradOf(p, n), a)
             continue
         owner = names.get(id(a))
         if owner is not None and owner[0]._data is a:
@@ -377,9 +450,22 @@ def capture(fn, args, kwargs, mods, opts, namer=None) -> Capture:
     cap.out_devices = [t._device for _, t in out_leaves]
     out_ids = {id(t) for _, t in out_leaves}
 
-    # escapes: live tensors holding a computed value that the caller can still reach
+    # escapes: live tensors holding a computed value that the caller can still reach; a parameter's
+    # gradient is written back into its slot, and a slot the call emptied is emptied again
     seen = set(out_ids)
     leaf_ids = {id(a) for a in tracer.leaf_arrays.values()}
+    for p, n, before in grads_before:
+        g_after = p.grad
+        if g_after is None:
+            if before is not None:
+                cap.cleared_grads.append(GradOf(p, n))
+            continue
+        v = tracer.env.get(id(g_after._data))
+        if v is None or v.kind != "node" or id(g_after._data) in leaf_ids or g_after._node is not None:
+            continue
+        seen.add(id(g_after))
+        g.escapes.append(v)
+        cap.escape_refs.append(GradOf(p, n))
     cands = [(r(), v) for r, v in tracer.produced]
     cands += [(t, None) for t, _ in names.values()]
     for t, _v in cands:

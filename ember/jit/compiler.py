@@ -83,7 +83,7 @@ class CompiledFunction:
         self.strict = strict
         self.passes = passes
         self.cache_size = cache_size
-        self.mods, self.opts = [], []
+        self.mods, self.opts, self.loose = [], [], []
         self._cache = {}          # key -> [Entry], most recent first
         self._entries = []        # every entry, in trace order
         self._last = None
@@ -151,6 +151,8 @@ class CompiledFunction:
                               for g in opt.param_groups)))
             key.append((f"{n}.params", tuple(tuple(id(p) for p in g["params"]) for g in opt.param_groups)))
             key.append((f"{n}.state", tuple(p in opt.state for g in opt.param_groups for p in g["params"])))
+        if self.loose:
+            key.append(("tensors.grads", tuple(t.grad is None for t in self.loose)))
         from ..autograd.grad_mode import is_grad_enabled
         from .._dtype import get_default_dtype
         key.append(("grad_enabled", is_grad_enabled()))
@@ -221,7 +223,10 @@ class CompiledFunction:
         return self._trace(args, kwargs)
 
     def _trace(self, args, kwargs):
-        mods, opts = _cap.discover(self.fn, args, kwargs)
+        mods, opts, loose = _cap.discover(self.fn, args, kwargs)
+        for t in loose:
+            if all(t is not x for x in self.loose):
+                self.loose.append(t)
         for m in mods:
             if all(m is not x for x in self.mods):
                 self.mods.append(m)
@@ -231,7 +236,7 @@ class CompiledFunction:
         _cap.sync_lr(self.opts)
         key, _, sizes = self._key(args, kwargs)
         lrs = [[g["lr"] for g in o.param_groups] for o in self.opts]
-        cap = _cap.capture(self.fn, args, kwargs, self.mods, self.opts, self._name)
+        cap = _cap.capture(self.fn, args, kwargs, self.mods, self.opts, self._name, self.loose)
         self._stats["traces"] += 1
         entry = Entry(key, cap)
         entry.sizes = sizes
@@ -240,6 +245,7 @@ class CompiledFunction:
                    for i, (g, b) in enumerate(zip(o.param_groups, before)) if g["lr"] != b]
         changed += [name for (name, v0), (_, v1) in zip(key, entry.end_key)
                     if name.endswith(".training") and v0 != v1]
+        changed += cap.arg_grads   # a gradient of an argument: each call's argument is another tensor
         if changed:
             msg = (f"ember.compile({self.__name__}): the function changed {', '.join(changed)} while it ran; "
                    f"Python side effects are not replayed by a compiled call, so this function runs eagerly. "
@@ -342,9 +348,14 @@ class CompiledFunction:
             gen._offset = (offsets[gen] + total) & _U64
             gen._host = None
         for ref, a in zip(cap.escape_refs, escs):
+            if isinstance(ref, _cap.GradOf):
+                ref.write(a)
+                continue
             t = ref()
             if t is not None:
                 t._data = a
+        for slot in cap.cleared_grads:
+            slot.clear()
         return _build(cap.out_spec, outs, reads, cap.out_devices)
 
     # --- introspection -------------------------------------------------------------------------------

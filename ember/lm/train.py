@@ -55,6 +55,7 @@ class TrainConfig:
     eval_iters: int = 20
     max_minutes: float | None = None   # stop (after a checkpoint) once training has run this long
     seed: int = 1337
+    compile: bool = False          # run each micro-batch's forward+backward and the update as compiled graphs
     out_dir: str = "runs/shakespeare_gpt"
     extra: dict = field(default_factory=dict)
 
@@ -88,6 +89,9 @@ class Trainer:
         self.curve = {"iter": [], "train": [], "val": [], "lr": [], "seconds": []}
         self.losses: list[float] = []          # every iteration's training loss
         self.seconds = 0.0                     # training time so far, over restarts
+        self._micro, self._update = self._micro_step, self._update_step
+        if cfg.compile:   # traced on first use, replayed after (ember.compile; eager is the default)
+            self._micro, self._update = ember.compile(self._micro_step), ember.compile(self._update_step)
 
     # ------------------------------------------------------------------ data
     def batch(self, split: str):
@@ -121,15 +125,23 @@ class Trainer:
         total = 0.0
         for _ in range(cfg.grad_accum):
             x, y = self.batch("train")
-            _, loss = self.model(x, y)
-            (loss / cfg.grad_accum).backward()
-            total += float(loss)
-        if cfg.grad_clip:
-            ember.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-        self.opt.step()
-        self.opt.zero_grad(set_to_none=True)
+            total += float(self._micro(x, y))
+        self._update()
         self.iter += 1
         return total / cfg.grad_accum
+
+    def _micro_step(self, x, y):
+        """One micro-batch: forward, backward of loss / grad_accum (gradients add up); returns the loss."""
+        _, loss = self.model(x, y)
+        (loss / self.cfg.grad_accum).backward()
+        return loss.detach()
+
+    def _update_step(self):
+        """Clip the gradient norm, AdamW step, drop the gradients."""
+        if self.cfg.grad_clip:
+            ember.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
 
     def run(self, stop_after: int | None = None) -> dict:
         """Train to max_iters (or `stop_after` more iterations, or max_minutes), evaluating and checkpointing
@@ -231,6 +243,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("--" + name.replace("_", "-"), type=int, default=None)
     for name in ("learning_rate", "min_lr", "weight_decay", "dropout", "grad_clip", "max_minutes"):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=None)
+    p.add_argument("--compile", action="store_true", default=None,
+                   help="run the training step as compiled graphs (ember.compile)")
 
 
 def main(args) -> int:

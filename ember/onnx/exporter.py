@@ -453,13 +453,25 @@ class _Builder:
         """'Cumprod((2, 3) float32)': the primitive and its operands."""
         return f"{c.name}(" + ", ".join(f"{self.shape(v)} {self.dtype(v).name}" for v in c.inputs) + ")"
 
+    def _live_calls(self):
+        """Indices of the calls an output depends on, in order: a call whose result only fed a Python
+        check (an index bounds test read by `.item()`) is not part of the model's data flow."""
+        live, keep = set(self.g1.outputs), []
+        for i in range(len(self.g1.calls) - 1, -1, -1):
+            c = self.g1.calls[i]
+            if any(o in live for o in c.outputs):
+                keep.append(i)
+                live.update(c.inputs)
+        return keep[::-1]
+
     def convert(self):
         problems = {}
         for c in self.g1.skipped:
             key = (self._signature(c), c.where, c.scope, "an in-place write into a parameter or buffer of the "
                    "model (export leaves the model unchanged, so the write was not run)")
             problems[key] = problems.get(key, 0) + 1
-        for i, c in enumerate(self.g1.calls):
+        for i in self._live_calls():
+            c = self.g1.calls[i]
             self.call, self.call2 = c, self.g2.calls[i]
             fn = TABLE.get(c.name)
             try:

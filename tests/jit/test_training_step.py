@@ -128,3 +128,94 @@ def test_compiled_outputs_match_eager_inference():
         out = f(x)
     assert f.cache_info()["hits"] == 1
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def _split_run(compiled, accum, opt_name, clip):
+    """Backward and the update compiled as two functions (a trainer with gradient accumulation):
+    the gradients live in the parameters' `.grad` slots between the calls, and `zero_grad(set_to_none=True)`
+    empties them; losses and parameters after 4 steps."""
+    ember.manual_seed(0)
+    m = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.Tanh(), ember.nn.Linear(4, 2))
+    opt = getattr(ember.optim, opt_name)(m.parameters(), lr=0.1)
+
+    def micro(x, y):
+        loss = ((m(x) - y) ** 2).mean()
+        (loss / accum).backward()
+        return loss.detach()
+
+    def update():
+        if clip:
+            ember.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    if compiled:
+        micro, update = ember.compile(micro), ember.compile(update)
+    g = ember.Generator().manual_seed(1)
+    losses = []
+    for _ in range(4):
+        for _ in range(accum):
+            losses.append(float(micro(ember.randn(5, 3, generator=g), ember.randn(5, 2, generator=g))))
+        update()
+        assert all(p.grad is None for p in m.parameters())
+    return losses, [p.detach().numpy().copy() for p in m.parameters()], micro, update
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+@pytest.mark.parametrize("opt_name,clip", [("SGD", False), ("AdamW", True)])
+def test_backward_and_update_compiled_apart_equal_eager(accum, opt_name, clip):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # the retraces while the gradients and Adam's state appear
+        l0, p0, _, _ = _split_run(False, accum, opt_name, clip)
+        l1, p1, micro, update = _split_run(True, accum, opt_name, clip)
+    assert l1 == l0
+    for a, b in zip(p1, p0):
+        np.testing.assert_array_equal(a, b)
+    assert micro.cache_info()["hits"] >= 4 * accum - 2 and update.cache_info()["hits"] >= 2
+
+
+def test_a_loose_leaf_gets_its_gradient_from_a_compiled_backward():
+    w = ember.ones(2, requires_grad=True)      # no module, no optimizer: found in the closure
+    opt = ember.optim.SGD([w], lr=0.1)
+
+    @ember.compile
+    def backward(x):
+        (w * x).sum().backward()
+
+    @ember.compile
+    def update():
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    for i in range(3):
+        backward(ember.tensor([1.0 + i, 2.0]))
+        np.testing.assert_array_equal(w.grad.numpy(), [1.0 + i, 2.0])
+        update()
+        assert w.grad is None
+    np.testing.assert_allclose(w.detach().numpy(), [1 - 0.1 * (1 + 2 + 3), 1 - 0.1 * 6], rtol=1e-6)
+    assert backward.cache_info()["hits"] == 2 and update.cache_info()["hits"] == 2
+
+
+def test_a_gradient_of_an_argument_runs_eagerly_with_a_warning():
+    @ember.compile
+    def f(x):
+        (x * x).sum().backward()
+    for v in (1.0, 2.0):
+        x = ember.full((3,), v, requires_grad=True)
+        with pytest.warns(UserWarning, match=r"x\.grad"):
+            f(x)
+        np.testing.assert_array_equal(x.grad.numpy(), [2 * v] * 3)   # each call's own argument
+
+
+def test_embedding_bounds_check_does_not_retrace_per_batch():
+    emb = ember.nn.Embedding(10, 3)
+
+    @ember.compile
+    def f(idx):
+        return emb(idx).sum()
+    g = ember.Generator().manual_seed(0)
+    for _ in range(4):
+        idx = ember.randint(0, 10, (6,), generator=g)
+        assert f(idx).item() == pytest.approx(float(emb(idx).sum()), rel=1e-6)
+    assert f.cache_info()["traces"] == 1
+    with pytest.raises(IndexError, match=r"embedding.*\[0, 10\).*\[0, 12\]"), \
+            pytest.warns(UserWarning, match="retracing"):      # another shape: a new trace, which raises
+        f(ember.tensor([0, 12, 3]))

@@ -25,11 +25,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             scale = M.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
             weight[rows] = w * scale
     idx = input.detach()
-    if idx.numel() and not idx.is_meta:   # meta indices have no values to check
+    # meta indices have no values to check. One boolean is read, not the bounds: a compiled step guards
+    # on what it read, and "all in range" stays true from batch to batch where min/max would not.
+    n = weight.shape[0]
+    if idx.numel() and not idx.is_meta and M.any(M.logical_or(M.lt(idx, 0), M.ge(idx, n))).item():
         lo, hi = int(idx.min().item()), int(idx.max().item())
-        if lo < 0 or hi >= weight.shape[0]:
-            raise op_error("embedding", f"index out of range: indices must be in [0, {weight.shape[0]}), got "
-                           f"[{lo}, {hi}]", IndexError)
+        raise op_error("embedding", f"index out of range: indices must be in [0, {n}), got [{lo}, {hi}]",
+                       IndexError)
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     return EmbeddingLookup.apply(weight, idx, padding_idx=padding_idx)
