@@ -9,7 +9,8 @@
 The points come from a sweep (`sweep(train, sizes)` calls your training function once per size and can
 write a CSV) or from a CSV written earlier (`read_csv`). The fit is nonlinear least squares (SciPy's
 `curve_fit`, the `ember[scipy]` extra); the interval comes from the fit's covariance and Student's t with
-n - 3 degrees of freedom, so it needs at least 4 points (3 give a fit but no interval).
+n - 3 degrees of freedom, so it needs at least 4 points (3 give a fit but no interval). L_inf is bounded
+to [0, smallest loss]; a fit that ends on a bound says so (`l_inf_at_bound`): the points show no floor.
 """
 from __future__ import annotations
 
@@ -48,6 +49,12 @@ class PowerLawFit:
         return float(_power_law(float(n) / self.n_ref, self.l_inf, self.k, self.alpha))
 
     @property
+    def l_inf_at_bound(self) -> bool:
+        """Whether the fit pushed L_inf to 0 or to the smallest loss (its bounds): then the points do not
+        determine it and the interval (from the covariance) means little."""
+        return self.l_inf <= 1e-9 or self.l_inf >= min(self.losses) * (1 - 1e-9)
+
+    @property
     def rms_residual(self) -> float:
         return math.sqrt(sum(r * r for r in self.residuals) / len(self.residuals))
 
@@ -55,7 +62,8 @@ class PowerLawFit:
         pct = round(self.confidence * 100)
         lines = [f"L(N) = {self.l_inf:.4f} + {self.k:.4f} * (N / {self.n_ref:.3g}) ** -{self.alpha:.4f}",
                  f"  alpha = {self.alpha:.4f}  ({pct}% interval {self.alpha_ci[0]:.4f} .. {self.alpha_ci[1]:.4f})",
-                 f"  L_inf = {self.l_inf:.4f}  ({pct}% interval {self.l_inf_ci[0]:.4f} .. {self.l_inf_ci[1]:.4f})",
+                 f"  L_inf = {self.l_inf:.4f}  ({pct}% interval {self.l_inf_ci[0]:.4f} .. {self.l_inf_ci[1]:.4f})"
+                 + ("  at its bound: the points show no floor yet" if self.l_inf_at_bound else ""),
                  f"  {len(self.sizes)} points, rms residual {self.rms_residual:.4g}"]
         for n, l, r in zip(self.sizes, self.losses, self.residuals):
             lines.append(f"    N = {n:>12,.0f}   loss {l:.4f}   fit {l - r:.4f}   residual {r:+.4f}")
@@ -113,8 +121,9 @@ def fit_power_law(sizes, losses, confidence: float = 0.95) -> PowerLawFit:
     try:
         with warnings.catch_warnings():   # 3 points leave no covariance: said below as a NaN interval
             warnings.simplefilter("ignore", optimize.OptimizeWarning)
+            # a loss is never negative and the asymptote lies under every measured loss: 0 <= L_inf < min
             params, cov = optimize.curve_fit(_power_law, x, losses, p0=_initial_guess(x, losses),
-                                             bounds=([-math.inf, 0, 0], [math.inf, math.inf, 10]), maxfev=20000)
+                                             bounds=([0, 0, 0], [min(losses), math.inf, 10]), maxfev=20000)
     except RuntimeError as e:
         raise RuntimeError(f"fit_power_law: the fit did not converge on these points ({e}); is the loss "
                            f"decreasing with size?") from None
@@ -134,7 +143,7 @@ def fit_power_law(sizes, losses, confidence: float = 0.95) -> PowerLawFit:
 def _initial_guess(x, y):
     """L_inf a little under the smallest loss, then alpha and k from a least-squares line through
     log(L - L_inf) against log N."""
-    l_inf = min(y) - 0.1 * (max(y) - min(y)) - 1e-3
+    l_inf = max(min(y) - 0.1 * (max(y) - min(y)) - 1e-3, 0.5 * min(y))
     u = [math.log(v) for v in x]
     w = [math.log(v - l_inf) for v in y]
     mu, mw = sum(u) / len(u), sum(w) / len(w)

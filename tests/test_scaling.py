@@ -85,3 +85,15 @@ def test_plot_writes_a_png(tmp_path):
 
 def test_is_reachable_from_the_package():
     assert ember.scaling is scaling
+
+
+def test_the_floor_stays_between_zero_and_the_smallest_loss_and_a_bound_is_said():
+    # nearly a straight line in log-log: no floor visible; an unbounded fit put L_inf at -7
+    sizes = [15072, 59568, 104000, 340512, 798336]
+    losses = [2.4860, 2.3372, 2.2227, 2.0750, 1.9863]
+    fit = ember.scaling.fit_power_law(sizes, losses)
+    assert 0 <= fit.l_inf < min(losses)
+    assert fit.l_inf_at_bound and "at its bound" in str(fit)
+    clean = ember.scaling.fit_power_law([1e5, 3e5, 1e6, 3e6, 1e7], [1.7 + 0.9 * (n / 1e6) ** -0.32
+                                                                     for n in [1e5, 3e5, 1e6, 3e6, 1e7]])
+    assert not clean.l_inf_at_bound and "at its bound" not in str(clean)
