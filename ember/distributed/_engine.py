@@ -148,9 +148,11 @@ class Engine:
         work._done.set()
 
     def poll(self, reqs, deadline, name, describe="", statuses=None):
-        """Test `reqs` until complete. MPICH progresses only inside MPI calls, and a rank on a loaded machine
-        may share its core with the peer: spin briefly (latency), then yield, then sleep in short steps
-        (20 us for the first 10 ms, 0.2 ms up to 1 s, then 1 ms) so the peer runs, checking the deadline."""
+        """Test `reqs` until complete. MPICH progresses only inside MPI calls (a shared-memory transfer
+        moves while a rank polls), and a rank on a loaded machine may share its core with the peer: spin
+        briefly (latency), then poll with `sched_yield` between tests for the first 5 ms (as fast as a
+        spin on an idle core, and the peer runs on a shared one), then sleep in short steps (20 us up to
+        10 ms, 0.2 ms up to 1 s, then 1 ms), checking the deadline."""
         test = self.backend.test
         spins = 0
         since = None
@@ -158,13 +160,13 @@ class Engine:
             spins += 1
             if spins < 200:
                 continue
-            if spins < 400:
-                _yield()
-                continue
             now = time.monotonic()
             if since is None:
                 since = now
             waited = now - since
+            if waited < 0.005:
+                _yield()
+                continue
             time.sleep(2e-5 if waited < 0.01 else 2e-4 if waited < 1.0 else 1e-3)
             if now > deadline:
                 d = describe() if callable(describe) else describe
