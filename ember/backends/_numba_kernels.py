@@ -270,3 +270,110 @@ def adam_step(p, g, m, v, vmax, decay, wd, w1, small_w1, c2, beta2, step_size, b
             vmax[i] = vi
         denom = np.sqrt(vi) / bc2_sqrt + eps   # float32 sqrt (math.sqrt would round through float64)
         p[i] = pi - (mi * step_size) / denom
+
+
+# ---- training-mode batch norm, forward and gradient, per channel ------------------------------------
+# Two layouts of x (N, C, *S): "ncs", C-contiguous (N, C, S); "mc", channels-last, seen as (M, C) with
+# M = N * S. Sums run in float64 (a channel's count reaches 10^5-10^6 elements), elementwise math in
+# float32, as BatchNorm.forward / BatchNormGrad.forward compute it.
+
+@njit(**_RED)
+def batch_norm_ncs(x, w, b, eps, y, mean, var):
+    N, C, S = x.shape
+    cnt = N * S
+    for c in range(C):
+        s = 0.0
+        for n in range(N):
+            for j in range(S):
+                s += x[n, c, j]
+        m = f32(s / cnt)
+        v = 0.0
+        for n in range(N):
+            for j in range(S):
+                d = x[n, c, j] - m
+                v += d * d
+        vc = f32(v / cnt)
+        scale = w[c] / f32(math.sqrt(vc + eps))
+        sh = b[c]
+        for n in range(N):
+            for j in range(S):
+                y[n, c, j] = (x[n, c, j] - m) * scale + sh
+        mean[c] = m
+        var[c] = vc
+
+
+@njit(**_RED)
+def batch_norm_mc(x, w, b, eps, y, mean, var):
+    M, C = x.shape
+    s = np.zeros(C, np.float64)
+    for i in range(M):
+        for c in range(C):
+            s[c] += x[i, c]
+    for c in range(C):
+        mean[c] = f32(s[c] / M)
+        s[c] = 0.0
+    for i in range(M):
+        for c in range(C):
+            d = x[i, c] - mean[c]
+            s[c] += d * d
+    scale = np.empty(C, np.float32)
+    for c in range(C):
+        var[c] = f32(s[c] / M)
+        scale[c] = w[c] / f32(math.sqrt(var[c] + eps))
+    for i in range(M):
+        for c in range(C):
+            y[i, c] = (x[i, c] - mean[c]) * scale[c] + b[c]
+
+
+@njit(**_RED)
+def batch_norm_grad_ncs(x, g, w, mean, var, eps, gx, gw, gb):
+    """gb = sum(g), gw = sum(g * xhat), gx = w r (g - gb/n - xhat gw/n), xhat = (x - mean) r."""
+    N, C, S = x.shape
+    cnt = N * S
+    for c in range(C):
+        m = mean[c]
+        r = _ONE / f32(math.sqrt(var[c] + eps))
+        sg = 0.0
+        sgx = 0.0
+        for n in range(N):
+            for j in range(S):
+                gv = g[n, c, j]
+                sg += gv
+                sgx += gv * ((x[n, c, j] - m) * r)
+        bc = f32(sg)
+        wc = f32(sgx)
+        gb[c] = bc
+        gw[c] = wc
+        k = w[c] * r
+        mb = bc / f32(cnt)
+        mw = wc / f32(cnt)
+        for n in range(N):
+            for j in range(S):
+                gx[n, c, j] = (g[n, c, j] - mb - ((x[n, c, j] - m) * r) * mw) * k
+
+
+@njit(**_RED)
+def batch_norm_grad_mc(x, g, w, mean, var, eps, gx, gw, gb):
+    M, C = x.shape
+    r = np.empty(C, np.float32)
+    for c in range(C):
+        r[c] = _ONE / f32(math.sqrt(var[c] + eps))
+    sg = np.zeros(C, np.float64)
+    sgx = np.zeros(C, np.float64)
+    for i in range(M):
+        for c in range(C):
+            gv = g[i, c]
+            sg[c] += gv
+            sgx[c] += gv * ((x[i, c] - mean[c]) * r[c])
+    k = np.empty(C, np.float32)
+    mb = np.empty(C, np.float32)
+    mw = np.empty(C, np.float32)
+    for c in range(C):
+        gb[c] = f32(sg[c])
+        gw[c] = f32(sgx[c])
+        k[c] = w[c] * r[c]
+        mb[c] = gb[c] / f32(M)
+        mw[c] = gw[c] / f32(M)
+    for i in range(M):
+        for c in range(C):
+            gx[i, c] = (g[i, c] - mb[c] - ((x[i, c] - mean[c]) * r[c]) * mw[c]) * k[c]

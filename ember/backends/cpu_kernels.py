@@ -1,6 +1,6 @@
 """Compiled CPU kernels behind the hottest eager primitives: exact GELU, softmax, log_softmax, LayerNorm
-(and Normalize) and their gradients, each one pass of a numba loop where the NumPy forward is 10-25 ufunc
-passes (bench/w5_parts.py, bench/RESULTS.md).
+(and Normalize), training-mode BatchNorm and their gradients, each one numba loop (BatchNorm: a pass per
+statistic) where the NumPy forward is 7-25 ufunc passes (bench/w5_parts.py, bench/RESULTS.md).
 
 `install` registers them in `cpu.kernels` (through `cpu.register_kernel`); `Primitive.apply` then calls
 `kernel(node, *arrays)` instead of `node.forward(*arrays)` for host arrays of those primitives only.
@@ -234,3 +234,66 @@ def adam_step(node, p, g, m, v, *rest):
                 vmax.reshape(-1), decay, f32(wd), w1, w < 0.5, f32(1 - node.beta2), f32(node.beta2),
                 step_size, bc2_sqrt, f32(node.eps), node.decoupled, node.maximize, node.amsgrad)
     return p
+
+
+# ---- training-mode batch norm (BatchNorm, BatchNormGrad) ------------------------------------------
+
+def _bn_layout(x):
+    """(2-D or 3-D float32 view, layout) of x (N, C, *S): 'ncs' for C-contiguous x as (N, C, S), 'mc'
+    for channels-last x as (N * S, C); (None, None) for anything else (the NumPy forward runs)."""
+    if x.dtype != np.float32 or x.ndim < 2 or x.size == 0:
+        return None, None
+    if x.flags.c_contiguous:
+        return x.reshape(x.shape[0], x.shape[1], -1), "ncs"
+    last = np.moveaxis(x, 1, -1)
+    if last.flags.c_contiguous:
+        return last.reshape(-1, x.shape[1]), "mc"
+    return None, None
+
+
+def _like(x, view, layout):
+    """A new array of x's shape in x's memory layout, and its view in `layout`'s shape."""
+    if layout == "ncs":
+        out = np.empty(x.shape, np.float32)
+        return out, out.reshape(view.shape)
+    last = np.empty(np.moveaxis(x, 1, -1).shape, np.float32)
+    return np.moveaxis(last, -1, 1), last.reshape(view.shape)
+
+
+def _in_layout(a, x, layout):
+    """`a` (x's shape) as a float32 view in x's layout, copying if its memory is laid out otherwise."""
+    if a.dtype != np.float32 or a.shape != x.shape:
+        return None
+    if layout == "ncs":
+        return np.ascontiguousarray(a).reshape(x.shape[0], x.shape[1], -1)
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1)).reshape(-1, x.shape[1])
+
+
+def batch_norm(node, x, w, b):
+    xv, layout = _bn_layout(x)
+    ok = xv is not None and w.dtype == np.float32 and b.dtype == np.float32
+    K = _k() if ok else None
+    if K is None:
+        return node.forward(x, w, b)
+    C = x.shape[1]
+    y, yv = _like(x, xv, layout)
+    mean, var = np.empty(C, np.float32), np.empty(C, np.float32)
+    fn = K.batch_norm_ncs if layout == "ncs" else K.batch_norm_mc
+    fn(xv, np.ascontiguousarray(w), np.ascontiguousarray(b), np.float32(node.eps), yv, mean, var)
+    return y, mean, var
+
+
+def batch_norm_grad(node, x, g, w, mean, var):
+    xv, layout = _bn_layout(x)
+    gv = _in_layout(g, x, layout) if xv is not None else None
+    ok = gv is not None and all(a.dtype == np.float32 for a in (w, mean, var))
+    K = _k() if ok else None
+    if K is None:
+        return node.forward(x, g, w, mean, var)
+    C = x.shape[1]
+    gx, gxv = _like(x, xv, layout)
+    gw, gb = np.empty(C, np.float32), np.empty(C, np.float32)
+    fn = K.batch_norm_grad_ncs if layout == "ncs" else K.batch_norm_grad_mc
+    fn(xv, gv, np.ascontiguousarray(w), np.ascontiguousarray(mean), np.ascontiguousarray(var),
+       np.float32(node.eps), gxv, gw, gb)
+    return gx, gw, gb

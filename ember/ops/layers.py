@@ -976,4 +976,4 @@ from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
 
 _cpu_kernels.install({Gelu: "gelu", GeluGrad: "gelu_grad", Softmax: "softmax", SoftmaxGrad: "softmax_grad",
                       LogSoftmax: "log_softmax", Normalize: "normalize", LayerNorm: "layer_norm",
-                      LayerNormGrad: "layer_norm_grad"})
+                      LayerNormGrad: "layer_norm_grad", BatchNorm: "batch_norm", BatchNormGrad: "batch_norm_grad"})

@@ -32,7 +32,8 @@ def calls(monkeypatch):
     from ember.backends import _numba_kernels as K
     counts = {}
     for name in ("gelu", "gelu_grad", "softmax", "softmax_grad", "log_softmax", "layer_norm",
-                 "layer_norm_grad"):
+                 "layer_norm_grad", "batch_norm_ncs", "batch_norm_mc", "batch_norm_grad_ncs",
+                 "batch_norm_grad_mc"):
         def counted(*args, _name=name, _fn=getattr(K, name)):
             counts[_name] = counts.get(_name, 0) + 1
             return _fn(*args)
@@ -42,7 +43,7 @@ def calls(monkeypatch):
 
 def test_registered_for_the_fused_layer_primitives():
     for cls in (layers.Gelu, layers.GeluGrad, layers.Softmax, layers.SoftmaxGrad, layers.LogSoftmax,
-                layers.Normalize, layers.LayerNorm, layers.LayerNormGrad):
+                layers.Normalize, layers.LayerNorm, layers.LayerNormGrad, layers.BatchNorm, layers.BatchNormGrad):
         assert cls in cpu.kernels and cls.cpu_kernel is not None
     assert ember.ops.primitives.Add.cpu_kernel is None   # the rest keep the plain forward call
 
@@ -176,3 +177,39 @@ def test_adam_step_kernel_is_bit_identical_to_the_numpy_step(calls, monkeypatch,
     assert len(n) == 8   # 4 steps x 2 parameters through the kernel
     for a, b in zip(want, got):
         np.testing.assert_array_equal(a, b)
+
+
+def _channels_last(x):
+    return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("shape,cl", [((8, 5, 7, 9), False), ((8, 5, 7, 9), True), ((3, 4), False),
+                                      ((6, 3, 11), False), ((2, 2, 1, 1), False), ((2, 16, 4, 4), True)])
+def test_batch_norm_layouts(kernels, shape, cl):
+    """Training-mode batch norm, values and the gradients of x, weight and bias, NCHW and channels-last
+    (the layout the convolutions return), against torch; the running statistics too."""
+    lay = _channels_last if cl else (lambda x: x)
+    check_op(lambda L, x, w, b: L.nn.functional.batch_norm(lay(x * 3 + 2), None, None, w, b, training=True),
+             shape, shape[1:2], shape[1:2], dtypes=("float32",), grad_atol=1e-3, grad_rtol=1e-3)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32) * 3 + 2
+    bn = ember.nn.BatchNorm2d(shape[1]) if len(shape) == 4 else ember.nn.BatchNorm1d(shape[1])
+    bn(lay(ember.tensor(x)))
+    axes = (0,) + tuple(range(2, len(shape)))
+    n = x.size // shape[1]
+    np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.mean(axis=axes), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * x.var(axis=axes) * n / max(n - 1, 1),
+                               rtol=1e-5)
+
+
+def test_the_batch_norm_kernels_are_taken(calls):
+    x = ember.randn(4, 3, 5, 5, requires_grad=True)
+    bn = ember.nn.BatchNorm2d(3)
+    bn(x).sum().backward()
+    assert calls == {"batch_norm_ncs": 1, "batch_norm_grad_ncs": 1}
+    y = bn(_channels_last(x))
+    (y * ember.randn(4, 3, 5, 5)).sum().backward()     # a gradient in NCHW for a channels-last x: copied
+    assert calls == {"batch_norm_ncs": 1, "batch_norm_grad_ncs": 1, "batch_norm_mc": 1,
+                     "batch_norm_grad_mc": 1}
+    bn.double()(x.double())                            # float64: the NumPy forward
+    assert calls["batch_norm_ncs"] == 1
