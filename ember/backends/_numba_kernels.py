@@ -270,3 +270,157 @@ def adam_step(p, g, m, v, vmax, decay, wd, w1, small_w1, c2, beta2, step_size, b
             vmax[i] = vi
         denom = np.sqrt(vi) / bc2_sqrt + eps   # float32 sqrt (math.sqrt would round through float64)
         p[i] = pi - (mi * step_size) / denom
+
+
+# ---- 2-D max pooling, channels-last (N, H, W, C) ---------------------------------------------------
+# float32 or float64 (one compiled version each); the caller passes C-contiguous channels-last arrays
+# (an NCHW-contiguous array is the channels-last array (N*C, H, W, 1)). Padding is implicit: positions
+# outside x count as -inf, as in the NumPy forwards' -inf-padded copy. Each loop handles one output row
+# at a time, taps in the forwards' order (a, b), then the row's windows j, then channels c: the inner
+# loops run over contiguous channels with selects instead of branches, which LLVM vectorises (per-pixel
+# state of C = 16 floats was too short for its vector loop and ran scalar, 3x slower).
+
+@njit(inline="always", **_ELEM)
+def _inside(OW, W, sw, pw, b, dw):
+    """The range [lo, hi) of output columns j whose tap b (column j * sw - pw + b * dw) lies inside
+    0 <= column < W (a bounds test inside the loop over j kept LLVM from vectorising: 5x slower)."""
+    off = b * dw - pw
+    lo = 0 if off >= 0 else (-off + sw - 1) // sw
+    hi = 0 if W - off <= 0 else (W - off + sw - 1) // sw
+    return min(lo, OW), max(min(hi, OW), min(lo, OW))
+
+
+@njit(**_ELEM)
+def max_pool2d(x, out, kh, kw, sh, sw, dh, dw, ph, pw):
+    """out[n, i, j, c] = max over the window of (i, j) of x[n, ., ., c]; NaN propagates (np.maximum)."""
+    N, H, W, C = x.shape
+    OH, OW = out.shape[1], out.shape[2]
+    ninf = -np.inf
+    for n in range(N):
+        for i in range(OH):
+            m = out[n, i]
+            for j in range(OW):
+                for c in range(C):
+                    m[j, c] = ninf
+            for a in range(kh):
+                h = i * sh - ph + a * dh
+                if h < 0 or h >= H:
+                    continue
+                xrow = x[n, h]
+                for b in range(kw):
+                    lo, hi = _inside(OW, W, sw, pw, b, dw)
+                    for j in range(lo, hi):
+                        xr, mr = xrow[j * sw - pw + b * dw], m[j]
+                        for c in range(C):
+                            v = xr[c]
+                            mc = mr[c]
+                            mr[c] = v if (v > mc or v != v) and mc == mc else mc
+
+
+@njit(**_ELEM)
+def max_pool2d_arg(x, y, arg, kh, kw, sh, sw, dh, dw, ph, pw):
+    """arg[n, i, j, c]: the kernel offset (a * kw + b) of the first position of each window inside x
+    where x == y, or -1 where there is none (MaxPoolGrad.forward's rule)."""
+    N, H, W, C = x.shape
+    OH, OW = y.shape[1], y.shape[2]
+    for n in range(N):
+        for i in range(OH):
+            yrow, o = y[n, i], arg[n, i]
+            for j in range(OW):
+                for c in range(C):
+                    o[j, c] = -1
+            for a in range(kh):
+                h = i * sh - ph + a * dh
+                if h < 0 or h >= H:
+                    continue
+                xrow = x[n, h]
+                for b in range(kw):
+                    t = a * kw + b
+                    lo, hi = _inside(OW, W, sw, pw, b, dw)
+                    for j in range(lo, hi):
+                        yr, oj = yrow[j], o[j]
+                        xr = xrow[j * sw - pw + b * dw]
+                        for c in range(C):
+                            oj[c] = t if oj[c] == -1 and xr[c] == yr[c] else oj[c]
+
+
+@njit(**_ELEM)
+def max_pool2d_grad(x, y, g, gx, arg, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint):
+    """gx (zeroed by the caller where no window covers it) gets g at the first position of each window
+    (in kernel-offset order, padding skipped) where x == y. Windows that do not overlap: one pass,
+    `left` (OW, C) holding each window's gradient until its first maximum takes it. Overlapping ones:
+    `arg` (max_pool2d_arg) first, then one pass per kernel offset, so that each position sums its
+    windows' gradients in the order of MaxPoolGrad.forward (bit for bit the same values)."""
+    N, H, W, C = x.shape
+    OH, OW = y.shape[1], y.shape[2]
+    zero = g.dtype.type(0)
+    if not disjoint:
+        max_pool2d_arg(x, y, arg, kh, kw, sh, sw, dh, dw, ph, pw)
+        for a in range(kh):
+            for b in range(kw):
+                t = a * kw + b
+                for n in range(N):
+                    for i in range(OH):
+                        h = i * sh - ph + a * dh
+                        if h < 0 or h >= H:
+                            continue
+                        lo, hi = _inside(OW, W, sw, pw, b, dw)
+                        for j in range(lo, hi):
+                            o, gr, gxr = arg[n, i, j], g[n, i, j], gx[n, h, j * sw - pw + b * dw]
+                            for c in range(C):
+                                gxr[c] += gr[c] if o[c] == t else zero
+        return
+    for n in range(N):
+        for i in range(OH):
+            yrow = y[n, i]
+            grow = g[n, i]
+            for j in range(OW):
+                for c in range(C):
+                    left[j, c] = grow[j, c]
+            for a in range(kh):
+                h = i * sh - ph + a * dh
+                if h < 0 or h >= H:
+                    continue
+                xrow, gxrow = x[n, h], gx[n, h]
+                for b in range(kw):
+                    lo, hi = _inside(OW, W, sw, pw, b, dw)
+                    for j in range(lo, hi):
+                        yr, lr = yrow[j], left[j]
+                        w = j * sw - pw + b * dw
+                        xr, gxr = xrow[w], gxrow[w]
+                        for c in range(C):
+                            hit = xr[c] == yr[c]
+                            gxr[c] = lr[c] if hit else zero
+                            lr[c] = zero if hit else lr[c]
+
+
+@njit(**_ELEM)
+def max_pool2d_index(x, out, kh, kw, sh, sw, dh, dw, ph, pw, W0):
+    """out[n, i, j, c]: the flat index (row * W0 + col, in the unpadded input of width W0) of the first
+    maximum of each window of x (already padded: ph, pw are its leading pads); NaN counts as the
+    maximum (np.argmax)."""
+    N, H, W, C = x.shape
+    OH, OW = out.shape[1], out.shape[2]
+    best = np.empty((OW, C), x.dtype)
+    for n in range(N):
+        for i in range(OH):
+            o = out[n, i]
+            for a in range(kh):
+                h = i * sh + a * dh
+                xrow = x[n, h]
+                for b in range(kw):
+                    k = (h - ph) * W0 + (b * dw - pw)
+                    for j in range(OW):
+                        xr, bj, oj = xrow[j * sw + b * dw], best[j], o[j]
+                        kj = k + j * sw
+                        if a == 0 and b == 0:
+                            for c in range(C):
+                                bj[c] = xr[c]
+                                oj[c] = kj
+                            continue
+                        for c in range(C):
+                            v = xr[c]
+                            bc = bj[c]
+                            take = (v > bc or v != v) and bc == bc
+                            bj[c] = v if take else bc
+                            oj[c] = kj if take else oj[c]

@@ -466,7 +466,9 @@ class MaxPoolGrad(Primitive):
 
     def forward(self, x, y, g):
         xp = array_module(x)
-        xpad = _pool_padded(x, self.padding, -math.inf)
+        # NaN padding: no padding position equals y, so a window whose maximum is -inf sends its gradient
+        # to its first -inf inside x, as torch's
+        xpad = _pool_padded(x, self.padding, math.nan)
         out = y.shape[2:]
         gx = xp.zeros_like(xpad)
         g = g.astype(gx.dtype, copy=False)
@@ -481,10 +483,11 @@ class MaxPoolGrad(Primitive):
             if i < len(offsets) - 1:
                 taken = hit.copy() if taken is None else xp.logical_or(taken, hit, out=taken)
             dst = _pool_tap(gx, off, out, self.stride, self.dilation)
+            # g where hit, not g * hit: an inf or NaN in g reaches only the maximum, as in torch
             if disjoint:
-                xp.multiply(g, hit, out=dst)
+                xp.copyto(dst, g, where=hit)
             else:
-                dst += g * hit
+                dst += xp.where(hit, g, 0)
         if _has_pad(self.padding):
             gx = gx[(slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[2:], self.padding))]
         return gx
@@ -977,3 +980,4 @@ from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
 _cpu_kernels.install({Gelu: "gelu", GeluGrad: "gelu_grad", Softmax: "softmax", SoftmaxGrad: "softmax_grad",
                       LogSoftmax: "log_softmax", Normalize: "normalize", LayerNorm: "layer_norm",
                       LayerNormGrad: "layer_norm_grad"})
+_cpu_kernels.install({MaxPool: "max_pool", MaxPoolGrad: "max_pool_grad", MaxPoolIndex: "max_pool_index"})

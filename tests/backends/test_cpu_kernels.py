@@ -42,7 +42,8 @@ def calls(monkeypatch):
 
 def test_registered_for_the_fused_layer_primitives():
     for cls in (layers.Gelu, layers.GeluGrad, layers.Softmax, layers.SoftmaxGrad, layers.LogSoftmax,
-                layers.Normalize, layers.LayerNorm, layers.LayerNormGrad):
+                layers.Normalize, layers.LayerNorm, layers.LayerNormGrad, layers.MaxPool, layers.MaxPoolGrad,
+                layers.MaxPoolIndex):
         assert cls in cpu.kernels and cls.cpu_kernel is not None
     assert ember.ops.primitives.Add.cpu_kernel is None   # the rest keep the plain forward call
 
@@ -176,3 +177,96 @@ def test_adam_step_kernel_is_bit_identical_to_the_numpy_step(calls, monkeypatch,
     assert len(n) == 8   # 4 steps x 2 parameters through the kernel
     for a, b in zip(want, got):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- 2-D max pooling: MaxPool, MaxPoolGrad, MaxPoolIndex (channels-last, >= 8 channels) ------------
+
+def _channels_last(x):
+    """x (N, C, H, W) laid out channels-last in memory, as Conv leaves its output (what the pooling
+    loops take); the same code for torch and Ember."""
+    return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+
+
+# small integers: many ties in every window, so the gradient's first-maximum rule (torch's) is exercised
+TIES = np.round(np.random.default_rng(3).standard_normal((2, 16, 9, 10)) * 1.5)
+POOLS = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=1, padding=1),
+         dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1)), dict(kernel_size=2, ceil_mode=True),
+         dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 0))]
+
+
+@pytest.mark.parametrize("kw", POOLS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
+@pytest.mark.parametrize("layout", ["channels_last", "nchw"])
+def test_max_pool2d_with_ties(kernels, kw, layout):
+    def fn(L, x):
+        x = _channels_last(x) if layout == "channels_last" else x
+        return L.nn.functional.max_pool2d(x * 1, **kw)
+    check_op(fn, TIES)                                                      # float32 and float64
+    check_op(lambda L, x: L.nn.functional.max_pool2d(_channels_last(x), return_indices=True, **kw)[1],
+             TIES, grad=False)
+
+
+def test_max_pool2d_odd_sizes_and_a_conv_output(kernels):
+    check_op(lambda L, x: L.nn.functional.max_pool2d(_channels_last(x), 2), (3, 8, 7, 5))   # edges uncovered
+    check_op(lambda L, x: L.nn.functional.max_pool2d(_channels_last(x), (1, 3), 2), (1, 24, 1, 4))
+    check_op(lambda L, x, w: L.nn.functional.max_pool2d(L.relu(L.nn.functional.conv2d(x, w, padding=1)), 2),
+             (2, 3, 8, 8), (16, 3, 3, 3), grad_atol=1e-4)
+
+
+def test_max_pool2d_infinities(kernels):
+    """An inf in the upstream gradient reaches only each window's maximum (not inf * 0 = NaN elsewhere);
+    a window whose maximum is -inf sends its gradient to its first -inf inside x, never to padding."""
+    import torch
+    x = np.full((1, 8, 5, 5), -np.inf, np.float32)
+    x[0, :, 2, 2] = 1.0
+    x[0, 3, 0, 1] = 2.0
+    for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, padding=1), dict(kernel_size=2),
+               dict(kernel_size=3, stride=1, padding=1)):
+        grads = []
+        for L in (torch, ember):
+            t = L.tensor(x, requires_grad=True)
+            y = L.nn.functional.max_pool2d(_channels_last(t), **kw)
+            g = np.random.default_rng(0).standard_normal(tuple(y.shape)).astype(np.float32)
+            g[0, :, 0, 0] = np.inf
+            y.backward(L.tensor(g))
+            grads.append(t.grad.numpy())
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=0, err_msg=str(kw))   # no NaN
+
+
+def test_max_pool2d_kernel_path_is_taken(calls, monkeypatch):
+    from ember.backends import _numba_kernels as K
+    for name in ("max_pool2d", "max_pool2d_grad", "max_pool2d_index"):
+        def counted(*args, _name=name, _fn=getattr(K, name)):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _fn(*args)
+        monkeypatch.setattr(K, name, counted)
+    x = _channels_last(ember.randn(2, 8, 6, 6)).requires_grad_()
+    F.max_pool2d(x, 2).sum().backward()
+    F.max_pool2d(x.detach(), 3, 1, return_indices=True)   # two MaxPoolIndex: the gather's, the result's
+    assert calls == {"max_pool2d": 1, "max_pool2d_grad": 1, "max_pool2d_index": 2}
+    # NCHW memory, fewer than 8 channels, 1-D pooling, float16: the NumPy forwards
+    F.max_pool2d(ember.randn(2, 8, 6, 6, requires_grad=True), 2).sum().backward()
+    F.max_pool2d(_channels_last(ember.randn(2, 4, 6, 6)), 2)
+    F.max_pool1d(ember.randn(2, 8, 6), 2)
+    F.max_pool2d(_channels_last(ember.randn(2, 8, 6, 6, dtype=ember.float16)), 2)
+    assert calls == {"max_pool2d": 1, "max_pool2d_grad": 1, "max_pool2d_index": 2}
+
+
+def test_max_pool2d_without_numba(monkeypatch):
+    """Without numba the pooling primitives run their NumPy forwards, with the same values."""
+    import sys
+    import ember.backends
+    x = _channels_last(ember.tensor(TIES.astype(np.float32)))
+    cpu_kernels.disable()
+    want = F.max_pool2d(x, 3, 2, 1)
+    monkeypatch.setattr(cpu_kernels, "_K", None)
+    monkeypatch.setitem(sys.modules, "numba", None)
+    monkeypatch.delitem(sys.modules, "ember.backends._numba_kernels", raising=False)
+    monkeypatch.delattr(ember.backends, "_numba_kernels", raising=False)
+    try:
+        cpu_kernels.enable()
+        got = F.max_pool2d(x, 3, 2, 1)
+        assert layers.MaxPool.cpu_kernel is None and layers.MaxPoolGrad.cpu_kernel is None
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    finally:
+        monkeypatch.undo()
+        cpu_kernels.enable()
