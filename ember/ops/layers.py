@@ -152,6 +152,17 @@ _WG = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
 _WGG = tuple(tuple(_WG[u][a] * _WG[v][b] for a in range(3) for b in range(3)) for u in range(4) for v in range(4))
 
 
+# the weight gradient's Winograd needs more tiles than the forward's: they are the inner dim of its 16
+# GEMMs (at 32 tiles, ResNet-18's 512-channel layers, it was no faster than im2col)
+WGRAD_TILES = 128
+
+
+class _Spec:
+    """The shape and dtype of a weight not at hand (ConvWeightGrad's), for _winograd_ok."""
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ndim = tuple(shape), dtype, len(shape)
+
+
 def _winograd_ok(x, w, stride, dilation, groups, padding):
     """Where Winograd pays and keeps float accuracy: 2-D, 3x3, stride 1, no dilation or groups, float32/64.
     Its tile transforms cost O(C + O) per tile against O(C * O) of GEMM, and the weight transform is a
@@ -169,18 +180,14 @@ def _winograd_ok(x, w, stride, dilation, groups, padding):
     return C * O >= 32 * (C + O) and tiles >= 32
 
 
-def _winograd(x, w, padding, transposed=False):
-    """y (N, oh, ow, O) channels-last (a view) of the 3x3 stride-1 conv of x (N, C, H, W) with w (O, C, 3, 3);
-    `transposed`: with the flipped, transposed kernel instead, w (C, O, 3, 3) (ConvInputGrad's)."""
+def _winograd_input(x, pt, pl, th, tw):
+    """V (16, N, th, tw, C): the input transform B^T d B of every 4x4 tile d (stride 2) of x (N, C, H, W)
+    zero-padded by pt, pl before and up to 2*th + 2, 2*tw + 2 after, channels-last."""
     xp = array_module(x)
     N, C, H, W = x.shape
-    O = w.shape[0] if not transposed else w.shape[1]
-    (pt, pb), (pl, pr) = padding or ((0, 0), (0, 0))
-    oh, ow = H + pt + pb - 2, W + pl + pr - 2
-    th, tw = -(-oh // 2), -(-ow // 2)
     # padded channels-last input covering every tile: (N, 2*th + 2, 2*tw + 2, C)
     xl = _padded_last(x, ((pt, 2 * th + 2 - H - pt), (pl, 2 * tw + 2 - W - pl)))
-    # input transform B^T d B: rows of each tile, then columns
+    # rows of each tile, then columns
     r = [xl[:, a:a + 2 * th:2] for a in range(4)]                     # (N, th, 2tw+2, C)
     rows = (r[0] - r[2], r[1] + r[2], r[2] - r[1], r[1] - r[3])
     V = xp.empty((16, N, th, tw, C), dtype=x.dtype)
@@ -190,6 +197,61 @@ def _winograd(x, w, padding, transposed=False):
         xp.add(c[1], c[2], out=V[4 * u + 1])
         xp.subtract(c[2], c[1], out=V[4 * u + 2])
         xp.subtract(c[1], c[3], out=V[4 * u + 3])
+    return V
+
+
+def _winograd_weight_grad(x, g, padding):
+    """dW (O, C, 3, 3) of the 3x3 stride-1 conv of x (N, C, H, W) whose output gradient is g (N, O, oh, ow):
+    Winograd F(3x3, 2x2), the dual of the forward's F(2x2, 3x3). Each 2x2 tile of g meets the 4x4 tile
+    of x under it: dW = G^T [sum over tiles of (A g A^T) * (B^T d B)] G, the sum over tiles inside 16
+    GEMMs (O, tiles) @ (tiles, C): 2.25x fewer multiplications than im2col."""
+    xp = array_module(x)
+    N, C = x.shape[:2]
+    O, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    (pt, _), (pl, _) = padding or ((0, 0), (0, 0))
+    th, tw = -(-oh // 2), -(-ow // 2)
+    Mt = N * th * tw
+    V = _winograd_input(x, pt, pl, th, tw).reshape(16, Mt, C)
+    gl = _last(g)                                                      # (N, oh, ow, O)
+    if oh % 2 or ow % 2:                                               # zero rows/columns: whole tiles
+        gl = _padded_last(g, ((0, oh % 2), (0, ow % 2)))
+    # g transform A g A^T, A = [[1, 0], [1, 1], [1, -1], [0, -1]]: rows, then columns
+    r0, r1 = gl[:, 0::2], gl[:, 1::2]                                  # (N, th, 2tw, O)
+    rows = (r0, r0 + r1, r0 - r1, -r1)
+    U = xp.empty((16, N, th, tw, O), dtype=g.dtype)
+    for u, t in enumerate(rows):
+        c0, c1 = t[:, :, 0::2], t[:, :, 1::2]                          # (N, th, tw, O)
+        U[4 * u] = c0
+        xp.add(c0, c1, out=U[4 * u + 1])
+        xp.subtract(c0, c1, out=U[4 * u + 2])
+        xp.negative(c1, out=U[4 * u + 3])
+    U = U.reshape(16, Mt, O)
+    Mo = xp.empty((16, O, C), dtype=xp.result_type(x.dtype, g.dtype))
+    for i in range(16):
+        xp.matmul(U[i].T, V[i], out=Mo[i])
+    # output transform G^T m G, G^T = [[1, 1/2, 1/2, 0], [0, 1/2, -1/2, 0], [0, 1/2, 1/2, 1]]
+    m = Mo.reshape(4, 4, O, C)
+    h = (m[1] + m[2]) * 0.5
+    p = (m[0] + h, (m[1] - m[2]) * 0.5, h + m[3])                      # over u: 3 x (4, O, C)
+    dw = xp.empty((O, C, 3, 3), dtype=Mo.dtype)
+    for a, q in enumerate(p):
+        h = (q[1] + q[2]) * 0.5
+        dw[:, :, a, 0] = q[0] + h
+        dw[:, :, a, 1] = (q[1] - q[2]) * 0.5
+        dw[:, :, a, 2] = h + q[3]
+    return dw
+
+
+def _winograd(x, w, padding, transposed=False):
+    """y (N, oh, ow, O) channels-last (a view) of the 3x3 stride-1 conv of x (N, C, H, W) with w (O, C, 3, 3);
+    `transposed`: with the flipped, transposed kernel instead, w (C, O, 3, 3) (ConvInputGrad's)."""
+    xp = array_module(x)
+    N, C, H, W = x.shape
+    O = w.shape[0] if not transposed else w.shape[1]
+    (pt, pb), (pl, pr) = padding or ((0, 0), (0, 0))
+    oh, ow = H + pt + pb - 2, W + pl + pr - 2
+    th, tw = -(-oh // 2), -(-ow // 2)
+    V = _winograd_input(x, pt, pl, th, tw)                             # (16, N, th, tw, C)
     # weight transform G w G^T, one GEMM over w as stored: T (16, w.shape[0], w.shape[1]); U[i] (C, O) is
     # T[i].T (a transposed operand BLAS takes as is; laying it out cost 5 ms at 512 channels), or T[i]
     # itself for the transposed kernel, whose flip reverses the 9 taps: GG's columns
@@ -348,6 +410,9 @@ class ConvWeightGrad(Primitive):
         G = self.groups
         O, Cg, k = self.w_shape[0], self.w_shape[1], tuple(self.w_shape[2:])
         nd = len(k)
+        if WINOGRAD and g.ndim == 4 and g.shape[0] * -(-g.shape[2] // 2) * -(-g.shape[3] // 2) >= WGRAD_TILES \
+                and _winograd_ok(x, _Spec(self.w_shape, g.dtype), self.stride, self.dilation, G, self.padding):
+            return _winograd_weight_grad(x, g, self.padding)
         xl = _padded_last(x, self.padding)                            # (N, *S', C)
         gl = _last(g)                                                 # (N, *out, O)
         out = g.shape[2:]
