@@ -1,6 +1,7 @@
 """Compiled CPU kernels behind the hottest eager primitives: exact GELU, softmax, log_softmax, LayerNorm
 (and Normalize) and their gradients, each one pass of a numba loop where the NumPy forward is 10-25 ufunc
-passes (bench/w5_parts.py, bench/RESULTS.md).
+passes (bench/w5_parts.py, bench/RESULTS.md); and 2-D max pooling (MaxPool, MaxPoolGrad, MaxPoolIndex,
+float32 and float64, bit for bit the NumPy forwards: see the section below and docs/convolution.md).
 
 `install` registers them in `cpu.kernels` (through `cpu.register_kernel`); `Primitive.apply` then calls
 `kernel(node, *arrays)` instead of `node.forward(*arrays)` for host arrays of those primitives only.
@@ -9,10 +10,11 @@ not installed (the optional `ember[jit]` extra) that first call unregisters ever
 forwards run as before. `EMBER_CPU_KERNELS=0` in the environment, or `disable()`, turns them off
 (also those of modules imported later).
 
-A kernel handles the common case and hands the rest to the primitive's own forward: float32 arrays, and
-float16/bfloat16 computed in float32 (as the forwards and torch's CPU kernels do; `Primitive.apply` casts
-the result back), reductions over the last axis. float64 and other axes run the NumPy forward, so the
-kernels change results only by float32 rounding (erf and exp are a few ulp from NumPy's).
+A kernel handles the common case and hands the rest to the primitive's own forward. The GELU, softmax and
+LayerNorm kernels take float32 arrays, and float16/bfloat16 computed in float32 (as the forwards and
+torch's CPU kernels do; `Primitive.apply` casts the result back), reductions over the last axis. float64
+and other axes run the NumPy forward, so these kernels change results only by float32 rounding (erf and
+exp are a few ulp from NumPy's).
 """
 from __future__ import annotations
 
