@@ -424,3 +424,51 @@ def max_pool2d_index(x, out, kh, kw, sh, sw, dh, dw, ph, pw, W0):
                             take = (v > bc or v != v) and bc == bc
                             bj[c] = v if take else bc
                             oj[c] = kj if take else oj[c]
+
+
+# ---- Winograd F(2x2, 3x3) input transform (conv layers) ---------------------------------------------
+# Adds and subtracts only, no fastmath: bit for bit layers._winograd_input's NumPy passes.
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _wg_row(u, a0, a1, a2, a3):
+    """Row u of B^T d for the column values a0..a3 (rows 0-3 of the tile)."""
+    if u == 0:
+        return a0 - a2
+    if u == 1:
+        return a1 + a2
+    if u == 2:
+        return a2 - a1
+    return a1 - a3
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def winograd_input(xl, V, th, tw):
+    """V[4u + v, n, i, j, c] = (B^T d B)[u, v] of the 4x4 tile d = xl[n, 2i:2i+4, 2j:2j+4, c] of the padded
+    channels-last xl; V is (16, N, th, tw, C). Rows first (r0 - r2, r1 + r2, r2 - r1, r1 - r3), then
+    columns, as the NumPy forward. One loop over the channels per output (one store stream: LLVM
+    vectorises it; sixteen stores in one loop it did not)."""
+    N, C = xl.shape[0], xl.shape[3]
+    for n in range(N):
+        for i in range(th):
+            x0, x1, x2, x3 = xl[n, 2 * i], xl[n, 2 * i + 1], xl[n, 2 * i + 2], xl[n, 2 * i + 3]
+            for j in range(tw):
+                w = 2 * j
+                for u in range(4):
+                    o0, o1, o2, o3 = V[4 * u, n, i, j], V[4 * u + 1, n, i, j], V[4 * u + 2, n, i, j], \
+                        V[4 * u + 3, n, i, j]
+                    for c in range(C):
+                        ra = _wg_row(u, x0[w, c], x1[w, c], x2[w, c], x3[w, c])
+                        rc = _wg_row(u, x0[w + 2, c], x1[w + 2, c], x2[w + 2, c], x3[w + 2, c])
+                        o0[c] = ra - rc
+                    for c in range(C):
+                        rb = _wg_row(u, x0[w + 1, c], x1[w + 1, c], x2[w + 1, c], x3[w + 1, c])
+                        rc = _wg_row(u, x0[w + 2, c], x1[w + 2, c], x2[w + 2, c], x3[w + 2, c])
+                        o1[c] = rb + rc
+                    for c in range(C):
+                        rb = _wg_row(u, x0[w + 1, c], x1[w + 1, c], x2[w + 1, c], x3[w + 1, c])
+                        rc = _wg_row(u, x0[w + 2, c], x1[w + 2, c], x2[w + 2, c], x3[w + 2, c])
+                        o2[c] = rc - rb
+                    for c in range(C):
+                        rb = _wg_row(u, x0[w + 1, c], x1[w + 1, c], x2[w + 1, c], x3[w + 1, c])
+                        rd = _wg_row(u, x0[w + 3, c], x1[w + 3, c], x2[w + 3, c], x3[w + 3, c])
+                        o3[c] = rb - rd

@@ -318,3 +318,20 @@ def max_pool_index(node, x):
     W0 = x.shape[3] - (sum(node.pads[1]) if node.pads is not None else 0)
     K.max_pool2d_index(_as_nhwc(x), buf, *_pool_attrs(node), pt, pl, W0)
     return np.ascontiguousarray(idx)   # C order, as the NumPy forward's
+
+
+# ---- Winograd's input transform (layers._winograd_input), not a primitive: called from there ---------
+
+def winograd_input(xl, th, tw):
+    """V (16, N, th, tw, C) of the padded channels-last float32/float64 xl (N, 2th+2, 2tw+2, C) in one
+    numba pass (bit for bit the NumPy passes, which make 8 temporaries: 3x slower at ResNet-18's layer 1),
+    or None: kernels off, numba missing, another dtype or a non-NumPy array."""
+    if not _on or xl.__class__ is not np.ndarray or xl.dtype not in (np.float32, np.float64):
+        return None
+    K = _k()
+    if K is None:
+        return None
+    xl = np.ascontiguousarray(xl)
+    V = np.empty((16, xl.shape[0], th, tw, xl.shape[3]), xl.dtype)
+    K.winograd_input(xl, V, th, tw)
+    return V

@@ -187,6 +187,9 @@ def _winograd_input(x, pt, pl, th, tw):
     N, C, H, W = x.shape
     # padded channels-last input covering every tile: (N, 2*th + 2, 2*tw + 2, C)
     xl = _padded_last(x, ((pt, 2 * th + 2 - H - pt), (pl, 2 * tw + 2 - W - pl)))
+    V = _cpu_kernels.winograd_input(xl, th, tw)                       # one numba pass (or None)
+    if V is not None:
+        return V
     # rows of each tile, then columns
     r = [xl[:, a:a + 2 * th:2] for a in range(4)]                     # (N, th, 2tw+2, C)
     rows = (r[0] - r[2], r[1] + r[2], r[2] - r[1], r[1] - r[3])

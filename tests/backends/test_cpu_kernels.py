@@ -270,3 +270,28 @@ def test_max_pool2d_without_numba(monkeypatch):
     finally:
         monkeypatch.undo()
         cpu_kernels.enable()
+
+
+# ---- Winograd's input transform (layers._winograd_input) ---------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd_input_transform_is_bit_identical(calls, monkeypatch, dtype):
+    from ember.backends import _numba_kernels as K
+    n = []
+    orig = K.winograd_input
+    monkeypatch.setattr(K, "winograd_input", lambda *a: (n.append(1), orig(*a))[1])
+    x = np.random.default_rng(0).standard_normal((3, 5, 9, 7)).astype(dtype)
+    for xx in (x, np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):
+        for pads in ((1, 1, 5, 4), (0, 2, 4, 5)):
+            got = layers._winograd_input(xx, *pads)
+            cpu_kernels.disable()
+            want = layers._winograd_input(xx, *pads)
+            cpu_kernels.enable()
+            np.testing.assert_array_equal(got, want)
+    assert len(n) == 4
+
+
+def test_winograd_convs_with_and_without_the_kernel(kernels):
+    """The three Winograd paths (forward, input and weight gradients) of a 64-channel conv, against torch."""
+    check_op(lambda L, x, w: L.nn.functional.conv2d(x, w, padding=1), (4, 64, 18, 18), (64, 64, 3, 3),
+             atol=1e-4, grad_atol=1e-3)
