@@ -81,7 +81,11 @@ def will_run(cls, arrays) -> bool:
     """Whether `cls`'s compiled kernel (not its NumPy forward) would run on `arrays` whose first is
     float32: registered, and numba importable. The planner counts no scratch for it then (one loop)."""
     global _NUMBA
-    if getattr(cls, "cpu_kernel", None) is None or not arrays or arrays[0].dtype != np.float32:
+    kernel = getattr(cls, "cpu_kernel", None)
+    if kernel is None or not arrays or arrays[0].dtype != np.float32:
+        return False
+    takes = getattr(kernel, "takes", None)   # a kernel that runs only on some layouts says which
+    if takes is not None and not takes(arrays):
         return False
     if _NUMBA is None:
         import importlib.util
@@ -309,6 +313,11 @@ def max_pool_grad(node, x, y, g):
     return gx
 
 
+def _index_takes(arrays):
+    """MaxPoolIndex's kernel takes a 4-D channels-last x (will_run: the planner then counts no scratch)."""
+    return _pool_ok(arrays[0], (0, 0))
+
+
 def max_pool_index(node, x):
     K = _k() if _pool_ok(x, node.kernel) else None
     if K is None:
@@ -318,6 +327,9 @@ def max_pool_index(node, x):
     W0 = x.shape[3] - (sum(node.pads[1]) if node.pads is not None else 0)
     K.max_pool2d_index(_as_nhwc(x), buf, *_pool_attrs(node), pt, pl, W0)
     return np.ascontiguousarray(idx)   # C order, as the NumPy forward's
+
+
+max_pool_index.takes = _index_takes
 
 
 # ---- Winograd's input transform (layers._winograd_input), not a primitive: called from there ---------

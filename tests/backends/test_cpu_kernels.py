@@ -295,3 +295,13 @@ def test_winograd_convs_with_and_without_the_kernel(kernels):
     """The three Winograd paths (forward, input and weight gradients) of a 64-channel conv, against torch."""
     check_op(lambda L, x, w: L.nn.functional.conv2d(x, w, padding=1), (4, 64, 18, 18), (64, 64, 3, 3),
              atol=1e-4, grad_atol=1e-3)
+
+
+def test_will_run_knows_the_layouts_the_pooling_index_kernel_takes():
+    """The planner counts no scratch for a kernel that will run: MaxPoolIndex's runs on channels-last x only."""
+    pytest.importorskip("numba", reason="the CPU kernels need numba (pip install ember[jit])")
+    cpu_kernels.enable()
+    x = np.zeros((2, 8, 6, 6), np.float32)
+    assert not cpu_kernels.will_run(layers.MaxPoolIndex, [x])
+    assert cpu_kernels.will_run(layers.MaxPoolIndex, [np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)])
+    assert cpu_kernels.will_run(layers.Gelu, [x])
