@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd.function import Primitive
 from ..backends import array_module
+from ..backends.cpu import rows_sum as _rows_sum
 from ._attr_types import AXES, AXIS, DEVICE, DTYPE, INTS, KEY, NUMBER, OPT_NUMBER, SHAPE
 from ._infer import (_acc_dtype, _broadcast, _broadcast_shape, _concatenated, _einsum_shape, _indexed, _matmul_shape,
                      _reduced, _reshaped, _same)
@@ -363,7 +364,7 @@ class Sum(Primitive):
         if dt is None and x.itemsize == 2 and x.dtype.kind in "fV":
             dt = np.float32   # float16/bfloat16 accumulate in float32 (as torch); apply casts back
         if dt is None and x.__class__ is np.ndarray:
-            s = _rows_sum(x, self.axis, self.keepdims)   # bias gradients: one BLAS call
+            s = _rows_sum(x, self.axis, self.keepdims)   # bias gradients: one BLAS call (backends/cpu.py)
             if s is not None:
                 return s
         return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=dt)
@@ -972,26 +973,3 @@ class ClassTarget(Primitive):
 
     def infer(self, t):
         return (tuple(t.shape), _INT64), (tuple(t.shape), _BOOL), ((), _INT64)
-
-
-def _rows_sum(x, axis, keepdims):
-    """A float32/float64 NumPy sum over every axis but one whose memory is rows (M, C), the kept axis
-    contiguous (the bias gradients of Linear and of channels-last Conv, BatchNorm's channel sums), as one
-    BLAS matrix-vector product with ones: NumPy adds such rows one at a time, 10-20x slower at W4's
-    (50176, 16) and less accurate. None for anything else (NumPy's sum)."""
-    nd = x.ndim
-    if axis is None or nd < 2 or x.dtype not in (np.float32, np.float64):
-        return None
-    axes = {a % nd for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
-    if len(axes) != nd - 1:
-        return None
-    k = (set(range(nd)) - axes).pop()
-    C = x.shape[k]
-    M = x.size // C if C else 0
-    if M < 256:
-        return None
-    m = np.moveaxis(x, k, -1)
-    if not m.flags.c_contiguous:
-        return None
-    out = np.ones(M, x.dtype) @ m.reshape(M, C)                # (C,)
-    return out.reshape(tuple(C if i == k else 1 for i in range(nd))) if keepdims else out

@@ -58,7 +58,7 @@ def test_diff_prepend_append_bool_and_errors():
                                                 ((2, 300, 5), (0, 1), True), ((40, 3, 9, 9), (0, -2, -1), True)])
 def test_sum_over_rows_with_the_kept_axis_contiguous(shape, dims, keepdim):
     """Sums whose memory is rows with the kept axis contiguous (bias gradients: channels-last Conv,
-    Linear; BatchNorm) run as one BLAS product with ones (primitives._rows_sum): same values as torch,
+    Linear; BatchNorm) run as one BLAS product with ones (backends.cpu.rows_sum): same values as torch,
     in every layout."""
     def channels_last(L, x):
         return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2) if x.ndim == 4 else x
