@@ -318,60 +318,18 @@ def max_pool2d(x, out, kh, kw, sh, sw, dh, dw, ph, pw):
 
 
 @njit(**_ELEM)
-def max_pool2d_arg(x, y, arg, kh, kw, sh, sw, dh, dw, ph, pw):
-    """arg[n, i, j, c]: the kernel offset (a * kw + b) of the first position of each window inside x
-    where x == y, or -1 where there is none (MaxPoolGrad.forward's rule)."""
-    N, H, W, C = x.shape
-    OH, OW = y.shape[1], y.shape[2]
-    for n in range(N):
-        for i in range(OH):
-            yrow, o = y[n, i], arg[n, i]
-            for j in range(OW):
-                for c in range(C):
-                    o[j, c] = -1
-            for a in range(kh):
-                h = i * sh - ph + a * dh
-                if h < 0 or h >= H:
-                    continue
-                xrow = x[n, h]
-                for b in range(kw):
-                    t = a * kw + b
-                    lo, hi = _inside(OW, W, sw, pw, b, dw)
-                    for j in range(lo, hi):
-                        yr, oj = yrow[j], o[j]
-                        xr = xrow[j * sw - pw + b * dw]
-                        for c in range(C):
-                            oj[c] = t if oj[c] == -1 and xr[c] == yr[c] else oj[c]
-
-
-@njit(**_ELEM)
-def max_pool2d_grad(x, y, g, gx, arg, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint):
-    """gx (zeroed by the caller where no window covers it) gets g at the first position of each window
-    (in kernel-offset order, padding skipped) where x == y. Windows that do not overlap: one pass,
-    `left` (OW, C) holding each window's gradient until its first maximum takes it. Overlapping ones:
-    `arg` (max_pool2d_arg) first, then one pass per kernel offset, so that each position sums its
-    windows' gradients in the order of MaxPoolGrad.forward (bit for bit the same values)."""
+def max_pool2d_grad(x, y, g, gx, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint):
+    """gx gets g at the first position of each window (in kernel-offset order, padding skipped) where
+    x == y; `left` (OW, C) holds each window's gradient until its first maximum takes it. Windows that do
+    not overlap write their positions (the caller zeroes gx where no window covers it); overlapping ones
+    add, with the output rows in reverse: then every position sums its windows' gradients in ascending
+    kernel offset, the order of MaxPoolGrad.forward's passes (bit for bit the same values)."""
     N, H, W, C = x.shape
     OH, OW = y.shape[1], y.shape[2]
     zero = g.dtype.type(0)
-    if not disjoint:
-        max_pool2d_arg(x, y, arg, kh, kw, sh, sw, dh, dw, ph, pw)
-        for a in range(kh):
-            for b in range(kw):
-                t = a * kw + b
-                for n in range(N):
-                    for i in range(OH):
-                        h = i * sh - ph + a * dh
-                        if h < 0 or h >= H:
-                            continue
-                        lo, hi = _inside(OW, W, sw, pw, b, dw)
-                        for j in range(lo, hi):
-                            o, gr, gxr = arg[n, i, j], g[n, i, j], gx[n, h, j * sw - pw + b * dw]
-                            for c in range(C):
-                                gxr[c] += gr[c] if o[c] == t else zero
-        return
     for n in range(N):
-        for i in range(OH):
+        for ii in range(OH):
+            i = ii if disjoint else OH - 1 - ii
             yrow = y[n, i]
             grow = g[n, i]
             for j in range(OW):
@@ -388,10 +346,16 @@ def max_pool2d_grad(x, y, g, gx, arg, left, kh, kw, sh, sw, dh, dw, ph, pw, disj
                         yr, lr = yrow[j], left[j]
                         w = j * sw - pw + b * dw
                         xr, gxr = xrow[w], gxrow[w]
-                        for c in range(C):
-                            hit = xr[c] == yr[c]
-                            gxr[c] = lr[c] if hit else zero
-                            lr[c] = zero if hit else lr[c]
+                        if disjoint:
+                            for c in range(C):
+                                hit = xr[c] == yr[c]
+                                gxr[c] = lr[c] if hit else zero
+                                lr[c] = zero if hit else lr[c]
+                        else:
+                            for c in range(C):
+                                hit = xr[c] == yr[c]
+                                gxr[c] += lr[c] if hit else zero
+                                lr[c] = zero if hit else lr[c]
 
 
 @njit(**_ELEM)

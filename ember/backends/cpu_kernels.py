@@ -268,9 +268,6 @@ def _new_nhwc(shape, dtype, zero=False):
     return buf.transpose(0, 3, 1, 2), buf
 
 
-_EMPTY_ARG = np.empty((0, 0, 0, 0), np.int32)
-
-
 def _pool_attrs(node):
     (kh, kw), (sh, sw), (dh, dw) = node.kernel, node.stride, node.dilation
     return kh, kw, sh, sw, dh, dw
@@ -306,9 +303,8 @@ def max_pool_grad(node, x, y, g):
     tiled = disjoint and dh == 1 and dw == 1 and sh == kh and sw == kw and ph == 0 and pw == 0 \
         and OH * sh == H and OW * sw == W
     gx, buf = _new_nhwc(x.shape, x.dtype, zero=not tiled)
-    arg = _EMPTY_ARG if disjoint else np.empty(yl.shape, np.int32)
-    left = np.empty((OW, yl.shape[3]) if disjoint else (0, 0), x.dtype)
-    K.max_pool2d_grad(_as_nhwc(x), yl, _as_nhwc(g.astype(x.dtype, copy=False)), buf, arg, left,
+    left = np.empty((OW, yl.shape[3]), x.dtype)
+    K.max_pool2d_grad(_as_nhwc(x), yl, _as_nhwc(g.astype(x.dtype, copy=False)), buf, left,
                       kh, kw, sh, sw, dh, dw, ph, pw, disjoint)
     return gx
 

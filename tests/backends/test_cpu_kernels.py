@@ -305,3 +305,27 @@ def test_will_run_knows_the_layouts_the_pooling_index_kernel_takes():
     assert not cpu_kernels.will_run(layers.MaxPoolIndex, [x])
     assert cpu_kernels.will_run(layers.MaxPoolIndex, [np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)])
     assert cpu_kernels.will_run(layers.Gelu, [x])
+
+
+@pytest.mark.parametrize("kw", POOLS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool2d_kernels_are_bit_identical_to_the_numpy_forwards(kw, dtype):
+    """Ties and overlapping windows: the kernels' maxima, indices and gradient sums equal the NumPy
+    forwards' bit for bit (a position several windows pick sums their gradients in the same order)."""
+    pytest.importorskip("numba", reason="the CPU kernels need numba (pip install ember[jit])")
+    g = np.random.default_rng(4).standard_normal((2, 16, 9, 10))
+
+    def run():
+        x = _channels_last(ember.tensor(TIES.astype(dtype))).requires_grad_()
+        y = F.max_pool2d(x, **kw)
+        y.backward(ember.tensor(g[tuple(slice(0, n) for n in y.shape)].astype(dtype)))
+        return y.detach().numpy(), x.grad.numpy(), F.max_pool2d(x.detach(), return_indices=True, **kw)[1].numpy()
+    try:
+        cpu_kernels.enable()
+        got = run()
+        cpu_kernels.disable()
+        want = run()
+    finally:
+        cpu_kernels.enable()
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
