@@ -106,20 +106,20 @@ def compiled_step(name, passes=None):
     return step, time.perf_counter() - t0
 
 
-def run(names, pass_table):
+def run(names, pass_table, clock=time.perf_counter):
     rows = []
     for name in names:
         t_step = WORKLOADS[name](torch)
         e_step = WORKLOADS[name](ember)
         c_step, secs = compiled_step(name)
-        rows.append(compare(f"{name} compiled", c_step, t_step, iters=ITERS[name]))
-        rows.append(compare(f"{name} eager", e_step, t_step, iters=ITERS[name]))
+        rows.append(compare(f"{name} compiled", c_step, t_step, iters=ITERS[name], clock=clock))
+        rows.append(compare(f"{name} eager", e_step, t_step, iters=ITERS[name], clock=clock))
         info = c_step.cache_info()
         print(f"{name}: warm-up (trace, retrace, first replay) {secs:.2f} s; {len(c_step.graph)} nodes; "
               f"cache {dict(traces=info.traces, hits=info.hits)}", flush=True)
         if pass_table:
             print(passes_table(name), flush=True)
-    print(machine())
+    print(machine() + ("; CPU seconds (process_time)" if clock is time.process_time else "; wall seconds"))
     print(table(rows, {f"{n} compiled": TARGETS[n] for n in names}))
 
 
@@ -201,6 +201,8 @@ def main():
     ap.add_argument("--compile-time", action="store_true")
     ap.add_argument("--profile", action="store_true", help="time per node of the compiled step")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads for both sides")
+    ap.add_argument("--cpu", action="store_true", help="CPU seconds (time.process_time), not wall time: "
+                    "with --threads 1, robust to other jobs on the machine")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     ember.set_num_threads(args.threads)
@@ -211,7 +213,8 @@ def main():
         for n in [n.upper() for n in args.names] or list(WORKLOADS):
             node_profile(n)
         return
-    run([n.upper() for n in args.names] or list(WORKLOADS), args.passes)
+    run([n.upper() for n in args.names] or list(WORKLOADS), args.passes,
+        time.process_time if args.cpu else time.perf_counter)
 
 
 if __name__ == "__main__":

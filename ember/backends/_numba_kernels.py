@@ -377,3 +377,167 @@ def batch_norm_grad_mc(x, g, w, mean, var, eps, gx, gw, gb):
     for i in range(M):
         for c in range(C):
             gx[i, c] = (g[i, c] - mb[c] - ((x[i, c] - mean[c]) * r[c]) * mw[c]) * k[c]
+# ---- 2-D max pooling, channels-last (N, H, W, C) ---------------------------------------------------
+# float32 or float64 (one compiled version each); the caller passes C-contiguous channels-last arrays
+# (an NCHW-contiguous array is the channels-last array (N*C, H, W, 1)). Padding is implicit: positions
+# outside x count as -inf, as in the NumPy forwards' -inf-padded copy. Each loop handles one output row
+# at a time, taps in the forwards' order (a, b), then the row's windows j, then channels c: the inner
+# loops run over contiguous channels with selects instead of branches, which LLVM vectorises (per-pixel
+# state of C = 16 floats was too short for its vector loop and ran scalar, 3x slower).
+
+@njit(inline="always", **_ELEM)
+def _inside(OW, W, sw, pw, b, dw):
+    """The range [lo, hi) of output columns j whose tap b (column j * sw - pw + b * dw) lies inside
+    0 <= column < W (a bounds test inside the loop over j kept LLVM from vectorising: 5x slower)."""
+    off = b * dw - pw
+    lo = 0 if off >= 0 else (-off + sw - 1) // sw
+    hi = 0 if W - off <= 0 else (W - off + sw - 1) // sw
+    return min(lo, OW), max(min(hi, OW), min(lo, OW))
+
+
+@njit(**_ELEM)
+def max_pool2d(x, out, kh, kw, sh, sw, dh, dw, ph, pw):
+    """out[n, i, j, c] = max over the window of (i, j) of x[n, ., ., c]; NaN propagates (np.maximum)."""
+    N, H, W, C = x.shape
+    OH, OW = out.shape[1], out.shape[2]
+    ninf = -np.inf
+    for n in range(N):
+        for i in range(OH):
+            m = out[n, i]
+            for j in range(OW):
+                for c in range(C):
+                    m[j, c] = ninf
+            for a in range(kh):
+                h = i * sh - ph + a * dh
+                if h < 0 or h >= H:
+                    continue
+                xrow = x[n, h]
+                for b in range(kw):
+                    lo, hi = _inside(OW, W, sw, pw, b, dw)
+                    for j in range(lo, hi):
+                        xr, mr = xrow[j * sw - pw + b * dw], m[j]
+                        for c in range(C):
+                            v = xr[c]
+                            mc = mr[c]
+                            mr[c] = v if (v > mc or v != v) and mc == mc else mc
+
+
+@njit(**_ELEM)
+def max_pool2d_grad(x, y, g, gx, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint):
+    """gx gets g at the first position of each window (in kernel-offset order, padding skipped) where
+    x == y; `left` (OW, C) holds each window's gradient until its first maximum takes it. Windows that do
+    not overlap write their positions (the caller zeroes gx where no window covers it); overlapping ones
+    add, with the output rows in reverse: then every position sums its windows' gradients in ascending
+    kernel offset, the order of MaxPoolGrad.forward's passes (bit for bit the same values)."""
+    N, H, W, C = x.shape
+    OH, OW = y.shape[1], y.shape[2]
+    zero = g.dtype.type(0)
+    for n in range(N):
+        for ii in range(OH):
+            i = ii if disjoint else OH - 1 - ii
+            yrow = y[n, i]
+            grow = g[n, i]
+            for j in range(OW):
+                for c in range(C):
+                    left[j, c] = grow[j, c]
+            for a in range(kh):
+                h = i * sh - ph + a * dh
+                if h < 0 or h >= H:
+                    continue
+                xrow, gxrow = x[n, h], gx[n, h]
+                for b in range(kw):
+                    lo, hi = _inside(OW, W, sw, pw, b, dw)
+                    for j in range(lo, hi):
+                        yr, lr = yrow[j], left[j]
+                        w = j * sw - pw + b * dw
+                        xr, gxr = xrow[w], gxrow[w]
+                        if disjoint:
+                            for c in range(C):
+                                hit = xr[c] == yr[c]
+                                gxr[c] = lr[c] if hit else zero
+                                lr[c] = zero if hit else lr[c]
+                        else:
+                            for c in range(C):
+                                hit = xr[c] == yr[c]
+                                gxr[c] += lr[c] if hit else zero
+                                lr[c] = zero if hit else lr[c]
+
+
+@njit(**_ELEM)
+def max_pool2d_index(x, out, kh, kw, sh, sw, dh, dw, ph, pw, W0):
+    """out[n, i, j, c]: the flat index (row * W0 + col, in the unpadded input of width W0) of the first
+    maximum of each window of x (already padded: ph, pw are its leading pads); NaN counts as the
+    maximum (np.argmax)."""
+    N, H, W, C = x.shape
+    OH, OW = out.shape[1], out.shape[2]
+    best = np.empty((OW, C), x.dtype)
+    for n in range(N):
+        for i in range(OH):
+            o = out[n, i]
+            for a in range(kh):
+                h = i * sh + a * dh
+                xrow = x[n, h]
+                for b in range(kw):
+                    k = (h - ph) * W0 + (b * dw - pw)
+                    for j in range(OW):
+                        xr, bj, oj = xrow[j * sw + b * dw], best[j], o[j]
+                        kj = k + j * sw
+                        if a == 0 and b == 0:
+                            for c in range(C):
+                                bj[c] = xr[c]
+                                oj[c] = kj
+                            continue
+                        for c in range(C):
+                            v = xr[c]
+                            bc = bj[c]
+                            take = (v > bc or v != v) and bc == bc
+                            bj[c] = v if take else bc
+                            oj[c] = kj if take else oj[c]
+
+
+# ---- Winograd F(2x2, 3x3) input transform (conv layers) ---------------------------------------------
+# Adds and subtracts only, no fastmath: bit for bit layers._winograd_input's NumPy passes.
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _wg_row(u, a0, a1, a2, a3):
+    """Row u of B^T d for the column values a0..a3 (rows 0-3 of the tile)."""
+    if u == 0:
+        return a0 - a2
+    if u == 1:
+        return a1 + a2
+    if u == 2:
+        return a2 - a1
+    return a1 - a3
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def winograd_input(xl, V, th, tw):
+    """V[4u + v, n, i, j, c] = (B^T d B)[u, v] of the 4x4 tile d = xl[n, 2i:2i+4, 2j:2j+4, c] of the padded
+    channels-last xl; V is (16, N, th, tw, C). Rows first (r0 - r2, r1 + r2, r2 - r1, r1 - r3), then
+    columns, as the NumPy forward. One loop over the channels per output (one store stream: LLVM
+    vectorises it; sixteen stores in one loop it did not)."""
+    N, C = xl.shape[0], xl.shape[3]
+    for n in range(N):
+        for i in range(th):
+            x0, x1, x2, x3 = xl[n, 2 * i], xl[n, 2 * i + 1], xl[n, 2 * i + 2], xl[n, 2 * i + 3]
+            for j in range(tw):
+                w = 2 * j
+                for u in range(4):
+                    o0, o1, o2, o3 = V[4 * u, n, i, j], V[4 * u + 1, n, i, j], V[4 * u + 2, n, i, j], \
+                        V[4 * u + 3, n, i, j]
+                    for c in range(C):
+                        ra = _wg_row(u, x0[w, c], x1[w, c], x2[w, c], x3[w, c])
+                        rc = _wg_row(u, x0[w + 2, c], x1[w + 2, c], x2[w + 2, c], x3[w + 2, c])
+                        o0[c] = ra - rc
+                    for c in range(C):
+                        rb = _wg_row(u, x0[w + 1, c], x1[w + 1, c], x2[w + 1, c], x3[w + 1, c])
+                        rc = _wg_row(u, x0[w + 2, c], x1[w + 2, c], x2[w + 2, c], x3[w + 2, c])
+                        o1[c] = rb + rc
+                    for c in range(C):
+                        rb = _wg_row(u, x0[w + 1, c], x1[w + 1, c], x2[w + 1, c], x3[w + 1, c])
+                        rc = _wg_row(u, x0[w + 2, c], x1[w + 2, c], x2[w + 2, c], x3[w + 2, c])
+                        o2[c] = rc - rb
+                    for c in range(C):
+                        rb = _wg_row(u, x0[w + 1, c], x1[w + 1, c], x2[w + 1, c], x3[w + 1, c])
+                        rd = _wg_row(u, x0[w + 3, c], x1[w + 3, c], x2[w + 3, c], x3[w + 3, c])
+                        o3[c] = rb - rd

@@ -1,6 +1,8 @@
 """Compiled CPU kernels behind the hottest eager primitives: exact GELU, softmax, log_softmax, LayerNorm
 (and Normalize), training-mode BatchNorm and their gradients, each one numba loop (BatchNorm: a pass per
-statistic) where the NumPy forward is 7-25 ufunc passes (bench/w5_parts.py, bench/RESULTS.md).
+statistic) where the NumPy forward is 7-25 ufunc passes (bench/w5_parts.py, bench/RESULTS.md); and 2-D
+max pooling (MaxPool, MaxPoolGrad, MaxPoolIndex, float32 and float64, bit for bit the NumPy forwards: see
+the section below and docs/convolution.md).
 
 `install` registers them in `cpu.kernels` (through `cpu.register_kernel`); `Primitive.apply` then calls
 `kernel(node, *arrays)` instead of `node.forward(*arrays)` for host arrays of those primitives only.
@@ -9,10 +11,11 @@ not installed (the optional `ember[jit]` extra) that first call unregisters ever
 forwards run as before. `EMBER_CPU_KERNELS=0` in the environment, or `disable()`, turns them off
 (also those of modules imported later).
 
-A kernel handles the common case and hands the rest to the primitive's own forward: float32 arrays, and
-float16/bfloat16 computed in float32 (as the forwards and torch's CPU kernels do; `Primitive.apply` casts
-the result back), reductions over the last axis. float64 and other axes run the NumPy forward, so the
-kernels change results only by float32 rounding (erf and exp are a few ulp from NumPy's).
+A kernel handles the common case and hands the rest to the primitive's own forward. The GELU, softmax and
+LayerNorm kernels take float32 arrays, and float16/bfloat16 computed in float32 (as the forwards and
+torch's CPU kernels do; `Primitive.apply` casts the result back), reductions over the last axis. float64
+and other axes run the NumPy forward, so these kernels change results only by float32 rounding (erf and
+exp are a few ulp from NumPy's).
 """
 from __future__ import annotations
 
@@ -79,7 +82,11 @@ def will_run(cls, arrays) -> bool:
     """Whether `cls`'s compiled kernel (not its NumPy forward) would run on `arrays` whose first is
     float32: registered, and numba importable. The planner counts no scratch for it then (one loop)."""
     global _NUMBA
-    if getattr(cls, "cpu_kernel", None) is None or not arrays or arrays[0].dtype != np.float32:
+    kernel = getattr(cls, "cpu_kernel", None)
+    if kernel is None or not arrays or arrays[0].dtype != np.float32:
+        return False
+    takes = getattr(kernel, "takes", None)   # a kernel that runs only on some layouts says which
+    if takes is not None and not takes(arrays):
         return False
     if _NUMBA is None:
         import importlib.util
@@ -297,3 +304,104 @@ def batch_norm_grad(node, x, g, w, mean, var):
     fn(xv, gv, np.ascontiguousarray(w), np.ascontiguousarray(mean), np.ascontiguousarray(var),
        np.float32(node.eps), gxv, gw, gb)
     return gx, gw, gb
+# ---- 2-D max pooling (MaxPool, MaxPoolGrad, MaxPoolIndex) ----------------------------------------
+# float32 and float64 activations in channels-last memory (what Conv, ReLU and BatchNorm produce), with
+# at least 8 channels: the loops vectorise over the channels. They give exactly the NumPy forwards'
+# values (comparisons and selects; the gradient's adds in the same order). The rest (NCHW-contiguous
+# or fewer channels: a loop over 1-4 channels ran 2-5x slower than the NumPy forwards' strided ufuncs;
+# other dtypes; 1-D and 3-D pooling) runs the NumPy forward.
+
+def _pool_ok(x, node_kernel):
+    """Whether the loops take this (N, C, H, W) x: see above."""
+    return len(node_kernel) == 2 and x.ndim == 4 and x.dtype in (np.float32, np.float64) \
+        and x.shape[1] >= 8 and x.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+def _as_nhwc(a):
+    """a (N, C, H, W) as the C-contiguous channels-last array the loops read (a copy only where a is
+    not laid out channels-last)."""
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+
+def _new_nhwc(shape, dtype, zero=False):
+    """(a channels-last array of shape (N, C, H, W), its (N, H, W, C) memory the loops write)."""
+    N, C, H, W = shape
+    buf = (np.zeros if zero else np.empty)((N, H, W, C), dtype)
+    return buf.transpose(0, 3, 1, 2), buf
+
+
+def _pool_attrs(node):
+    (kh, kw), (sh, sw), (dh, dw) = node.kernel, node.stride, node.dilation
+    return kh, kw, sh, sw, dh, dw
+
+
+def _leading_pads(padding):
+    if padding is None:
+        return 0, 0
+    return padding[0][0], padding[1][0]
+
+
+def max_pool(node, x):
+    K = _k() if _pool_ok(x, node.kernel) else None
+    if K is None:
+        return node.forward(x)
+    y, buf = _new_nhwc(node.infer(x)[0], x.dtype)
+    K.max_pool2d(_as_nhwc(x), buf, *_pool_attrs(node), *_leading_pads(node.padding))
+    return y
+
+
+def max_pool_grad(node, x, y, g):
+    ok = _pool_ok(x, node.kernel) and y.dtype == x.dtype and y.shape == g.shape and g.dtype.kind == "f"
+    K = _k() if ok else None
+    if K is None:
+        return node.forward(x, y, g)
+    kh, kw, sh, sw, dh, dw = _pool_attrs(node)
+    ph, pw = _leading_pads(node.padding)
+    yl = _as_nhwc(y)
+    OH, OW = yl.shape[1], yl.shape[2]
+    H, W = x.shape[2], x.shape[3]
+    disjoint = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
+    # the one-pass loop writes every position a window covers: zero the rest only where there is any
+    tiled = disjoint and dh == 1 and dw == 1 and sh == kh and sw == kw and ph == 0 and pw == 0 \
+        and OH * sh == H and OW * sw == W
+    gx, buf = _new_nhwc(x.shape, x.dtype, zero=not tiled)
+    left = np.empty((OW, yl.shape[3]), x.dtype)
+    K.max_pool2d_grad(_as_nhwc(x), yl, _as_nhwc(g.astype(x.dtype, copy=False)), buf, left,
+                      kh, kw, sh, sw, dh, dw, ph, pw, disjoint)
+    return gx
+
+
+def _index_takes(arrays):
+    """MaxPoolIndex's kernel takes a 4-D channels-last x (will_run: the planner then counts no scratch)."""
+    return _pool_ok(arrays[0], (0, 0))
+
+
+def max_pool_index(node, x):
+    K = _k() if _pool_ok(x, node.kernel) else None
+    if K is None:
+        return node.forward(x)
+    idx, buf = _new_nhwc(node.infer(x)[0], np.int64)
+    pt, pl = _leading_pads(node.pads)
+    W0 = x.shape[3] - (sum(node.pads[1]) if node.pads is not None else 0)
+    K.max_pool2d_index(_as_nhwc(x), buf, *_pool_attrs(node), pt, pl, W0)
+    return np.ascontiguousarray(idx)   # C order, as the NumPy forward's
+
+
+max_pool_index.takes = _index_takes
+
+
+# ---- Winograd's input transform (layers._winograd_input), not a primitive: called from there ---------
+
+def winograd_input(xl, th, tw):
+    """V (16, N, th, tw, C) of the padded channels-last float32/float64 xl (N, 2th+2, 2tw+2, C) in one
+    numba pass (bit for bit the NumPy passes, which make 8 temporaries: 3x slower at ResNet-18's layer 1),
+    or None: kernels off, numba missing, another dtype or a non-NumPy array."""
+    if not _on or xl.__class__ is not np.ndarray or xl.dtype not in (np.float32, np.float64):
+        return None
+    K = _k()
+    if K is None:
+        return None
+    xl = np.ascontiguousarray(xl)
+    V = np.empty((16, xl.shape[0], th, tw, xl.shape[3]), xl.dtype)
+    K.winograd_input(xl, V, th, tw)
+    return V

@@ -114,11 +114,14 @@ def _cols(xl, k, stride, dilation, groups):
 
 
 def _wmat(w, groups):
-    """w (O, Cg, *k) -> (G, K*Cg, Og): each group's weights as the right operand of the im2col GEMM."""
+    """w (O, Cg, *k) -> (G, K*Cg, Og): each group's weights as the right operand of the im2col GEMM, a
+    transposed view of (G, Og, K*Cg) memory (BLAS takes a transposed operand as is). Only each filter's
+    (Cg, *k) -> (*k, Cg) is copied: laying out (K*Cg, Og) took 4.4 ms at 512 channels, this 1 ms."""
     O, Cg, k = w.shape[0], w.shape[1], w.shape[2:]
     nd = len(k)
     w = w.reshape((groups, O // groups, Cg) + tuple(k))
-    return w.transpose((0,) + tuple(range(3, 3 + nd)) + (2, 1)).reshape(groups, -1, O // groups)
+    w = w.transpose((0, 1) + tuple(range(3, 3 + nd)) + (2,))          # (G, Og, *k, Cg)
+    return w.reshape(groups, O // groups, -1).transpose(0, 2, 1)
 
 
 def _gemm_groups(xp, a, b, out_cols):
@@ -149,12 +152,24 @@ _WG = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
 _WGG = tuple(tuple(_WG[u][a] * _WG[v][b] for a in range(3) for b in range(3)) for u in range(4) for v in range(4))
 
 
+# the weight gradient's Winograd needs more tiles than the forward's: they are the inner dim of its 16
+# GEMMs (at 32 tiles, ResNet-18's 512-channel layers, it was no faster than im2col)
+WGRAD_TILES = 128
+
+
+class _Spec:
+    """The shape and dtype of a weight not at hand (ConvWeightGrad's), for _winograd_ok."""
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ndim = tuple(shape), dtype, len(shape)
+
+
 def _winograd_ok(x, w, stride, dilation, groups, padding):
     """Where Winograd pays and keeps float accuracy: 2-D, 3x3, stride 1, no dilation or groups, float32/64.
     Its tile transforms cost O(C + O) per tile against O(C * O) of GEMM, and the weight transform is a
-    fixed cost; measured on VGG16's layers (batch 1) it is 1.5x-1.8x faster than im2col at 128-512
-    channels and 28-56 pixels, even at 64-128 channels and 112 pixels, slower at 64 channels and 224
-    pixels or with fewer than ~100 tiles (512 channels, 14 pixels)."""
+    fixed cost. Measured (CPU time, one thread, since the weight transform needs no transposed copy) on
+    the layers of VGG16 (batch 1) and ResNet-18 (64x64, batch 32): 1.1x-1.7x faster than im2col from 64
+    input and output channels on (64 channels at 224 pixels, 512 at 14 or at 2 with batch 32), even at
+    32 channels or 16 tiles, slower at 16 -> 32 channels (W4)."""
     if not (w.ndim == 4 and tuple(w.shape[2:]) == (3, 3) and stride == (1, 1) and dilation == (1, 1)
             and groups == 1 and x.dtype in (np.float32, np.float64) and w.dtype == x.dtype):
         return False
@@ -162,20 +177,20 @@ def _winograd_ok(x, w, stride, dilation, groups, padding):
     (pt, pb), (pl, pr) = padding or ((0, 0), (0, 0))
     oh, ow = x.shape[2] + pt + pb - 2, x.shape[3] + pl + pr - 2
     tiles = x.shape[0] * -(-oh // 2) * -(-ow // 2)
-    return C * O >= 64 * (C + O) and tiles >= 128
+    return C * O >= 32 * (C + O) and tiles >= 32
 
 
-def _winograd(x, w, padding):
-    """y (N, oh, ow, O) channels-last (a view) of the 3x3 stride-1 conv of x (N, C, H, W) with w (O, C, 3, 3)."""
+def _winograd_input(x, pt, pl, th, tw):
+    """V (16, N, th, tw, C): the input transform B^T d B of every 4x4 tile d (stride 2) of x (N, C, H, W)
+    zero-padded by pt, pl before and up to 2*th + 2, 2*tw + 2 after, channels-last."""
     xp = array_module(x)
     N, C, H, W = x.shape
-    O = w.shape[0]
-    (pt, pb), (pl, pr) = padding or ((0, 0), (0, 0))
-    oh, ow = H + pt + pb - 2, W + pl + pr - 2
-    th, tw = -(-oh // 2), -(-ow // 2)
     # padded channels-last input covering every tile: (N, 2*th + 2, 2*tw + 2, C)
     xl = _padded_last(x, ((pt, 2 * th + 2 - H - pt), (pl, 2 * tw + 2 - W - pl)))
-    # input transform B^T d B: rows of each tile, then columns
+    V = _cpu_kernels.winograd_input(xl, th, tw)                       # one numba pass (or None)
+    if V is not None:
+        return V
+    # rows of each tile, then columns
     r = [xl[:, a:a + 2 * th:2] for a in range(4)]                     # (N, th, 2tw+2, C)
     rows = (r[0] - r[2], r[1] + r[2], r[2] - r[1], r[1] - r[3])
     V = xp.empty((16, N, th, tw, C), dtype=x.dtype)
@@ -185,10 +200,69 @@ def _winograd(x, w, padding):
         xp.add(c[1], c[2], out=V[4 * u + 1])
         xp.subtract(c[2], c[1], out=V[4 * u + 2])
         xp.subtract(c[1], c[3], out=V[4 * u + 3])
-    # weight transform G w G^T: (16, C, O)
+    return V
+
+
+def _winograd_weight_grad(x, g, padding):
+    """dW (O, C, 3, 3) of the 3x3 stride-1 conv of x (N, C, H, W) whose output gradient is g (N, O, oh, ow):
+    Winograd F(3x3, 2x2), the dual of the forward's F(2x2, 3x3). Each 2x2 tile of g meets the 4x4 tile
+    of x under it: dW = G^T [sum over tiles of (A g A^T) * (B^T d B)] G, the sum over tiles inside 16
+    GEMMs (O, tiles) @ (tiles, C): 2.25x fewer multiplications than im2col."""
+    xp = array_module(x)
+    N, C = x.shape[:2]
+    O, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    (pt, _), (pl, _) = padding or ((0, 0), (0, 0))
+    th, tw = -(-oh // 2), -(-ow // 2)
+    Mt = N * th * tw
+    V = _winograd_input(x, pt, pl, th, tw).reshape(16, Mt, C)
+    gl = _last(g)                                                      # (N, oh, ow, O)
+    if oh % 2 or ow % 2:                                               # zero rows/columns: whole tiles
+        gl = _padded_last(g, ((0, oh % 2), (0, ow % 2)))
+    # g transform A g A^T, A = [[1, 0], [1, 1], [1, -1], [0, -1]]: rows, then columns
+    r0, r1 = gl[:, 0::2], gl[:, 1::2]                                  # (N, th, 2tw, O)
+    rows = (r0, r0 + r1, r0 - r1, -r1)
+    U = xp.empty((16, N, th, tw, O), dtype=g.dtype)
+    for u, t in enumerate(rows):
+        c0, c1 = t[:, :, 0::2], t[:, :, 1::2]                          # (N, th, tw, O)
+        U[4 * u] = c0
+        xp.add(c0, c1, out=U[4 * u + 1])
+        xp.subtract(c0, c1, out=U[4 * u + 2])
+        xp.negative(c1, out=U[4 * u + 3])
+    U = U.reshape(16, Mt, O)
+    Mo = xp.empty((16, O, C), dtype=xp.result_type(x.dtype, g.dtype))
+    for i in range(16):
+        xp.matmul(U[i].T, V[i], out=Mo[i])
+    # output transform G^T m G, G^T = [[1, 1/2, 1/2, 0], [0, 1/2, -1/2, 0], [0, 1/2, 1/2, 1]]
+    m = Mo.reshape(4, 4, O, C)
+    h = (m[1] + m[2]) * 0.5
+    p = (m[0] + h, (m[1] - m[2]) * 0.5, h + m[3])                      # over u: 3 x (4, O, C)
+    dw = xp.empty((O, C, 3, 3), dtype=Mo.dtype)
+    for a, q in enumerate(p):
+        h = (q[1] + q[2]) * 0.5
+        dw[:, :, a, 0] = q[0] + h
+        dw[:, :, a, 1] = (q[1] - q[2]) * 0.5
+        dw[:, :, a, 2] = h + q[3]
+    return dw
+
+
+def _winograd(x, w, padding, transposed=False):
+    """y (N, oh, ow, O) channels-last (a view) of the 3x3 stride-1 conv of x (N, C, H, W) with w (O, C, 3, 3);
+    `transposed`: with the flipped, transposed kernel instead, w (C, O, 3, 3) (ConvInputGrad's)."""
+    xp = array_module(x)
+    N, C, H, W = x.shape
+    O = w.shape[0] if not transposed else w.shape[1]
+    (pt, pb), (pl, pr) = padding or ((0, 0), (0, 0))
+    oh, ow = H + pt + pb - 2, W + pl + pr - 2
+    th, tw = -(-oh // 2), -(-ow // 2)
+    V = _winograd_input(x, pt, pl, th, tw)                             # (16, N, th, tw, C)
+    # weight transform G w G^T, one GEMM over w as stored: T (16, w.shape[0], w.shape[1]); U[i] (C, O) is
+    # T[i].T (a transposed operand BLAS takes as is; laying it out cost 5 ms at 512 channels), or T[i]
+    # itself for the transposed kernel, whose flip reverses the 9 taps: GG's columns
     GG = xp.asarray(_WGG, dtype=x.dtype)                               # (16, 9): kron(G, G)
-    U = GG @ w.reshape(O * C, 9).T                                     # (16, O*C), one GEMM
-    U = xp.ascontiguousarray(U.reshape(16, O, C).transpose(0, 2, 1))   # (16, C, O)
+    if transposed:
+        GG = GG[:, ::-1]
+    T = (GG @ w.reshape(-1, 9).T).reshape(16, w.shape[0], w.shape[1])
+    U = T if transposed else T.transpose(0, 2, 1)                      # (16, C, O)
     Mt = N * th * tw
     Vm = V.reshape(16, Mt, C)
     Mo = xp.empty((16, Mt, O), dtype=x.dtype)
@@ -289,8 +363,7 @@ class ConvInputGrad(Primitive):
                 and _winograd_ok(g, w, self.stride, self.dilation, G, dpads):
             # stride 1: the input gradient is the full correlation of g with the flipped, transposed
             # kernel, a 3x3 conv again (padding 2 - p on each side)
-            wt = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]           # (C, O, 3, 3)
-            return _first(_winograd(g, wt, dpads))
+            return _first(_winograd(g, w, dpads, transposed=True))
         gl = _last(g)                                                 # (N, *out, O)
         wide = xp.result_type(g.dtype, w.dtype)
         if w.dtype.itemsize == 2:   # float32 accumulation for 2-byte floats, as torch's CPU kernels
@@ -340,6 +413,9 @@ class ConvWeightGrad(Primitive):
         G = self.groups
         O, Cg, k = self.w_shape[0], self.w_shape[1], tuple(self.w_shape[2:])
         nd = len(k)
+        if WINOGRAD and g.ndim == 4 and g.shape[0] * -(-g.shape[2] // 2) * -(-g.shape[3] // 2) >= WGRAD_TILES \
+                and _winograd_ok(x, _Spec(self.w_shape, g.dtype), self.stride, self.dilation, G, self.padding):
+            return _winograd_weight_grad(x, g, self.padding)
         xl = _padded_last(x, self.padding)                            # (N, *S', C)
         gl = _last(g)                                                 # (N, *out, O)
         out = g.shape[2:]
@@ -353,6 +429,16 @@ class ConvWeightGrad(Primitive):
             return xp.ascontiguousarray(gw).reshape(self.w_shape)
         cols, _ = _cols(xl, k, self.stride, self.dilation, G)         # (M, G, K*Cg)
         g2 = gl.reshape(cols.shape[0], G, O // G)                    # (M, G, Og)
+        if O // G >= 64:
+            # many output channels: g.T @ cols is (Og, *k, Cg), the weight's order up to each filter's
+            # (*k, Cg) -> (Cg, *k); cols.T @ g needs the whole (K*Cg, Og) transposed (6.3 ms at 512
+            # channels, against 1.3 ms), and the two GEMMs run at the same speed at these shapes
+            gw = xp.empty((G, O // G, cols.shape[2]), dtype=xp.result_type(x.dtype, g.dtype))
+            for i in range(G):
+                gw[i] = g2[:, i].T @ cols[:, i]                            # (Og, K*Cg)
+            gw = gw.reshape((G, O // G) + k + (Cg,))                       # (G, Og, *k, Cg)
+            gw = gw.transpose((0, 1, nd + 2) + tuple(range(2, nd + 2)))    # (G, Og, Cg, *k)
+            return xp.ascontiguousarray(gw).reshape(self.w_shape)
         # cols.T @ g, not g.T @ cols: OpenBLAS runs the first 1.5x-10x faster at these shapes (few
         # output channels, many rows)
         gw = xp.empty((G, cols.shape[2], O // G), dtype=xp.result_type(x.dtype, g.dtype))
@@ -466,7 +552,9 @@ class MaxPoolGrad(Primitive):
 
     def forward(self, x, y, g):
         xp = array_module(x)
-        xpad = _pool_padded(x, self.padding, -math.inf)
+        # NaN padding: no padding position equals y, so a window whose maximum is -inf sends its gradient
+        # to its first -inf inside x, as torch's
+        xpad = _pool_padded(x, self.padding, math.nan)
         out = y.shape[2:]
         gx = xp.zeros_like(xpad)
         g = g.astype(gx.dtype, copy=False)
@@ -481,10 +569,11 @@ class MaxPoolGrad(Primitive):
             if i < len(offsets) - 1:
                 taken = hit.copy() if taken is None else xp.logical_or(taken, hit, out=taken)
             dst = _pool_tap(gx, off, out, self.stride, self.dilation)
+            # g where hit, not g * hit: an inf or NaN in g reaches only the maximum, as in torch
             if disjoint:
-                xp.multiply(g, hit, out=dst)
+                xp.copyto(dst, g, where=hit)
             else:
-                dst += g * hit
+                dst += xp.where(hit, g, 0)
         if _has_pad(self.padding):
             gx = gx[(slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[2:], self.padding))]
         return gx
@@ -977,3 +1066,4 @@ from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
 _cpu_kernels.install({Gelu: "gelu", GeluGrad: "gelu_grad", Softmax: "softmax", SoftmaxGrad: "softmax_grad",
                       LogSoftmax: "log_softmax", Normalize: "normalize", LayerNorm: "layer_norm",
                       LayerNormGrad: "layer_norm_grad", BatchNorm: "batch_norm", BatchNormGrad: "batch_norm_grad"})
+_cpu_kernels.install({MaxPool: "max_pool", MaxPoolGrad: "max_pool_grad", MaxPoolIndex: "max_pool_index"})

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd.function import Primitive
 from ..backends import array_module
+from ..backends.cpu import rows_sum as _rows_sum
 from ._attr_types import AXES, AXIS, DEVICE, DTYPE, INTS, KEY, NUMBER, OPT_NUMBER, SHAPE
 from ._infer import (_acc_dtype, _broadcast, _broadcast_shape, _concatenated, _einsum_shape, _indexed, _matmul_shape,
                      _reduced, _reshaped, _same)
@@ -362,6 +363,10 @@ class Sum(Primitive):
         dt = getattr(self, "dtype", None)
         if dt is None and x.itemsize == 2 and x.dtype.kind in "fV":
             dt = np.float32   # float16/bfloat16 accumulate in float32 (as torch); apply casts back
+        if dt is None and x.__class__ is np.ndarray:
+            s = _rows_sum(x, self.axis, self.keepdims)   # bias gradients: one BLAS call (backends/cpu.py)
+            if s is not None:
+                return s
         return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=dt)
     def backward(self, g):
         if not self.keepdims and self.axis is not None:

@@ -43,7 +43,8 @@ def calls(monkeypatch):
 
 def test_registered_for_the_fused_layer_primitives():
     for cls in (layers.Gelu, layers.GeluGrad, layers.Softmax, layers.SoftmaxGrad, layers.LogSoftmax,
-                layers.Normalize, layers.LayerNorm, layers.LayerNormGrad, layers.BatchNorm, layers.BatchNormGrad):
+                layers.Normalize, layers.LayerNorm, layers.LayerNormGrad, layers.BatchNorm, layers.BatchNormGrad,
+                layers.MaxPool, layers.MaxPoolGrad, layers.MaxPoolIndex):
         assert cls in cpu.kernels and cls.cpu_kernel is not None
     assert ember.ops.primitives.Add.cpu_kernel is None   # the rest keep the plain forward call
 
@@ -179,10 +180,6 @@ def test_adam_step_kernel_is_bit_identical_to_the_numpy_step(calls, monkeypatch,
         np.testing.assert_array_equal(a, b)
 
 
-def _channels_last(x):
-    return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
-
-
 @pytest.mark.parametrize("shape,cl", [((8, 5, 7, 9), False), ((8, 5, 7, 9), True), ((3, 4), False),
                                       ((6, 3, 11), False), ((2, 2, 1, 1), False), ((2, 16, 4, 4), True)])
 def test_batch_norm_layouts(kernels, shape, cl):
@@ -213,3 +210,153 @@ def test_the_batch_norm_kernels_are_taken(calls):
                      "batch_norm_grad_mc": 1}
     bn.double()(x.double())                            # float64: the NumPy forward
     assert calls["batch_norm_ncs"] == 1
+# ---- 2-D max pooling: MaxPool, MaxPoolGrad, MaxPoolIndex (channels-last, >= 8 channels) ------------
+
+def _channels_last(x):
+    """x (N, C, H, W) laid out channels-last in memory, as Conv leaves its output (what the pooling
+    loops take); the same code for torch and Ember."""
+    return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+
+
+# small integers: many ties in every window, so the gradient's first-maximum rule (torch's) is exercised
+TIES = np.round(np.random.default_rng(3).standard_normal((2, 16, 9, 10)) * 1.5)
+POOLS = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=1, padding=1),
+         dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1)), dict(kernel_size=2, ceil_mode=True),
+         dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 0))]
+
+
+@pytest.mark.parametrize("kw", POOLS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
+@pytest.mark.parametrize("layout", ["channels_last", "nchw"])
+def test_max_pool2d_with_ties(kernels, kw, layout):
+    def fn(L, x):
+        x = _channels_last(x) if layout == "channels_last" else x
+        return L.nn.functional.max_pool2d(x * 1, **kw)
+    check_op(fn, TIES)                                                      # float32 and float64
+    check_op(lambda L, x: L.nn.functional.max_pool2d(_channels_last(x), return_indices=True, **kw)[1],
+             TIES, grad=False)
+
+
+def test_max_pool2d_odd_sizes_and_a_conv_output(kernels):
+    check_op(lambda L, x: L.nn.functional.max_pool2d(_channels_last(x), 2), (3, 8, 7, 5))   # edges uncovered
+    check_op(lambda L, x: L.nn.functional.max_pool2d(_channels_last(x), (1, 3), 2), (1, 24, 1, 4))
+    check_op(lambda L, x, w: L.nn.functional.max_pool2d(L.relu(L.nn.functional.conv2d(x, w, padding=1)), 2),
+             (2, 3, 8, 8), (16, 3, 3, 3), grad_atol=1e-4)
+
+
+def test_max_pool2d_infinities(kernels):
+    """An inf in the upstream gradient reaches only each window's maximum (not inf * 0 = NaN elsewhere);
+    a window whose maximum is -inf sends its gradient to its first -inf inside x, never to padding."""
+    import torch
+    x = np.full((1, 8, 5, 5), -np.inf, np.float32)
+    x[0, :, 2, 2] = 1.0
+    x[0, 3, 0, 1] = 2.0
+    for kw in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, padding=1), dict(kernel_size=2),
+               dict(kernel_size=3, stride=1, padding=1)):
+        grads = []
+        for L in (torch, ember):
+            t = L.tensor(x, requires_grad=True)
+            y = L.nn.functional.max_pool2d(_channels_last(t), **kw)
+            g = np.random.default_rng(0).standard_normal(tuple(y.shape)).astype(np.float32)
+            g[0, :, 0, 0] = np.inf
+            y.backward(L.tensor(g))
+            grads.append(t.grad.numpy())
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=0, err_msg=str(kw))   # no NaN
+
+
+def test_max_pool2d_kernel_path_is_taken(calls, monkeypatch):
+    from ember.backends import _numba_kernels as K
+    for name in ("max_pool2d", "max_pool2d_grad", "max_pool2d_index"):
+        def counted(*args, _name=name, _fn=getattr(K, name)):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _fn(*args)
+        monkeypatch.setattr(K, name, counted)
+    x = _channels_last(ember.randn(2, 8, 6, 6)).requires_grad_()
+    F.max_pool2d(x, 2).sum().backward()
+    F.max_pool2d(x.detach(), 3, 1, return_indices=True)   # two MaxPoolIndex: the gather's, the result's
+    assert calls == {"max_pool2d": 1, "max_pool2d_grad": 1, "max_pool2d_index": 2}
+    # NCHW memory, fewer than 8 channels, 1-D pooling, float16: the NumPy forwards
+    F.max_pool2d(ember.randn(2, 8, 6, 6, requires_grad=True), 2).sum().backward()
+    F.max_pool2d(_channels_last(ember.randn(2, 4, 6, 6)), 2)
+    F.max_pool1d(ember.randn(2, 8, 6), 2)
+    F.max_pool2d(_channels_last(ember.randn(2, 8, 6, 6, dtype=ember.float16)), 2)
+    assert calls == {"max_pool2d": 1, "max_pool2d_grad": 1, "max_pool2d_index": 2}
+
+
+def test_max_pool2d_without_numba(monkeypatch):
+    """Without numba the pooling primitives run their NumPy forwards, with the same values."""
+    import sys
+    import ember.backends
+    x = _channels_last(ember.tensor(TIES.astype(np.float32)))
+    cpu_kernels.disable()
+    want = F.max_pool2d(x, 3, 2, 1)
+    monkeypatch.setattr(cpu_kernels, "_K", None)
+    monkeypatch.setitem(sys.modules, "numba", None)
+    monkeypatch.delitem(sys.modules, "ember.backends._numba_kernels", raising=False)
+    monkeypatch.delattr(ember.backends, "_numba_kernels", raising=False)
+    try:
+        cpu_kernels.enable()
+        got = F.max_pool2d(x, 3, 2, 1)
+        assert layers.MaxPool.cpu_kernel is None and layers.MaxPoolGrad.cpu_kernel is None
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    finally:
+        monkeypatch.undo()
+        cpu_kernels.enable()
+
+
+# ---- Winograd's input transform (layers._winograd_input) ---------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd_input_transform_is_bit_identical(calls, monkeypatch, dtype):
+    from ember.backends import _numba_kernels as K
+    n = []
+    orig = K.winograd_input
+    monkeypatch.setattr(K, "winograd_input", lambda *a: (n.append(1), orig(*a))[1])
+    x = np.random.default_rng(0).standard_normal((3, 5, 9, 7)).astype(dtype)
+    for xx in (x, np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):
+        for pads in ((1, 1, 5, 4), (0, 2, 4, 5)):
+            got = layers._winograd_input(xx, *pads)
+            cpu_kernels.disable()
+            want = layers._winograd_input(xx, *pads)
+            cpu_kernels.enable()
+            np.testing.assert_array_equal(got, want)
+    assert len(n) == 4
+
+
+def test_winograd_convs_with_and_without_the_kernel(kernels):
+    """The three Winograd paths (forward, input and weight gradients) of a 64-channel conv, against torch."""
+    check_op(lambda L, x, w: L.nn.functional.conv2d(x, w, padding=1), (4, 64, 18, 18), (64, 64, 3, 3),
+             atol=1e-4, grad_atol=1e-3)
+
+
+def test_will_run_knows_the_layouts_the_pooling_index_kernel_takes():
+    """The planner counts no scratch for a kernel that will run: MaxPoolIndex's runs on channels-last x only."""
+    pytest.importorskip("numba", reason="the CPU kernels need numba (pip install ember[jit])")
+    cpu_kernels.enable()
+    x = np.zeros((2, 8, 6, 6), np.float32)
+    assert not cpu_kernels.will_run(layers.MaxPoolIndex, [x])
+    assert cpu_kernels.will_run(layers.MaxPoolIndex, [np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)])
+    assert cpu_kernels.will_run(layers.Gelu, [x])
+
+
+@pytest.mark.parametrize("kw", POOLS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool2d_kernels_are_bit_identical_to_the_numpy_forwards(kw, dtype):
+    """Ties and overlapping windows: the kernels' maxima, indices and gradient sums equal the NumPy
+    forwards' bit for bit (a position several windows pick sums their gradients in the same order)."""
+    pytest.importorskip("numba", reason="the CPU kernels need numba (pip install ember[jit])")
+    g = np.random.default_rng(4).standard_normal((2, 16, 9, 10))
+
+    def run():
+        x = _channels_last(ember.tensor(TIES.astype(dtype))).requires_grad_()
+        y = F.max_pool2d(x, **kw)
+        y.backward(ember.tensor(g[tuple(slice(0, n) for n in y.shape)].astype(dtype)))
+        return y.detach().numpy(), x.grad.numpy(), F.max_pool2d(x.detach(), return_indices=True, **kw)[1].numpy()
+    try:
+        cpu_kernels.enable()
+        got = run()
+        cpu_kernels.disable()
+        want = run()
+    finally:
+        cpu_kernels.enable()
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)

@@ -245,3 +245,29 @@ def test_conv_transpose_winograd_path():
 def test_conv_one_input_channel(kw):
     # one input channel: im2col copies one kernel offset at a time
     check_module(lambda lib: lib.nn.Conv2d(1, 4, 3, **kw), (3, 1, 9, 8), modes=("train",))
+
+
+@pytest.mark.parametrize("kw,shapes", [
+    (dict(stride=2, padding=1, groups=2), ((2, 8, 5, 5), (128, 4, 3, 3))),   # 64 outputs per group
+    (dict(stride=2), ((2, 16, 6, 6), (64, 16, 1, 1))),                         # a ResNet downsample
+    (dict(padding=(1, 0), dilation=(1, 2)), ((1, 3, 6, 7), (96, 3, 3, 2))),
+])
+def test_conv_weight_grad_with_many_output_channels(kw, shapes):
+    """ConvWeightGrad computes g.T @ cols, laid out per filter, from 64 output channels per group on
+    (fewer: cols.T @ g); Conv's weights are a transposed GEMM operand."""
+    check_op(lambda L, x, w: L.nn.functional.conv2d(x, w, **kw), *shapes, grad_atol=1e-4)
+
+
+@pytest.mark.parametrize("shapes,pad", [(((2, 3, 7, 9), (4, 3, 3, 3)), 0), (((2, 3, 7, 9), (4, 3, 3, 3)), 1),
+                                        (((1, 5, 6, 5), (2, 5, 3, 3)), (1, 0)), (((3, 2, 4, 4), (3, 2, 3, 3)), 2)])
+def test_conv_weight_grad_winograd(monkeypatch, shapes, pad):
+    """ConvWeightGrad's Winograd F(3x3, 2x2) (layers._winograd_weight_grad), forced on small convs with odd
+    output sizes (g padded to whole tiles) and asymmetric padding, float32 and float64, against torch."""
+    from ember.ops import layers
+    calls = []
+    orig = layers._winograd_weight_grad
+    monkeypatch.setattr(layers, "_winograd_weight_grad", lambda *a: (calls.append(1), orig(*a))[1])
+    monkeypatch.setattr(layers, "_winograd_ok", lambda *a: True)
+    monkeypatch.setattr(layers, "WGRAD_TILES", 1)
+    check_op(lambda L, x, w: L.nn.functional.conv2d(x, w, padding=pad), *shapes, grad_atol=1e-4)
+    assert len(calls) >= 2   # float32 and float64 (and check_op's dtype pass)

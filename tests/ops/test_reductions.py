@@ -52,3 +52,20 @@ def test_diff_prepend_append_bool_and_errors():
     for lib in (torch, ember):
         with pytest.raises(RuntimeError, match="diff.*one-dimensional"):
             lib.diff(lib.tensor(1.0))
+
+
+@pytest.mark.parametrize("shape,dims,keepdim", [((64, 16, 28, 28), (0, 2, 3), False), ((300, 7), 0, False),
+                                                ((2, 300, 5), (0, 1), True), ((40, 3, 9, 9), (0, -2, -1), True)])
+def test_sum_over_rows_with_the_kept_axis_contiguous(shape, dims, keepdim):
+    """Sums whose memory is rows with the kept axis contiguous (bias gradients: channels-last Conv,
+    Linear; BatchNorm) run as one BLAS product with ones (backends.cpu.rows_sum): same values as torch,
+    in every layout."""
+    def channels_last(L, x):
+        return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2) if x.ndim == 4 else x
+    check_op(lambda L, x: channels_last(L, x).sum(dims, keepdim=keepdim), shape, atol=1e-4)
+    check_op(lambda L, x: x.sum(dims, keepdim=keepdim), shape, atol=1e-4)
+    big = np.full(shape, 1e-3, np.float32)
+    big.reshape(-1)[::97] = 1e4   # many small terms beside large ones: float32 rounding stays small
+    want = torch.from_numpy(big).double().sum(dims, keepdim=keepdim).numpy()
+    got = ember.tensor(big).sum(dims, keepdim=keepdim).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
