@@ -346,3 +346,101 @@ def test_loss_argument_errors_exactly(k):
         getattr(ember.nn.functional, name)(*args, **kw)
     assert type(e.value) is exc
     assert re.fullmatch(re.escape(message) + r" \(at [^()]+\.py:\d+\)", str(e.value)), str(e.value)
+
+
+# ------------------------------------------------------------------ cross_entropy / nll_loss corners
+T_3D = RNG.integers(0, 4, (2, 3)).astype(np.int64)
+T_3D_IGN = np.array([[1, -100, 3], [0, 2, -100]])
+PROBS_3D = RNG.dirichlet(np.ones(4), (2, 3)).transpose(0, 2, 1).copy()   # (2, 4, 3): classes on dim 1
+CE_CORNERS = [
+    ("ce_3d_input", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), [(2, 4, 3), T_3D]),
+    ("ce_3d_smooth_weight_none", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w, ignore_index=-100, reduction="none", label_smoothing=0.3), [(2, 4, 3), T_3D_IGN, NoGrad(W4)]),
+    ("ce_3d_smooth_weight_sum", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w, reduction="sum", label_smoothing=0.3), [(2, 4, 3), T_3D_IGN, NoGrad(W4)]),
+    ("ce_3d_smooth_mean", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=0.3), [(2, 4, 3), T_3D_IGN]),
+    ("ce_smoothing_one", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=1.0), [(5, 4), T5]),
+    ("ce_probs_sum", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="sum"), [(5, 4), NoGrad(PROBS)]),
+    ("ce_probs_none_smooth", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="none", label_smoothing=0.2), [(5, 4), NoGrad(PROBS)]),
+    ("ce_probs_3d_weight_smooth", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w, label_smoothing=0.2), [(2, 4, 3), NoGrad(PROBS_3D), NoGrad(W4)]),
+    ("ce_probs_unbatched", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), [(4,), NoGrad(PROBS[0])]),
+    ("ce_probs_target_grad", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), [(5, 4), PROBS]),
+    ("ce_unbatched_weight", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w), [(4,), np.array(2), NoGrad(W4)]),
+    ("nll_unbatched_weight_none", lambda lib, x, t, w: lib.nn.functional.nll_loss(x, t, w, reduction="none"), [(4,), np.array(1), NoGrad(W4)]),
+    ("nll_one_sample_none", lambda lib, x, t: lib.nn.functional.nll_loss(x, t, reduction="none"), [(1, 4, 1), np.array([[2]])]),
+    ("nll_ignore_sum", lambda lib, x, t: lib.nn.functional.nll_loss(x, t, ignore_index=3, reduction="sum"), [(5, 4), T5]),
+    ("ce_unbatched_none", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="none"), [(4,), np.array(3)]),
+    ("ce_unbatched_smooth_none", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="none", label_smoothing=0.1), [(4,), np.array(0)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in CE_CORNERS], ids=[c[0] for c in CE_CORNERS])
+def test_cross_entropy_and_nll_corners(fn, inputs):
+    check_op(fn, *inputs)
+
+
+@pytest.mark.parametrize("target", ["probs", "indices"])
+def test_cross_entropy_of_an_empty_batch_is_nan_as_torch(target):
+    import torch
+    t = (lambda lib: lib.zeros(0, 4)) if target == "probs" else (lambda lib: lib.zeros(0, dtype=lib.int64))
+    want = torch.nn.functional.cross_entropy(torch.zeros(0, 4), t(torch))
+    with np.errstate(all="ignore"):
+        got = ember.nn.functional.cross_entropy(ember.zeros(0, 4), t(ember))
+    assert np.isnan(want.item()) and np.isnan(got.item())
+
+
+@pytest.mark.parametrize("target,kw,message", [
+    ([0, 3], {}, "nll_loss: target 3 is out of bounds for 3 classes"),
+    ([-1, 1], {}, "nll_loss: target -1 is out of bounds for 3 classes"),
+    ([-100, 0, 7, -2], {}, "nll_loss: target 7 is out of bounds for 3 classes"),
+    ([2, -5, 1], {"ignore_index": 2}, "nll_loss: target -5 is out of bounds for 3 classes"),
+    ([0, 3], {"label_smoothing": 0.1}, "nll_loss: target 3 is out of bounds for 3 classes"),
+])
+def test_out_of_bounds_target_names_the_first_bad_class(target, kw, message):
+    import torch
+    x = np.zeros((len(target), 3))
+    with pytest.raises((IndexError, RuntimeError)):
+        torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(target), **kw)
+    with pytest.raises(IndexError) as e:
+        ember.nn.functional.cross_entropy(ember.tensor(x), ember.tensor(target), **kw)
+    assert str(e.value).startswith(message + " (at "), str(e.value)
+
+
+@pytest.mark.parametrize("smoothing", [-0.1, 1.5])
+def test_label_smoothing_out_of_range(smoothing):
+    with pytest.raises(ValueError) as e:
+        ember.nn.functional.cross_entropy(ember.zeros(2, 3), ember.tensor([0, 1]), label_smoothing=smoothing)
+    assert str(e.value).startswith(f"cross_entropy: label_smoothing must be in [0, 1], got {smoothing} (at ")
+
+
+def test_cross_entropy_target_errors_exactly():
+    F = ember.nn.functional
+    cases = [   # (call, type, message)
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(4, 2)), RuntimeError,
+         "cross_entropy: expected a target of class indices (int64) of shape (4,) or of probabilities (float) of "
+         "the input's shape (4, 3), got float32 of shape (4, 2)"),
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(5, dtype=ember.int64)), ValueError,
+         "cross_entropy: expected target shape (4,) for input shape (4, 3), got (5,)"),
+        (lambda: F.nll_loss(ember.zeros(4, 3), ember.zeros(4, 1, dtype=ember.int64)), ValueError,
+         "nll_loss: expected target shape (4,) for input shape (4, 3), got (4, 1)"),
+        (lambda: F.nll_loss(ember.zeros(4, 3), ember.zeros(4)), RuntimeError,
+         "nll_loss: expected an integer class-index target of shape (4,), got float32 of shape (4,) "
+         "(use target.long())"),
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(4, 3), reduction="avg"), ValueError,
+         "cross_entropy: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(4, dtype=ember.int64), reduction="avg",
+                                 label_smoothing=0.1), ValueError,
+         "nll_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+    ]
+    for call, exc, message in cases:
+        with pytest.raises(Exception) as e:
+            call()
+        assert type(e.value) is exc
+        assert str(e.value).startswith(message + " (at "), str(e.value)
+
+
+def test_cross_entropy_probability_target_on_another_device(fake_cuda):
+    x = ember.zeros(4, 3, device="cuda")
+    for name, args in (("target", (x, ember.zeros(4, 3))), ("weight", (x, ember.zeros(4, 3, device="cuda"), ember.ones(3)))):
+        with pytest.raises(RuntimeError, match=rf"^cross_entropy: expected all tensors to be on the same device, "
+                                               rf"but found at least two devices, cuda:0 and cpu \(input \(4, 3\) "
+                                               rf"float32 cuda:0, {name} "):
+            ember.nn.functional.cross_entropy(*args)

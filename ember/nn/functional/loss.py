@@ -100,8 +100,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean") -> Tensor:
     """-input[n, target[n]] (input holds log-probabilities (N, C, ...)), weighted, ignoring ignore_index."""
     _class_target(input, target, "nll_loss", weight)
-    if input.ndim == 1:
-        return nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
+    if input.ndim == 1:   # unbatched (C,): reduction='none' gives a 0-d loss, as torch
+        out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
+        return out.squeeze(0) if reduction == "none" else out
     n_cls = input.shape[1]
     safe, valid = _safe_target(target, ignore_index, n_cls, "nll_loss")
     picked = M.neg(input.gather(1, safe.unsqueeze(1)).squeeze(1))   # (N, ...)
@@ -165,7 +166,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             terms = terms * weight.reshape(wshape)
         loss = -terms.sum(dim)
         if reduction == "mean":
-            return loss.sum() / (input.numel() // n_cls) if input.numel() else loss.sum()
+            return loss.sum() / (input.numel() // n_cls)   # an empty batch gives NaN, as torch
         return _reduce(loss, reduction, "cross_entropy")
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0.0:
