@@ -308,3 +308,41 @@ def test_conv_unfold_fold_errors_exactly(k):
         call(ember.nn.functional)
     assert type(e.value) is exc
     assert str(e.value).startswith(message + " (at "), str(e.value)
+
+
+CONV_T_EDGES = [
+    ("conv_transpose1d_unbatched", lambda lib, x, w, b: lib.nn.functional.conv_transpose1d(x, w, b, 2, 1, 1, 1, 2), [(4, 5), (4, 3, 3), (3,)]),
+    ("conv_transpose2d_unbatched_groups", lambda lib, x, w: lib.nn.functional.conv_transpose2d(x, w, None, (2, 1), (1, 0), (1, 0), 2), [(4, 3, 3), (4, 1, 2, 3)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in CONV_T_EDGES], ids=[c[0] for c in CONV_T_EDGES])
+def test_conv_transpose_unbatched(fn, inputs):
+    check_op(fn, *inputs)
+
+
+CONV_T_ERRORS = [
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), stride=(1, 1, 1)), ValueError,
+     "stride must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), padding=(1, 1, 1)), ValueError,
+     "padding must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), output_padding=(0, 0, 0)),
+     ValueError, "output_padding must be an int or a tuple of 2 ints, got (0, 0, 0)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), dilation=(1, 1, 1)), ValueError,
+     "dilation must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), groups=0), RuntimeError,
+     "conv_transpose2d: groups must be a positive int, got 0"),
+    (lambda F: F.conv_transpose2d(ember.zeros(3, 3, 3), ember.zeros(2, 1, 2, 2)), RuntimeError,
+     "conv_transpose2d: input (1, 3, 3, 3) has 3 channels but weight (2, 1, 2, 2) expects 2"),
+    (lambda F: F.conv_transpose1d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2)), ValueError,
+     "conv_transpose1d: expected a 3-D input, got shape (1, 2, 3, 3)"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(CONV_T_ERRORS)))
+def test_conv_transpose_errors_exactly(k):
+    call, exc, message = CONV_T_ERRORS[k]
+    with pytest.raises(Exception) as e:
+        call(ember.nn.functional)
+    assert type(e.value) is exc
+    assert str(e.value).startswith(message + " (at "), str(e.value)
