@@ -250,6 +250,7 @@ def test_conv_one_input_channel(kw):
 # ------------------------------------------------------------------ defaults, unfold/fold edges, op names
 CONV_EDGES = [
     ("conv3d_defaults", lambda lib, x, w: lib.nn.functional.conv3d(x, w), [(1, 2, 4, 4, 3), (3, 2, 2, 2, 2)]),
+    ("conv1d_defaults", lambda lib, x, w: lib.nn.functional.conv1d(x, w), [(2, 2, 7), (4, 2, 3)]),
     ("conv_transpose1d_defaults", lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w), [(2, 3, 5), (3, 2, 3)]),
     ("unfold_defaults", lambda lib, x: lib.nn.functional.unfold(x, (2, 3)), [(1, 2, 4, 5)]),
     ("fold_uneven_padding", lambda lib, x: lib.nn.functional.fold(x, (4, 5), (2, 3), padding=(2, 1)), [(2, 12, 35)]),

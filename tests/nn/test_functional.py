@@ -152,6 +152,7 @@ EDGE_CASES = [
     ("interp_linear_ac_to_2", lambda lib, x: lib.nn.functional.interpolate(x, size=2, mode="linear", align_corners=True), [(2, 3, 4)]),
     ("interp_scale_tuple", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=(2, 1.5)), [(1, 2, 3, 4)]),
     ("interp_scale_tuple_bilinear", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=(0.5, 1.75), mode="bilinear"), [(1, 2, 4, 4)]),
+    ("interp_scale_not_recomputed", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=1.7, mode="bilinear"), [(1, 2, 3, 5)]),
     ("interp_recompute_nearest", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=1.7, recompute_scale_factor=True), [(1, 2, 3, 5)]),
     ("interp_recompute_bilinear", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True), [(1, 2, 3, 5)]),
     ("normalize_small", lambda lib, x: lib.nn.functional.normalize(x), [0.01 * RNG.standard_normal((4, 5))]),
