@@ -261,3 +261,12 @@ def test_channel_dropout_warnings_are_torchs(name, rank, text):
         getattr(torch.nn.functional, name)(torch.ones(*x), 0.5)
     assert [str(w.message) for w in want] == [f"{name}: {text}"]
     assert len(got) == 1 and str(got[0].message).startswith(f"{name}: {text} (at ")
+
+
+@pytest.mark.parametrize("name", ["dropout", "dropout2d", "alpha_dropout", "feature_alpha_dropout"])
+def test_dropout_keeps_dtype_and_device(fake_cuda, name):
+    fn = getattr(ember.nn.functional, name)
+    for dt in (ember.float32, ember.float16):
+        x = ember.ones(4, 6, 3, 3, dtype=dt, device="cuda")
+        y = fn(x, 0.5, training=True)
+        assert y.dtype == dt and y.device.type == "cuda"

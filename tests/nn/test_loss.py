@@ -444,3 +444,13 @@ def test_cross_entropy_probability_target_on_another_device(fake_cuda):
                                                rf"but found at least two devices, cuda:0 and cpu \(input \(4, 3\) "
                                                rf"float32 cuda:0, {name} "):
             ember.nn.functional.cross_entropy(*args)
+
+
+def test_smooth_l1_with_beta_zero_checks_the_reduction():
+    with pytest.raises(ValueError, match=r"^smooth_l1_loss: reduction must be 'mean', 'sum' or 'none', got 'avg' \(at "):
+        ember.nn.functional.smooth_l1_loss(ember.zeros(3), ember.zeros(3), beta=0.0, reduction="avg")
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_nll_loss_unbatched_with_weight(reduction):
+    check_op(lambda lib, x, t, w: lib.nn.functional.nll_loss(x, t, w, reduction=reduction), (4,), np.array(2), NoGrad(W4))

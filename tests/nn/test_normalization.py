@@ -158,3 +158,11 @@ def test_layer_norm_takes_an_int_shape():
     x = ember.randn(3, 4)
     np.testing.assert_array_equal(ember.nn.functional.layer_norm(x, 4).numpy(),
                                   ember.nn.functional.layer_norm(x, (4,)).numpy())
+
+
+def test_batch_norm_fused_one_channel_running_var():
+    def fn(lib, x, w, b):
+        m, v = lib.zeros(1, dtype=x.dtype), lib.ones(1, dtype=x.dtype)
+        out = lib.nn.functional.batch_norm(x, m, v, w, b, training=True, momentum=0.5)
+        return out, m, v
+    check_op(fn, (5, 1, 2), (1,), (1,))
