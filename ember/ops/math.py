@@ -723,7 +723,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         raise op_error("norm", f"expected a floating point input, got {describe(input)}")
     _memory.check("norm", input.shape, input.dtype)   # |input|^p is a temporary of input's size
     if p == "fro" or p == 2:
-        return sqrt(sum(input * input, dim, keepdim))
+        return _zero_safe_root(sum(input * input, dim, keepdim), 2)
     if p == float("inf"):
         return amax(abs(input), dim if dim is not None else (), keepdim)
     if p == float("-inf"):
@@ -732,7 +732,14 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         return sum(abs(input), dim, keepdim)
     if p == 0:
         return sum((input != 0).to(input.dtype), dim, keepdim)
-    return pow(sum(pow(abs(input), p), dim, keepdim), 1.0 / p)
+    return _zero_safe_root(sum(pow(abs(input), p), dim, keepdim), p)
+
+
+def _zero_safe_root(s, p):
+    """s ** (1/p) with torch's gradient 0 where s == 0 (a zero vector's norm), not 0 * inf = NaN."""
+    zero = eq(s, 0)
+    safe = where(zero, 1.0, s)
+    return where(zero, 0.0, sqrt(safe) if p == 2 else pow(safe, 1.0 / p))
 
 
 def dist(input, other, p=2):

@@ -163,3 +163,106 @@ def test_more_activation_reprs_and_errors():
             lib.nn.functional.prelu(lib.ones(2, 3), lib.ones(2))
         with pytest.raises(RuntimeError, match="lambda must be in range"):
             lib.nn.functional.softshrink(lib.ones(2), -1.0)
+
+
+# ------------------------------------------------------------------ functional defaults, kinks, inplace, errors
+import torch
+
+import ember
+from helpers import check_op, NoGrad
+
+KINKS = np.array([[0.0, -1.0, 2.0, 0.5], [0.0, 1.0, -2.0, -0.5], [0.25, -0.25, 20.0, 21.0], [-3.0, 3.0, 6.0, -6.0]])
+F_ACTS = [   # the functional forms with torch's defaults, at inputs on their kinks (0, thresholds)
+    ("elu", lambda lib, x: lib.nn.functional.elu(x)),
+    ("elu_alpha2", lambda lib, x: lib.nn.functional.elu(x, 2.0)),
+    ("celu", lambda lib, x: lib.nn.functional.celu(x)),
+    ("celu_alpha3", lambda lib, x: lib.nn.functional.celu(x, 3.0)),
+    ("leaky_relu", lambda lib, x: lib.nn.functional.leaky_relu(x)),
+    ("hardtanh", lambda lib, x: lib.nn.functional.hardtanh(x)),
+    ("relu6", lambda lib, x: lib.nn.functional.relu6(x)),
+    ("selu", lambda lib, x: lib.nn.functional.selu(x)),
+    ("softplus", lambda lib, x: lib.nn.functional.softplus(x)),
+    ("softplus_at_threshold", lambda lib, x: lib.nn.functional.softplus(x, 2.0, 1.0)),
+    ("softshrink", lambda lib, x: lib.nn.functional.softshrink(x)),
+    ("hardshrink", lambda lib, x: lib.nn.functional.hardshrink(x, 0.25)),
+    ("threshold_at_value", lambda lib, x: lib.nn.functional.threshold(x, 0.5, -3.0)),
+    ("hardswish", lambda lib, x: lib.nn.functional.hardswish(x)),
+    ("glu_default_dim", lambda lib, x: lib.nn.functional.glu(x)),
+    ("glu_dim0", lambda lib, x: lib.nn.functional.glu(x, 0)),
+    ("log_softmax_implicit_3d", lambda lib, x: lib.nn.functional.log_softmax(x.reshape(4, 2, 2))),
+    ("log_softmax_dtype", lambda lib, x: lib.nn.functional.log_softmax(x, 1, dtype=lib.float64)),
+    ("softmin_dim", lambda lib, x: lib.nn.functional.softmin(x, 0)),
+    ("softmin_dtype", lambda lib, x: lib.nn.functional.softmin(x, -1, dtype=lib.float64)),
+]
+
+
+@pytest.mark.parametrize("fn", [c[1] for c in F_ACTS], ids=[c[0] for c in F_ACTS])
+def test_functional_activation_defaults_and_kinks(fn):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # torch warns about an implicit softmax dim
+        check_op(fn, KINKS)
+
+
+@pytest.mark.parametrize("weight", [np.array([0.25]), np.array([0.25, -0.5, 2.0])])
+def test_prelu_at_zero_and_per_channel(weight):
+    """torch's gradient at x = 0 is the weight's (Ember gave 1): 0 is on the negative side."""
+    x = np.array([[0.0, -1.0, 2.0, 0.0], [0.0, 1.0, -2.0, 0.5], [-0.5, 0.0, 3.0, -1.0]])
+    check_op(lambda lib, a, w: lib.nn.functional.prelu(a, w), x.T.copy(), weight)
+    check_op(lambda lib, a, w: lib.nn.functional.prelu(a, w), x.reshape(2, 3, 2), weight)
+
+
+def test_prelu_unbatched_and_two_channels():
+    check_op(lambda lib, a, w: lib.nn.functional.prelu(a, w), np.array([0.0, -1.0, 2.0]), np.array([0.3]))
+    check_op(lambda lib, a, w: lib.nn.functional.prelu(a, w), (3, 2, 4), np.array([0.3, -0.2]))
+
+
+INPLACE_DEFAULT = ["relu", "relu6", "hardtanh", "leaky_relu", "elu", "selu", "celu", "silu", "mish", "hardsigmoid",
+                   "hardswish"]
+
+
+@pytest.mark.parametrize("name", INPLACE_DEFAULT + ["threshold"])
+def test_functional_activations_are_out_of_place_by_default(name):
+    fn = getattr(ember.nn.functional, name)
+    args = (0.5, -3.0) if name == "threshold" else ()
+    x = ember.tensor(KINKS)
+    y = fn(x, *args)
+    assert y is not x
+    np.testing.assert_array_equal(x.numpy(), KINKS)
+    z = ember.tensor(KINKS)
+    assert fn(z, *args, inplace=True) is z
+    np.testing.assert_allclose(z.numpy(), getattr(torch.nn.functional, name)(torch.tensor(KINKS), *args).numpy(),
+                               rtol=1e-12)
+
+
+ACT_ERRORS = [
+    (lambda F: F.glu(ember.zeros(3, 5)), RuntimeError, "glu: Halving dimension must be even, but dimension 1 is size 5"),
+    (lambda F: F.glu(ember.zeros(3, 4), -2), RuntimeError, "glu: Halving dimension must be even, but dimension 0 is size 3"),
+    (lambda F: F.glu(ember.tensor(1.0)), RuntimeError, "glu: glu does not support scalars because halving size must be even"),
+    (lambda F: F.glu(ember.zeros(2, 2), 2), IndexError, "glu: Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    (lambda F: F.celu(ember.zeros(2), 0.0), RuntimeError, "celu: ZeroDivisionError: alpha cannot be 0 for CELU"),
+    (lambda F: F.softshrink(ember.zeros(2), -0.5), RuntimeError,
+     "softshrink: lambda must be in range [0, inf) for input float32, but found -0.5"),
+    (lambda F: F.prelu(ember.zeros(2, 3), ember.zeros(2)), RuntimeError,
+     "prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers = 2 and channel size = 3."),
+    (lambda F: F.prelu(ember.zeros(3), ember.zeros(2)), RuntimeError,
+     "prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers = 2 and channel size = 1."),
+]
+
+
+@pytest.mark.parametrize("k", range(len(ACT_ERRORS)))
+def test_activation_errors_exactly(k):
+    call, exc, message = ACT_ERRORS[k]
+    with pytest.raises(Exception) as e:
+        call(ember.nn.functional)
+    assert type(e.value) is exc
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_hardsigmoid_flat_at_its_kinks():
+    # torch's float64 backward multiplies by a float32 1/6 (3e-8 off): the tolerance says so
+    check_op(lambda lib, x: lib.nn.functional.hardsigmoid(x), KINKS, grad_rtol=1e-7)
+
+
+def test_softshrink_accepts_lambda_zero():
+    check_op(lambda lib, x: lib.nn.functional.softshrink(x, 0.0), KINKS)

@@ -271,3 +271,105 @@ def test_conv_weight_grad_winograd(monkeypatch, shapes, pad):
     monkeypatch.setattr(layers, "WGRAD_TILES", 1)
     check_op(lambda L, x, w: L.nn.functional.conv2d(x, w, padding=pad), *shapes, grad_atol=1e-4)
     assert len(calls) >= 2   # float32 and float64 (and check_op's dtype pass)
+
+
+# ------------------------------------------------------------------ defaults, unfold/fold edges, op names
+CONV_EDGES = [
+    ("conv3d_defaults", lambda lib, x, w: lib.nn.functional.conv3d(x, w), [(1, 2, 4, 4, 3), (3, 2, 2, 2, 2)]),
+    ("conv1d_defaults", lambda lib, x, w: lib.nn.functional.conv1d(x, w), [(2, 2, 7), (4, 2, 3)]),
+    ("conv_transpose1d_defaults", lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w), [(2, 3, 5), (3, 2, 3)]),
+    ("unfold_defaults", lambda lib, x: lib.nn.functional.unfold(x, (2, 3)), [(1, 2, 4, 5)]),
+    ("fold_uneven_padding", lambda lib, x: lib.nn.functional.fold(x, (4, 5), (2, 3), padding=(2, 1)), [(2, 12, 35)]),
+    ("fold_uneven_padding_stride", lambda lib, x: lib.nn.functional.fold(x, (5, 4), 2, padding=(1, 0), stride=(2, 1)), [(1, 8, 9)]),
+    ("fold_tall_output", lambda lib, x: lib.nn.functional.fold(x, (6, 3), 3), [(1, 9, 4)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in CONV_EDGES], ids=[c[0] for c in CONV_EDGES])
+def test_conv_edges(fn, inputs):
+    check_op(fn, *inputs)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_unfold_and_fold_keep_the_dtype(dtype):
+    dt = getattr(ember, dtype)
+    x = ember.randn(1, 2, 4, 4).to(dt)
+    cols = ember.nn.functional.unfold(x, 2)
+    assert cols.dtype == dt and cols.shape == (1, 8, 9)
+    back = ember.nn.functional.fold(cols, (4, 4), 2)
+    assert back.dtype == dt and back.shape == (1, 2, 4, 4)
+
+
+def test_unfold_and_fold_on_the_inputs_device(fake_cuda):
+    x = ember.randn(1, 2, 4, 4)
+    cols = ember.nn.functional.unfold(x.to("cuda"), 2, padding=1)
+    back = ember.nn.functional.fold(cols, (4, 4), 2, padding=1)
+    assert cols.device.type == "cuda" and back.device.type == "cuda"
+    np.testing.assert_allclose(back.to("cpu").numpy(),
+                               ember.nn.functional.fold(ember.nn.functional.unfold(x, 2, padding=1), (4, 4), 2,
+                                                        padding=1).numpy(), rtol=1e-6)
+
+
+CONV_ERRORS = [
+    (lambda F: F.conv3d(ember.zeros(1, 2, 4, 4, 4), ember.zeros(3, 3, 2, 2, 2)), RuntimeError,
+     "conv3d: input (1, 2, 4, 4, 4) has 2 channels but weight (3, 3, 2, 2, 2) with groups=1 expects 3"),
+    (lambda F: F.conv_transpose1d(ember.zeros(1, 4, 5), ember.zeros(3, 2, 3)), RuntimeError,
+     "conv_transpose1d: input (1, 4, 5) has 4 channels but weight (3, 2, 3) expects 3"),
+    (lambda F: F.unfold(ember.zeros(1, 2, 4), 2), ValueError, "unfold: expected a 4-D input, got shape (1, 2, 4)"),
+    (lambda F: F.unfold(ember.zeros(1, 2, 4, 4), (2, 2, 2)), ValueError,
+     "kernel_size must be an int or a tuple of 2 ints, got (2, 2, 2)"),
+    (lambda F: F.fold(ember.zeros(1, 4), (4, 4), 2), ValueError, "fold: expected a 3-D input, got shape (1, 4)"),
+    (lambda F: F.fold(ember.zeros(1, 4, 5), (4, 4), (2, 2, 2)), ValueError,
+     "kernel_size must be an int or a tuple of 2 ints, got (2, 2, 2)"),
+    (lambda F: F.fold(ember.zeros(1, 4, 5), (4, 4, 4), 2), ValueError,
+     "output_size must be an int or a tuple of 2 ints, got (4, 4, 4)"),
+    (lambda F: F.fold(ember.zeros(1, 4, 5), (3, 4), 2), RuntimeError,
+     "fold: expected 6 blocks for output_size (3, 4), got 5"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(CONV_ERRORS)))
+def test_conv_unfold_fold_errors_exactly(k):
+    call, exc, message = CONV_ERRORS[k]
+    with pytest.raises(Exception) as e:
+        call(ember.nn.functional)
+    assert type(e.value) is exc
+    assert str(e.value).startswith(message + " (at "), str(e.value)
+
+
+CONV_T_EDGES = [
+    ("conv_transpose1d_unbatched", lambda lib, x, w, b: lib.nn.functional.conv_transpose1d(x, w, b, 2, 1, 1, 1, 2), [(4, 5), (4, 3, 3), (3,)]),
+    ("conv_transpose2d_unbatched_groups", lambda lib, x, w: lib.nn.functional.conv_transpose2d(x, w, None, (2, 1), (1, 0), (1, 0), 2), [(4, 3, 3), (4, 1, 2, 3)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in CONV_T_EDGES], ids=[c[0] for c in CONV_T_EDGES])
+def test_conv_transpose_unbatched(fn, inputs):
+    check_op(fn, *inputs)
+
+
+CONV_T_ERRORS = [
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), stride=(1, 1, 1)), ValueError,
+     "stride must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), padding=(1, 1, 1)), ValueError,
+     "padding must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), output_padding=(0, 0, 0)),
+     ValueError, "output_padding must be an int or a tuple of 2 ints, got (0, 0, 0)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), dilation=(1, 1, 1)), ValueError,
+     "dilation must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.conv_transpose2d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2, 2), groups=0), RuntimeError,
+     "conv_transpose2d: groups must be a positive int, got 0"),
+    (lambda F: F.conv_transpose2d(ember.zeros(3, 3, 3), ember.zeros(2, 1, 2, 2)), RuntimeError,
+     "conv_transpose2d: input (1, 3, 3, 3) has 3 channels but weight (2, 1, 2, 2) expects 2"),
+    (lambda F: F.conv_transpose1d(ember.zeros(1, 2, 3, 3), ember.zeros(2, 1, 2)), ValueError,
+     "conv_transpose1d: expected a 3-D input, got shape (1, 2, 3, 3)"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(CONV_T_ERRORS)))
+def test_conv_transpose_errors_exactly(k):
+    call, exc, message = CONV_T_ERRORS[k]
+    with pytest.raises(Exception) as e:
+        call(ember.nn.functional)
+    assert type(e.value) is exc
+    assert str(e.value).startswith(message + " (at "), str(e.value)

@@ -136,3 +136,137 @@ def test_unbatched_channel_dropout_inplace_keeps_shape():
         assert y is x and tuple(x.shape) == shape
         per = x.numpy().reshape(64, -1) != 0
         assert (per.all(-1) | ~per.any(-1)).all()
+
+
+# ------------------------------------------------------------------ alpha dropout: torch's formula exactly
+def _alpha_parts(x, y, p):
+    """Split y = alpha_dropout(x) into kept and dropped elements by torch's formula (_dropout_impl):
+    kept a*x + alpha*a*p, dropped alpha*a*(p - 1), a = ((alpha^2 p + 1)(1 - p))^-1/2, alpha = 1.7581."""
+    alpha = 1.7580993408473766
+    a = 1.0 / np.sqrt((alpha * alpha * p + 1) * (1 - p))
+    kept = np.isclose(y, a * x + alpha * a * p, rtol=0, atol=1e-12)
+    dropped = np.isclose(y, alpha * a * (p - 1), rtol=0, atol=1e-12)
+    assert (kept | dropped).all(), "values neither kept nor dropped by torch's formula"
+    return kept, a
+
+
+@pytest.mark.parametrize("name", ["alpha_dropout", "feature_alpha_dropout"])
+@pytest.mark.parametrize("p", [0.2, 0.6])
+def test_alpha_dropout_values_mask_and_gradient(name, p):
+    fn = getattr(ember.nn.functional, name)
+    x = np.random.default_rng(5).uniform(0.5, 2.0, (40, 50, 3))
+    ember.manual_seed(11)
+    xe = ember.tensor(x, requires_grad=True)
+    y = fn(xe, p, training=True)
+    assert y.dtype == ember.float64 and y.shape == (40, 50, 3)
+    kept, a = _alpha_parts(x, y.detach().numpy(), p)
+    if name == "feature_alpha_dropout":   # one draw per (N, C): whole rows of the last axis
+        assert (kept.all(-1) | ~kept.any(-1)).all()
+        draws = kept[..., 0]
+    else:                                  # one draw per element: most channels are mixed
+        draws = kept
+        assert (kept.any(-1) & ~kept.all(-1)).mean() > 0.3
+    assert abs(draws.mean() - (1 - p)) < 0.1
+    y.backward(ember.ones(40, 50, 3))
+    np.testing.assert_allclose(xe.grad.numpy(), kept * a, rtol=1e-12)   # d/dx = keep * a
+
+
+@pytest.mark.parametrize("name", ["alpha_dropout", "feature_alpha_dropout"])
+def test_alpha_dropout_edge_cases_as_torch(name):
+    fn, tfn = getattr(ember.nn.functional, name), getattr(torch.nn.functional, name)
+    x = np.random.default_rng(6).uniform(0.5, 2.0, (4, 5, 3))
+    # off by default (training=False), identity at p=0, zeros at p=1, as torch
+    for kw in ({"p": 0.5}, {"p": 0.0, "training": True}, {"p": 1.0, "training": True}):
+        np.testing.assert_array_equal(fn(ember.tensor(x), **kw).numpy(), tfn(torch.tensor(x), **kw).numpy())
+    y = fn(ember.tensor(x))                                     # default p=0.5, not training
+    np.testing.assert_array_equal(y.numpy(), x)
+    # p=1 keeps the graph: the gradient is zero, not missing
+    xe = ember.tensor(x, requires_grad=True)
+    fn(xe, 1.0, training=True).sum().backward()
+    np.testing.assert_array_equal(xe.grad.numpy(), np.zeros_like(x))
+    # an empty input comes back as it is
+    e = ember.zeros(0, 5, 3)
+    assert fn(e, 0.5, training=True) is e
+    # p is checked with the op's name
+    with pytest.raises(ValueError, match=rf"^{name}: probability has to be between 0 and 1, but got 1.5 \(at "):
+        fn(ember.tensor(x), 1.5, training=True)
+
+
+@pytest.mark.parametrize("name", ["alpha_dropout", "feature_alpha_dropout"])
+@pytest.mark.parametrize("p", [0.3, 1.0])
+def test_alpha_dropout_inplace_writes_into_the_input(name, p):
+    fn = getattr(ember.nn.functional, name)
+    x = np.random.default_rng(7).uniform(0.5, 2.0, (30, 20, 2))
+    xe = ember.tensor(x)
+    ember.manual_seed(3)
+    y = fn(xe, p, training=True, inplace=True)
+    assert y is xe
+    ember.manual_seed(3)
+    np.testing.assert_array_equal(xe.numpy(), fn(ember.tensor(x), p, training=True).numpy())
+    x2 = ember.tensor(x)
+    assert fn(x2, p, training=True) is not x2        # out of place by default
+    np.testing.assert_array_equal(x2.numpy(), x)
+
+
+def test_feature_alpha_dropout_needs_a_channel_dim():
+    with pytest.raises(RuntimeError, match=r"^feature_alpha_dropout: expected an input with at least 2 "
+                                           r"dimensions \(N, C, \.\.\.\), got shape \(5,\)"):
+        ember.nn.functional.feature_alpha_dropout(ember.zeros(5), 0.5, training=True)
+
+
+@pytest.mark.parametrize("name,shape,channel_dims", [("dropout2d", (40, 30, 2, 2), 2),
+                                                     ("dropout3d", (40, 30, 2, 2, 2), 3)])
+def test_channel_dropout_defaults_and_inplace(name, shape, channel_dims):
+    """torch's defaults: p=0.5, training=True, out of place; inplace=True writes into the input."""
+    fn = getattr(ember.nn.functional, name)
+    x = np.random.default_rng(8).uniform(0.5, 2.0, shape)
+    xe = ember.tensor(x)
+    ember.manual_seed(1)
+    y = fn(xe)
+    assert y is not xe
+    np.testing.assert_array_equal(xe.numpy(), x)
+    kept = y.numpy() != 0
+    np.testing.assert_allclose(y.numpy()[kept], 2 * x[kept], rtol=1e-12)   # 1 / (1 - 0.5)
+    per = kept.reshape(shape[:2] + (-1,))
+    assert (per.all(-1) | ~per.any(-1)).all() and 0.35 < per[..., 0].mean() < 0.65
+    ember.manual_seed(1)
+    assert fn(xe, inplace=True) is xe
+    np.testing.assert_array_equal(xe.numpy(), y.numpy())
+    with pytest.raises(ValueError, match=rf"^{name}: probability has to be between 0 and 1, but got -0.1 \(at "):
+        fn(xe, -0.1)
+
+
+@pytest.mark.parametrize("name,rank,text", [
+    ("dropout2d", 2, "Received a 2-D input to dropout2d, which is deprecated and will result in an error in a "
+                     "future release. To retain the behavior and silence this warning, please use dropout "
+                     "instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                     "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                     "inputs)."),
+    ("dropout3d", 3, "Received a 3-D input to dropout3d, which is deprecated and will result in an error in a "
+                     "future release. To retain the behavior and silence this warning, please use dropout "
+                     "instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                     "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                     "inputs)."),
+    ("dropout2d", 3, "Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+                     "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This "
+                     "behavior will change in a future release to interpret the input as one without a batch "
+                     "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                     "switch to using dropout1d instead."),
+])
+def test_channel_dropout_warnings_are_torchs(name, rank, text):
+    x = (2, 3, 4)[:rank]
+    with pytest.warns(UserWarning) as got:
+        getattr(ember.nn.functional, name)(ember.ones(*x), 0.5)
+    with pytest.warns(UserWarning) as want:
+        getattr(torch.nn.functional, name)(torch.ones(*x), 0.5)
+    assert [str(w.message) for w in want] == [f"{name}: {text}"]
+    assert len(got) == 1 and str(got[0].message).startswith(f"{name}: {text} (at ")
+
+
+@pytest.mark.parametrize("name", ["dropout", "dropout2d", "alpha_dropout", "feature_alpha_dropout"])
+def test_dropout_keeps_dtype_and_device(fake_cuda, name):
+    fn = getattr(ember.nn.functional, name)
+    for dt in (ember.float32, ember.float16):
+        x = ember.ones(4, 6, 3, 3, dtype=dt, device="cuda")
+        y = fn(x, 0.5, training=True)
+        assert y.dtype == dt and y.device.type == "cuda"

@@ -74,3 +74,37 @@ def test_embedding_arguments_and_repr_like_torch():
     frozen = ember.nn.Embedding.from_pretrained(w)
     assert not frozen.weight.requires_grad and frozen.weight.tolist() == w.tolist()
     assert ember.nn.Embedding.from_pretrained(w, freeze=False).weight.requires_grad
+
+
+# ------------------------------------------------------------------ the functional form's options and errors
+from helpers import check_op
+
+
+@pytest.mark.parametrize("kw", [{"padding_idx": -1}, {"padding_idx": 2}, {"max_norm": 1.0, "norm_type": 1.0},
+                                {"max_norm": 0.5}])
+def test_functional_embedding_options_as_torch(kw):
+    idx = np.array([[0, 2, 4], [4, 4, 1]])
+
+    def fn(lib, w):
+        w = w.detach().clone().requires_grad_(True) if "max_norm" in kw else w   # max_norm renormalises in place
+        out = lib.nn.functional.embedding(lib.tensor(idx), w, **kw)
+        return out, w.detach()
+    check_op(fn, (5, 3), grad="max_norm" not in kw)
+
+
+def test_embedding_on_two_devices(fake_cuda):
+    with pytest.raises(RuntimeError) as e:
+        ember.nn.functional.embedding(ember.tensor([1, 2]), ember.zeros(5, 2, device="cuda"))
+    assert str(e.value).startswith("embedding: expected all tensors to be on the same device, but found at least two "
+                                   "devices, cuda:0 and cpu (weight (5, 2) float32 cuda:0, indices (2,) int64 cpu) (at ")
+
+
+def test_embedding_with_meta_indices():
+    out = ember.nn.functional.embedding(ember.zeros(2, 3, dtype=ember.int64, device="meta"),
+                                        ember.zeros(5, 4, device="meta"))
+    assert out.device.type == "meta" and out.shape == (2, 3, 4)
+
+
+def test_embedding_scale_grad_by_freq_is_refused():
+    with pytest.raises(NotImplementedError, match="^embedding: scale_grad_by_freq and sparse are not supported"):
+        ember.nn.functional.embedding(ember.tensor([1]), ember.zeros(5, 2), scale_grad_by_freq=True)

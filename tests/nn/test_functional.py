@@ -137,3 +137,118 @@ def test_pad_and_interpolate_argument_errors():
         with pytest.raises(ValueError, match=msg):
             call()
     check_op(lambda lib, a: lib.nn.functional.pad(a, (0, 0)), (2, 3))          # no padding: the input back
+
+
+# ------------------------------------------------------------------ edges of pad, interpolate, distances
+EDGE_CASES = [
+    ("pad_crop_left_only", lambda lib, x: lib.nn.functional.pad(x, (-1, 0)), [(2, 3, 4)]),
+    ("pad_crop_right_only", lambda lib, x: lib.nn.functional.pad(x, (0, -2, 1, 0)), [(2, 3, 4)]),
+    ("pad_crop_and_grow", lambda lib, x: lib.nn.functional.pad(x, (1, -2, -1, 2), value=0.25), [(2, 3, 4)]),
+    ("pad_every_dim", lambda lib, x: lib.nn.functional.pad(x, (1, 2)), [(4,)]),
+    ("pad_reflect_widest", lambda lib, x: lib.nn.functional.pad(x, (2, 2), mode="reflect"), [(2, 3)]),
+    ("interp_trilinear", lambda lib, x: lib.nn.functional.interpolate(x, size=(3, 5, 2), mode="trilinear"), [(1, 2, 2, 3, 4)]),
+    ("interp_trilinear_ac", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=1.5, mode="trilinear", align_corners=True), [(1, 1, 2, 3, 4)]),
+    ("interp_linear_ac_to_1", lambda lib, x: lib.nn.functional.interpolate(x, size=1, mode="linear", align_corners=True), [(2, 3, 4)]),
+    ("interp_linear_ac_to_2", lambda lib, x: lib.nn.functional.interpolate(x, size=2, mode="linear", align_corners=True), [(2, 3, 4)]),
+    ("interp_scale_tuple", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=(2, 1.5)), [(1, 2, 3, 4)]),
+    ("interp_scale_tuple_bilinear", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=(0.5, 1.75), mode="bilinear"), [(1, 2, 4, 4)]),
+    ("interp_scale_not_recomputed", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=1.7, mode="bilinear"), [(1, 2, 3, 5)]),
+    ("interp_recompute_nearest", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=1.7, recompute_scale_factor=True), [(1, 2, 3, 5)]),
+    ("interp_recompute_bilinear", lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True), [(1, 2, 3, 5)]),
+    ("normalize_small", lambda lib, x: lib.nn.functional.normalize(x), [0.01 * RNG.standard_normal((4, 5))]),
+    ("normalize_zero_row_eps", lambda lib, x: lib.nn.functional.normalize(x, eps=0.5), [np.array([[0.0, 0.0], [0.1, -0.2], [3.0, 4.0]])]),
+    ("cosine_similarity_small", lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b), [1e-5 * RNG.standard_normal((4, 5)), (4, 5)]),
+    ("pairwise_distance_3d_keepdim", lambda lib, a, b: lib.nn.functional.pairwise_distance(a, b, keepdim=True), [(2, 3, 4), (2, 3, 4)]),
+    ("pairwise_distance_p1_eps", lambda lib, a, b: lib.nn.functional.pairwise_distance(a, b, 1.0, 0.5), [(2, 3, 4), (2, 3, 4)]),
+    ("one_hot_empty", lambda lib, t: lib.nn.functional.one_hot(t, 3), [np.zeros(0, dtype=np.int64)]),
+    ("one_hot_top_class", lambda lib, t: lib.nn.functional.one_hot(t, 4), [np.array([3, 0])]),
+    ("sdpa_causal_rectangular", lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), [(2, 3, 4), (2, 5, 4), (2, 5, 3)]),
+    ("sdpa_causal_wide_float16_shape", lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), [(1, 2, 6, 4), (1, 2, 6, 4), (1, 2, 6, 4)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in EDGE_CASES], ids=[c[0] for c in EDGE_CASES])
+def test_functional_edges(fn, inputs):
+    check_op(fn, *inputs)
+
+
+def test_sdpa_causal_mask_built_fresh(monkeypatch):
+    """The causal mask is cached per (L, S, dtype, device): an empty cache builds it again, and the masks
+    of other shapes, dtypes and devices are not mixed up (the cache is shared by the whole process)."""
+    from ember.nn.functional import attention
+    monkeypatch.setattr(attention, "_CAUSAL", {})
+    for dtypes in (("float32", "float64"), ("float64", "float32")):
+        attention._CAUSAL.clear()
+        check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 (2, 4, 3), (2, 6, 3), (2, 6, 2), dtypes=dtypes)
+    attention._CAUSAL.clear()
+    q = ember.randn(1, 4, 3)
+    ember.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    m = ember.nn.functional.scaled_dot_product_attention(q.to("meta"), q.to("meta"), q.to("meta"), is_causal=True)
+    assert m.device.type == "meta" and m.shape == (1, 4, 3)
+    bias = attention._causal_bias(4, 4, ember.zeros(1, device="meta"))
+    assert bias.device.type == "meta" and bias.shape == (4, 4) and bias.dtype == ember.float32
+    assert len(attention._CAUSAL) == 2
+
+
+def test_sdpa_mask_on_another_device(fake_cuda):
+    q = ember.zeros(1, 3, 2, device="cuda")
+    with pytest.raises(RuntimeError, match=r"^scaled_dot_product_attention: expected all tensors to be on the same "
+                                           r"device, but found at least two devices, cuda:0 and cpu \(query "
+                                           r"\(1, 3, 2\) float32 cuda:0, attn_mask \(3, 3\) bool cpu\) \(at "):
+        ember.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones(3, 3, dtype=ember.bool))
+    out = ember.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert out.device.type == "cuda"
+
+
+def test_one_hot_on_the_tensors_device(fake_cuda):
+    out = ember.nn.functional.one_hot(ember.tensor([2, 0], device="cuda"), 3)
+    assert out.device.type == "cuda" and out.dtype == ember.int64
+    np.testing.assert_array_equal(out.to("cpu").numpy(), [[0, 0, 1], [1, 0, 0]])
+
+
+@pytest.mark.parametrize("values,n,message", [
+    ([-1, 1], 2, "one_hot: class values must be in [0, 2), got [-1, 1]"),
+    ([2, 1], 2, "one_hot: class values must be in [0, 2), got [1, 2]"),
+    ([], -1, "one_hot: can not infer the total number of classes from an empty tensor; pass num_classes"),
+])
+def test_one_hot_errors_exactly(values, n, message):
+    """torch raises for each (an empty tensor without num_classes included; Ember returned (0, 0))."""
+    import torch
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.one_hot(torch.tensor(values, dtype=torch.int64), n)
+    with pytest.raises(RuntimeError) as e:
+        ember.nn.functional.one_hot(ember.tensor(values, dtype=ember.int64), n)
+    assert str(e.value).startswith(message + " (at ")
+
+
+VISION_ERRORS = [
+    (lambda: F_.pad(ember.ones(1, 2, 3), (0, 3), mode="reflect"), ValueError,
+     "pad: reflect padding (0, 3) must be smaller than the dim size 3"),
+    (lambda: F_.pad(ember.ones(2, 2), (1, 1, 1, 1, 1, 1)), ValueError,
+     "pad: padding for 3 dims given to a 2-D input"),
+    (lambda: F_.interpolate(ember.ones(1, 1, 4, 4, 4), size=3, mode="bilinear"), ValueError,
+     "interpolate: mode 'bilinear' needs a 4-D input, got (1, 1, 4, 4, 4)"),
+    (lambda: F_.interpolate(ember.ones(1, 1, 4, 4), size=3, mode="trilinear"), ValueError,
+     "interpolate: mode 'trilinear' needs a 5-D input, got (1, 1, 4, 4)"),
+    (lambda: F_.interpolate(ember.ones(1, 1, 4, 4), size=3, mode="linear"), ValueError,
+     "interpolate: mode 'linear' needs a 3-D input, got (1, 1, 4, 4)"),
+    (lambda: F_.interpolate(ember.ones(1, 1, 4), size=(3, 3)), ValueError,
+     "size must be an int or a tuple of 1 ints, got (3, 3)"),
+    (lambda: F_.normalize(ember.ones(2, 3, dtype=ember.int64)), RuntimeError,
+     "normalize: expected a floating point input, got int64"),
+    (lambda: F_.normalize(ember.ones(2, 3), dim=5), IndexError,
+     "normalize: Dimension out of range (expected to be in range of [-2, 1], but got 5); the tensor has 2 dims"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(VISION_ERRORS)))
+def test_vision_errors_exactly(k):
+    call, exc, message = VISION_ERRORS[k]
+    with pytest.raises(Exception) as e:
+        call()
+    assert type(e.value) is exc
+    assert str(e.value).startswith(message + " (at "), str(e.value)
+
+
+F_ = ember.nn.functional

@@ -94,3 +94,67 @@ def test_module_forward_error_ends_with_user_line(fn):
     with pytest.raises((RuntimeError, ValueError, IndexError, AssertionError)) as e:
         fn()
     assert str(e.value).endswith(where), str(e.value)
+
+
+MESSAGES = {   # the message before ' (at file:line)', and the exception type
+    'conv2d channels': (RuntimeError, 'conv2d: input (1, 3, 8, 8) has 3 channels but weight (4, 2, 3, 3) with groups=1 expects 2'),
+    'conv2d weight dim': (ValueError, 'conv2d: expected a 4-D weight, got shape (4, 3, 3)'),
+    'conv2d too small': (RuntimeError, 'conv2d: padded input size (2, 2) is smaller than the (dilated) kernel size (3, 3)'),
+    'conv2d same strided': (ValueError, "conv2d: padding='same' is not supported for strided convolutions"),
+    'conv2d bad padding': (ValueError, "conv: padding must be 'valid', 'same', an int or a tuple, got 'full'"),
+    'conv2d stride tuple': (ValueError, 'stride must be an int or a tuple of 2 ints, got (1, 1, 1)'),
+    'conv1d input dim': (ValueError, 'conv1d: expected a 3-D input, got shape (1, 1, 3, 8, 8)'),
+    'conv_transpose2d channels': (RuntimeError, 'conv_transpose2d: input (1, 3, 4, 4) has 3 channels but weight (2, 3, 3, 3) expects 2'),
+    'conv_transpose2d output_padding': (ValueError, 'conv_transpose2d: output_padding must be smaller than either stride or dilation'),
+    'fold': (RuntimeError, 'fold: input.shape[1]=5 is not divisible by the kernel size 4'),
+    'linear': (RuntimeError, "linear: input's last dim 3 != weight's in_features 5 (input (2, 3), weight (4, 5))"),
+    'mse_loss reduction': (ValueError, "mse_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+    'mse_loss broadcast': (RuntimeError, 'mse_loss: target shape (4,) and input shape (4, 3) cannot be broadcast together'),
+    'l1_loss broadcast': (RuntimeError, 'l1_loss: target shape (4,) and input shape (4, 3) cannot be broadcast together'),
+    'bce shape': (ValueError, 'binary_cross_entropy: target shape (4,) differs from input shape (4, 1); they would broadcast silently and give a wrong loss. Reshape the target (e.g. target.view_as(input)).'),
+    'bce range': (RuntimeError, 'binary_cross_entropy: all elements of input should be between 0 and 1'),
+    'bce_logits shape': (ValueError, 'binary_cross_entropy_with_logits: target shape (4,) differs from input shape (4, 1); they would broadcast silently and give a wrong loss. Reshape the target (e.g. target.view_as(input)).'),
+    'cross_entropy target shape': (ValueError, 'cross_entropy: expected target shape (4,) for input shape (4, 3), got (4, 1)'),
+    'cross_entropy float target': (RuntimeError, "cross_entropy: expected a target of class indices (int64) of shape (4,) or of probabilities (float) of the input's shape (4, 3), got float32 of shape (4,) (class indices must be integers: use target.long())"),
+    'cross_entropy out of bounds': (IndexError, 'nll_loss: target 3 is out of bounds for 3 classes'),
+    'cross_entropy smoothing': (ValueError, 'cross_entropy: label_smoothing must be in [0, 1], got 2.0'),
+    'nll_loss float target': (RuntimeError, 'nll_loss: expected an integer class-index target of shape (4,), got float32 of shape (4,) (use target.long())'),
+    'multi_margin_loss p': (ValueError, 'multi_margin_loss: only p == 1 and p == 2 supported, got 3'),
+    'cosine_embedding_loss': (ValueError, 'cosine_embedding_loss: input shapes (4, 3) and (4, 2) differ'),
+    'triplet_margin_loss': (ValueError, 'triplet_margin_loss: anchor (4, 3), positive (4, 3) and negative (4, 2) must have one shape'),
+    'max_pool2d padding': (ValueError, 'max_pool2d: pad should be at most half of effective kernel size, got padding=(2, 2), kernel_size=(2, 2)'),
+    'max_pool2d too small': (RuntimeError, 'max_pool2d: input (1, 1, 1, 1) is too small for kernel (3, 3), padding (0, 0)'),
+    'avg_pool2d dim': (ValueError, 'avg_pool2d: expected a 4-D input, got shape (8,)'),
+    'batch_norm dim': (ValueError, 'batch_norm: expected at least 2-D input (N, C, ...), got (3,)'),
+    'batch_norm one value': (ValueError, 'Expected more than 1 value per channel when training, got input size (1, 3)'),
+    'layer_norm shape': (RuntimeError, 'layer_norm: expected input with trailing shape (4,), got (2, 3)'),
+    'group_norm groups': (RuntimeError, 'group_norm: 6 channels are not divisible into 4 groups'),
+    'embedding float index': (RuntimeError, 'embedding: expected an integer index tensor, got float32'),
+    'embedding range': (IndexError, 'embedding: index out of range: indices must be in [0, 5), got [7, 7]'),
+    'embedding sparse': (NotImplementedError, 'embedding: scale_grad_by_freq and sparse are not supported'),
+    'one_hot float': (RuntimeError, 'one_hot is only applicable to index tensor'),
+    'one_hot range': (RuntimeError, 'one_hot: class values must be in [0, 2), got [3, 3]'),
+    'dropout p': (ValueError, 'dropout: probability has to be between 0 and 1, but got 1.5'),
+    'dropout1d dim': (RuntimeError, 'dropout1d: Expected 2D or 3D input, but received a 4D input (shape (3, 3, 3, 3)). Note that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).'),
+    'gelu approximate': (ValueError, "gelu: approximate must be 'none' or 'tanh', got 'fast'"),
+    'softmax int': (RuntimeError, 'softmax: expected a floating point input, got int64; pass dtype= or call .float() first'),
+    'sdpa mask and causal': (ValueError, 'scaled_dot_product_attention: pass either attn_mask or is_causal, not both'),
+    'pad odd': (ValueError, 'pad: padding length must be divisible by 2, got 1'),
+    'pad mode': (NotImplementedError, "pad: mode 'wrap' is not supported (constant, reflect, replicate, circular)"),
+    'pad reflect': (ValueError, 'pad: reflect padding (3, 3) must be smaller than the dim size 3'),
+    'interpolate both': (ValueError, 'interpolate: give exactly one of size and scale_factor'),
+    'interpolate align_corners': (ValueError, 'align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear'),
+    'interpolate mode': (NotImplementedError, "interpolate: mode 'cubic' is not supported (nearest, linear, bilinear)"),
+}
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_error_type_and_message(name):
+    """The exact type and text of each error (the location is test_error_ends_with_user_line's: under
+    mutmut a trampoline frame stands where the user's line is, so this test leaves the location out)."""
+    fn = dict(CASES)[name]
+    exc, message = MESSAGES[name]
+    with pytest.raises(Exception) as e:
+        fn()
+    assert type(e.value) is exc
+    assert re.fullmatch(re.escape(message) + r" \(at [^()]+\.py:\d+\)", str(e.value)), str(e.value)

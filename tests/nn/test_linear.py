@@ -61,3 +61,9 @@ def test_linear_bias_of_another_dtype_raises_as_in_torch():
         torch.nn.functional.linear(x, w, torch.randn(4, dtype=torch.float64))
     with pytest.raises(RuntimeError, match=r"^linear: expected bias of dtype float32 .* got float64"):
         ember.nn.functional.linear(ember.randn(2, 3), ember.randn(4, 3), ember.randn(4).double())
+
+
+def test_linear_general_path_with_a_2d_bias():
+    # a (1, out) bias is not the fused kernel's (1-D): the general matmul + bias path, as torch broadcasts it
+    from helpers import check_op
+    check_op(lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), (2, 3, 4), (5, 4), (1, 5))

@@ -1,5 +1,6 @@
 """ember/nn/loss.py (and the functional losses) against torch, one line per configuration."""
 import inspect
+import re
 import os
 import warnings
 
@@ -162,3 +163,294 @@ F_LOSSES = [
 @pytest.mark.parametrize("fn,inputs", [c[1:] for c in F_LOSSES], ids=[c[0] for c in F_LOSSES])
 def test_functional_losses(fn, inputs):
     check_op(fn, *inputs)
+
+
+# ------------------------------------------------------------------ every functional loss with torch's defaults
+SIGN3 = np.array([1.0, -1.0, 1.0, -1.0, 1.0])
+F_DEFAULTS = [   # inputs in [-2, 2): differences up to 4 cross huber's delta and smooth_l1's beta (1.0)
+    ("mse_loss", lambda lib, a, b: lib.nn.functional.mse_loss(a, b), [(4, 3), (4, 3)]),
+    ("l1_loss", lambda lib, a, b: lib.nn.functional.l1_loss(a, b), [(4, 3), (4, 3)]),
+    ("smooth_l1_loss", lambda lib, a, b: lib.nn.functional.smooth_l1_loss(a, b), [(4, 3), (4, 3)]),
+    ("huber_loss", lambda lib, a, b: lib.nn.functional.huber_loss(a, b), [(4, 3), (4, 3)]),
+    ("huber_loss_weight", lambda lib, a, b, w: lib.nn.functional.huber_loss(a, b, delta=0.5, weight=w), [(4, 3), (4, 3), NoGrad(W53[:4] + 1)]),
+    ("bce", lambda lib, p, y: lib.nn.functional.binary_cross_entropy(p, y), [P01, NoGrad(Y01)]),
+    ("bce_target_grad", lambda lib, p, y: lib.nn.functional.binary_cross_entropy(p, y), [NoGrad(P01), RNG.uniform(0, 1, (5, 3))]),
+    ("bce_logits", lambda lib, x, y: lib.nn.functional.binary_cross_entropy_with_logits(x, y), [(5, 3), NoGrad(Y01)]),
+    ("kl_div", lambda lib, x, t: lib.nn.functional.kl_div(x, t), [np.log(PROBS), NoGrad(PROBS)]),
+    ("kl_div_0d_batchmean", lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduction="batchmean"), [np.array(-1.2), np.array(0.3)]),
+    ("kl_div_target_grad", lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduction="sum"), [np.log(PROBS), PROBS]),
+    ("nll_loss", lambda lib, x, t: lib.nn.functional.nll_loss(x, t), [(5, 4), T5]),
+    ("cross_entropy", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), [(5, 4), T5]),
+    ("multi_margin_loss", lambda lib, x, t: lib.nn.functional.multi_margin_loss(x, t), [(5, 4), T5]),
+    ("multi_margin_loss_unbatched", lambda lib, x, t: lib.nn.functional.multi_margin_loss(x, t, p=2, reduction="sum"), [(4,), np.array(2)]),
+    ("multi_margin_loss_weight_none", lambda lib, x, t, w: lib.nn.functional.multi_margin_loss(x, t, weight=w, reduction="none"), [(5, 4), T5, NoGrad(W4)]),
+    ("margin_ranking_loss", lambda lib, a, b, y: lib.nn.functional.margin_ranking_loss(a, b, y), [(5,), (5,), NoGrad(SIGN3)]),
+    ("margin_ranking_loss_none", lambda lib, a, b, y: lib.nn.functional.margin_ranking_loss(a, b, y, 0.5, reduction="none"), [(5,), (5,), NoGrad(SIGN3)]),
+    ("cosine_embedding_loss", lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y), [(5, 3), (5, 3), NoGrad(SIGN3)]),
+    ("cosine_embedding_loss_sum", lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y, reduction="sum"), [(5, 3), (5, 3), NoGrad(SIGN3)]),
+    ("cosine_embedding_loss_unbatched", lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y, 0.1), [(3,), (3,), NoGrad(np.array(-1.0))]),
+    ("cosine_embedding_loss_zero_row", lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y, reduction="none"), [NoGrad(np.array([[0.0, 0, 0], [1, 2, 3]])), np.array([[1.0, 2, 0], [0, 0, 0]]), NoGrad(np.array([1.0, 1.0]))]),
+    ("triplet_margin_loss", lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n), [(5, 3), (5, 3), (5, 3)]),
+    ("triplet_margin_loss_eps_swap", lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, eps=0.3, swap=True, reduction="sum"), [(5, 3), (5, 3), (5, 3)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in F_DEFAULTS], ids=[c[0] for c in F_DEFAULTS])
+def test_functional_losses_default_arguments(fn, inputs):
+    check_op(fn, *inputs)
+
+
+def test_binary_cross_entropy_at_zero_and_one_as_torch():
+    """Saturated probabilities (a float32 sigmoid gives exactly 1.0 from x = 17 on): the logs are clamped
+    at -100 and the gradient is torch's (p - t) / max(p (1 - p), 1e-12), finite (it was NaN)."""
+    p = np.array([0.0, 1.0, 0.0, 1.0, 0.5])
+    t = np.array([1.0, 0.0, 0.0, 1.0, 0.25])
+    check_op(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction="none"), p, NoGrad(t))
+    check_op(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction="sum"), p, NoGrad(t))
+
+
+def test_binary_cross_entropy_double_backward():
+    def fn(lib, p, t):
+        g, = lib.autograd.grad(lib.nn.functional.binary_cross_entropy(p, t), p, create_graph=True)
+        return (g * g.detach().sin()).sum()
+    check_op(fn, P01, NoGrad(Y01), dtypes=("float64",))
+
+
+REGRESSION = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"]
+
+
+@pytest.mark.parametrize("name", REGRESSION)
+def test_regression_loss_broadcast_warning_text(name):
+    """As test_regression_loss_warns_and_broadcasts_as_torch, without the location (runs under mutmut)."""
+    import torch
+    a, b = RNG.standard_normal((4, 1)), RNG.standard_normal(4)
+    with pytest.warns(UserWarning):
+        want = getattr(torch.nn.functional, name)(torch.tensor(a), torch.tensor(b)).item()
+    with pytest.warns(UserWarning) as rec:
+        got = getattr(ember.nn.functional, name)(ember.tensor(a), ember.tensor(b)).item()
+    w, = rec.list
+    assert str(w.message).startswith(f"{name}: using a target size (4,) that is different to the input size "
+                                     f"(4, 1). This will likely lead to incorrect results due to broadcasting. "
+                                     f"Please ensure they have the same size. (at ")
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", REGRESSION + ["kl_div"])
+def test_loss_broadcast_error_names_the_op(name):
+    with pytest.raises(RuntimeError, match=rf"^{name}: target shape \(4,\) and input shape \(4, 3\) cannot be "
+                                           rf"broadcast together \(at "):
+        getattr(ember.nn.functional, name)(ember.zeros(4, 3), ember.zeros(4))
+
+
+def _loss_args(name):
+    z, i = ember.zeros, ember.tensor([0, 1, 2, 0])
+    return {
+        "mse_loss": (z(4, 3), z(4, 3)), "l1_loss": (z(4, 3), z(4, 3)), "smooth_l1_loss": (z(4, 3), z(4, 3)),
+        "huber_loss": (z(4, 3), z(4, 3)), "kl_div": (z(4, 3), z(4, 3)),
+        "binary_cross_entropy": (ember.full((4, 3), 0.5), z(4, 3)),
+        "binary_cross_entropy_with_logits": (z(4, 3), z(4, 3)),
+        "nll_loss": (z(4, 3), i), "multi_margin_loss": (z(4, 3), i),
+        "margin_ranking_loss": (z(4), z(4), ember.ones(4)),
+        "cosine_embedding_loss": (z(4, 3), z(4, 3), ember.ones(4)),
+        "triplet_margin_loss": (z(4, 3), z(4, 3), z(4, 3)),
+    }[name]
+
+
+ALL_LOSSES = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy",
+              "binary_cross_entropy_with_logits", "nll_loss", "multi_margin_loss", "margin_ranking_loss",
+              "cosine_embedding_loss", "triplet_margin_loss"]
+
+
+@pytest.mark.parametrize("name", ALL_LOSSES)
+def test_unknown_reduction_names_the_op(name):
+    with pytest.raises(ValueError, match=rf"^{name}: reduction must be 'mean', 'sum' or 'none', got 'avg' \(at "):
+        getattr(ember.nn.functional, name)(*_loss_args(name), reduction="avg")
+
+
+@pytest.mark.parametrize("name", ALL_LOSSES)
+def test_losses_reduce_as_torch_by_default(name):
+    """The default reduction is 'mean' (F.huber_loss's too): the same as reduction='mean'."""
+    args = _loss_args(name)
+    fn = getattr(ember.nn.functional, name)
+    assert fn(*args).shape == ()
+    np.testing.assert_array_equal(fn(*args).numpy(), fn(*args, reduction="mean").numpy())
+
+
+DEVICE_CASES = [   # (loss, index of the argument moved to the CPU, its name in the message)
+    ("mse_loss", 1, "target"), ("l1_loss", 1, "target"), ("smooth_l1_loss", 1, "target"),
+    ("huber_loss", 1, "target"), ("kl_div", 1, "target"), ("binary_cross_entropy", 1, "target"),
+    ("binary_cross_entropy_with_logits", 1, "target"), ("nll_loss", 1, "target"),
+    ("multi_margin_loss", 1, "target"), ("margin_ranking_loss", 1, "input2"),
+    ("margin_ranking_loss", 2, "target"),
+]
+
+
+@pytest.mark.parametrize("name,k,what", DEVICE_CASES, ids=[f"{c[0]}-{c[2]}" for c in DEVICE_CASES])
+def test_loss_on_two_devices_names_the_op_and_operand(fake_cuda, name, k, what):
+    args = [a.to("cuda") for a in _loss_args(name)]
+    args[k] = args[k].to("cpu")
+    shape = tuple(args[k].shape)
+    with pytest.raises(RuntimeError, match=rf"^{name}: expected all tensors to be on the same device, but found at "
+                                           rf"least two devices, cuda:0 and cpu \(input .* cuda:0, {what} "
+                                           rf"{re.escape(str(shape))} \S+ cpu\) \(at "):
+        getattr(ember.nn.functional, name)(*args)
+
+
+@pytest.mark.parametrize("name", ["nll_loss", "cross_entropy", "multi_margin_loss"])
+def test_class_weight_on_another_device(fake_cuda, name):
+    x, t = ember.zeros(4, 3, device="cuda"), ember.tensor([0, 1, 2, 0], device="cuda")
+    op = "cross_entropy" if name == "cross_entropy" else name
+    with pytest.raises(RuntimeError, match=rf"^{op}: expected all tensors .* cuda:0 and cpu \(input \(4, 3\) "
+                                           rf"float32 cuda:0, weight \(3,\) float32 cpu\)"):
+        getattr(ember.nn.functional, name)(x, t, weight=ember.ones(3))
+
+
+def test_multi_margin_loss_on_the_inputs_device(fake_cuda):
+    x = ember.tensor(RNG.standard_normal((5, 4)), device="cuda")
+    out = ember.nn.functional.multi_margin_loss(x, ember.tensor(T5, device="cuda"))
+    want = ember.nn.functional.multi_margin_loss(x.to("cpu"), ember.tensor(T5))
+    assert out.device.type == "cuda"
+    np.testing.assert_allclose(out.to("cpu").numpy(), want.numpy(), rtol=1e-12)
+
+
+SHAPE_ERRORS = [
+    ("cosine_embedding_loss", (ember.zeros(4, 3), ember.zeros(4, 2), ember.zeros(4)), ValueError,
+     "cosine_embedding_loss: input shapes (4, 3) and (4, 2) differ"),
+    ("cosine_embedding_loss", (ember.zeros(4, 3), ember.zeros(4, 3), ember.zeros(5)), ValueError,
+     "cosine_embedding_loss: target shape (5,) should be (4,) for inputs (4, 3)"),
+    ("cosine_embedding_loss", (ember.zeros(3), ember.zeros(3), ember.zeros(1)), ValueError,
+     "cosine_embedding_loss: target shape (1,) should be () for inputs (3,)"),
+    ("margin_ranking_loss", (ember.zeros(4), ember.zeros(4, 1), ember.zeros(4)), RuntimeError,
+     "margin_ranking_loss: all input tensors should have the same number of dimensions, got input1 (4,), "
+     "input2 (4, 1), target (4,)"),
+    ("triplet_margin_loss", (ember.zeros(4, 3), ember.zeros(4, 2), ember.zeros(4, 3)), ValueError,
+     "triplet_margin_loss: anchor (4, 3), positive (4, 2) and negative (4, 3) must have one shape"),
+    ("multi_margin_loss", (ember.zeros(4, 3), ember.zeros(4, dtype=ember.int64)), ValueError,
+     "multi_margin_loss: only p == 1 and p == 2 supported, got 3"),
+    ("multi_margin_loss", (ember.zeros(4, 3), ember.zeros(4)), RuntimeError,
+     "multi_margin_loss: expected an integer class-index target of shape (4,), got float32 of shape (4,) "
+     "(use target.long())"),
+    ("binary_cross_entropy", (ember.full((4, 1), 0.5), ember.zeros(4)), ValueError,
+     "binary_cross_entropy: target shape (4,) differs from input shape (4, 1); they would broadcast "
+     "silently and give a wrong loss. Reshape the target (e.g. target.view_as(input))."),
+    ("binary_cross_entropy", (ember.tensor([-0.5]), ember.tensor([1.0])), RuntimeError,
+     "binary_cross_entropy: all elements of input should be between 0 and 1"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(SHAPE_ERRORS)))
+def test_loss_argument_errors_exactly(k):
+    name, args, exc, message = SHAPE_ERRORS[k]
+    kw = {"p": 3} if message.endswith("got 3") else {}
+    with pytest.raises(Exception) as e:
+        getattr(ember.nn.functional, name)(*args, **kw)
+    assert type(e.value) is exc
+    assert re.fullmatch(re.escape(message) + r" \(at [^()]+\.py:\d+\)", str(e.value)), str(e.value)
+
+
+# ------------------------------------------------------------------ cross_entropy / nll_loss corners
+T_3D = RNG.integers(0, 4, (2, 3)).astype(np.int64)
+T_3D_IGN = np.array([[1, -100, 3], [0, 2, -100]])
+PROBS_3D = RNG.dirichlet(np.ones(4), (2, 3)).transpose(0, 2, 1).copy()   # (2, 4, 3): classes on dim 1
+CE_CORNERS = [
+    ("ce_3d_input", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), [(2, 4, 3), T_3D]),
+    ("ce_3d_smooth_weight_none", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w, ignore_index=-100, reduction="none", label_smoothing=0.3), [(2, 4, 3), T_3D_IGN, NoGrad(W4)]),
+    ("ce_3d_smooth_weight_sum", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w, reduction="sum", label_smoothing=0.3), [(2, 4, 3), T_3D_IGN, NoGrad(W4)]),
+    ("ce_3d_smooth_mean", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=0.3), [(2, 4, 3), T_3D_IGN]),
+    ("ce_smoothing_one", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=1.0), [(5, 4), T5]),
+    ("ce_probs_sum", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="sum"), [(5, 4), NoGrad(PROBS)]),
+    ("ce_probs_none_smooth", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="none", label_smoothing=0.2), [(5, 4), NoGrad(PROBS)]),
+    ("ce_probs_3d_weight_smooth", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w, label_smoothing=0.2), [(2, 4, 3), NoGrad(PROBS_3D), NoGrad(W4)]),
+    ("ce_probs_unbatched", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), [(4,), NoGrad(PROBS[0])]),
+    ("ce_probs_target_grad", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), [(5, 4), PROBS]),
+    ("ce_unbatched_weight", lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w), [(4,), np.array(2), NoGrad(W4)]),
+    ("nll_unbatched_weight_none", lambda lib, x, t, w: lib.nn.functional.nll_loss(x, t, w, reduction="none"), [(4,), np.array(1), NoGrad(W4)]),
+    ("nll_one_sample_none", lambda lib, x, t: lib.nn.functional.nll_loss(x, t, reduction="none"), [(1, 4, 1), np.array([[2]])]),
+    ("nll_ignore_sum", lambda lib, x, t: lib.nn.functional.nll_loss(x, t, ignore_index=3, reduction="sum"), [(5, 4), T5]),
+    ("ce_unbatched_none", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="none"), [(4,), np.array(3)]),
+    ("ce_unbatched_smooth_none", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="none", label_smoothing=0.1), [(4,), np.array(0)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in CE_CORNERS], ids=[c[0] for c in CE_CORNERS])
+def test_cross_entropy_and_nll_corners(fn, inputs):
+    check_op(fn, *inputs)
+
+
+@pytest.mark.parametrize("target", ["probs", "indices"])
+def test_cross_entropy_of_an_empty_batch_is_nan_as_torch(target):
+    import torch
+    t = (lambda lib: lib.zeros(0, 4)) if target == "probs" else (lambda lib: lib.zeros(0, dtype=lib.int64))
+    want = torch.nn.functional.cross_entropy(torch.zeros(0, 4), t(torch))
+    with np.errstate(all="ignore"):
+        got = ember.nn.functional.cross_entropy(ember.zeros(0, 4), t(ember))
+    assert np.isnan(want.item()) and np.isnan(got.item())
+
+
+@pytest.mark.parametrize("target,kw,message", [
+    ([0, 3], {}, "nll_loss: target 3 is out of bounds for 3 classes"),
+    ([-1, 1], {}, "nll_loss: target -1 is out of bounds for 3 classes"),
+    ([-100, 0, 7, -2], {}, "nll_loss: target 7 is out of bounds for 3 classes"),
+    ([2, -5, 1], {"ignore_index": 2}, "nll_loss: target -5 is out of bounds for 3 classes"),
+    ([0, 3], {"label_smoothing": 0.1}, "nll_loss: target 3 is out of bounds for 3 classes"),
+])
+def test_out_of_bounds_target_names_the_first_bad_class(target, kw, message):
+    import torch
+    x = np.zeros((len(target), 3))
+    with pytest.raises((IndexError, RuntimeError)):
+        torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(target), **kw)
+    with pytest.raises(IndexError) as e:
+        ember.nn.functional.cross_entropy(ember.tensor(x), ember.tensor(target), **kw)
+    assert str(e.value).startswith(message + " (at "), str(e.value)
+
+
+@pytest.mark.parametrize("smoothing", [-0.1, 1.5])
+def test_label_smoothing_out_of_range(smoothing):
+    with pytest.raises(ValueError) as e:
+        ember.nn.functional.cross_entropy(ember.zeros(2, 3), ember.tensor([0, 1]), label_smoothing=smoothing)
+    assert str(e.value).startswith(f"cross_entropy: label_smoothing must be in [0, 1], got {smoothing} (at ")
+
+
+def test_cross_entropy_target_errors_exactly():
+    F = ember.nn.functional
+    cases = [   # (call, type, message)
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(4, 2)), RuntimeError,
+         "cross_entropy: expected a target of class indices (int64) of shape (4,) or of probabilities (float) of "
+         "the input's shape (4, 3), got float32 of shape (4, 2)"),
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(5, dtype=ember.int64)), ValueError,
+         "cross_entropy: expected target shape (4,) for input shape (4, 3), got (5,)"),
+        (lambda: F.nll_loss(ember.zeros(4, 3), ember.zeros(4, 1, dtype=ember.int64)), ValueError,
+         "nll_loss: expected target shape (4,) for input shape (4, 3), got (4, 1)"),
+        (lambda: F.nll_loss(ember.zeros(4, 3), ember.zeros(4)), RuntimeError,
+         "nll_loss: expected an integer class-index target of shape (4,), got float32 of shape (4,) "
+         "(use target.long())"),
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(4, 3), reduction="avg"), ValueError,
+         "cross_entropy: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        (lambda: F.cross_entropy(ember.zeros(4, 3), ember.zeros(4, dtype=ember.int64), reduction="avg",
+                                 label_smoothing=0.1), ValueError,
+         "nll_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+    ]
+    for call, exc, message in cases:
+        with pytest.raises(Exception) as e:
+            call()
+        assert type(e.value) is exc
+        assert str(e.value).startswith(message + " (at "), str(e.value)
+
+
+def test_cross_entropy_probability_target_on_another_device(fake_cuda):
+    x = ember.zeros(4, 3, device="cuda")
+    for name, args in (("target", (x, ember.zeros(4, 3))), ("weight", (x, ember.zeros(4, 3, device="cuda"), ember.ones(3)))):
+        with pytest.raises(RuntimeError, match=rf"^cross_entropy: expected all tensors to be on the same device, "
+                                               rf"but found at least two devices, cuda:0 and cpu \(input \(4, 3\) "
+                                               rf"float32 cuda:0, {name} "):
+            ember.nn.functional.cross_entropy(*args)
+
+
+def test_smooth_l1_with_beta_zero_checks_the_reduction():
+    with pytest.raises(ValueError, match=r"^smooth_l1_loss: reduction must be 'mean', 'sum' or 'none', got 'avg' \(at "):
+        ember.nn.functional.smooth_l1_loss(ember.zeros(3), ember.zeros(3), beta=0.0, reduction="avg")
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_nll_loss_unbatched_with_weight(reduction):
+    check_op(lambda lib, x, t, w: lib.nn.functional.nll_loss(x, t, w, reduction=reduction), (4,), np.array(2), NoGrad(W4))

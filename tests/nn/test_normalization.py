@@ -84,3 +84,85 @@ def test_batchnorm_train_and_eval_on_channels_last_input():
     # a conv's output is channels-last memory; BatchNorm reads and keeps that layout
     check_module(lambda lib: lib.nn.Sequential(lib.nn.Conv2d(2, 3, 3, padding=1), lib.nn.BatchNorm2d(3)),
                  (2, 2, 5, 4))
+
+
+# ------------------------------------------------------------------ the functional forms, every path
+import numpy as np
+
+from helpers import check_op, NoGrad
+
+RNG = np.random.default_rng(9)
+MEAN3, VAR3 = RNG.standard_normal(3), RNG.uniform(0.5, 2.0, 3)
+
+
+def _bn(training, affine, momentum=None, **kw):
+    def fn(lib, x, *wb):
+        m, v = lib.tensor(MEAN3).to(x.dtype), lib.tensor(VAR3).to(x.dtype)
+        w, b = (wb + (None, None))[:2] if affine == "both" else ((wb[0], None) if affine == "weight" else
+                                                                  ((None, wb[0]) if affine == "bias" else (None, None)))
+        extra = {} if momentum is None else {"momentum": momentum}
+        out = lib.nn.functional.batch_norm(x, m, v, w, b, training=training, **extra, **kw)
+        return out, m, v          # the running statistics after the call too
+    return fn
+
+
+BN_CASES = [
+    ("eval_affine", _bn(False, "both"), [(4, 3, 2), (3,), (3,)]),
+    ("eval_bias_only", _bn(False, "bias"), [(4, 3, 2), (3,)]),
+    ("eval_weight_only", _bn(False, "weight"), [(4, 3), (3,)]),
+    ("train_plain_default_momentum", _bn(True, None), [(4, 3, 2)]),
+    ("train_bias_only", _bn(True, "bias", 0.3), [(4, 3, 2), (3,)]),
+    ("train_affine_fused", _bn(True, "both", 0.3), [(4, 3, 2), (3,), (3,)]),
+    ("train_two_values_per_channel", _bn(True, None, 0.5), [(2, 3)]),
+    ("train_eps", _bn(True, "both", eps=0.5), [(4, 3), (3,), (3,)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in BN_CASES], ids=[c[0] for c in BN_CASES])
+def test_functional_batch_norm_paths(fn, inputs):
+    check_op(fn, *inputs)
+
+
+def test_batch_norm_one_channel_running_var():
+    def fn(lib, x):
+        m, v = lib.zeros(1, dtype=x.dtype), lib.ones(1, dtype=x.dtype)
+        lib.nn.functional.batch_norm(x, m, v, training=True, momentum=0.5)
+        return m, v
+    check_op(fn, (5, 1, 2), grad=False)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_batch_norm_needs_two_values_per_channel(affine):
+    w = (ember.ones(3), ember.zeros(3)) if affine else (None, None)
+    with pytest.raises(ValueError) as e:
+        ember.nn.functional.batch_norm(ember.zeros(1, 3), None, None, *w, training=True)
+    assert str(e.value).startswith("Expected more than 1 value per channel when training, got input size (1, 3) (at ")
+
+
+LN_GN_CASES = [
+    ("layer_norm_weight_only", lambda lib, x, w: lib.nn.functional.layer_norm(x, (4,), w), [(3, 4), (4,)]),
+    ("layer_norm_bias_only", lambda lib, x, b: lib.nn.functional.layer_norm(x, (4,), None, b), [(3, 4), (4,)]),
+    ("layer_norm_eps", lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (2, 4), w, b, eps=0.3), [(3, 2, 4), (2, 4), (2, 4)]),
+    ("group_norm_one_sample_one_group", lambda lib, x: lib.nn.functional.group_norm(x, 1), [(1, 4, 3)]),
+    ("group_norm_affine_eps", lambda lib, x, w, b: lib.nn.functional.group_norm(x, 2, w, b, eps=0.2), [(2, 4, 3), (4,), (4,)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in LN_GN_CASES], ids=[c[0] for c in LN_GN_CASES])
+def test_functional_layer_and_group_norm_paths(fn, inputs):
+    check_op(fn, *inputs)
+
+
+def test_layer_norm_takes_an_int_shape():
+    # torch's functional wants a tuple (its LayerNorm module takes an int); Ember's takes both
+    x = ember.randn(3, 4)
+    np.testing.assert_array_equal(ember.nn.functional.layer_norm(x, 4).numpy(),
+                                  ember.nn.functional.layer_norm(x, (4,)).numpy())
+
+
+def test_batch_norm_fused_one_channel_running_var():
+    def fn(lib, x, w, b):
+        m, v = lib.zeros(1, dtype=x.dtype), lib.ones(1, dtype=x.dtype)
+        out = lib.nn.functional.batch_norm(x, m, v, w, b, training=True, momentum=0.5)
+        return out, m, v
+    check_op(fn, (5, 1, 2), (1,), (1,))

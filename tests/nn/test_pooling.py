@@ -79,3 +79,140 @@ def test_maxpool_keeps_channels_last_layout():
     x = ember.from_numpy(np.ascontiguousarray(RNG.standard_normal((2, 5, 6, 4)).astype(np.float32)).transpose(0, 3, 1, 2))
     y = ember.nn.functional.max_pool2d(x, 2)
     assert y.dtype == ember.float32 and y.numpy().transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+# ------------------------------------------------------------------ geometry sweep, unbatched, defaults, errors
+import itertools
+
+import torch
+
+import ember
+
+
+def _both(fn, x, **kw):
+    """fn(lib, tensor) on torch and Ember: outputs and the gradient of a weighted sum, as NumPy arrays."""
+    res = []
+    for lib in (torch, ember):
+        t = lib.tensor(x, requires_grad=True)
+        out = fn(lib, t, **kw)
+        outs = out if isinstance(out, tuple) else (out,)
+        w = np.random.default_rng(1).standard_normal(tuple(outs[0].shape))
+        (outs[0] * lib.tensor(w)).sum().backward()
+        res.append(([o.detach().numpy() for o in outs], t.grad.numpy()))
+    return res
+
+
+def test_pool_geometry_sweep_as_torch():
+    """Every 1-D window geometry with n in 4..8: ceil_mode (the last window must start inside the input
+    or its left padding), padding, stride, dilation; max and average pooling, values and gradients."""
+    x = np.random.default_rng(0).standard_normal((1, 2, 8))
+    for n, k, s, d, ceil in itertools.product(range(4, 9), (2, 3), (1, 2, 3), (1, 2), (False, True)):
+        for p in range(k // 2 + 1):
+            if (n + 2 * p - d * (k - 1) - 1) < 0:
+                continue
+            kw = dict(kernel_size=k, stride=s, padding=p, ceil_mode=ceil)
+            what = f"n={n} {kw} dilation={d}"
+            (t_out, t_g), (e_out, e_g) = _both(lambda lib, a, **kw: lib.nn.functional.max_pool1d(
+                a, dilation=d, return_indices=True, **kw), x[..., :n], **kw)
+            assert [o.shape for o in e_out] == [o.shape for o in t_out], what
+            np.testing.assert_allclose(e_out[0], t_out[0], rtol=1e-12, err_msg=what)
+            np.testing.assert_array_equal(e_out[1], t_out[1], err_msg=what)
+            np.testing.assert_allclose(e_g, t_g, rtol=1e-12, err_msg=what)
+            if d == 1:
+                for cip in (False, True):
+                    (t_out, t_g), (e_out, e_g) = _both(lambda lib, a, **kw: lib.nn.functional.avg_pool1d(
+                        a, count_include_pad=cip, **kw), x[..., :n], **kw)
+                    np.testing.assert_allclose(e_out[0], t_out[0], rtol=1e-12, err_msg=f"{what} cip={cip}")
+                    np.testing.assert_allclose(e_g, t_g, rtol=1e-12, err_msg=f"{what} cip={cip}")
+
+
+POOL_FORMS = [
+    ("max_pool2d_unbatched_indices", lambda lib, x: lib.nn.functional.max_pool2d(x, 2, 1, return_indices=True)[0], [(2, 5, 4)]),
+    ("max_pool2d_unbatched_indices_only", lambda lib, x: lib.nn.functional.max_pool2d(x, (2, 3), return_indices=True)[1], [(2, 5, 7)]),
+    ("max_pool1d_unbatched", lambda lib, x: lib.nn.functional.max_pool1d(x, 3, 2, 1, ceil_mode=True), [(3, 8)]),
+    ("max_pool1d_defaults", lambda lib, x: lib.nn.functional.max_pool1d(x, 2), [(2, 3, 7)]),
+    ("avg_pool1d_defaults", lambda lib, x: lib.nn.functional.avg_pool1d(x, 3), [(2, 3, 7)]),
+    ("avg_pool1d_padded_default_cip", lambda lib, x: lib.nn.functional.avg_pool1d(x, 3, 2, 1), [(2, 3, 7)]),
+    ("avg_pool2d_defaults", lambda lib, x: lib.nn.functional.avg_pool2d(x, 2), [(2, 3, 5, 5)]),
+    ("avg_pool2d_padded_default_cip", lambda lib, x: lib.nn.functional.avg_pool2d(x, 3, 2, 1), [(1, 2, 5, 6)]),
+    ("avg_pool2d_unbatched_ceil_nocip", lambda lib, x: lib.nn.functional.avg_pool2d(x, 3, 2, (1, 0), ceil_mode=True, count_include_pad=False), [(2, 6, 5)]),
+    ("avg_pool2d_unbatched_ceil_cip", lambda lib, x: lib.nn.functional.avg_pool2d(x, (3, 2), 2, (1, 1), ceil_mode=True), [(2, 6, 5)]),
+    ("avg_pool2d_divisor", lambda lib, x: lib.nn.functional.avg_pool2d(x, 2, 1, divisor_override=3), [(1, 2, 4, 4)]),
+    ("avg_pool2d_unbatched_divisor", lambda lib, x: lib.nn.functional.avg_pool2d(x, 2, 1, divisor_override=3), [(3, 4, 4)]),
+    ("avg_pool2d_ceil_cip_three_planes", lambda lib, x: lib.nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True), [(1, 3, 6, 5)]),
+    ("avg_pool1d_unbatched_one_channel", lambda lib, x: lib.nn.functional.avg_pool1d(x, 3, 3), [(1, 3)]),
+    ("max_pool1d_unbatched_one_channel", lambda lib, x: lib.nn.functional.max_pool1d(x, 3, 3, return_indices=True), [(1, 3)]),
+    ("avg_pool1d_unbatched", lambda lib, x: lib.nn.functional.avg_pool1d(x, 2, 1, 1, True, False), [(3, 6)]),
+    ("adaptive_avg_pool2d_none", lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (None, 3)), [(1, 2, 5, 7)]),
+    ("adaptive_avg_pool2d_unbatched", lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, 3), [(2, 5, 7)]),
+    ("adaptive_avg_pool1d_unbatched", lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, [4]), [(2, 7)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in POOL_FORMS], ids=[c[0] for c in POOL_FORMS])
+def test_pooling_forms_as_torch(fn, inputs):
+    check_op(fn, *inputs)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_avg_and_adaptive_pooling_keep_the_dtype(dtype):
+    dt = getattr(ember, dtype)
+    x = ember.randn(1, 2, 6, 6).to(dt)
+    F = ember.nn.functional
+    for out in (F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                F.adaptive_avg_pool2d(x, 4)):
+        assert out.dtype == dt
+
+
+def test_pooling_on_the_inputs_device(fake_cuda):
+    F = ember.nn.functional
+    x = ember.randn(1, 2, 6, 6)
+    xc = x.to("cuda")
+    for fn in (lambda a: F.avg_pool2d(a, 2), lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+               lambda a: F.adaptive_avg_pool2d(a, 4), lambda a: F.max_pool2d(a, 2, return_indices=True)[0]):
+        out = fn(xc)
+        assert out.device.type == "cuda"
+        np.testing.assert_allclose(out.to("cpu").numpy(), fn(x).numpy(), rtol=1e-6)
+
+
+POOL_ERRORS = [
+    (lambda F: F.max_pool1d(ember.zeros(1, 1, 8), 2, padding=2), ValueError,
+     "max_pool1d: pad should be at most half of effective kernel size, got padding=(2,), kernel_size=(2,)"),
+    (lambda F: F.max_pool1d(ember.zeros(1, 1, 8), 3, padding=2), ValueError,
+     "max_pool1d: pad should be at most half of effective kernel size, got padding=(2,), kernel_size=(3,)"),
+    (lambda F: F.avg_pool1d(ember.zeros(1, 1, 2), 3), RuntimeError,
+     "avg_pool1d: input (1, 1, 2) is too small for kernel (3,), padding (0,)"),
+    (lambda F: F.max_pool2d(ember.zeros(1, 1, 2, 8), 3), RuntimeError,
+     "max_pool2d: input (1, 1, 2, 8) is too small for kernel (3, 3), padding (0, 0)"),
+    (lambda F: F.avg_pool2d(ember.zeros(1, 1, 4, 4), 2, (1, 1, 1)), ValueError,
+     "stride must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.max_pool2d(ember.zeros(1, 1, 4, 4), 2, padding=(1, 1, 1)), ValueError,
+     "padding must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.max_pool2d(ember.zeros(1, 1, 4, 4), 2, dilation=(1, 1, 1)), ValueError,
+     "dilation must be an int or a tuple of 2 ints, got (1, 1, 1)"),
+    (lambda F: F.max_pool2d(ember.zeros(1, 1, 4, 4), (2, 2, 2)), ValueError,
+     "kernel_size must be an int or a tuple of 2 ints, got (2, 2, 2)"),
+    (lambda F: F.max_pool1d(ember.zeros(8), 2), ValueError, "max_pool1d: expected a 3-D input, got shape (8,)"),
+    (lambda F: F.avg_pool2d(ember.zeros(1, 1, 1), 3), RuntimeError,
+     "avg_pool2d: input (1, 1, 1, 1) is too small for kernel (3, 3), padding (0, 0)"),
+    (lambda F: F.max_pool2d(ember.zeros(1, 1, 1), 3), RuntimeError,
+     "max_pool2d: input (1, 1, 1, 1) is too small for kernel (3, 3), padding (0, 0)"),
+    (lambda F: F.avg_pool1d(ember.zeros(8), 2), ValueError, "avg_pool1d: expected a 3-D input, got shape (8,)"),
+    (lambda F: F.adaptive_avg_pool1d(ember.zeros(8), 2), ValueError,
+     "adaptive_avg_pool1d: expected a 2-D or 3-D input, got shape (8,)"),
+    (lambda F: F.adaptive_avg_pool2d(ember.zeros(8), 2), ValueError,
+     "adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape (8,)"),
+    (lambda F: F.adaptive_avg_pool2d(ember.zeros(1, 8), 2), ValueError,
+     "adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape (1, 8)"),
+    (lambda F: F.adaptive_avg_pool2d(ember.zeros(1, 1, 1, 1, 8), 2), ValueError,
+     "adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape (1, 1, 1, 1, 8)"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(POOL_ERRORS)))
+def test_pooling_errors_exactly(k):
+    call, exc, message = POOL_ERRORS[k]
+    with pytest.raises(Exception) as e:
+        call(ember.nn.functional)
+    assert type(e.value) is exc
+    assert str(e.value).startswith(message + " (at "), str(e.value)

@@ -712,3 +712,12 @@ def test_erfinv_edges_and_integers_as_torch():
     assert ember.erfinv(ember.tensor([0, 0])).dtype == ember.float32
     x = ember.tensor([0.1, 0.2])
     assert x.erfinv_() is x and abs(x.tolist()[0] - 0.0888559905) < 1e-6
+
+
+@pytest.mark.parametrize("p", [2, 3, 1.5, "fro"])
+def test_norm_of_a_zero_vector_has_gradient_zero(p):
+    """torch's norm backward gives 0 at a zero vector; sqrt's own gradient there made 0 * inf = NaN
+    (e.g. F.normalize of an all-zero row)."""
+    x = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
+    check_op(lambda L, a: L.norm(a, p, dim=1), x)
+    check_op(lambda L, a: L.norm(a, p), np.zeros((2, 3)))

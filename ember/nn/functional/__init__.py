@@ -1,7 +1,8 @@
 """`ember.nn.functional`: every layer as a function, and the losses.
 
 All composites of Tensor ops (no backward of their own), except convolution and max pooling,
-which call the primitives of `ember/ops/layers.py`. Names, arguments and defaults are torch's.
+which call the primitives of `ember/ops/layers.py`, and binary_cross_entropy, an autograd Function
+for torch's gradient (finite at probabilities 0 and 1). Names, arguments and defaults are torch's.
 """
 from __future__ import annotations
 

@@ -19,8 +19,14 @@ def relu6(input, inplace=False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+def _flat_outside(input, lo, hi):
+    """clamp(input, lo, hi) with torch's hardtanh gradient: 1 strictly inside (lo, hi), 0 at lo and hi too
+    (clamp's own gradient is 1 at its bounds)."""
+    return M.where(input <= lo, lo, M.where(input >= hi, hi, input))
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False) -> Tensor:
-    return _apply_inplace(input, M.clamp(input, min_val, max_val), inplace)
+    return _apply_inplace(input, _flat_outside(input, min_val, max_val), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False) -> Tensor:
@@ -140,20 +146,20 @@ def glu(input, dim=-1) -> Tensor:
 
 def hardsigmoid(input, inplace=False) -> Tensor:
     """relu6(x + 3) / 6."""
-    return _apply_inplace(input, M.clamp(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    return _apply_inplace(input, _flat_outside(input + 3.0, 0.0, 6.0) / 6.0, inplace)
 
 
 def hardswish(input, inplace=False) -> Tensor:
     """x * relu6(x + 3) / 6."""
-    return _apply_inplace(input, input * (M.clamp(input + 3.0, 0.0, 6.0) / 6.0), inplace)
+    return _apply_inplace(input, input * (_flat_outside(input + 3.0, 0.0, 6.0) / 6.0), inplace)
 
 
 def prelu(input, weight) -> Tensor:
-    """x where x >= 0, else weight * x, with one weight per channel (dim 1) or one shared."""
+    """x where x > 0, else weight * x, with one weight per channel (dim 1) or one shared."""
     n = weight.numel()
     channels = input.shape[1] if input.ndim >= 2 else 1
     if n != 1 and n != channels:
         raise op_error("prelu", f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                                 f"{n} and channel size = {channels}.")
     w = weight.reshape((1, n) + (1,) * (input.ndim - 2)) if input.ndim >= 2 and n > 1 else weight.reshape(())
-    return M.where(input >= 0, input, w * input)
+    return M.where(input > 0, input, w * input)   # at 0 the gradient is the weight, as torch

@@ -44,7 +44,10 @@ def one_hot(tensor, num_classes=-1) -> Tensor:
     t = tensor.detach()
     lo, hi = (int(t.min().item()), int(t.max().item())) if t.numel() else (0, -1)
     if num_classes == -1:
-        num_classes = hi + 1 if t.numel() else 0
+        if not t.numel():   # as torch: nothing to count the classes from
+            raise op_error("one_hot", "can not infer the total number of classes from an empty tensor; pass "
+                                      "num_classes")
+        num_classes = hi + 1
     if t.numel() and (lo < 0 or hi >= num_classes):
         raise op_error("one_hot", f"class values must be in [0, {num_classes}), got [{lo}, {hi}]")
     return M.eq(t.unsqueeze(-1), C.arange(num_classes, device=t.device)).long()

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
+from ...autograd.function import Function
 from ...ops import math as M, creation as C, primitives as P
 from .activation import log_softmax
 from .vision import pairwise_distance
@@ -99,8 +100,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean") -> Tensor:
     """-input[n, target[n]] (input holds log-probabilities (N, C, ...)), weighted, ignoring ignore_index."""
     _class_target(input, target, "nll_loss", weight)
-    if input.ndim == 1:
-        return nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
+    if input.ndim == 1:   # unbatched (C,): reduction='none' gives a 0-d loss, as torch
+        out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
+        return out.squeeze(0) if reduction == "none" else out
     n_cls = input.shape[1]
     safe, valid = _safe_target(target, ignore_index, n_cls, "nll_loss")
     picked = M.neg(input.gather(1, safe.unsqueeze(1)).squeeze(1))   # (N, ...)
@@ -164,7 +166,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             terms = terms * weight.reshape(wshape)
         loss = -terms.sum(dim)
         if reduction == "mean":
-            return loss.sum() / (input.numel() // n_cls) if input.numel() else loss.sum()
+            return loss.sum() / (input.numel() // n_cls)   # an empty batch gives NaN, as torch
         return _reduce(loss, reduction, "cross_entropy")
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0.0:
@@ -185,6 +187,29 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_cls)
 
 
+class _BinaryCrossEntropy(Function):
+    """-(t log p + (1 - t) log(1 - p)) with the logs clamped at -100, and torch's gradients: for p,
+    (p - t) / max(p (1 - p), 1e-12), finite at p = 0 and 1 (the clamped logs' own gradient is 0 * inf
+    there: NaN, e.g. after a float32 sigmoid saturates to exactly 1); for t, log(1 - p) - log(p)."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        log_p = M.clamp(M.log(input), min=-100.0)
+        log_1mp = M.clamp(M.log(1 - input), min=-100.0)
+        return -(target * log_p + (1 - target) * log_1mp)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        g_input = g_target = None
+        if ctx.needs_input_grad[0]:
+            g_input = grad * (input - target) / M.clamp((1 - input) * input, min=1e-12)
+        if ctx.needs_input_grad[1]:
+            g_target = grad * (M.log1p(-input) - M.log(input))
+        return g_input, g_target
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
@@ -192,9 +217,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     x = input.detach()
     if x.numel() and M.any(M.logical_or(M.lt(x, 0), M.gt(x, 1))).item():
         raise op_error("binary_cross_entropy", "all elements of input should be between 0 and 1")
-    log_p = M.clamp(M.log(input), min=-100.0)
-    log_1mp = M.clamp(M.log(1 - input), min=-100.0)
-    loss = -(target * log_p + (1 - target) * log_1mp)
+    loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy")
