@@ -141,8 +141,11 @@ def div(input, other, *, rounding_mode=None):
         a, b = _float_operands(input, other, "div")
         return _binary(P.Div, a, b, "div")   # for its broadcast error
     if rounding_mode == "trunc":
-        return _binary(P.Div, input, other, "div").trunc() if _is_float(input, other) \
-            else _binary_nondiff(P.DivMod, input, other, "div", op="trunc_div")
+        if _is_float(input, other):
+            return _binary(P.Div, input, other, "div").trunc()
+        a, b = binary_operands(input, other, "div")
+        _check_int_divisor(b, "div")   # torch raises; NumPy would give int64's minimum
+        return _binary_nondiff(P.DivMod, a, b, "div", op="trunc_div")
     if rounding_mode == "floor":
         return floor_divide(input, other)
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")

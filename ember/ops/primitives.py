@@ -891,8 +891,9 @@ class Nonzero(Primitive):
 
     def forward(self, x):
         xp = array_module(x)
-        idx = xp.nonzero(x)
-        return xp.stack(idx, axis=1).astype(np.int64) if idx else xp.zeros((1, 0), np.int64)
+        if x.ndim == 0:   # NumPy refuses a 0-d input; torch gives one (0, 0) or (1, 0) row
+            return xp.zeros((int(bool(x)), 0), np.int64)
+        return xp.stack(xp.nonzero(x), axis=1).astype(np.int64)
 
     def infer(self, x):
         raise NotImplementedError("nonzero: the output shape depends on the data")
