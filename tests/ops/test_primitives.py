@@ -286,3 +286,11 @@ def test_to_device_and_back_gradients(fake_cuda):
     assert w.device.type == "cpu"
     (w * 3).sum().backward()
     assert z.grad.device.type == "cuda" and z.grad.tolist() == [3.0, 3.0]
+
+
+def test_expand_of_a_0d_tensor_is_a_view_as_torch():
+    for lib in (torch, ember):
+        s = lib.tensor(1.0)
+        y = s.expand(3)
+        s.add_(1)
+        assert y.tolist() == [2.0, 2.0, 2.0]
