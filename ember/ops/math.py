@@ -117,7 +117,7 @@ def _times_alpha(input, other, alpha, op):
 
 
 def add(input, other, *, alpha=1):
-    if alpha != 1:
+    if alpha != 1 or isinstance(alpha, bool):   # alpha=True too: torch refuses it for non-bool results
         input, other = _times_alpha(input, other, alpha, "add")
     return _binary(P.Add, input, other, "add")
 
@@ -127,7 +127,7 @@ def sub(input, other, *, alpha=1):
                     for x in (input, other)):
         raise op_error("sub", "subtraction, the `-` operator, with a bool tensor is not supported; to "
                               "invert a mask use the `~` or `logical_not()` operator instead")
-    if alpha != 1:
+    if alpha != 1 or isinstance(alpha, bool):   # alpha=True too: torch refuses it for non-bool results
         input, other = _times_alpha(input, other, alpha, "sub")
     return _binary(P.Sub, input, other, "sub")
 
@@ -297,7 +297,9 @@ def _rounding(input, name, **attrs):
     except MemoryError as e:
         raise _memory.from_memory_error(name, e, (input._data,)) from None
     if STATE.enabled and input.requires_grad:
-        return out + input * 0   # keeps the graph, with a zero gradient
+        # keeps the graph, with a zero gradient: out's values everywhere (input * 0 would be NaN at +-inf)
+        never = input.new_zeros((), dtype=_dtype.bool)
+        return P.Where.apply(never, input, out)
     return out
 
 

@@ -796,6 +796,8 @@ class Rounding(Primitive):
             return xp.round(x, self.decimals)
         if x.dtype.kind in "biu" and (self.op != "sign" or x.dtype == np.bool_):
             return x.copy()
+        if self.op == "sign":   # torch's sign(nan) is 0, NumPy's nan
+            return xp.where(x != x, xp.zeros((), x.dtype), xp.sign(x))
         return getattr(xp, self.op)(x)
 
     def infer(self, x): return x.shape, x.dtype
