@@ -66,8 +66,9 @@ def test_integer_trunc_division_by_zero_raises_as_torch():
 
 def test_rounding_integers_keeps_their_dtype_as_torch():
     x = np.array([-3, 0, 2], dtype=np.int32)
-    for name in ("floor", "ceil", "trunc", "round"):
+    for name in ("floor", "ceil", "trunc", "round", "sign"):
         check_op(lambda L, a: getattr(L, name)(a), x, grad=False)
+    check_op(lambda L, a: L.sign(a), np.array([True, False]), grad=False)
 
 
 def test_all_any_of_uint8_give_uint8_as_torch():
