@@ -855,3 +855,42 @@ def test_division_by_a_float_zero_is_no_error():
     check_op(lambda L, a, b: L.floor_divide(a, b), np.array([1.0, -1.0, 2.0]), np.array([0.0, 0.0, 1.0]), grad=False)
     check_op(lambda L, a, b: L.remainder(a, b), np.array([1.0, 2.0]), np.array([0.0, 1.5]), grad=False)
 
+
+
+def test_reductions_on_empty_integer_and_infinite_inputs_as_torch():
+    ints = np.array([[1, 2, 3], [0, -1, 4]], dtype=np.int64)
+    check_op(lambda L, a: L.logsumexp(a, 1), ints, grad=False)
+    for dim in (0, 1, (0, 1)):
+        check_op(lambda L, a: L.logsumexp(a, dim), (0, 3))
+        check_op(lambda L, a: L.logsumexp(a, dim, keepdim=True), (0, 3))
+        check_op(lambda L, a: L.mean(a, dim), (0, 3))
+        check_op(lambda L, a: L.mean(a, dim, keepdim=True), (0, 3))
+    check_op(lambda L, a: L.logsumexp(a, 1), np.array([[-np.inf, -np.inf], [np.inf, 1.0], [0.5, 2.0]]), grad=False)
+    check_op(lambda L, a: L.mean(a, dtype=L.float64), (2, 3))
+    check_op(lambda L, a: L.mean(a, 1, dtype=L.float64), ints, grad=False)
+    _raises(r"^mean: could not infer output dtype: input dtype must be floating point, got int64",
+            lambda: ember.mean(ember.tensor(ints)))
+
+
+@pytest.mark.parametrize("p", [0, 1, 2, 3, float("inf"), float("-inf"), "fro"])
+def test_norm_orders_with_and_without_dim_as_torch(p):
+    x = np.array([[1.0, -3.0, 0.0], [0.0, 2.0, 0.5]])
+    check_op(lambda L, a: L.norm(a, p), x, grad=p not in (0, float("inf"), float("-inf")))
+    check_op(lambda L, a: L.norm(a, p, dim=1), x, grad=p not in (0, float("inf"), float("-inf")))
+    check_op(lambda L, a: L.norm(a, p, dim=0, keepdim=True), x, grad=False)
+
+
+def test_norm_of_integers_names_the_op():
+    _raises(r"^norm: expected a floating point input, got \(2,\) int64 cpu", lambda: ember.norm(ember.tensor([1, 2])))
+
+
+def test_operands_on_other_devices(fake_cuda):
+    c = ember.ones(2, device="cuda")
+    # a CPU 0-d tensor joins the other operand's device, from either side (as torch)
+    for out in (c + ember.tensor(2.0), ember.tensor(2.0) + c, ember.maximum(c, ember.tensor(3.0))):
+        assert out.device.type == "cuda"
+    assert (c + ember.tensor(2.0)).tolist() == [3.0, 3.0]
+    _raises(r"^add: expected all tensors to be on the same device, but found at least two devices",
+            lambda: c + ember.ones(2))
+    _raises(r"^mul: expected all tensors to be on the same device", lambda: ember.ones(2) * c)
+    assert (c + [1.0, 2.0]).device.type == "cuda" and (c + [1.0, 2.0]).tolist() == [2.0, 3.0]
