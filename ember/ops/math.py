@@ -117,7 +117,7 @@ def _times_alpha(input, other, alpha, op):
 
 
 def add(input, other, *, alpha=1):
-    if alpha != 1:
+    if alpha != 1 or isinstance(alpha, bool):   # alpha=True too: torch refuses it for non-bool results
         input, other = _times_alpha(input, other, alpha, "add")
     return _binary(P.Add, input, other, "add")
 
@@ -127,7 +127,7 @@ def sub(input, other, *, alpha=1):
                     for x in (input, other)):
         raise op_error("sub", "subtraction, the `-` operator, with a bool tensor is not supported; to "
                               "invert a mask use the `~` or `logical_not()` operator instead")
-    if alpha != 1:
+    if alpha != 1 or isinstance(alpha, bool):   # alpha=True too: torch refuses it for non-bool results
         input, other = _times_alpha(input, other, alpha, "sub")
     return _binary(P.Sub, input, other, "sub")
 
@@ -141,8 +141,11 @@ def div(input, other, *, rounding_mode=None):
         a, b = _float_operands(input, other, "div")
         return _binary(P.Div, a, b, "div")   # for its broadcast error
     if rounding_mode == "trunc":
-        return _binary(P.Div, input, other, "div").trunc() if _is_float(input, other) \
-            else _binary_nondiff(P.DivMod, input, other, "div", op="trunc_div")
+        if _is_float(input, other):
+            return _binary(P.Div, input, other, "div").trunc()
+        a, b = binary_operands(input, other, "div")
+        _check_int_divisor(b, "div")   # torch raises; NumPy would give int64's minimum
+        return _binary_nondiff(P.DivMod, a, b, "div", op="trunc_div")
     if rounding_mode == "floor":
         return floor_divide(input, other)
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
@@ -294,7 +297,9 @@ def _rounding(input, name, **attrs):
     except MemoryError as e:
         raise _memory.from_memory_error(name, e, (input._data,)) from None
     if STATE.enabled and input.requires_grad:
-        return out + input * 0   # keeps the graph, with a zero gradient
+        # keeps the graph, with a zero gradient: out's values everywhere (input * 0 would be NaN at +-inf)
+        never = input.new_zeros((), dtype=_dtype.bool)
+        return P.Where.apply(never, input, out)
     return out
 
 

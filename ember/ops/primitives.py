@@ -801,6 +801,8 @@ class Rounding(Primitive):
             return xp.round(x, self.decimals)
         if x.dtype.kind in "biu" and (self.op != "sign" or x.dtype == np.bool_):
             return x.copy()
+        if self.op == "sign":   # torch's sign(nan) is 0, NumPy's nan
+            return xp.where(x != x, xp.zeros((), x.dtype), xp.sign(x))
         return getattr(xp, self.op)(x)
 
     def infer(self, x): return x.shape, x.dtype
@@ -896,8 +898,9 @@ class Nonzero(Primitive):
 
     def forward(self, x):
         xp = array_module(x)
-        idx = xp.nonzero(x)
-        return xp.stack(idx, axis=1).astype(np.int64) if idx else xp.zeros((1, 0), np.int64)
+        if x.ndim == 0:   # NumPy refuses a 0-d input; torch gives one (0, 0) or (1, 0) row
+            return xp.zeros((int(bool(x)), 0), np.int64)
+        return xp.stack(xp.nonzero(x), axis=1).astype(np.int64)
 
     def infer(self, x):
         raise NotImplementedError("nonzero: the output shape depends on the data")

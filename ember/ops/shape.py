@@ -681,6 +681,8 @@ def masked_scatter(input, mask, source):
 def nonzero(input, *, as_tuple=False):
     idx = P.Nonzero.apply(input)                                    # (n, ndim)
     if as_tuple:
+        if input.ndim == 0:   # torch treats a 0-d input as 1-d here: one index, 0 or 1 zeros
+            return (idx.new_zeros((idx.shape[0],)),)
         return tuple(P.Index.apply(idx, key=(slice(None), i)) for i in range(input.ndim))
     return idx
 

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import ember
-from helpers import check_op, Const, NoGrad
+from helpers import check_op, NoGrad
 
 # ------------------------------------------------------------------ binary arithmetic, broadcasting
 BINARY = {
@@ -721,3 +721,185 @@ def test_norm_of_a_zero_vector_has_gradient_zero(p):
     x = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
     check_op(lambda L, a: L.norm(a, p, dim=1), x)
     check_op(lambda L, a: L.norm(a, p), np.zeros((2, 3)))
+
+
+# ------------------------------------------------------------------ found by mutation testing (docs/testing.md, "ops")
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "round", "sign"])
+def test_rounding_of_infinities_with_grad_as_torch(name):
+    # the zero-gradient graph must not turn +-inf into NaN (inf * 0), with or without grad
+    x = np.array([np.inf, -np.inf, 1.5, -2.5, np.nan])
+    check_op(lambda L, a: getattr(L, name)(a), x)
+    check_op(lambda L, a: getattr(L, name)(a), NoGrad(x), grad=False)
+
+
+def _raises(match, fn, exc=RuntimeError):
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+def test_error_messages_name_the_op_and_operands():
+    i2, i3 = ember.tensor([1, 2]), ember.tensor([1, 2, 3])
+    f2, f3 = ember.ones(2), ember.ones(3)
+    _raises(r"^minimum: shapes \(2,\) and \(3,\) cannot be broadcast together", lambda: ember.minimum(i2, i3))
+    _raises(r"^minimum: shapes \(2,\) and \(3,\) cannot be broadcast together", lambda: ember.minimum(f2, f3))
+    _raises(r"^maximum: shapes \(2,\) and \(3,\) cannot be broadcast", lambda: ember.maximum(f2, f3))
+    _raises(r"^where: shapes \(4,\), \(2,\) and \(3,\) cannot be broadcast together",
+            lambda: ember.where(ember.ones(4) > 0, f2, f3))
+    _raises(r"^where: .*300", lambda: ember.where(i2 > 0, ember.tensor([1, 2], dtype=ember.uint8), 300))
+    for op in ("eq", "lt", "logical_and", "bitwise_and"):
+        _raises(rf"^{op}: shapes \(2,\) and \(3,\) cannot be broadcast together", lambda: getattr(ember, op)(i2, i3))
+    _raises(r"^isclose: shapes \(2,\) and \(3,\)", lambda: ember.isclose(f2, f3))
+    _raises(r"^floor_divide: ZeroDivisionError: integer division by zero \(divisor \(2,\) int64 cpu\)",
+            lambda: ember.floor_divide(i2, ember.tensor([1, 0])))
+    _raises(r"^remainder: ZeroDivisionError", lambda: ember.remainder(i2, ember.tensor([0, 1])))
+    _raises(r"^fmod: ZeroDivisionError", lambda: ember.fmod(i2, 0))
+    _raises(r"^remainder: shapes \(2,\) and \(3,\) cannot be broadcast", lambda: ember.remainder(i2, i3))
+    _raises(r"^argmax: does not support bool input; convert it with .int\(\) first", lambda: ember.argmax(i2 > 0))
+    _raises(r"^argmin: does not support bool input", lambda: ember.argmin(i2 > 0, 0))
+    _raises(r"^add: for integral input tensors, argument alpha must not be a floating point number, got "
+            r"alpha=1.5 for \(2,\) int64 cpu and \(2,\) int64 cpu", lambda: ember.add(i2, i2, alpha=1.5))
+    for alpha in (True, False):   # True == 1, but torch refuses it all the same
+        _raises(r"^sub: boolean alpha only supported for boolean results, got \(2,\) float32 cpu",
+                lambda: ember.sub(f2, f2, alpha=alpha))
+        _raises(r"^add: boolean alpha only supported for boolean results, got \(2,\) int64 cpu",
+                lambda: ember.add(i2, i2, alpha=alpha))
+    _raises(r"^softmax: expected a floating point input, got int64", lambda: ember.softmax(i2, 0))
+    _raises(r"^log_softmax: expected a floating point input", lambda: ember.log_softmax(i2, 0))
+
+
+def test_empty_reductions_raise_as_torch():
+    e = ember.ones(0, 3)
+    for op in ("amax", "amin", "argmax", "argmin"):
+        _raises(rf"^{op}: Expected reduction dim to be specified for input.numel\(\) == 0 \(the input has shape "
+                r"\(0, 3\)\); specify", lambda: getattr(ember, op)(e))
+        _raises(rf"^{op}: Expected reduction dim 0 to have non-zero size \(input shape \(0, 3\)\)",
+                lambda: getattr(ember, op)(e, 0), IndexError)
+        assert tuple(getattr(ember, op)(e, 1).shape) == tuple(getattr(torch, op)(torch.ones(0, 3), 1).shape)
+    _raises(r"^max: operation does not have an identity: the input is empty", lambda: ember.max(e))
+    _raises(r"^min: Expected reduction dim 0 to have non-zero size", lambda: ember.min(e, 0), IndexError)
+    _raises(r"^argmax: Expected reduction dim 1 to have non-zero size", lambda: ember.argmax(ember.ones(2, 0), 1),
+            IndexError)
+
+
+def test_matmul_errors_name_op_and_operands(fake_cuda):
+    a, b = ember.ones(2, 3), ember.ones(4, 2)
+    _raises(r"^matmul: expected Tensors, got list and Tensor", lambda: ember.matmul([1.0], a), TypeError)
+    _raises(r"^mm: expected Tensors, got Tensor and float", lambda: ember.mm(a, 1.0), TypeError)
+    _raises(r"^matmul: expected both operands on the same device, got \(2, 3\) float32 cpu and \(3, 2\) float32 cuda",
+            lambda: ember.matmul(a, ember.ones(3, 2, device="cuda")))
+    _raises(r"^matmul: expected both operands to have the same dtype, got \(2, 3\) float32 cpu and \(3, 2\) "
+            r"float64 cpu; convert", lambda: ember.matmul(a, ember.ones(3, 2, dtype=ember.float64)))
+    _raises(r"^matmul: both arguments need at least 1 dimension, got shapes \(\) and \(2, 3\)",
+            lambda: ember.matmul(ember.tensor(1.0), a))
+    _raises(r"^matmul: both arguments need at least 1 dimension, got shapes \(2, 3\) and \(\)",
+            lambda: ember.matmul(a, ember.tensor(1.0)))
+    _raises(r"^matmul: shapes \(2, 3\) and \(4, 2\) cannot be multiplied \(3 != 4\)", lambda: ember.matmul(a, b))
+    _raises(r"^matmul: shapes \(2, 3\) and \(4,\) cannot be multiplied \(3 != 4\)", lambda: a @ ember.ones(4))
+    _raises(r"^mm: expected 2-D tensors, got shapes \(2, 2, 3\) and \(3, 2\)",
+            lambda: ember.mm(ember.ones(2, 2, 3), ember.ones(3, 2)))
+    _raises(r"^bmm: expected 3-D tensors with the same batch size, got shapes \(2, 2, 3\) and \(3, 3, 2\)",
+            lambda: ember.bmm(ember.ones(2, 2, 3), ember.ones(3, 3, 2)))
+    _raises(r"^bmm: shapes \(2, 2, 3\) and \(2, 4, 2\) cannot be multiplied",
+            lambda: ember.bmm(ember.ones(2, 2, 3), ember.ones(2, 4, 2)))
+    _raises(r"^dot: 1D tensors expected, but got 2D and 1D tensors", lambda: ember.dot(a, ember.ones(3)))
+    _raises(r"^dot: inconsistent tensor size, expected tensor \(2,\) and src \(3,\)",
+            lambda: ember.dot(ember.ones(2), ember.ones(3)))
+    _raises(r"^where: .*device", lambda: ember.where(ember.ones(2) > 0, ember.ones(2, device="cuda"), 0.0))
+    # a CPU 0-d condition joins the operands' device (as torch)
+    out = ember.where(ember.tensor(True), ember.ones(2, device="cuda"), 0.0)
+    assert out.device.type == "cuda" and out.tolist() == [1.0, 1.0]
+
+
+def test_default_scalars_as_torch():
+    check_op(lambda L, a, b, c: L.addcmul(a, b, c), (2, 3), (2, 3), (3,))
+    check_op(lambda L, a, b, c: L.addcdiv(a, b, c), (2, 3), (2, 3), (3,), positive=True)
+    check_op(lambda L, a, b, c: L.addmm(a, b, c), (2, 4), (2, 3), (3, 4))
+    check_op(lambda L, a, b, c: L.addmm(a, b, c, beta=0.5), (2, 4), (2, 3), (3, 4))
+    check_op(lambda L, a, b, c: L.addmm(a, b, c, alpha=-2), (4,), (2, 3), (3, 4))
+    for a, b in (([0.0], [0.5]), ([1.0], [1.000001]), ([float("nan")], [float("nan")]), ([0.0], [1e-9])):
+        assert ember.allclose(ember.tensor(a), ember.tensor(b)) == torch.allclose(torch.tensor(a), torch.tensor(b))
+    a, b = [1.0, float("nan")], [1.05, float("nan")]
+    for kw in ({"atol": 0.1}, {"atol": 0.1, "equal_nan": True}, {"rtol": 0.1, "atol": 0.0}):
+        assert ember.allclose(ember.tensor(a), ember.tensor(b), **kw) == torch.allclose(torch.tensor(a),
+                                                                                       torch.tensor(b), **kw)
+
+
+def test_alpha_forms_as_torch():
+    check_op(lambda L, a, b: L.add(a, b, alpha=True), np.array([True, False]), np.array([True, True]), grad=False)
+    check_op(lambda L, a, b: L.add(a, b, alpha=3), np.array([1, 2], dtype=np.uint8), np.array([200, 1], dtype=np.uint8),
+             grad=False)
+    x, y = ember.ones(3), ember.ones(3)
+    assert ember.add(x, y, alpha=ember.tensor(2.0)).tolist() == [3.0] * 3
+
+
+def test_max_min_forms_as_torch():
+    check_op(lambda L, a: L.max(a), (1,))
+    check_op(lambda L, a: L.min(a), (1, 1))
+    check_op(lambda L, a: L.max(a, 1), (1, 3))
+    check_op(lambda L, a: L.min(a, 0), (1, 3))
+    check_op(lambda L, a: L.max(a, 0), np.array(7, dtype=np.int64), grad=False)
+    check_op(lambda L, a: L.max(a, 0, keepdim=True), np.array(2.5))
+
+
+def test_softmax_dtype_0d_and_empty_as_torch():
+    for fn in (lambda L, a: L.softmax(a, 0, dtype=L.float64), lambda L, a: L.log_softmax(a, -1, dtype=L.float64),
+               lambda L, a: L.softmax(a, 0), lambda L, a: L.log_softmax(a, 0)):
+        check_op(fn, (3,))
+        check_op(fn, ())
+        check_op(fn, (0,))
+    check_op(lambda L, a: L.softmax(a, -1), (2, 0))
+
+
+def test_scan_dtypes_as_torch():
+    x = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32)
+    for fn in (lambda L, a: L.cumsum(a, 1, dtype=L.float64), lambda L, a: L.cumprod(a, 0, dtype=L.float32),
+               lambda L, a: L.cumsum(a, 0), lambda L, a: L.cumsum(a > 2, 1)):
+        check_op(fn, x, grad=False)
+    check_op(lambda L, a: L.cumsum(a, 0, dtype=L.float64), (3,))
+    check_op(lambda L, a: L.cumprod(a, 0), ())
+
+
+def test_division_by_a_float_zero_is_no_error():
+    # only integer divisors are checked: floats give inf/nan (as torch)
+    check_op(lambda L, a, b: L.floor_divide(a, b), np.array([1.0, -1.0, 2.0]), np.array([0.0, 0.0, 1.0]), grad=False)
+    check_op(lambda L, a, b: L.remainder(a, b), np.array([1.0, 2.0]), np.array([0.0, 1.5]), grad=False)
+
+
+
+def test_reductions_on_empty_integer_and_infinite_inputs_as_torch():
+    ints = np.array([[1, 2, 3], [0, -1, 4]], dtype=np.int64)
+    check_op(lambda L, a: L.logsumexp(a, 1), ints, grad=False)
+    for dim in (0, 1, (0, 1)):
+        check_op(lambda L, a: L.logsumexp(a, dim), (0, 3))
+        check_op(lambda L, a: L.logsumexp(a, dim, keepdim=True), (0, 3))
+        check_op(lambda L, a: L.mean(a, dim), (0, 3))
+        check_op(lambda L, a: L.mean(a, dim, keepdim=True), (0, 3))
+    check_op(lambda L, a: L.logsumexp(a, 1), np.array([[-np.inf, -np.inf], [np.inf, 1.0], [0.5, 2.0]]), grad=False)
+    check_op(lambda L, a: L.mean(a, dtype=L.float64), (2, 3))
+    check_op(lambda L, a: L.mean(a, 1, dtype=L.float64), ints, grad=False)
+    _raises(r"^mean: could not infer output dtype: input dtype must be floating point, got int64",
+            lambda: ember.mean(ember.tensor(ints)))
+
+
+@pytest.mark.parametrize("p", [0, 1, 2, 3, float("inf"), float("-inf"), "fro"])
+def test_norm_orders_with_and_without_dim_as_torch(p):
+    x = np.array([[1.0, -3.0, 0.0], [0.0, 2.0, 0.5]])
+    check_op(lambda L, a: L.norm(a, p), x, grad=p not in (0, float("inf"), float("-inf")))
+    check_op(lambda L, a: L.norm(a, p, dim=1), x, grad=p not in (0, float("inf"), float("-inf")))
+    check_op(lambda L, a: L.norm(a, p, dim=0, keepdim=True), x, grad=False)
+
+
+def test_norm_of_integers_names_the_op():
+    _raises(r"^norm: expected a floating point input, got \(2,\) int64 cpu", lambda: ember.norm(ember.tensor([1, 2])))
+
+
+def test_operands_on_other_devices(fake_cuda):
+    c = ember.ones(2, device="cuda")
+    # a CPU 0-d tensor joins the other operand's device, from either side (as torch)
+    for out in (c + ember.tensor(2.0), ember.tensor(2.0) + c, ember.maximum(c, ember.tensor(3.0))):
+        assert out.device.type == "cuda"
+    assert (c + ember.tensor(2.0)).tolist() == [3.0, 3.0]
+    _raises(r"^add: expected all tensors to be on the same device, but found at least two devices",
+            lambda: c + ember.ones(2))
+    _raises(r"^mul: expected all tensors to be on the same device", lambda: ember.ones(2) * c)
+    assert (c + [1.0, 2.0]).device.type == "cuda" and (c + [1.0, 2.0]).tolist() == [2.0, 3.0]
