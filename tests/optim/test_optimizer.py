@@ -490,3 +490,21 @@ def test_sgd_momentum_buffer_is_one_tensor_updated_in_place_like_torch():
 
     for bufs in (run(torch), run(ember)):
         assert bufs[0] is bufs[1] is bufs[2]
+
+
+def test_lr_tensor_is_one_tensor_per_group_rewritten_in_place():
+    # a logged step takes the rate as an input: the same 0-d float64 tensor at every step, holding the
+    # group's current lr; a float or a tensor lr; a new tensor for the groups a state dict brings
+    w = ember.ones(2, requires_grad=True)
+    opt = ember.optim.SGD([w], lr=0.5)
+    group = opt.param_groups[0]
+    t = opt.lr_tensor(group, w.device)
+    assert t.shape == () and t.dtype == ember.float64 and t.item() == 0.5
+    assert opt.lr_tensor(group, w.device) is t
+    group["lr"] = 0.25
+    assert opt.lr_tensor(group, w.device) is t and t.item() == 0.25
+    group["lr"] = ember.tensor(0.125)
+    assert opt.lr_tensor(group, w.device) is t and t.item() == 0.125
+    opt.load_state_dict(opt.state_dict())
+    t2 = opt.lr_tensor(opt.param_groups[0], w.device)
+    assert t2 is not t and t2.item() == 0.125
