@@ -119,3 +119,24 @@ def test_collate_rejects_string_arrays_like_torch():
                                     Frozen(a=np.ones(1)), Pairish(np.ones(1), 2)])
 def test_default_convert_matches_torch(sample):
     same(default_convert(sample), torch_convert(sample))
+
+
+# -- issue 17: survivors of the mutation run -------------------------------------------------------------
+def test_collate_stacks_device_tensors_on_their_device(fake_cuda):
+    batch = [ember.tensor([1.0, 2.0], device="cuda"), ember.tensor([3.0, 4.0], device="cuda")]
+    out = default_collate(batch)
+    assert out.device.type == "cuda" and out.cpu().tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+class MyList(list):
+    pass
+
+
+def test_default_convert_keeps_container_subclasses_like_torch():
+    a = np.arange(3)
+    for data in [collections.OrderedDict(b=a, a=a + 1), MyList([a, a * 2]), [a, (a, "s")], {"k": a}]:
+        ours, theirs = default_convert(data), torch_convert(data)
+        assert type(ours) is type(theirs)
+        same(ours, theirs)
+    t = ember.ones(2)
+    assert default_convert(t) is t and default_convert([t])[0] is t
