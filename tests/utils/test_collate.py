@@ -140,3 +140,20 @@ def test_default_convert_keeps_container_subclasses_like_torch():
         same(ours, theirs)
     t = ember.ones(2)
     assert default_convert(t) is t and default_convert([t])[0] is t
+
+
+def test_collate_keeps_mapping_and_sequence_subclasses_like_torch():
+    for batch in ([collections.OrderedDict(b=1, a=2.0), collections.OrderedDict(b=3, a=4.0)],
+                  [MyList([1, 2.5]), MyList([3, 4.5])]):
+        ours, theirs = default_collate(batch), torch_collate(batch)
+        assert type(ours) is type(theirs)
+        same(ours, theirs)
+
+
+def test_collate_refuses_strings_in_arrays_and_unknown_types_naming_them():
+    for batch, what in [([np.array(["a"]), np.array(["b"])], "<U1"), ([np.array([b"a"])] * 2, "|S1"),
+                        ([np.array([None])] * 2, "object"), ([{1}, {2}], "<class 'set'>")]:
+        with pytest.raises(TypeError) as e:
+            default_collate(batch)
+        assert str(e.value) == ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
+                                f"lists; found {what}")

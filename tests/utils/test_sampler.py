@@ -257,3 +257,56 @@ def test_distributed_sampler_takes_world_size_and_rank_from_the_process_group(mo
     for kwargs, want in [(dict(), (3, 2)), (dict(num_replicas=4), (4, 2)), (dict(rank=1), (3, 1))]:
         s = DistributedSampler(range(9), shuffle=False, **kwargs)
         assert (s.num_replicas, s.rank) == want
+
+
+def test_random_sampler_without_generator_seeds_like_torch_recipe():
+    # a fresh generator seeded with one int64 draw in [0, 2**63 - 1) from the global RNG, per epoch
+    for s in (0, 11):
+        ember.manual_seed(s)
+        seed = int(ember.empty((), dtype=ember.int64).random_(0, 2 ** 63 - 1).item())
+        ember.manual_seed(s)
+        assert list(RandomSampler(range(20))) == ember.randperm(20, generator=_gen(seed)).tolist()
+    assert len(list(RandomSampler(range(10), replacement=True, num_samples=64))) == 64
+
+
+@pytest.mark.parametrize("build", [
+    lambda m: m.BatchSampler(range(3), batch_size=True, drop_last=False),
+    lambda m: m.BatchSampler(range(3), batch_size=0, drop_last=False),
+    lambda m: m.BatchSampler(range(3), batch_size=1.5, drop_last=False),
+    lambda m: m.BatchSampler(range(3), batch_size=2, drop_last=2),
+    lambda m: m.RandomSampler(range(3), replacement=1),
+    lambda m: m.RandomSampler(range(3), num_samples=0),
+])
+def test_sampler_argument_errors_match_torch(build):
+    with pytest.raises((ValueError, TypeError)) as theirs:
+        build(tud)
+    with pytest.raises((ValueError, TypeError)) as ours:
+        build(ember.utils.data)
+    assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("n,bs", [(5, 2), (4, 2), (1, 3), (7, 7), (0, 2)])
+def test_batch_sampler_len_matches_torch(n, bs):
+    for drop_last in (False, True):
+        ours = BatchSampler(SequentialSampler(range(n)), bs, drop_last)
+        theirs = tud.BatchSampler(tud.SequentialSampler(range(n)), bs, drop_last)
+        assert len(ours) == len(theirs) == len(list(ours))
+
+
+def test_base_classes_name_the_missing_method():
+    from ember.utils.data import Dataset, IterableDataset
+
+    class S(Sampler):
+        pass
+
+    class D(Dataset):
+        pass
+
+    class I(IterableDataset):
+        pass
+
+    for call, message in [(lambda: iter(S()), "S must implement __iter__"), (lambda: D()[0], "D must implement __getitem__"),
+                          (lambda: iter(I()), "I must implement __iter__")]:
+        with pytest.raises(NotImplementedError) as e:
+            call()
+        assert str(e.value) == message
