@@ -490,3 +490,42 @@ def test_sgd_momentum_buffer_is_one_tensor_updated_in_place_like_torch():
 
     for bufs in (run(torch), run(ember)):
         assert bufs[0] is bufs[1] is bufs[2]
+
+
+def test_lr_tensor_is_one_tensor_per_group_rewritten_in_place():
+    # a logged step takes the rate as an input: the same 0-d float64 tensor at every step, holding the
+    # group's current lr; a float or a tensor lr; a new tensor for the groups a state dict brings
+    w = ember.ones(2, requires_grad=True)
+    opt = ember.optim.SGD([w], lr=0.5)
+    group = opt.param_groups[0]
+    t = opt.lr_tensor(group, w.device)
+    assert t.shape == () and t.dtype == ember.float64 and t.item() == 0.5
+    assert opt.lr_tensor(group, w.device) is t
+    group["lr"] = 0.25
+    assert opt.lr_tensor(group, w.device) is t and t.item() == 0.25
+    group["lr"] = ember.tensor(0.125)
+    assert opt.lr_tensor(group, w.device) is t and t.item() == 0.125
+    opt.load_state_dict(opt.state_dict())
+    t2 = opt.lr_tensor(opt.param_groups[0], w.device)
+    assert t2 is not t and t2.item() == 0.125
+
+
+@pytest.mark.parametrize("step", [7, 7.0, ember.tensor(7, dtype=ember.int32)])
+def test_load_state_dict_step_as_python_number_or_int_tensor(step):
+    # a state dict written by hand or by an old torch holds the step as an int/float
+    w = leaf([1.0, 2.0])
+    opt = optim.Adam([w], lr=0.1)
+    opt.load_state_dict({"state": {0: {"step": step, "exp_avg": ember.zeros(2), "exp_avg_sq": ember.zeros(2)}},
+                         "param_groups": [dict(opt.param_groups[0], params=[0])]})
+    s = opt.state[w]["step"]
+    assert s.dtype == ember.float64 and s.shape == () and s.item() == 7.0
+
+
+@pytest.mark.parametrize("name", ["SGD", "RMSprop", "Adagrad", "Adadelta", "Adam"])
+def test_lr_tensor_lives_on_the_parameters_device(fake_cuda, name):
+    # the 0-d lr input is made on the group's device once, not copied from the host at every step
+    w = ember.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    opt = getattr(optim, name)([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    assert [e[2].device.type for e in opt._lr.values()] == ["cuda"]

@@ -212,3 +212,96 @@ def test_gradients_zeroed_in_place_match_torch(name, kwargs):
     expected, _, _ = trajectory(torch, make, "float64", steps=6, set_to_none=False)
     actual, _, _ = trajectory(ember, make, "float64", steps=6, set_to_none=False)
     np.testing.assert_allclose(actual, expected, **TOL["float64"])
+
+
+# one case per optimizer and option set whose step reads the learning rate (issue 17: lr is a 0-d tensor
+# input of the update, rewritten in place only when group["lr"] changes)
+LR_CASES = [c for i, c in enumerate(CASES) if i in (1, 3, 5, 7, 11, 16, 18, 19, 21, 23)]
+
+
+def _run_with_hook(lib, make_opt, steps, hook, dtypes=("float64", "float64")):
+    """Parameters after each step; `hook(lib, opt, step)` runs before each step (change lr, load state)."""
+    w = lib.tensor(W0, dtype=getattr(lib, dtypes[0]), requires_grad=True)
+    b = lib.tensor(B0, dtype=getattr(lib, dtypes[1]), requires_grad=True)
+    opt = make_opt(lib, [w, b])
+    out = []
+    for step in range(steps):
+        opt = hook(lib, opt, step) or opt
+        opt.zero_grad()
+        x, y = lib.tensor(X, dtype=w.dtype), lib.tensor(Y, dtype=w.dtype)
+        r = x @ w + b.to(w.dtype) - y
+        ((r * r).mean() + 0.05 * (w * w * w * w).sum()).backward()
+        opt.step()
+        out.append(np.concatenate([w.detach().numpy().ravel().astype(np.float64),
+                                   b.detach().numpy().ravel().astype(np.float64)]))
+    return np.array(out), opt
+
+
+@pytest.mark.parametrize("name,kwargs", LR_CASES, ids=[n for n, _ in LR_CASES])
+def test_lr_changed_between_steps_matches_torch(name, kwargs):
+    # rates going down, up, and back to a value written before: each step must use the group's current lr
+    factors = [1.0, 0.5, 0.5, 2.0, 1.0, 1.0, 0.25, 2.0]
+
+    def make(lib, params):
+        return getattr(lib.optim, name)([{"params": [params[0]]}, {"params": [params[1]]}],
+                                        **dict(kwargs, lr=0.03))
+
+    def hook(lib, opt, step):
+        opt.param_groups[0]["lr"] = 0.03 * factors[step]
+        opt.param_groups[1]["lr"] = 0.03 * factors[-1 - step]
+
+    expected, _ = _run_with_hook(torch, make, len(factors), hook)
+    actual, _ = _run_with_hook(ember, make, len(factors), hook)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", dict(momentum=0.9)), ("Adam", dict()), ("RMSprop", dict()),
+                                         ("Adagrad", dict()), ("Adadelta", dict())])
+def test_tensor_lr_matches_torch(name, kwargs):
+    # torch accepts a 0-d tensor as lr and reads its current value at every step
+    def make(lib, params):
+        return getattr(lib.optim, name)(params, lr=lib.tensor(0.05, dtype=lib.float64), **kwargs)
+
+    def hook(lib, opt, step):
+        if step == 3:
+            opt.param_groups[0]["lr"] = lib.tensor(0.01, dtype=lib.float64)
+
+    expected, _ = _run_with_hook(torch, make, 6, hook)
+    actual, _ = _run_with_hook(ember, make, 6, hook)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
+
+
+@pytest.mark.parametrize("name,kwargs", LR_CASES, ids=[n for n, _ in LR_CASES])
+def test_float32_and_float64_parameters_in_one_group_match_torch(name, kwargs):
+    # the lr tensor is cast once per dtype in a step: a float32 and a float64 parameter share one group
+    def make(lib, params):
+        return getattr(lib.optim, name)(params, **kwargs)
+
+    def nothing(lib, opt, step):
+        return None
+
+    expected, _ = _run_with_hook(torch, make, 6, nothing, dtypes=("float32", "float64"))
+    actual, _ = _run_with_hook(ember, make, 6, nothing, dtypes=("float32", "float64"))
+    np.testing.assert_allclose(actual, expected, **TOL["float32"])
+
+
+@pytest.mark.parametrize("name,kwargs", LR_CASES, ids=[n for n, _ in LR_CASES])
+def test_state_dict_with_another_lr_loaded_mid_run_matches_torch(name, kwargs):
+    # the loaded groups' lr is used from the next step on, not the lr tensor the old groups had
+    saved = {}
+
+    def make(lib, params):
+        return getattr(lib.optim, name)(params, **dict(kwargs, lr=0.03))
+
+    def hook(lib, opt, step):
+        if step == 2:
+            sd = copy.deepcopy(opt.state_dict())
+            for g in sd["param_groups"]:
+                g["lr"] = 0.011
+            saved[lib.__name__] = sd
+        if step == 4:
+            opt.load_state_dict(saved[lib.__name__])
+
+    expected, _ = _run_with_hook(torch, make, 7, hook)
+    actual, _ = _run_with_hook(ember, make, 7, hook)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])

@@ -119,3 +119,41 @@ def test_collate_rejects_string_arrays_like_torch():
                                     Frozen(a=np.ones(1)), Pairish(np.ones(1), 2)])
 def test_default_convert_matches_torch(sample):
     same(default_convert(sample), torch_convert(sample))
+
+
+# -- issue 17: survivors of the mutation run -------------------------------------------------------------
+def test_collate_stacks_device_tensors_on_their_device(fake_cuda):
+    batch = [ember.tensor([1.0, 2.0], device="cuda"), ember.tensor([3.0, 4.0], device="cuda")]
+    out = default_collate(batch)
+    assert out.device.type == "cuda" and out.cpu().tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+class MyList(list):
+    pass
+
+
+def test_default_convert_keeps_container_subclasses_like_torch():
+    a = np.arange(3)
+    for data in [collections.OrderedDict(b=a, a=a + 1), MyList([a, a * 2]), [a, (a, "s")], {"k": a}]:
+        ours, theirs = default_convert(data), torch_convert(data)
+        assert type(ours) is type(theirs)
+        same(ours, theirs)
+    t = ember.ones(2)
+    assert default_convert(t) is t and default_convert([t])[0] is t
+
+
+def test_collate_keeps_mapping_and_sequence_subclasses_like_torch():
+    for batch in ([collections.OrderedDict(b=1, a=2.0), collections.OrderedDict(b=3, a=4.0)],
+                  [MyList([1, 2.5]), MyList([3, 4.5])]):
+        ours, theirs = default_collate(batch), torch_collate(batch)
+        assert type(ours) is type(theirs)
+        same(ours, theirs)
+
+
+def test_collate_refuses_strings_in_arrays_and_unknown_types_naming_them():
+    for batch, what in [([np.array(["a"]), np.array(["b"])], "<U1"), ([np.array([b"a"])] * 2, "|S1"),
+                        ([np.array([None])] * 2, "object"), ([{1}, {2}], "<class 'set'>")]:
+        with pytest.raises(TypeError) as e:
+            default_collate(batch)
+        assert str(e.value) == ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
+                                f"lists; found {what}")

@@ -84,3 +84,92 @@ def test_random_split_is_reproducible_and_validates():
     assert c[0].indices == d[0].indices
     with pytest.raises(ValueError, match="does not equal"):
         random_split(list(range(10)), [3, 3])
+
+
+# -- issue 17: survivors of the mutation run -------------------------------------------------------------
+def test_tensor_dataset_errors():
+    with pytest.raises(ValueError) as e:
+        TensorDataset()
+    assert str(e.value) == "TensorDataset needs at least one tensor"
+    for tensors, sizes, bad in [((ember.zeros(()), ember.zeros(3)), "[(), (3,)]", 0),
+                                ((ember.zeros((3, 2)), ember.zeros((4, 2))), "[(3,), (4,)]", 1),
+                                ((ember.zeros((3, 2)), ember.zeros(())), "[(3,), ()]", 1)]:
+        with pytest.raises(ValueError) as e:
+            TensorDataset(*tensors)
+        assert str(e.value) == f"Size mismatch between tensors: first dimensions are {sizes} (tensor {bad} differs)"
+
+
+def test_concat_dataset_errors_and_last_index():
+    with pytest.raises(ValueError) as e:
+        ConcatDataset([])
+    assert str(e.value) == "ConcatDataset: datasets should not be an empty iterable"
+
+    class It(IterableDataset):
+        def __iter__(self):
+            return iter([1])
+
+    with pytest.raises(TypeError) as e:
+        ConcatDataset([[1], It()])
+    assert str(e.value) == "ConcatDataset does not support IterableDataset (use ChainDataset)"
+    ds = ConcatDataset([[1, 2], [3]])
+    assert ds[2] == 3 and ds[-3] == 1
+    for idx in (3, 4):
+        with pytest.raises(IndexError) as e:
+            ds[idx]
+        assert str(e.value) == f"ConcatDataset: index {idx} out of range for length 3"
+
+
+def test_chain_dataset_rejects_map_style_datasets_by_name():
+    class Rows(Dataset):
+        def __getitem__(self, i):
+            return i
+
+    with pytest.raises(TypeError) as e:
+        list(ChainDataset([Rows()]))
+    assert str(e.value) == "ChainDataset only supports IterableDataset, got Rows"
+
+
+def test_subset_getitems_forwards_the_mapped_indices():
+    seen = []
+
+    class Batched(Dataset):
+        def __getitem__(self, i):
+            return ("one", i)
+
+        def __getitems__(self, idx):
+            seen.append(list(idx))
+            return [("many", i) for i in idx]
+
+    sub = Subset(Batched(), [5, 7, 9])
+    assert sub.__getitems__([2, 0]) == [("many", 9), ("many", 5)] and seen == [[9, 5]]
+    assert Subset(list(range(10, 20)), [4, 1]).__getitems__([1, 0]) == [11, 14]
+
+
+def test_random_split_fraction_rules_match_torch():
+    ds = list(range(10))
+    for lengths in ([0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [0.3, 0.3, 0.4]):
+        ours = random_split(ds, lengths, generator=ember.Generator().manual_seed(0))
+        theirs = tud.random_split(ds, lengths, generator=torch.Generator().manual_seed(0))
+        assert [len(s) for s in ours] == [len(s) for s in theirs]
+        assert all(s.dataset is ds for s in ours)
+    with pytest.warns(UserWarning, match=r"^random_split: length of split at index 0 is 0; this split will be empty$"):
+        random_split(ds, [0.0, 1.0])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        random_split(ds, [0.1, 0.9])       # no split of length 0: no warning
+        random_split(list(range(1)), [1.0])
+    for lengths, message in [([-0.5, 1.5], "random_split: fraction at index 0 is not between 0 and 1: -0.5"),
+                             ([1.5, -0.5], "random_split: fraction at index 0 is not between 0 and 1: 1.5")]:
+        with pytest.raises(ValueError) as e:
+            random_split(ds, lengths)
+        assert str(e.value) == message
+    # lengths summing to 2 or 1.5 are not fractions; a zero length is allowed
+    # (a sum just over 1 is not taken as fractions either, as in torch)
+    for lengths in ([1.5, 0.5], [2, -1, 9], [0.2, 0.3], [0.5, 0.5 + 1e-12]):
+        with pytest.raises(ValueError) as e:
+            random_split(ds, lengths)
+        assert str(e.value) == ("random_split: lengths must be non-negative integers or fractions summing to 1, "
+                                f"got {lengths}")
+    assert [len(s) for s in random_split(ds, [0, 10])] == [0, 10]
+    assert [len(s) for s in random_split(list(range(2)), [1, 1])] == [1, 1]

@@ -48,8 +48,9 @@ def signals(monkeypatch):
 
 def run_worker(dataset, tasks, kind="map", auto_collation=True, batch_size=2, drop_last=False,
                worker_init_fn=None, collate_fn=default_collate, worker_id=1, num_workers=3, base_seed=100,
-               close_tasks=False):
-    """Queue `tasks` (+ a final None unless close_tasks), run the loop here; return (messages, batches)."""
+               close_tasks=False, by_fd=False):
+    """Queue `tasks` (+ a final None unless close_tasks), run the loop here; return (messages, batches).
+    by_fd: the worker gets the slots as inherited descriptors (fork), and their names are moved away."""
     pool = SlotPool()
     pool.create(num_workers, 2)
     spec = dict(kind=kind, dataset=dataset, auto_collation=auto_collation, collate_fn=collate_fn,
@@ -69,6 +70,14 @@ def run_worker(dataset, tasks, kind="map", auto_collation=True, batch_size=2, dr
         task_w.close()
     else:
         task_w.send(None)
+    moved = []
+    if by_fd:
+        spec["shm_fds"] = {}
+        for slot in set(slots):
+            path = os.path.join(pool.directory, pool.prefix + slot)
+            spec["shm_fds"][slot] = os.open(path, os.O_RDWR)
+            os.rename(path, path + ".away")
+            moved.append(path)
     try:
         W.worker_loop(spec, task_r, res_w, worker_id, base_seed, os.getppid())
         messages = []
@@ -80,6 +89,10 @@ def run_worker(dataset, tasks, kind="map", auto_collation=True, batch_size=2, dr
         batches = [pool.unpack(m[5], m[3], m[4], False) if m[0] == "batch" else None for m in messages]
         return messages, batches
     finally:
+        for path in moved:
+            os.rename(path + ".away", path)
+        for fd in (spec["shm_fds"] or {}).values():
+            os.close(fd)
         pool.close()
 
 
@@ -173,3 +186,215 @@ def test_worker_info_is_read_only_and_absent_outside_workers(signals):
     with pytest.raises(RuntimeError, match="Cannot assign attributes to WorkerInfo"):
         info.id = 3
     assert repr(info) == "WorkerInfo(id=0, num_workers=2, seed=5)"
+
+
+# -- issue 17: survivors of the mutation run -------------------------------------------------------------
+def test_signals_are_ignored_and_unblocked_exactly(signals):
+    run_worker(Squares(), [[0]])
+    assert signals == [("signal", (W.signal.SIGINT, W.signal.SIG_IGN)),
+                       ("mask", (W.signal.SIG_UNBLOCK, {W.signal.SIGINT}))]
+
+
+def test_slots_inherited_as_descriptors_are_used(signals):
+    messages, batches = run_worker(Squares(), [[2, 3]], by_fd=True)
+    assert [m[0] for m in messages] == ["batch"] and batches[0][0].tolist() == [[4], [9]]
+
+
+class WhoAmI:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return np.array([W.get_worker_info().dataset is self], dtype=np.bool_)
+
+
+def test_worker_info_holds_the_workers_dataset(signals):
+    ds = WhoAmI()
+    _, batches = run_worker(ds, [[0, 1]])
+    assert batches[0].tolist() == [[True], [True]]
+
+
+def test_a_failing_worker_init_fn_names_the_worker(signals):
+    def init(worker_id):
+        raise RuntimeError("no GPU here")
+    messages, _ = run_worker(Squares(), [[0]], worker_init_fn=init, worker_id=2)
+    err = messages[0][4]
+    assert (err.worker_id, err.index) == (2, None)
+    assert err.where == "while starting (worker_init_fn / iter(dataset)), index"
+
+
+class Flaky:
+    """An iterable dataset whose second iter() fails."""
+    def __init__(self):
+        self.calls = 0
+
+    def __iter__(self):
+        self.calls += 1
+        if self.calls == 2:
+            raise OSError("the stream is gone")
+        return iter(np.arange(3, dtype=np.float32).reshape(3, 1))
+
+
+def test_a_failing_resume_reports_iter_and_the_worker(signals):
+    messages, _ = run_worker(Flaky(), [[None], "resume", [None]], kind="iterable", worker_id=2)
+    assert [m[0] for m in messages] == ["batch", "error"]
+    err = messages[1][4]
+    assert (err.worker_id, err.index, err.type_name, err.message) == (2, None, "OSError", "the stream is gone")
+    assert err.where == "while calling iter(dataset), index"
+    with pytest.raises(OSError, match=r"^Caught OSError in DataLoader worker 2 \(pid \d+\) while calling "
+                                      r"iter\(dataset\), index None: the stream is gone\n"):
+        err.reraise()
+
+
+def test_resume_keeps_drop_last(signals):
+    messages, batches = run_worker(Stream(3), [[None], [None], "resume", [None], [None]], kind="iterable",
+                                   drop_last=True)
+    assert [m[0] for m in messages] == ["batch", "stop", "batch", "stop"]
+
+
+def test_iterable_without_auto_collation_sends_each_sample(signals):
+    messages, batches = run_worker(Stream(2), [None, None, None, None], kind="iterable", auto_collation=False,
+                                   collate_fn=lambda s: s * 10)
+    assert [m[0] for m in messages] == ["batch", "batch", "stop", "stop"]
+    assert [b.tolist() for b in batches[:2]] == [[0.0], [10.0]]
+
+
+def test_the_loop_ends_when_the_parent_is_gone(signals):
+    # no task and no end marker: the loop polls, finds another parent pid and stops (no orphan worker)
+    pool = SlotPool()
+    pool.create(1, 1)
+    spec = dict(kind="map", dataset=Squares(), auto_collation=True, collate_fn=default_collate, drop_last=False,
+                batch_size=2, worker_init_fn=None, num_workers=1, shm_dir=pool.directory, shm_prefix=pool.prefix,
+                shm_fds=None)
+    task_r, task_w = mp.Pipe(duplex=False)
+    res_r, res_w = mp.Pipe(duplex=False)
+    try:
+        W.worker_loop(spec, task_r, res_w, 0, 0, parent_pid=-1)
+        with pytest.raises(EOFError):
+            res_r.recv()
+    finally:
+        task_w.close()
+        pool.close()
+
+
+class Restartable:
+    """An iterator that yields again after its StopIteration (a fetcher must remember the end itself)."""
+    def __init__(self, items):
+        self.items, self.i = list(items), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.i == len(self.items):
+            self.i = 0
+            raise StopIteration
+        if self.items[self.i] is None:
+            self.i += 1
+            raise KeyError("bad sample")
+        self.i += 1
+        return self.items[self.i - 1]
+
+
+def test_iterable_fetcher_remembers_the_end_and_counts_samples():
+    f = W.IterableFetcher(Restartable([1, 2]), False, lambda x: x, False, None)
+    assert (f.count, f.current, f.where, f.ended) == (0, None, "while reading sample number", False)
+    assert [f.fetch(), f.fetch()] == [1, 2] and (f.count, f.current) == (2, 1)
+    for _ in range(2):
+        with pytest.raises(StopIteration):
+            f.fetch()
+    assert f.ended is True
+    f = W.IterableFetcher(Restartable([1, 2, 3]), True, list, False, 2)
+    assert f.fetch() == [1, 2] and f.fetch() == [3] and f.ended is True
+    with pytest.raises(StopIteration):
+        f.fetch()
+    f = W.IterableFetcher(Restartable([1, 2, None]), True, list, False, 5)
+    with pytest.raises(KeyError):
+        f.fetch()
+    assert (f.current, f.count) == (2, 2)
+
+
+def test_map_fetcher_reports_what_it_was_doing():
+    class Plain:
+        def __getitem__(self, i):
+            if i == 3:
+                raise IndexError("three")
+            return i
+
+    class Batched(Plain):
+        def __getitems__(self, idx):
+            Batched.asked = list(idx)
+            return [i * 2 for i in idx]
+
+    f = W.MapFetcher(Plain(), True, list, False)
+    assert (f.current, f.where) == (None, "while fetching sample index")
+    with pytest.raises(IndexError):
+        f.fetch([1, 3, 5])
+    assert (f.current, f.where) == (3, "while fetching sample index")
+    f = W.MapFetcher(Batched(), True, list, False)
+    assert f.fetch([4, 5]) == [8, 10] and Batched.asked == [4, 5]
+    assert (f.current, f.where) == ([4, 5], "while collating the batch of sample indices")
+    f = W.MapFetcher(Batched(), True, lambda d: 1 / 0, False)
+    with pytest.raises(ZeroDivisionError):
+        f.fetch([1])
+    assert (f.current, f.where) == ([1], "while collating the batch of sample indices")
+
+    class FailingBatched(Plain):
+        def __getitems__(self, idx):
+            raise IndexError("batched")
+
+    f = W.MapFetcher(FailingBatched(), True, list, False)
+    with pytest.raises(IndexError):
+        f.fetch([6, 7])
+    assert (f.current, f.where) == ([6, 7], "while fetching sample indices")
+    f = W.MapFetcher(Plain(), False, lambda x: x, False)
+    with pytest.raises(IndexError):
+        f.fetch(3)
+    assert f.current == 3
+
+
+def _error(exc):
+    try:
+        raise exc
+    except Exception as e:
+        return W.WorkerError(e, 4, [1, 2], "while testing"), e
+
+
+def test_worker_error_keeps_the_full_traceback_and_pid():
+    import traceback
+    err, e = _error(ValueError("bad value"))
+    assert err.pid == os.getpid() and err.exc_type is ValueError
+    assert err.traceback == "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    assert err.traceback.startswith("Traceback") and err.traceback.endswith("ValueError: bad value\n")
+
+
+class TwoArgs(Exception):   # picklable, but its constructor wants two arguments
+    def __init__(self, a, b):
+        super().__init__(a, b)
+
+
+def test_worker_error_reraise_types_and_messages():
+    class Local(Exception):
+        pass
+
+    head = "Caught {} in DataLoader worker 4 (pid %d) while testing [1, 2]: {}\n" % os.getpid()
+    for exc, raised, name, message in [(Local("here"), RuntimeError, "Local", "here"),
+                                       (TwoArgs(1, 2), RuntimeError, "TwoArgs", "(1, 2)"),
+                                       (KeyError("k"), KeyError, "KeyError", "'k'")]:
+        err, _ = _error(exc)
+        assert err.exc_type is (None if name == "Local" else type(exc))
+        with pytest.raises(Exception) as e:
+            err.reraise()
+        assert type(e.value) is raised
+        text = str(e.value)
+        assert text.startswith(head.format(type(exc).__qualname__, message)), text
+        assert "Original traceback in the worker:\nTraceback" in text
+        assert e.value.worker_id == 4 and e.value.sample_index == [1, 2]
+
+
+def test_seed_worker_seeds_numpy_from_a_seed_sequence_and_wraps_at_2_to_63():
+    assert W.seed_worker(2 ** 63 - 1, 1) == 0
+    W.seed_worker(7, 3)
+    got = np.random.random()
+    np.random.seed(np.random.SeedSequence([3, 7]).generate_state(4))
+    assert got == np.random.random()

@@ -66,7 +66,7 @@ def _as_array(x) -> Tuple[np.ndarray, bool]:
         return x, False
     data = getattr(x, "_data", None)
     if not isinstance(data, np.ndarray):
-        data = x.numpy()  # e.g. a device tensor: bring it to the host
+        data = x.detach().cpu().numpy()  # e.g. a device tensor: bring it to the host
     return data, True
 
 
