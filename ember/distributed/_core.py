@@ -47,6 +47,19 @@ class ProcessGroup:
         self.timeout = timeout
         self.engine = Engine(backend, timeout)
         self.debug = os.environ.get("EMBER_DISTRIBUTED_DEBUG", "0") not in ("", "0")
+        self._spare = {}   # (shape, dtype) -> receive buffers free for reuse
+
+    def recv_buffer(self, shape, dtype):
+        """A receive buffer, reused from an earlier collective when one of that shape and dtype is free:
+        a fresh multi-MiB buffer costs its page faults on every call (DDP reduces the same buckets every
+        step). Hand it back with `release` once its contents are written out."""
+        free = self._spare.get((tuple(shape), dtype))
+        return free.pop() if free else self.backend.empty(shape, dtype)
+
+    def release(self, buf):
+        free = self._spare.setdefault((tuple(buf.shape), buf.dtype), [])
+        if len(free) < 4:
+            free.append(buf)
 
 
 _GROUP: ProcessGroup | None = None
@@ -270,12 +283,13 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
         raise ValueError("all_reduce: ReduceOp.AVG is not defined for bool tensors")
     _debug_check(g, "all_reduce", tensor, f"op={op}")
     send = _reduce_input(tensor, g)
-    recv = g.backend.empty(send.shape, send.dtype)
+    recv = g.recv_buffer(send.shape, send.dtype)
     mpi_op = g.backend.op_of("sum" if op == ReduceOp.AVG else op, send.dtype.kind == "b")
 
     def finish():
         out = _avg_divide(recv, g.size, g, tensor._device) if op == ReduceOp.AVG else recv
-        _write(tensor, out, g)
+        _write(tensor, out, g)    # Assign copies out of recv: it is free again
+        g.release(recv)
     return _run(g, Work("all_reduce", lambda: g.backend.allreduce(send, recv, mpi_op), finish,
                         _lazy(tensor)), async_op)
 
