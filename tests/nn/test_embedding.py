@@ -87,7 +87,7 @@ def test_functional_embedding_options_as_torch(kw):
 
     def fn(lib, w):
         w = w.detach().clone().requires_grad_(True) if "max_norm" in kw else w   # max_norm renormalises in place
-        out = lib.nn.functional.embedding(lib.tensor(idx), w, **kw)
+        out = lib.nn.functional.embedding(lib.tensor(idx, device=w.device), w, **kw)
         return out, w.detach()
     check_op(fn, (5, 3), grad="max_norm" not in kw)
 

@@ -97,7 +97,7 @@ MEAN3, VAR3 = RNG.standard_normal(3), RNG.uniform(0.5, 2.0, 3)
 
 def _bn(training, affine, momentum=None, **kw):
     def fn(lib, x, *wb):
-        m, v = lib.tensor(MEAN3).to(x.dtype), lib.tensor(VAR3).to(x.dtype)
+        m, v = lib.tensor(MEAN3).to(x.device, x.dtype), lib.tensor(VAR3).to(x.device, x.dtype)
         w, b = (wb + (None, None))[:2] if affine == "both" else ((wb[0], None) if affine == "weight" else
                                                                   ((None, wb[0]) if affine == "bias" else (None, None)))
         extra = {} if momentum is None else {"momentum": momentum}
@@ -125,7 +125,7 @@ def test_functional_batch_norm_paths(fn, inputs):
 
 def test_batch_norm_one_channel_running_var():
     def fn(lib, x):
-        m, v = lib.zeros(1, dtype=x.dtype), lib.ones(1, dtype=x.dtype)
+        m, v = lib.zeros(1, dtype=x.dtype, device=x.device), lib.ones(1, dtype=x.dtype, device=x.device)
         lib.nn.functional.batch_norm(x, m, v, training=True, momentum=0.5)
         return m, v
     check_op(fn, (5, 1, 2), grad=False)
@@ -162,7 +162,7 @@ def test_layer_norm_takes_an_int_shape():
 
 def test_batch_norm_fused_one_channel_running_var():
     def fn(lib, x, w, b):
-        m, v = lib.zeros(1, dtype=x.dtype), lib.ones(1, dtype=x.dtype)
+        m, v = lib.zeros(1, dtype=x.dtype, device=x.device), lib.ones(1, dtype=x.dtype, device=x.device)
         out = lib.nn.functional.batch_norm(x, m, v, w, b, training=True, momentum=0.5)
         return out, m, v
     check_op(fn, (5, 1, 2), (1,), (1,))

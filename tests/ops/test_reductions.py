@@ -62,8 +62,10 @@ def test_sum_over_rows_with_the_kept_axis_contiguous(shape, dims, keepdim):
     in every layout."""
     def channels_last(L, x):
         return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2) if x.ndim == 4 else x
-    check_op(lambda L, x: channels_last(L, x).sum(dims, keepdim=keepdim), shape, atol=1e-4)
-    check_op(lambda L, x: x.sum(dims, keepdim=keepdim), shape, atol=1e-4)
+    # up to 50,176 float32 terms per sum: a strided (non-pairwise) NumPy sum, as the fake CUDA device runs
+    # it, is off by ~1e-2 absolute at magnitudes of ~500 (5e-5 relative)
+    check_op(lambda L, x: channels_last(L, x).sum(dims, keepdim=keepdim), shape, atol=2e-2, rtol=2e-4)
+    check_op(lambda L, x: x.sum(dims, keepdim=keepdim), shape, atol=2e-2, rtol=2e-4)
     big = np.full(shape, 1e-3, np.float32)
     big.reshape(-1)[::97] = 1e4   # many small terms beside large ones: float32 rounding stays small
     want = torch.from_numpy(big).double().sum(dims, keepdim=keepdim).numpy()
