@@ -278,3 +278,18 @@ def check_op(fn, *inputs, dtypes=("float32", "float64"), atol=None, rtol=None, g
             if dname not in done:
                 _dtype_pass(fn, inputs, dname, grad, seed, low, high, positive, device)
     return result
+
+
+def raises_exactly(call, exc, message, located=True):
+    """`call()` raises exactly `exc` (not a subclass) whose text is `message`, then, with `located`,
+    the user's line as `(at file.py:N)`; `located=False` checks only that the text starts with it."""
+    import re
+    import pytest
+    with pytest.raises(Exception) as e:
+        call()
+    assert type(e.value) is exc, f"{type(e.value).__name__}: {e.value}"
+    text = str(e.value)
+    if located:
+        assert re.fullmatch(re.escape(message) + r" \(at [^()]+\.py:\d+\)", text), text
+    else:
+        assert text.startswith(message), text

@@ -89,7 +89,7 @@ def test_batchnorm_train_and_eval_on_channels_last_input():
 # ------------------------------------------------------------------ the functional forms, every path
 import numpy as np
 
-from helpers import check_op, NoGrad
+from helpers import check_op
 
 RNG = np.random.default_rng(9)
 MEAN3, VAR3 = RNG.standard_normal(3), RNG.uniform(0.5, 2.0, 3)
