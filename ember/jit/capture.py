@@ -123,10 +123,12 @@ def discover(fn, args=(), kwargs=None):
                 visit(x, depth + 1)
 
     visit(fn, 0)
+    n_loose = len(loose)
     for a in args:
         visit(a, 1)
     for a in (kwargs or {}).values():
         visit(a, 1)
+    del loose[n_loose:]   # an argument tensor is an input, new at each call: not a slot to hold on to
     # a module that is a submodule of another discovered module is reached through it
     subs = set()
     for m in mods:

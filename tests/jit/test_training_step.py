@@ -198,11 +198,16 @@ def test_a_gradient_of_an_argument_runs_eagerly_with_a_warning():
     @ember.compile
     def f(x):
         (x * x).sum().backward()
-    for v in (1.0, 2.0):
+    x = ember.full((3,), 1.0, requires_grad=True)
+    with pytest.warns(UserWarning, match=r"x\.grad"):
+        f(x)
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0] * 3)
+    for v in (2.0, 3.0):     # then eager, without a retrace and without holding the old argument
         x = ember.full((3,), v, requires_grad=True)
-        with pytest.warns(UserWarning, match=r"x\.grad"):
-            f(x)
+        f(x)
         np.testing.assert_array_equal(x.grad.numpy(), [2 * v] * 3)   # each call's own argument
+    info = f.cache_info()
+    assert (info["traces"], info["eager_calls"], f.loose) == (1, 2, [])
 
 
 def test_embedding_bounds_check_does_not_retrace_per_batch():
