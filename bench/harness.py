@@ -20,9 +20,17 @@ def _time(fn, iters: int, clock=time.perf_counter) -> float:
     return (clock() - t0) / iters
 
 
+PAUSE = 0.25   # seconds of sleep before each timed block
+
+
 def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup: int = 2,
-            clock=time.perf_counter) -> dict:
+            clock=time.perf_counter, pause: float = PAUSE) -> dict:
     """Median seconds per iteration of each side; runs alternate so drift hits both alike.
+
+    Each timed block starts after `pause` seconds of sleep: with more than one thread, the thread pool
+    of the side that just ran (OpenBLAS's workers, torch's OpenMP team) spins for up to ~0.1 s after
+    its last call and would take a core from the other side's first calls. Measured on W5 at 2 threads
+    without the pause: torch 42 ms beside Ember against 27 ms alone; with it, both sides as alone.
 
     clock=time.process_time measures CPU seconds of the whole process instead of wall time: with one
     thread per library it is the work done, whatever else runs on the machine (a loaded shared VM)."""
@@ -31,7 +39,9 @@ def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup:
         _time(torch_fn, max(1, iters // 10), clock)
     te, tt = [], []
     for _ in range(repeats):
+        time.sleep(pause)
         te.append(_time(ember_fn, iters, clock))
+        time.sleep(pause)
         tt.append(_time(torch_fn, iters, clock))
     e, t = statistics.median(te), statistics.median(tt)
     return {"name": name, "ember": e, "torch": t, "ratio": e / t}

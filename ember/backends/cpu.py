@@ -155,6 +155,47 @@ def blockwise(fn, *arrays):
     return outs[0] if single else outs
 
 
+# --- the host allocator -----------------------------------------------------------------------
+# A training step allocates and frees the same large arrays (activations, gradients: 0.1-50 MB each) on
+# every iteration. glibc's malloc serves a block above its mmap threshold (128 KiB at start, adjusted
+# upwards only as far as 32 MiB, and only in some heap states) with a fresh mmap and returns it with
+# munmap, and trims the heap's free top back to the OS: the next step then page-faults that memory in
+# again, one fault per 4 KiB page. Measured on W5 (bench/RESULTS.md): in 3 of 5 processes 5,000 faults
+# and 15 ms of kernel time per 30 ms step, in the others none, depending on the heap's state. So on glibc
+# Ember raises both thresholds once, at import: blocks under 64 MiB come from the heap and freed memory
+# up to 256 MiB stays there for the next step. The cost: a process keeps up to that much freed memory
+# instead of returning it. EMBER_MALLOC_TUNING=0 in the environment leaves malloc as it is, as does a
+# glibc malloc setting of the user's own (MALLOC_*_ variables, GLIBC_TUNABLES).
+
+MMAP_THRESHOLD = 64 << 20
+TRIM_THRESHOLD = 256 << 20
+malloc_tuned = False   # whether tune_malloc() changed glibc's settings in this process
+
+
+def tune_malloc() -> bool:
+    """Raise glibc malloc's mmap and trim thresholds (see above); False where it does nothing."""
+    global malloc_tuned
+    import os
+    import sys
+    env = os.environ
+    if env.get("EMBER_MALLOC_TUNING", "1") == "0" or not sys.platform.startswith("linux") \
+            or any(k.startswith("MALLOC_") and k.endswith("_") for k in env) or "malloc" in env.get("GLIBC_TUNABLES", ""):
+        return False
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version   # glibc only: musl's mallopt does nothing
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    malloc_tuned = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return malloc_tuned
+
+
+tune_malloc()
+
+
 # --- intra-op threads (torch.set_num_threads) -------------------------------------------------
 # NumPy's parallelism is its BLAS library's thread pool (OpenBLAS, MKL, ...); threadpoolctl finds it
 # whichever one NumPy was built with, so Ember sets no environment variables and guesses no library.
