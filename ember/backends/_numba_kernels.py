@@ -541,3 +541,16 @@ def winograd_input(xl, V, th, tw):
                         rb = _wg_row(u, x0[w + 1, c], x1[w + 1, c], x2[w + 1, c], x3[w + 1, c])
                         rd = _wg_row(u, x0[w + 3, c], x1[w + 3, c], x2[w + 3, c], x3[w + 3, c])
                         o3[c] = rb - rd
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def embedding_grad(idx, vals, out, pad):
+    """out[idx[i]] += vals[i] for each row i in order (out zeroed; the row `pad` left at zero, -1: none).
+    Rows that share an index are added one after the other, in their order."""
+    n, d = vals.shape
+    for i in range(n):
+        r = idx[i]
+        if r == pad:
+            continue
+        for j in range(d):
+            out[r, j] += vals[i, j]

@@ -823,7 +823,7 @@ class EmbeddingGrad(Primitive):
     def forward(self, g, idx):
         xp = array_module(g)
         flat = idx.reshape(-1)
-        vals = g.reshape(flat.size, -1)
+        vals = g.reshape(flat.size, math.prod(g.shape[idx.ndim:]))   # not -1: no indices is no rows
         out = xp.zeros((self.num, vals.shape[1]), dtype=g.dtype)
         if flat.size and xp is np:
             order = np.argsort(flat, kind="stable")
@@ -1067,3 +1067,4 @@ _cpu_kernels.install({Gelu: "gelu", GeluGrad: "gelu_grad", Softmax: "softmax", S
                       LogSoftmax: "log_softmax", Normalize: "normalize", LayerNorm: "layer_norm",
                       LayerNormGrad: "layer_norm_grad", BatchNorm: "batch_norm", BatchNormGrad: "batch_norm_grad"})
 _cpu_kernels.install({MaxPool: "max_pool", MaxPoolGrad: "max_pool_grad", MaxPoolIndex: "max_pool_index"})
+_cpu_kernels.install({EmbeddingGrad: "embedding_grad"})

@@ -33,7 +33,7 @@ def calls(monkeypatch):
     counts = {}
     for name in ("gelu", "gelu_grad", "softmax", "softmax_grad", "log_softmax", "layer_norm",
                  "layer_norm_grad", "batch_norm_ncs", "batch_norm_mc", "batch_norm_grad_ncs",
-                 "batch_norm_grad_mc"):
+                 "batch_norm_grad_mc", "embedding_grad"):
         def counted(*args, _name=name, _fn=getattr(K, name)):
             counts[_name] = counts.get(_name, 0) + 1
             return _fn(*args)
@@ -44,7 +44,7 @@ def calls(monkeypatch):
 def test_registered_for_the_fused_layer_primitives():
     for cls in (layers.Gelu, layers.GeluGrad, layers.Softmax, layers.SoftmaxGrad, layers.LogSoftmax,
                 layers.Normalize, layers.LayerNorm, layers.LayerNormGrad, layers.BatchNorm, layers.BatchNormGrad,
-                layers.MaxPool, layers.MaxPoolGrad, layers.MaxPoolIndex):
+                layers.MaxPool, layers.MaxPoolGrad, layers.MaxPoolIndex, layers.EmbeddingGrad):
         assert cls in cpu.kernels and cls.cpu_kernel is not None
     assert ember.ops.primitives.Add.cpu_kernel is None   # the rest keep the plain forward call
 
@@ -360,3 +360,21 @@ def test_max_pool2d_kernels_are_bit_identical_to_the_numpy_forwards(kw, dtype):
         cpu_kernels.enable()
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2, -1])
+@pytest.mark.parametrize("idx_shape", [(40,), (4, 25), (3, 0)])
+def test_embedding_grad_with_repeated_indices(kernels, padding_idx, idx_shape):
+    # 40 rows into 5 entries: every entry is hit several times; the padding row gets no gradient
+    idx = np.random.default_rng(0).integers(0, 5, idx_shape)
+    check_op(lambda lib, w, i: lib.nn.functional.embedding(i, w, padding_idx=padding_idx), (5, 7), idx)
+
+
+def test_the_embedding_grad_kernel_is_taken_and_sums_each_entry_in_order(calls):
+    idx = ember.tensor([3, 1, 3, 3, 0, 1])
+    w = ember.zeros(4, 2, requires_grad=True)
+    g = ember.tensor([[1e8, 1.0], [2.0, 2.0], [1.0, 3.0], [-1e8, 4.0], [5.0, 5.0], [6.0, 6.0]])
+    (F.embedding(idx, w) * g).sum().backward()
+    assert calls == {"embedding_grad": 1}
+    # entry 3 gets 1e8 + 1 + (-1e8) in that order: float32 loses the 1 (a pairwise sum may not)
+    np.testing.assert_array_equal(w.grad.numpy(), [[5, 5], [8, 8], [0, 0], [0, 8]])
