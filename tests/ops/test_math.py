@@ -1201,3 +1201,47 @@ def test_std_of_constant_values_has_gradient_zero_as_torch():
     check_op(lambda L, a: L.std(a, correction=0), np.array(2.0))
     check_op(lambda L, a: L.std(a, 1), np.array([[1.0, 1.0, 1.0], [0.5, 2.0, 1.0]]))
     check_op(lambda L, a: L.std_mean(a, 0, correction=0), np.array([[1.0, 3.0], [1.0, 2.0]]))
+
+
+def test_reductions_over_one_element_and_past_the_correction_as_torch():
+    x = np.array([[1.5], [-2.0], [0.25]])
+    check_op(lambda L, a: L.mean(a, 1), x)
+    check_op(lambda L, a: L.mean(a, (0, 1)), np.array([[2.5]]))
+    for name in ("var", "std"):
+        check_op(lambda L, a: getattr(L, name)(a, 1, correction=0), x)
+        check_op(lambda L, a: getattr(L, name)(a, 0, correction=1), x)
+        check_op(lambda L, a: getattr(L, name)(a, 1, correction=1), x, grad=False)     # 0 / 0
+        check_op(lambda L, a: getattr(L, name)(a, 0, correction=5), x, grad=False)     # dof < 0: inf
+        check_op(lambda L, a: getattr(L, name)(a, 0, correction=3), x, grad=False)     # dof == 0: inf
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.zeros((0, 2)), grad=False)    # nan
+
+
+def test_where_and_clamp_scalars_of_float_dtypes_as_torch():
+    cond = np.array([True, False, True])
+    check_op(lambda L, c, a: L.where(c, a, 1e5), cond, (3,), dtypes=("float16", "float32"))
+    check_op(lambda L, c, a: L.where(c, a, 3), cond, np.array([1, 2, 3], dtype=np.uint8), grad=False)
+    check_op(lambda L, c, a: L.where(c, 255, a), cond, np.array([1, 2, 3], dtype=np.uint8), grad=False)
+    check_op(lambda L, c, a: L.where(c, -1, a), cond, np.array([1, 2, 3], dtype=np.uint8), grad=False)
+    check_op(lambda L, a: L.clamp(a, -1e4, 6e4), (3,), dtypes=("float16",))
+    check_op(lambda L, a: L.clamp(a, float("-inf"), float("inf")), (3,), dtypes=("float16",))
+    # a non-bool condition is read as a mask (torch refuses it)
+    assert ember.where(ember.tensor([2, 0], dtype=ember.uint8), 1.0, -1.0).tolist() == [1.0, -1.0]
+    assert ember.where(ember.tensor([0.5, 0.0]), ember.ones(2), 0.0).tolist() == [1.0, 0.0]
+
+
+def test_isclose_lerp_and_tensordot_forms_as_torch():
+    a, b = np.array([1.0, 2.0, np.nan, 100.0]), np.array([1.05, 2.5, np.nan, 101.0])
+    for kw in ({}, {"rtol": 0.1}, {"atol": 0.06}, {"equal_nan": True}, {"rtol": 0, "atol": 1}):
+        check_op(lambda L, x, y: L.isclose(x, y, **kw), a, b, grad=False, dtypes=("float64",))
+    check_op(lambda L, x, y: L.isclose(x, y, 1, 0), np.array([1, 2], dtype=np.int64), np.array([2, 5], dtype=np.int64),
+             grad=False)
+    check_op(lambda L, x, y, w: L.lerp(x, y, w), (2, 3), (2, 3), (3,))
+    check_op(lambda L, x, y: L.lerp(x, y, 0.25), (2, 3), (3,))
+    check_op(lambda L, x, y, z: L.addcmul(x, y, z, value=-0.5), (2, 3), (2, 3), (3,))
+    check_op(lambda L, x, y, z: L.addcdiv(x, y, z, value=2), (2, 3), (2, 3), (3,), positive=True)
+    x, y = np.random.default_rng(3).standard_normal((3, 4)), np.random.default_rng(4).standard_normal((4, 3))
+    # a pair of ints for `dims` (torch wants lists)
+    got = ember.tensordot(ember.tensor(x), ember.tensor(y), (1, 0)).numpy()
+    np.testing.assert_allclose(got, torch.tensordot(torch.tensor(x), torch.tensor(y), ([1], [0])).numpy())
+    got = ember.tensordot(ember.tensor(x), ember.tensor(y), ([0], 1)).numpy()
+    np.testing.assert_allclose(got, torch.tensordot(torch.tensor(x), torch.tensor(y), ([0], [1])).numpy())

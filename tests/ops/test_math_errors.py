@@ -284,3 +284,13 @@ def test_memory_errors_of_primitives_name_the_op(monkeypatch):
                      ("isclose", lambda: ember.isclose(i, x.long()))):
         raises_exactly(call, _memory.OutOfMemoryError,
                        f"{op}: not enough memory (no room); inputs (1, 2) int64, (2,) int64")
+
+
+def test_scalars_that_do_not_fit_a_float_dtype():
+    h = ember.ones(2, dtype=ember.float16)
+    raises_exactly(lambda: ember.clamp(h, 70000), RuntimeError,
+                   "clamp: value 70000 cannot be converted to type float16 without overflow")
+    raises_exactly(lambda: ember.clamp(h, None, -1e5), RuntimeError,
+                   "clamp: value -100000.0 cannot be converted to type float16 without overflow")
+    raises_exactly(lambda: ember.clamp(ember.ones(2, dtype=ember.int8), -200, 0), RuntimeError,
+                   "clamp: value -200 cannot be converted to type int8 without overflow")
