@@ -373,23 +373,21 @@ def _clamp_tensor(input, lo, hi):
         out = _extreme(out, hi.detach(), False)
     if not (STATE.enabled and builtins.any(t.requires_grad for t in (x, lo, hi) if t is not None)):
         return out
+    # out's values, taken from the operand that gets the gradient (each mask picks values equal to out's;
+    # adding d - d.detach() instead would turn an infinite x into inf - inf = NaN)
     xd = x.detach()
     to_x = None
-    parts = []
     if lo is not None:
         ld = lo.detach()
         to_x = ge(xd, ld)
         to_lo = lt(xd, ld) if hi is None else logical_and(lt(xd, ld), lt(ld, hi.detach()))
-        parts.append(where(to_lo, lo, 0.0))
+        out = where(to_lo, lo, out)
     if hi is not None:
         hd = hi.detach()
         to_x = le(xd, hd) if to_x is None else logical_and(to_x, le(xd, hd))
         to_hi = gt(xd, hd) if lo is None else logical_or(gt(xd, hd), lt(hd, lo.detach()))
-        parts.append(where(to_hi, hi, 0.0))
-    d = where(to_x, x, 0.0)
-    for part in parts:
-        d = d + part
-    return out + (d - d.detach())     # torch's values, torch's gradients
+        out = where(to_hi, hi, out)
+    return where(to_x, x, out)     # torch's values, torch's gradients
 
 
 def _extreme(a, b, is_max):

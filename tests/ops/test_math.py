@@ -1245,3 +1245,27 @@ def test_isclose_lerp_and_tensordot_forms_as_torch():
     np.testing.assert_allclose(got, torch.tensordot(torch.tensor(x), torch.tensor(y), ([1], [0])).numpy())
     got = ember.tensordot(ember.tensor(x), ember.tensor(y), ([0], 1)).numpy()
     np.testing.assert_allclose(got, torch.tensordot(torch.tensor(x), torch.tensor(y), ([0], [1])).numpy())
+
+
+def test_clamp_with_tensor_bounds_of_infinite_inputs_as_torch():
+    x = np.array([np.inf, -np.inf, np.nan, 1.0, 3.0, -1.0])
+    lo, hi = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), np.array([2.0, 2.0, 2.0, 2.0, np.inf, -np.inf])
+    check_op(lambda L, a, b: L.clamp(a, b), x, lo)
+    check_op(lambda L, a, c: L.clamp(a, None, c), x, hi)
+    check_op(lambda L, a, b, c: L.clamp(a, b, c), x, lo, hi)
+    check_op(lambda L, a, b, c: L.clamp(a, b, c), x, NoGrad(lo), NoGrad(hi))
+
+
+def test_logical_and_bitwise_not_of_integers_as_torch():
+    ints = np.array([2, 0, -1], dtype=np.int64)
+    for name in ("logical_not", "bitwise_not"):
+        check_op(lambda L, a: getattr(L, name)(a), ints, grad=False)
+        check_op(lambda L, a: getattr(L, name)(a), np.array([True, False]), grad=False)
+        check_op(lambda L, a: getattr(L, name)(a), np.array([7, 0], dtype=np.uint8), grad=False)
+
+
+def test_einsum_and_tensordot_defaults_and_capital_letters_as_torch():
+    check_op(lambda L, a, b: L.einsum("X,Y", a, b), (2,), (3,))
+    check_op(lambda L, a, b: L.einsum("iX,Xj", a, b), (2, 3), (3, 4))
+    check_op(lambda L, a, b: L.tensordot(a, b), (2, 3, 4), (3, 4, 5))
+    check_op(lambda L, a, b: L.var_mean(a, 1, unbiased=False), (3, 4), (1,))

@@ -171,7 +171,8 @@ def test_linear_algebra_errors_exactly(fake_cuda):
                    "mm: expected 2-D tensors, got shapes (3,) and (3, 2)")
     raises_exactly(lambda: ember.mm(a, ember.ones(1, 3, 2)), RuntimeError,
                    "mm: expected 2-D tensors, got shapes (2, 3) and (1, 3, 2)")
-    for x, y in (((2, 3), (3, 2)), ((1, 2, 3), (3, 3)), ((3, 3), (1, 3, 2)), ((2, 2, 3), (3, 3, 2))):
+    for x, y in (((2, 3), (3, 2)), ((1, 2, 3), (3, 3)), ((3, 3), (1, 3, 2)), ((3, 3), (3, 3, 2)), ((3, 2, 3), (3, 3)),
+                 ((2, 2, 3), (3, 3, 2))):
         raises_exactly(lambda: ember.bmm(ember.ones(*x), ember.ones(*y)), RuntimeError,
                        f"bmm: expected 3-D tensors with the same batch size, got shapes {x} and {y}")
     raises_exactly(lambda: ember.dot(ember.ones(3), a), RuntimeError,
