@@ -417,6 +417,8 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         from .shape import nonzero
         return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where: expected both input and other, or neither (nonzero)")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):   # two numbers: on the condition's device
         if not isinstance(condition, Tensor):
             from .creation import tensor

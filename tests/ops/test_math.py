@@ -1269,3 +1269,16 @@ def test_einsum_and_tensordot_defaults_and_capital_letters_as_torch():
     check_op(lambda L, a, b: L.einsum("iX,Xj", a, b), (2, 3), (3, 4))
     check_op(lambda L, a, b: L.tensordot(a, b), (2, 3, 4), (3, 4, 5))
     check_op(lambda L, a, b: L.var_mean(a, 1, unbiased=False), (3, 4), (1,))
+
+
+def test_size_one_dims_survive_matmul_and_logsumexp_as_torch():
+    for sa, sb in (((3,), (2, 3, 1)), ((3,), (1, 3, 1)), ((1, 3), (3,)), ((2, 1, 3), (3,)), ((1, 3), (3, 1))):
+        check_op(lambda L, a, b: L.matmul(a, b), sa, sb)
+    for shape, dim in (((3, 1), 0), ((1, 3), 1), ((1, 1), (0, 1)), ((0, 1), 0), ((1, 0), 1), ((2, 1, 1), 1)):
+        check_op(lambda L, a: L.logsumexp(a, dim), shape)
+    # far-apart rows: each row is shifted by its own max (a shared one would underflow a row to -inf)
+    x = np.array([[1000.0, 999.0], [-1000.0, -1001.0], [0.0, 700.0]])
+    check_op(lambda L, a: L.logsumexp(a, 1), x, dtypes=("float64",))
+    check_op(lambda L, a: L.logsumexp(a, 0), x.T.copy(), dtypes=("float64",))
+    # a list condition is read as a mask (torch wants a tensor)
+    assert ember.where([True, False], ember.ones(2), ember.zeros(2)).tolist() == [1.0, 0.0]

@@ -295,3 +295,13 @@ def test_scalars_that_do_not_fit_a_float_dtype():
                    "clamp: value -100000.0 cannot be converted to type float16 without overflow")
     raises_exactly(lambda: ember.clamp(ember.ones(2, dtype=ember.int8), -200, 0), RuntimeError,
                    "clamp: value -200 cannot be converted to type int8 without overflow")
+
+
+def test_where_with_one_operand_is_refused(fake_cuda):
+    c = ember.tensor([True, False])
+    for call in (lambda: ember.where(c, ember.ones(2)), lambda: ember.where(c, None, 1.0)):
+        _unlocated(call, TypeError, "where: expected both input and other, or neither (nonzero)")
+    assert [t.tolist() for t in ember.where(c)] == [[0]]
+    raises_exactly(lambda: ember.where(c, ember.ones(2, device="cuda"), ember.ones(2)), RuntimeError,
+                   "where: expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+                   "cpu")
