@@ -1282,3 +1282,11 @@ def test_size_one_dims_survive_matmul_and_logsumexp_as_torch():
     check_op(lambda L, a: L.logsumexp(a, 0), x.T.copy(), dtypes=("float64",))
     # a list condition is read as a mask (torch wants a tensor)
     assert ember.where([True, False], ember.ones(2), ember.zeros(2)).tolist() == [1.0, 0.0]
+
+
+def test_trunc_division_by_a_number_keeps_the_graph_as_torch():
+    x = np.array([5.5, -7.5, 7.0, -8.25])
+    for mode in ("trunc", "floor"):
+        check_op(lambda L, a: L.div(a, 2, rounding_mode=mode), x)
+        check_op(lambda L, b: L.div(9, b, rounding_mode=mode), x)
+        check_op(lambda L, b: L.div(np.float64(9.0).item(), b, rounding_mode=mode), x)
