@@ -1290,3 +1290,10 @@ def test_trunc_division_by_a_number_keeps_the_graph_as_torch():
         check_op(lambda L, a: L.div(a, 2, rounding_mode=mode), x)
         check_op(lambda L, b: L.div(9, b, rounding_mode=mode), x)
         check_op(lambda L, b: L.div(np.float64(9.0).item(), b, rounding_mode=mode), x)
+
+
+def test_add_and_sub_with_alpha_two_as_torch():
+    for name in ("add", "sub"):
+        check_op(lambda L, a, b: getattr(L, name)(a, b, alpha=2), (2, 3), (3,))
+        check_op(lambda L, a, b: getattr(L, name)(a, b, alpha=2), np.array([1, 5], dtype=np.int64),
+                 np.array([3, -2], dtype=np.int64), grad=False)
