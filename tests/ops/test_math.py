@@ -1297,3 +1297,11 @@ def test_add_and_sub_with_alpha_two_as_torch():
         check_op(lambda L, a, b: getattr(L, name)(a, b, alpha=2), (2, 3), (3,))
         check_op(lambda L, a, b: getattr(L, name)(a, b, alpha=2), np.array([1, 5], dtype=np.int64),
                  np.array([3, -2], dtype=np.int64), grad=False)
+
+
+def test_minimum_of_the_smallest_integer_as_torch():
+    # -(-128) wraps around in int8: the minimum must not go through negation for integers
+    check_op(lambda L, a, b: L.minimum(a, b), np.array([-128, 5, 0], dtype=np.int8), np.array([5, -128, 0], dtype=np.int8),
+             grad=False)
+    check_op(lambda L, a, b: L.min(a, b), np.array([-2**63, 1], dtype=np.int64), np.array([3, -2**63], dtype=np.int64),
+             grad=False)

@@ -305,3 +305,17 @@ def test_where_with_one_operand_is_refused(fake_cuda):
     raises_exactly(lambda: ember.where(c, ember.ones(2, device="cuda"), ember.ones(2)), RuntimeError,
                    "where: expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
                    "cpu")
+
+
+def test_division_ops_name_themselves_in_device_errors(fake_cuda):
+    c, f = ember.tensor([4, 6], device="cuda"), ember.tensor([2, 3])
+    two = "expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu"
+    for name, call in (("div", lambda: ember.div(c, f)), ("div", lambda: ember.div(c.float(), f)),
+                       ("div", lambda: ember.div(c, f, rounding_mode="trunc")),
+                       ("floor_divide", lambda: ember.floor_divide(c, f)),
+                       ("floor_divide", lambda: ember.div(c, f, rounding_mode="floor")),
+                       ("remainder", lambda: ember.remainder(c, f)), ("fmod", lambda: ember.fmod(c.float(), f))):
+        raises_exactly(call, RuntimeError, f"{name}: {two}")
+    # a list condition goes to the operands' device
+    out = ember.where([True, False], c, c * 0)
+    assert out.device.type == "cuda" and out.tolist() == [4, 0]
