@@ -1305,3 +1305,11 @@ def test_minimum_of_the_smallest_integer_as_torch():
              grad=False)
     check_op(lambda L, a, b: L.min(a, b), np.array([-2**63, 1], dtype=np.int64), np.array([3, -2**63], dtype=np.int64),
              grad=False)
+
+
+def test_logsumexp_of_nothing_over_all_dims():
+    # dim=[] reduces every dim (torch's logsumexp refuses an empty dim list, so Ember's rule alone)
+    out = ember.logsumexp(ember.ones(0, 2), [])
+    assert out.shape == () and out.item() == float("-inf")
+    assert ember.logsumexp(ember.ones(0, 2), [], keepdim=True).shape == (1, 1)
+    assert ember.logsumexp(ember.tensor([[0.0, 0.0]]), []).item() == pytest.approx(np.log(2))
