@@ -175,7 +175,13 @@ def _check_int_divisor(b, op):
 def floor_divide(input, other):
     a, b = binary_operands(input, other, "floor_divide")
     _check_int_divisor(b, "floor_divide")
-    return _binary_nondiff(P.DivMod, a, b, "floor_divide", op="floor_divide")
+    out = _binary_nondiff(P.DivMod, a, b, "floor_divide", op="floor_divide")
+    if STATE.enabled:   # torch keeps the graph of a float floor division, with a zero gradient
+        never = out.new_zeros((), dtype=_dtype.bool)
+        for x in (a, b):
+            if x.requires_grad:
+                out = P.Where.apply(never, x, out)
+    return out
 
 
 def _modulo(input, other, name, xp_fn, rounding):
@@ -224,7 +230,12 @@ def pow(input, exponent):
 
 
 def float_power(input, exponent):
-    return pow(input.double() if isinstance(input, Tensor) else input, exponent)
+    """pow in float64, whichever operand is the tensor (torch: `float_power(2, x)` is float64 too)."""
+    if isinstance(input, Tensor):
+        input = input.double()
+    elif isinstance(exponent, Tensor):
+        exponent = exponent.double()
+    return pow(input, exponent)
 
 
 def _unary(prim, name):
@@ -362,23 +373,21 @@ def _clamp_tensor(input, lo, hi):
         out = _extreme(out, hi.detach(), False)
     if not (STATE.enabled and builtins.any(t.requires_grad for t in (x, lo, hi) if t is not None)):
         return out
+    # out's values, taken from the operand that gets the gradient (each mask picks values equal to out's;
+    # adding d - d.detach() instead would turn an infinite x into inf - inf = NaN)
     xd = x.detach()
     to_x = None
-    parts = []
     if lo is not None:
         ld = lo.detach()
         to_x = ge(xd, ld)
         to_lo = lt(xd, ld) if hi is None else logical_and(lt(xd, ld), lt(ld, hi.detach()))
-        parts.append(where(to_lo, lo, 0.0))
+        out = where(to_lo, lo, out)
     if hi is not None:
         hd = hi.detach()
         to_x = le(xd, hd) if to_x is None else logical_and(to_x, le(xd, hd))
         to_hi = gt(xd, hd) if lo is None else logical_or(gt(xd, hd), lt(hd, lo.detach()))
-        parts.append(where(to_hi, hi, 0.0))
-    d = where(to_x, x, 0.0)
-    for part in parts:
-        d = d + part
-    return out + (d - d.detach())     # torch's values, torch's gradients
+        out = where(to_hi, hi, out)
+    return where(to_x, x, out)     # torch's values, torch's gradients
 
 
 def _extreme(a, b, is_max):
@@ -408,6 +417,13 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         from .shape import nonzero
         return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where: expected both input and other, or neither (nonzero)")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):   # two numbers: on the condition's device
+        if not isinstance(condition, Tensor):
+            from .creation import tensor
+            condition = tensor(condition)
+        input = _scalar_tensor(input, _dtype.result_type(input, other), condition._device)
     a, b = binary_operands(input, other, "where")
     for v in (input, other):
         if not isinstance(v, Tensor) and not a.dtype.is_floating_point:   # torch checks integer types only
@@ -528,7 +544,15 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         input = input.to(dtype)
     elif input.dtype.category < 2:   # integer and bool sums accumulate in int64, as torch
         input = P.Cast.apply(input, dtype=np.dtype(np.int64))
-    return P.Sum.apply(input, axis=axis, keepdims=keepdim)
+    return _keep_dtype(P.Sum.apply(input, axis=axis, keepdims=keepdim), input)
+
+
+def _keep_dtype(out, input):
+    """out in input's dtype: NumPy sums and multiplies small integers in (u)int64, torch in the dtype asked
+    for (`sum(x, dtype=int32)` is int32, wrapped around the same way)."""
+    if out._data.dtype != input._data.dtype:
+        out = P.Cast.apply(out, dtype=input._data.dtype)
+    return out
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -548,7 +572,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         input = input.to(dtype)
     elif input.dtype.category < 2:
         input = input.long()
-    return P.Prod.apply(input, axis=_axes(dim, input.ndim, "prod"), keepdims=keepdim)
+    return _keep_dtype(P.Prod.apply(input, axis=_axes(dim, input.ndim, "prod"), keepdims=keepdim), input)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="var"):
@@ -566,7 +590,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction, _op="std"))
+    # torch's gradient is 0 where the std is 0 (constant values), not sqrt's 0 * inf = NaN
+    return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op="std"), 2)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -708,7 +733,7 @@ def _scan(prim, name, input, dim, dtype):
         input = input.long()
     if input.ndim == 0:   # NumPy would return shape (1,)
         return P.Clone.apply(input)
-    return prim.apply(input, axis=axis)
+    return _keep_dtype(prim.apply(input, axis=axis), input)
 
 
 def cumsum(input, dim, *, dtype=None):
@@ -737,7 +762,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         return sum(abs(input), dim, keepdim)
     if p == 0:
         return sum((input != 0).to(input.dtype), dim, keepdim)
-    return _zero_safe_root(sum(pow(abs(input), p), dim, keepdim), p)
+    # |x|^p with torch's gradient 0 at x == 0 (pow's would be 0 * inf = NaN for p < 1)
+    a = abs(input)
+    zero = eq(a, 0)
+    powered = where(zero, 0.0 if p > 0 else float("inf"), pow(where(zero, 1.0, a), p))
+    return _zero_safe_root(sum(powered, dim, keepdim), p)
 
 
 def _zero_safe_root(s, p):

@@ -903,3 +903,413 @@ def test_operands_on_other_devices(fake_cuda):
             lambda: c + ember.ones(2))
     _raises(r"^mul: expected all tensors to be on the same device", lambda: ember.ones(2) * c)
     assert (c + [1.0, 2.0]).device.type == "cuda" and (c + [1.0, 2.0]).tolist() == [2.0, 3.0]
+
+
+# ------------------------------------------------------------------ corners the mutation run found untested
+def test_where_of_two_numbers_as_torch(fake_cuda):
+    cond = np.array([True, False, True])
+    for x, y in ((1.0, 0.0), (1, 0.5), (2, -3), (True, False), (0.5, True)):
+        check_op(lambda L, c: L.where(c, x, y), cond, grad=False)
+    out = ember.where(ember.tensor([True, False], device="cuda"), 1.0, 2.0)
+    assert out.device.type == "cuda" and out.tolist() == [1.0, 2.0]
+    assert ember.where([True, False], 1, 2).tolist() == [1, 2]
+
+
+def test_float_power_is_float64_from_either_side():
+    check_op(lambda L, b: L.float_power(2, b), (3,))
+    check_op(lambda L, b: L.float_power(2.5, b), np.array([1, 2, 3], dtype=np.int32), grad=False)
+    check_op(lambda L, a, b: L.float_power(a, b), np.array([1, 2, 3], dtype=np.int64), (3,), positive=True)
+    check_op(lambda L, a: L.float_power(a, 2), (3,))
+    check_op(lambda L, a: L.float_power(a, 0.5), (3,), positive=True)
+
+
+def test_pow_forms_as_torch():
+    ints = np.array([1, 5, -2], dtype=np.int64)
+    for e in (1, 2, 3, 2.0, 0.5, -1.0):
+        check_op(lambda L, a: L.pow(a, e), np.array([1, 5, 2], dtype=np.int32), grad=False)
+        check_op(lambda L, a: L.pow(a, e), (2, 3), positive=True)
+    check_op(lambda L, a: L.pow(a, 2), np.array([True, False]), grad=False)
+    check_op(lambda L, a: L.pow(a, 1), ints, grad=False)
+    check_op(lambda L, a: L.pow(a, True), (3,))
+    check_op(lambda L, b: L.pow(2, b), np.array([1, 5, 0], dtype=np.int64), grad=False)
+    check_op(lambda L, b: L.pow(2.5, b), (3,))
+    # pow(x, 1) is a new tensor, not x itself
+    x = ember.ones(2)
+    y = ember.pow(x, 1)
+    y.add_(1.0)
+    assert x.tolist() == [1.0, 1.0]
+
+
+def test_unary_ops_of_integers_and_bools_as_torch():
+    ints = np.array([1, 4, 9], dtype=np.int32)
+    for name in ("reciprocal", "rsqrt", "exp2", "log2", "log10", "sqrt", "exp", "sigmoid", "square", "abs",
+                 "neg", "relu", "floor", "sign"):   # torch has no integer frac
+        check_op(lambda L, a: getattr(L, name)(a), ints, grad=False)
+    check_op(lambda L, a: L.square(a), np.array([True, False]), grad=False)
+    for name in ("reciprocal", "rsqrt", "exp2", "log2", "log10", "frac"):
+        check_op(lambda L, a: getattr(L, name)(a), (2, 3), positive=True)
+
+
+def test_integer_arithmetic_wraps_like_torch():
+    u8 = np.array([1, 2, 200], dtype=np.uint8)
+    check_op(lambda L, a: a + (-1), u8, grad=False)
+    check_op(lambda L, a: a * -1, u8, grad=False)
+    check_op(lambda L, a: L.sub(a, 3, alpha=-1), u8, grad=False)
+    check_op(lambda L, a: L.add(a, a, alpha=-2), u8, grad=False)
+    check_op(lambda L, a: L.clamp(a, -1), u8, grad=False)
+    check_op(lambda L, a: L.clamp(a, 3, -56), u8, grad=False)
+    check_op(lambda L, a: L.clamp(a, 0.5, 3.2), np.array([1, 5, -3], dtype=np.int64), grad=False)
+    check_op(lambda L, a: L.clamp(a, max=2.5), np.array([1, 5, -3], dtype=np.int16), grad=False)
+
+
+def test_division_forms_as_torch():
+    a, b = np.array([5, -7, 7, -8], dtype=np.int64), np.array([2, 2, -3, -3], dtype=np.int64)
+    for mode in ("trunc", "floor"):
+        check_op(lambda L, x, y: L.div(x, y, rounding_mode=mode), a, b, grad=False)
+        check_op(lambda L, x: L.div(x, 2.5, rounding_mode=mode), a, grad=False)
+        check_op(lambda L, y: L.div(9, y, rounding_mode=mode), b, grad=False)
+        check_op(lambda L, x, y: L.div(x, y, rounding_mode=mode), (2, 3), (3,), positive=True)
+        check_op(lambda L, x, y: L.div(x, y, rounding_mode=mode), np.array([5.5, -7.5]), np.array([2.0, 2.0]))
+    check_op(lambda L, x, y: L.div(x, y), a, b, grad=False)
+    check_op(lambda L, x, y: L.div(x, y), np.array([1, 2], dtype=np.uint8), np.array([True, True]), grad=False)
+    check_op(lambda L, x: L.true_divide(x, 4), a, grad=False)
+    old = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    torch.set_default_dtype(torch.float64)
+    try:
+        check_op(lambda L, x, y: L.div(x, y), a, b, grad=False)
+        check_op(lambda L, x: L.div(x, 3), a, grad=False)
+        check_op(lambda L, x: L.exp(x), a, grad=False)
+    finally:
+        ember.set_default_dtype(old)
+        torch.set_default_dtype(torch.float32)
+
+
+def test_modulo_gradients_as_torch():
+    a, b = np.array([5.5, -7.5, 7.0, -8.25]), np.array([2.0, 2.5, -3.0, -3.0])
+    for name in ("remainder", "fmod"):
+        check_op(lambda L, x, y: getattr(L, name)(x, y), a, b)
+        check_op(lambda L, x, y: getattr(L, name)(x, y), NoGrad(a), b)
+        check_op(lambda L, x, y: getattr(L, name)(x, y), a, NoGrad(b))
+        check_op(lambda L, x: getattr(L, name)(x, 2.5), a)
+        if name == "remainder":   # torch: no fmod(number, tensor), no derivative for remainder's number
+            check_op(lambda L, y: L.remainder(7.5, y), b, grad=False)
+        check_op(lambda L, x, y: getattr(L, name)(x, y), np.array([5, -7], dtype=np.int32),
+                 np.array([3, 3], dtype=np.int64), grad=False)
+    x = ember.tensor(a, requires_grad=True)
+    with ember.no_grad():
+        assert not ember.remainder(x, 2.0).requires_grad and not ember.fmod(x, 2.0).requires_grad
+
+
+def test_clamp_with_tensor_bounds_more_forms():
+    x = np.array([[-2.0, 0.5, 3.0], [1.0, -1.0, 2.5]])
+    check_op(lambda L, a, hi: L.clamp(a, max=hi), x, np.array([0.0, 1.0, 2.0]))
+    # a number beside a Tensor bound (torch wants both as tensors then)
+    check_op(lambda L, a, lo: L.clamp(a, lo, 1.0 if L is ember else L.tensor(1.0, dtype=a.dtype)), x,
+             np.array([0.0, 1.0, 2.0]))
+    check_op(lambda L, a, hi: L.clamp(a, -0.5 if L is ember else L.tensor(-0.5, dtype=a.dtype), hi), x,
+             np.array([[0.0], [3.0]]))
+    check_op(lambda L, a, lo, hi: L.clamp(a, lo, hi), NoGrad(x), np.array([0.0, 1.0, 2.0]), np.array([[0.0], [3.0]]))
+    check_op(lambda L, a, lo, hi: L.clamp(a, lo, hi), x, NoGrad(np.array([0.0, 1.0, 2.0])), np.array([[0.0], [3.0]]))
+    check_op(lambda L, a, lo, hi: L.clamp(a, lo, hi), x, np.array([0.0, 1.0, 2.0]), NoGrad(np.array([[0.0], [3.0]])))
+    check_op(lambda L, a, lo: L.clamp(a, lo), x, np.array([np.nan, 1.0, -np.inf]))
+    check_op(lambda L, a, hi: L.clamp(a, max=hi), x, np.array([np.nan, 1.0, np.inf]))
+    ints = np.array([[-2, 0, 3], [1, -1, 2]], dtype=np.int64)
+    check_op(lambda L, a, lo: L.clamp(a, lo), ints, np.array([0, 1, 2], dtype=np.int64), grad=False)
+    check_op(lambda L, a, hi: L.clamp(a, max=hi), ints, np.array([0, 1, 2], dtype=np.int32), grad=False)
+    check_op(lambda L, a, lo, hi: L.clamp(a, lo, hi), ints, np.array([0, 1, 2], dtype=np.int64),
+             np.array([[1], [0]], dtype=np.int64), grad=False)
+    check_op(lambda L, a, lo: L.clamp(a, lo), ints, np.array([0.5, 1.5, 2.5]), grad=False)
+    check_op(lambda L, a, lo: L.clamp(a, lo), np.array([[1, 200]], dtype=np.uint8), np.array([3, 4], dtype=np.uint8),
+             grad=False)
+    x = ember.tensor([1.0, 5.0], requires_grad=True)
+    with ember.no_grad():
+        assert not ember.clamp(x, ember.tensor([2.0, 2.0]), ember.tensor(4.0)).requires_grad
+
+
+def test_max_min_more_forms_as_torch():
+    x = np.array([[1.0, 3.0, 2.0], [4.0, 0.0, 4.5]])
+    for name in ("max", "min"):
+        check_op(lambda L, a: getattr(L, name)(a, 1, keepdim=True), x)
+        check_op(lambda L, a: getattr(L, name)(a, -2), x)
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.array(2.5))
+        check_op(lambda L, a: getattr(L, name)(a, -1, True), np.array(2.5))
+        check_op(lambda L, a, b: getattr(L, name)(a, b), x, np.array([2.0, 2.0, 2.0]))
+        check_op(lambda L, a: getattr(L, name)(a), np.array([[1, 7], [-3, 2]], dtype=np.int32), grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, 1), np.array([[1, 7], [-3, 2]], dtype=np.int32), grad=False)
+        check_op(lambda L, a, b: getattr(L, name)(a, b), np.array([1, 7], dtype=np.uint8),
+                 np.array([3, 2], dtype=np.uint8), grad=False)
+        assert getattr(ember, name)(ember.tensor(x), other=ember.tensor(2.0)).tolist() == \
+            getattr(torch, name)(torch.tensor(x), torch.tensor(2.0)).tolist()
+    for name in ("argmax", "argmin"):
+        check_op(lambda L, a: getattr(L, name)(a, 1, keepdim=True), x, grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, keepdim=True), x, grad=False)
+        check_op(lambda L, a: getattr(L, name)(a), x, grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.array(2.5), grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, -1, True), np.array([[3, 1, 2]], dtype=np.uint8), grad=False)
+    for name in ("amax", "amin"):
+        check_op(lambda L, a: getattr(L, name)(a), x)
+        check_op(lambda L, a: getattr(L, name)(a, (0, 1), keepdim=True), x)
+        check_op(lambda L, a: getattr(L, name)(a, -1), x)
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.array(1.5))
+
+
+def test_var_std_corrections_as_torch():
+    x = np.array([[1.0, 3.0, 4.0, 0.5], [2.0, -1.0, 0.0, 2.5], [1.5, 1.5, -2.0, 3.0]])
+    for name in ("var", "std"):
+        f = lambda L, *a, **k: getattr(L, name)(*a, **k)
+        check_op(lambda L, a: f(L, a), x)
+        check_op(lambda L, a: f(L, a, 1), x)
+        check_op(lambda L, a: f(L, a, 0, True), x)
+        check_op(lambda L, a: f(L, a, 1, False), x)
+        check_op(lambda L, a: f(L, a, (0, 1), correction=2), x)
+        check_op(lambda L, a: f(L, a, 0, correction=0, keepdim=True), x)
+        check_op(lambda L, a: f(L, a, -1, correction=3), x)
+        check_op(lambda L, a: f(L, a, [], correction=0), x, grad=False)   # torch's gradient for dim=[] is n times too big
+        check_op(lambda L, a: f(L, a, 0, correction=1), np.array(2.0), grad=False)
+        check_op(lambda L, a: f(L, a, correction=0), np.array(2.0))
+    for name in ("var_mean", "std_mean"):
+        check_op(lambda L, a: getattr(L, name)(a, 0, True), x)
+        check_op(lambda L, a: getattr(L, name)(a, 1, correction=2), x)
+        check_op(lambda L, a: getattr(L, name)(a, (0, 1), keepdim=True), x)
+
+
+def test_reductions_more_forms_as_torch():
+    x = np.array([[1.0, -3.0, 0.0], [0.0, 2.0, 0.5]])
+    ints = np.array([[1, 0, 3], [0, 0, 4]], dtype=np.int32)
+    for name in ("sum", "mean", "prod"):
+        f = lambda L, *a, **k: getattr(L, name)(*a, **k)
+        if name != "prod":   # torch's prod takes one dim
+            check_op(lambda L, a: f(L, a, (0, 1)), x)
+            check_op(lambda L, a: f(L, a, [0, 1], keepdim=True), x)
+        check_op(lambda L, a: f(L, a, 1, True), x)
+        check_op(lambda L, a: f(L, a, 0, dtype=L.float64), x)
+        check_op(lambda L, a: f(L, a, -1, dtype=L.float64), ints, grad=False)
+        check_op(lambda L, a: f(L, a, 0), np.array(1.5))
+        check_op(lambda L, a: f(L, a), np.array(1.5))
+    check_op(lambda L, a: L.sum(a, []), x)
+    check_op(lambda L, a: L.mean(a, []), x)
+    for dims in ((0,), 1, (0, 1), None):
+        check_op(lambda L, a: L.sum(a, dims), ints, grad=False)
+        check_op(lambda L, a: L.sum(a > 0, dims), ints, grad=False)
+        check_op(lambda L, a: L.count_nonzero(a, dims), ints, grad=False)
+        check_op(lambda L, a: L.count_nonzero(a, dims), x, grad=False)
+    check_op(lambda L, a: L.prod(a, 1), ints, grad=False)
+    check_op(lambda L, a: L.prod(a > 0), ints, grad=False)
+    check_op(lambda L, a: L.sum(a, 1, dtype=L.int32), ints, grad=False)
+    for name in ("all", "any"):
+        for dims in (None, 0, (0, 1), -1):
+            check_op(lambda L, a: getattr(L, name)(a, dims) if dims is not None else getattr(L, name)(a), ints,
+                     grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, 1, keepdim=True), ints.astype(np.uint8), grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, 1, True), x, grad=False)
+
+
+def test_logsumexp_softmax_scans_more_forms_as_torch():
+    x = np.array([[1.0, -3.0, 0.0], [-np.inf, -np.inf, -np.inf]])
+    check_op(lambda L, a: L.logsumexp(a, (0, 1)), (2, 3))
+    check_op(lambda L, a: L.logsumexp(a, (0, 1), keepdim=True), (2, 3))
+    check_op(lambda L, a: L.logsumexp(a, -1, True), (2, 3))
+    check_op(lambda L, a: L.logsumexp(a, 1), x, grad=False)
+    check_op(lambda L, a: L.logsumexp(a, 0), np.array(1.5))
+    check_op(lambda L, a: L.logsumexp(a, (0, 1)), (0, 2))
+    check_op(lambda L, a: L.logsumexp(a, 0), np.array([[1, 2], [3, 4]], dtype=np.uint8), grad=False)
+    for name in ("softmax", "log_softmax"):
+        check_op(lambda L, a: getattr(L, name)(a, 0), (2, 3, 4))
+        check_op(lambda L, a: getattr(L, name)(a, -2), (2, 3, 4))
+        check_op(lambda L, a: getattr(L, name)(a, 1, dtype=L.float64), np.array([[1, 2], [3, 4]], dtype=np.int64),
+                 grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, -1), np.array(0.5))
+    for name in ("cumsum", "cumprod"):
+        check_op(lambda L, a: getattr(L, name)(a, -1), (2, 3))
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.array(1.5))
+        check_op(lambda L, a: getattr(L, name)(a, -1), np.array(3, dtype=np.int32), grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, 1, dtype=L.int32), np.array([[1, 2, 3]], dtype=np.int64),
+                 grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, 0, dtype=L.float64), (3,))
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.array([True, True, False]), grad=False)
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.array([200, 100], dtype=np.uint8), grad=False)
+
+
+def test_norm_and_dist_more_forms_as_torch():
+    x = np.array([[1.0, -3.0, 0.5], [0.25, 2.0, 0.5]])
+    for p in (0.5, -1, -2.0, 3, 1, 2, "fro"):
+        check_op(lambda L, a: L.norm(a, p, dim=(0, 1)), x)
+        check_op(lambda L, a: L.norm(a, p, 1, True), x)
+    for p in (float("inf"), float("-inf"), 0):
+        check_op(lambda L, a: L.norm(a, p, dim=(0, 1), keepdim=True), x, grad=False)
+        check_op(lambda L, a: L.norm(a, p, -1), x, grad=False)
+    check_op(lambda L, a: L.norm(a, dtype=L.float64), x)
+    check_op(lambda L, a: L.norm(a, 2, 0, False, dtype=L.float64), x)
+    for p in (1, 2, 3, 0.5, float("inf")):
+        check_op(lambda L, a, b: L.dist(a, b, p), x, np.array([1.0, -2.0, 0.0]), grad=p != float("inf"))
+    check_op(lambda L, a, b: L.dist(a, b), (2, 3), (3,))
+
+
+def test_linear_algebra_more_forms_as_torch():
+    for sa, sb in (((3,), (2, 3, 4)), ((2, 3, 4), (4,)), ((3,), (3, 2)), ((2, 3), (3,)), ((4,), (4,)),
+                   ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5))):
+        check_op(lambda L, a, b: L.matmul(a, b), sa, sb)
+    check_op(lambda L, a, b: L.mv(a, b), (2, 3), (3,))
+    for sa, sb in (((), (2, 3)), ((2, 3), ()), ((3,), (3,)), ((2, 3), (4, 3)), ((3,), (2, 3)), ((2, 2, 3), (3,))):
+        check_op(lambda L, a, b: L.inner(a, b), sa, sb)
+    check_op(lambda L, a, b: L.outer(a, b), (3,), (4,))
+    check_op(lambda L, a, b: L.ger(a, b), (2,), (1,))
+    check_op(lambda L, a, b: L.vdot(a, b), (3,), (3,))
+    check_op(lambda L, a, b, c: L.addmm(a, b, c, beta=0, alpha=1), (2, 4), (2, 3), (3, 4))
+    check_op(lambda L, a, b, c: L.addmm(a, b, c, beta=2, alpha=0.5), (1, 4), (2, 3), (3, 4))
+    check_op(lambda L, a, b: L.tensordot(a, b, 0), (2,), (3,))
+    check_op(lambda L, a, b: L.tensordot(a, b, 1), (2, 3), (3, 4))
+    check_op(lambda L, a, b: L.tensordot(a, b, ([1, 0], [0, 1])), (3, 4), (4, 3))
+    check_op(lambda L, a, b: L.tensordot(a, b, ((2, 0), (1, 0))), (2, 3, 4), (2, 4, 5))
+    check_op(lambda L, a, b: L.tensordot(a, b, ([1], [2])), (3, 4), (2, 3, 4))
+    check_op(lambda L, a, b: L.einsum("ij ,jk -> ik", a, b), (2, 3), (3, 4))
+    check_op(lambda L, a, b: L.einsum("ij,kj", a, b), (2, 3), (4, 3))
+    check_op(lambda L, a, b: L.einsum("ji,kj", a, b), (2, 3), (4, 2))
+    # a letter twice in one operand: values only (Einsum.backward spreads the gradient over the whole
+    # matrix, torch's goes to the diagonal: a known difference of ember/ops/primitives.py)
+    check_op(lambda L, a: L.einsum("ii", a), (3, 3), grad=False)
+    check_op(lambda L, a: L.einsum("ii->i", a), (3, 3), grad=False)
+    check_op(lambda L, a: L.einsum("ba", a), (2, 3))
+    check_op(lambda L, a, b: L.einsum("i,i", a, b), (3,), (3,))
+    check_op(lambda L, a, b: L.einsum("ij,j->i", a, b), (2, 3), (3,), dtypes=("float64",), check_dtype=False)
+    assert ember.einsum("ij,j->i", ember.ones(2, 3, dtype=ember.float64), ember.ones(3)).dtype == ember.float64
+    check_op(lambda L, a, b: L.einsum("ij,j->i", a, b), np.array([[1, 2], [3, 4]], dtype=np.int64),
+             np.array([1, -1], dtype=np.int64), grad=False)
+
+
+def test_sums_and_products_keep_the_dtype_asked_for():
+    ints = np.array([[100, 200, 3], [0, -7, 4]], dtype=np.int64)
+    for dt in ("int32", "uint8", "int8", "int16"):
+        for name in ("sum", "prod"):
+            check_op(lambda L, a: getattr(L, name)(a, dtype=getattr(L, dt)), ints, grad=False)
+            check_op(lambda L, a: getattr(L, name)(a, 1, dtype=getattr(L, dt)), ints, grad=False)
+        for name in ("cumsum", "cumprod"):
+            check_op(lambda L, a: getattr(L, name)(a, 1, dtype=getattr(L, dt)), ints, grad=False)
+
+
+@pytest.mark.parametrize("p", [0.5, 1.5, -1.0, -0.5, 3])
+def test_norm_at_zero_entries_has_torch_gradients(p):
+    x = np.array([[0.0, -3.0, 0.5], [0.25, 0.0, 0.5]])
+    check_op(lambda L, a: L.norm(a, p), x)
+    check_op(lambda L, a: L.norm(a, p, dim=1), x)
+    check_op(lambda L, a, b: L.dist(a, b, p), x, np.array([0.0, -3.0, 1.0]))
+    check_op(lambda L, a: L.norm(a, p), np.zeros((2, 2)))
+
+
+def test_std_of_constant_values_has_gradient_zero_as_torch():
+    check_op(lambda L, a: L.std(a, correction=0), np.array(2.0))
+    check_op(lambda L, a: L.std(a, 1), np.array([[1.0, 1.0, 1.0], [0.5, 2.0, 1.0]]))
+    check_op(lambda L, a: L.std_mean(a, 0, correction=0), np.array([[1.0, 3.0], [1.0, 2.0]]))
+
+
+def test_reductions_over_one_element_and_past_the_correction_as_torch():
+    x = np.array([[1.5], [-2.0], [0.25]])
+    check_op(lambda L, a: L.mean(a, 1), x)
+    check_op(lambda L, a: L.mean(a, (0, 1)), np.array([[2.5]]))
+    for name in ("var", "std"):
+        check_op(lambda L, a: getattr(L, name)(a, 1, correction=0), x)
+        check_op(lambda L, a: getattr(L, name)(a, 0, correction=1), x)
+        check_op(lambda L, a: getattr(L, name)(a, 1, correction=1), x, grad=False)     # 0 / 0
+        check_op(lambda L, a: getattr(L, name)(a, 0, correction=5), x, grad=False)     # dof < 0: inf
+        check_op(lambda L, a: getattr(L, name)(a, 0, correction=3), x, grad=False)     # dof == 0: inf
+        check_op(lambda L, a: getattr(L, name)(a, 0), np.zeros((0, 2)), grad=False)    # nan
+
+
+def test_where_and_clamp_scalars_of_float_dtypes_as_torch():
+    cond = np.array([True, False, True])
+    check_op(lambda L, c, a: L.where(c, a, 1e5), cond, (3,), dtypes=("float16", "float32"))
+    check_op(lambda L, c, a: L.where(c, a, 3), cond, np.array([1, 2, 3], dtype=np.uint8), grad=False)
+    check_op(lambda L, c, a: L.where(c, 255, a), cond, np.array([1, 2, 3], dtype=np.uint8), grad=False)
+    check_op(lambda L, c, a: L.where(c, -1, a), cond, np.array([1, 2, 3], dtype=np.uint8), grad=False)
+    check_op(lambda L, a: L.clamp(a, -1e4, 6e4), (3,), dtypes=("float16",))
+    check_op(lambda L, a: L.clamp(a, float("-inf"), float("inf")), (3,), dtypes=("float16",))
+    # a non-bool condition is read as a mask (torch refuses it)
+    assert ember.where(ember.tensor([2, 0], dtype=ember.uint8), 1.0, -1.0).tolist() == [1.0, -1.0]
+    assert ember.where(ember.tensor([0.5, 0.0]), ember.ones(2), 0.0).tolist() == [1.0, 0.0]
+
+
+def test_isclose_lerp_and_tensordot_forms_as_torch():
+    a, b = np.array([1.0, 2.0, np.nan, 100.0]), np.array([1.05, 2.5, np.nan, 101.0])
+    for kw in ({}, {"rtol": 0.1}, {"atol": 0.06}, {"equal_nan": True}, {"rtol": 0, "atol": 1}):
+        check_op(lambda L, x, y: L.isclose(x, y, **kw), a, b, grad=False, dtypes=("float64",))
+    check_op(lambda L, x, y: L.isclose(x, y, 1, 0), np.array([1, 2], dtype=np.int64), np.array([2, 5], dtype=np.int64),
+             grad=False)
+    check_op(lambda L, x, y, w: L.lerp(x, y, w), (2, 3), (2, 3), (3,))
+    check_op(lambda L, x, y: L.lerp(x, y, 0.25), (2, 3), (3,))
+    check_op(lambda L, x, y, z: L.addcmul(x, y, z, value=-0.5), (2, 3), (2, 3), (3,))
+    check_op(lambda L, x, y, z: L.addcdiv(x, y, z, value=2), (2, 3), (2, 3), (3,), positive=True)
+    x, y = np.random.default_rng(3).standard_normal((3, 4)), np.random.default_rng(4).standard_normal((4, 3))
+    # a pair of ints for `dims` (torch wants lists)
+    got = ember.tensordot(ember.tensor(x), ember.tensor(y), (1, 0)).numpy()
+    np.testing.assert_allclose(got, torch.tensordot(torch.tensor(x), torch.tensor(y), ([1], [0])).numpy())
+    got = ember.tensordot(ember.tensor(x), ember.tensor(y), ([0], 1)).numpy()
+    np.testing.assert_allclose(got, torch.tensordot(torch.tensor(x), torch.tensor(y), ([0], [1])).numpy())
+
+
+def test_clamp_with_tensor_bounds_of_infinite_inputs_as_torch():
+    x = np.array([np.inf, -np.inf, np.nan, 1.0, 3.0, -1.0])
+    lo, hi = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), np.array([2.0, 2.0, 2.0, 2.0, np.inf, -np.inf])
+    check_op(lambda L, a, b: L.clamp(a, b), x, lo)
+    check_op(lambda L, a, c: L.clamp(a, None, c), x, hi)
+    check_op(lambda L, a, b, c: L.clamp(a, b, c), x, lo, hi)
+    check_op(lambda L, a, b, c: L.clamp(a, b, c), x, NoGrad(lo), NoGrad(hi))
+
+
+def test_logical_and_bitwise_not_of_integers_as_torch():
+    ints = np.array([2, 0, -1], dtype=np.int64)
+    for name in ("logical_not", "bitwise_not"):
+        check_op(lambda L, a: getattr(L, name)(a), ints, grad=False)
+        check_op(lambda L, a: getattr(L, name)(a), np.array([True, False]), grad=False)
+        check_op(lambda L, a: getattr(L, name)(a), np.array([7, 0], dtype=np.uint8), grad=False)
+
+
+def test_einsum_and_tensordot_defaults_and_capital_letters_as_torch():
+    check_op(lambda L, a, b: L.einsum("X,Y", a, b), (2,), (3,))
+    check_op(lambda L, a, b: L.einsum("iX,Xj", a, b), (2, 3), (3, 4))
+    check_op(lambda L, a, b: L.tensordot(a, b), (2, 3, 4), (3, 4, 5))
+    check_op(lambda L, a, b: L.var_mean(a, 1, unbiased=False), (3, 4), (1,))
+
+
+def test_size_one_dims_survive_matmul_and_logsumexp_as_torch():
+    for sa, sb in (((3,), (2, 3, 1)), ((3,), (1, 3, 1)), ((1, 3), (3,)), ((2, 1, 3), (3,)), ((1, 3), (3, 1))):
+        check_op(lambda L, a, b: L.matmul(a, b), sa, sb)
+    for shape, dim in (((3, 1), 0), ((1, 3), 1), ((1, 1), (0, 1)), ((0, 1), 0), ((1, 0), 1), ((2, 1, 1), 1)):
+        check_op(lambda L, a: L.logsumexp(a, dim), shape)
+    # far-apart rows: each row is shifted by its own max (a shared one would underflow a row to -inf)
+    x = np.array([[1000.0, 999.0], [-1000.0, -1001.0], [0.0, 700.0], [-500.0, 300.0]])   # exp(800) overflows
+    check_op(lambda L, a: L.logsumexp(a, 1), x, dtypes=("float64",))
+    check_op(lambda L, a: L.logsumexp(a, 0), x.T.copy(), dtypes=("float64",))
+    # a list condition is read as a mask (torch wants a tensor)
+    assert ember.where([True, False], ember.ones(2), ember.zeros(2)).tolist() == [1.0, 0.0]
+
+
+def test_trunc_division_by_a_number_keeps_the_graph_as_torch():
+    x = np.array([5.5, -7.5, 7.0, -8.25])
+    for mode in ("trunc", "floor"):
+        check_op(lambda L, a: L.div(a, 2, rounding_mode=mode), x)
+        check_op(lambda L, b: L.div(9, b, rounding_mode=mode), x)
+        check_op(lambda L, b: L.div(np.float64(9.0).item(), b, rounding_mode=mode), x)
+
+
+def test_add_and_sub_with_alpha_two_as_torch():
+    for name in ("add", "sub"):
+        check_op(lambda L, a, b: getattr(L, name)(a, b, alpha=2), (2, 3), (3,))
+        check_op(lambda L, a, b: getattr(L, name)(a, b, alpha=2), np.array([1, 5], dtype=np.int64),
+                 np.array([3, -2], dtype=np.int64), grad=False)
+
+
+def test_minimum_of_the_smallest_integer_as_torch():
+    # -(-128) wraps around in int8: the minimum must not go through negation for integers
+    check_op(lambda L, a, b: L.minimum(a, b), np.array([-128, 5, 0], dtype=np.int8), np.array([5, -128, 0], dtype=np.int8),
+             grad=False)
+    check_op(lambda L, a, b: L.min(a, b), np.array([-2**63, 1], dtype=np.int64), np.array([3, -2**63], dtype=np.int64),
+             grad=False)
+
+
+def test_logsumexp_of_nothing_over_all_dims():
+    # dim=[] reduces every dim (torch's logsumexp refuses an empty dim list, so Ember's rule alone)
+    out = ember.logsumexp(ember.ones(0, 2), [])
+    assert out.shape == () and out.item() == float("-inf")
+    assert ember.logsumexp(ember.ones(0, 2), [], keepdim=True).shape == (1, 1)
+    assert ember.logsumexp(ember.tensor([[0.0, 0.0]]), []).item() == pytest.approx(np.log(2))
