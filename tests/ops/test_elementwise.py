@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import ember
-from helpers import check_op, NoGrad
+from helpers import check_op, NoGrad, raises_exactly
 
 UNARY = {   # name -> (input range low, high)
     "asin": (-0.9, 0.9), "acos": (-0.9, 0.9), "atan": (-3, 3), "sinh": (-3, 3), "cosh": (-3, 3),
@@ -125,3 +125,17 @@ def test_inplace_with_history_is_differentiable():
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 1 / np.sqrt(1 - np.array([0.1, 0.4], dtype=np.float32) ** 2),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign"])
+def test_binary_operands_on_two_devices_name_the_op(name, fake_cuda):
+    raises_exactly(lambda: getattr(ember, name)(ember.ones(2), ember.ones(2, device="cuda")), RuntimeError,
+                   f"{name}: expected all tensors to be on the same device, but found at least two devices, "
+                   f"cpu and cuda:0")
+
+
+def test_atan2_broadcast_error_names_the_op():
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        torch.atan2(torch.ones(2, 3), torch.ones(4))
+    raises_exactly(lambda: ember.atan2(ember.ones(2, 3), ember.ones(4)), RuntimeError,
+                   "atan2: shapes (2, 3) and (4,) cannot be broadcast together")
