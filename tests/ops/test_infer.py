@@ -313,3 +313,12 @@ def test_shape_rules():
     assert I._indexed((4, 5), np.array([True, False, True, False])) == (2, 5)
     m = I._meta((2,), np.dtype(np.float16))
     assert isinstance(m, MetaArray) and m.shape == (2,) and m.dtype == np.float16
+
+
+def test_tuple_of_ints_attribute_type():
+    """`SHAPE`/`INTS` accept a tuple whose items are all ints (bools included, Python's subclass), and
+    nothing else: not a list, not a tuple with a float."""
+    from ember.ops._attr_types import INTS, SHAPE, AXES
+    assert isinstance((2, 3), SHAPE) and isinstance((), INTS) and isinstance((True, 1), INTS)
+    assert not isinstance([2, 3], SHAPE) and not isinstance((2, 3.0), SHAPE) and not isinstance(3, INTS)
+    assert isinstance(None, AXES) and not isinstance((None,), AXES)

@@ -96,3 +96,17 @@ def test_atleast_of_a_tuple_and_of_no_tensor(name):
     assert out[0] is a
     assert getattr(ember, name)(a) is a
     assert getattr(ember, name)() == getattr(torch, name)() == ()
+
+
+def test_rot90_defaults():
+    check_op(lambda L, x: L.rot90(x), (2, 3, 4))
+    check_op(lambda L, x: x.rot90(), (3, 2))
+
+
+@pytest.mark.parametrize("dims,bad", [([5, 0], 5), ([0, -3], -3)])
+def test_rot90_dims_out_of_range(dims, bad):
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.rot90(torch.ones(2, 2), 1, dims)
+    raises_exactly(lambda: ember.rot90(ember.ones(2, 2), 1, dims), IndexError,
+                   f"rot90: Dimension out of range (expected to be in range of [-2, 1], but got {bad}); "
+                   f"the tensor has 2 dims")
