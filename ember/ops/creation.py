@@ -232,11 +232,17 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None) -> Tensor:
-    return _from_host(host.tril_indices(row, col, offset), _resolve_device(device))
+    idx = host.tril_indices(row, col, offset)
+    if dtype is not None:
+        idx = idx.astype(_dtype.to_dtype(dtype).np)
+    return _from_host(idx, _resolve_device(device))
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None) -> Tensor:
-    return _from_host(host.triu_indices(row, col, offset), _resolve_device(device))
+    idx = host.triu_indices(row, col, offset)
+    if dtype is not None:
+        idx = idx.astype(_dtype.to_dtype(dtype).np)
+    return _from_host(idx, _resolve_device(device))
 
 
 def meshgrid(*tensors, indexing="ij"):

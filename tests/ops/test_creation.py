@@ -164,3 +164,96 @@ def test_default_dtype_controls_factories():
     finally:
         ember.set_default_dtype(prev)
     assert ember.zeros(1).dtype is ember.float32
+
+
+@pytest.mark.parametrize("name", ["tril_indices", "triu_indices"])
+@pytest.mark.parametrize("args", [(3, 4), (4, 3, 1), (4, 3, -1), (2, 5, 2)])
+def test_tril_triu_indices_of_rectangles_and_dtypes(name, args):
+    for kw in ({}, {"dtype": "int32"}):
+        t = getattr(torch, name)(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+        e = getattr(ember, name)(*args, **{k: getattr(ember, v) for k, v in kw.items()})
+        same(e, t)
+    assert getattr(ember, name)(3, 4).tolist() == getattr(torch, name)(3, 4, 0).tolist()
+
+
+def test_memory_and_type_errors_name_the_factory():
+    from helpers import raises_exactly
+    with pytest.raises(ember.OutOfMemoryError, match=r"^empty: not enough memory: you tried to allocate "
+                                                     r"4611686018427387904 bytes"):
+        ember.empty(1 << 40, 1 << 20)
+    with pytest.raises(TypeError, match=r"^expected np.ndarray \(got list\)"):
+        torch.from_numpy([1, 2])
+    raises_exactly(lambda: ember.from_numpy([1, 2]), TypeError, "from_numpy: expected np.ndarray (got list)",
+                   located=False)
+
+
+def test_empty_of_every_dtype():
+    for dt in ("int64", "bool", "float16", "float64"):
+        e, t = ember.empty(2, 3, dtype=getattr(ember, dt)), torch.empty(2, 3, dtype=getattr(torch, dt))
+        assert e.shape == (2, 3) and e.dtype.name == dt == str(t.dtype).split(".")[1]
+
+
+LIKE = ["zeros_like", "ones_like", "empty_like", "full_like"]
+
+
+@pytest.mark.parametrize("name", LIKE)
+def test_like_keeps_device_and_takes_requires_grad(name, fake_cuda):
+    args = (2.5,) if name == "full_like" else ()
+    x = ember.zeros(2, 3, dtype=ember.float64, device="cuda")
+    y = getattr(ember, name)(x, *args)
+    assert y.device.type == "cuda" and y.dtype is ember.float64 and y.shape == (2, 3) and not y.requires_grad
+    y = getattr(ember, name)(x, *args, requires_grad=True)
+    assert y.requires_grad and y.is_leaf
+    y = getattr(ember, name)(x, *args, device="cpu", dtype=ember.float16)
+    assert y.device.type == "cpu" and y.dtype is ember.float16
+    if name != "empty_like":
+        want = getattr(torch, name)(torch.zeros(2, 3, dtype=torch.float64), *args)
+        np.testing.assert_array_equal(getattr(ember, name)(x, *args).cpu().numpy(), want.numpy())
+
+
+def test_factories_on_a_device_and_with_requires_grad(fake_cuda):
+    made = {
+        "linspace": ember.linspace(0, 1, 5, device="cuda"), "logspace": ember.logspace(0, 2, 3, device="cuda"),
+        "tril_indices": ember.tril_indices(3, 4, device="cuda"), "triu_indices": ember.triu_indices(3, 4, device="cuda"),
+        "scalar_tensor": ember.scalar_tensor(2, device="cuda"), "eye": ember.eye(3, device="cuda"),
+        "arange": ember.arange(3, device="cuda"), "full": ember.full((2,), 1.5, device="cuda"),
+    }
+    for name, t in made.items():
+        assert t.device.type == "cuda", name
+    assert ember.scalar_tensor(2).dtype is ember.float32 and ember.scalar_tensor(2, dtype=ember.int32).dtype is ember.int32
+    for make in (lambda **kw: ember.linspace(0, 1, 5, **kw), lambda **kw: ember.eye(2, **kw),
+                 lambda **kw: ember.arange(3.0, **kw), lambda **kw: ember.full((2,), 1.5, **kw)):
+        assert not make().requires_grad and make(requires_grad=True).requires_grad
+    e, t = ember.logspace(0, 2, 3, base=2.0, dtype=ember.float64), torch.logspace(0, 2, 3, base=2.0, dtype=torch.float64)
+    same(e, t)
+    same(ember.linspace(-1, 1, 7, dtype=ember.float64), torch.linspace(-1, 1, 7, dtype=torch.float64))
+
+
+def test_as_tensor_of_a_tensor_converts_and_moves_only_when_asked(fake_cuda):
+    x = ember.ones(2)
+    assert ember.as_tensor(x) is x
+    y = ember.as_tensor(x, dtype=ember.float64)
+    assert y.dtype is ember.float64 and y.device.type == "cpu"
+    y = ember.as_tensor(x, device="cuda")
+    assert y.device.type == "cuda" and y.dtype is ember.float32
+    c = ember.ones(2, device="cuda")
+    assert ember.as_tensor(c) is c and ember.as_tensor(c, dtype=ember.float16).device.type == "cuda"
+    assert ember.as_tensor([1.0, 2.0], device="cuda").device.type == "cuda"
+    a = np.zeros(3, np.float32)
+    t = ember.as_tensor(a)
+    a[0] = 5.0
+    assert t.tolist() == [5.0, 0.0, 0.0]   # shares memory, as torch.as_tensor
+
+
+def test_meshgrid_forms():
+    for n in (1, 2, 3, 4):
+        sizes = [2, 3, 4, 5][:n]
+        for indexing in ("ij", "xy"):
+            ts = [torch.arange(s) for s in sizes]
+            es = [ember.arange(s) for s in sizes]
+            for want, got in ((torch.meshgrid(*ts, indexing=indexing), ember.meshgrid(*es, indexing=indexing)),
+                              (torch.meshgrid(ts, indexing=indexing), ember.meshgrid(es, indexing=indexing)),
+                              (torch.meshgrid(tuple(ts), indexing=indexing), ember.meshgrid(tuple(es), indexing=indexing))):
+                assert len(got) == len(want)
+                for g, w in zip(got, want):
+                    assert g.shape == tuple(w.shape) and g.tolist() == w.tolist()
