@@ -214,18 +214,19 @@ def test_like_keeps_device_and_takes_requires_grad(name, fake_cuda):
 def test_factories_on_a_device_and_with_requires_grad(fake_cuda):
     made = {
         "linspace": ember.linspace(0, 1, 5, device="cuda"), "logspace": ember.logspace(0, 2, 3, device="cuda"),
-        "tril_indices": ember.tril_indices(3, 4, device="cuda"), "triu_indices": ember.triu_indices(3, 4, device="cuda"),
+        "tril_indices": ember.tril_indices(3, 4, device="cuda"),
+        "triu_indices": ember.triu_indices(3, 4, device="cuda"),
         "scalar_tensor": ember.scalar_tensor(2, device="cuda"), "eye": ember.eye(3, device="cuda"),
         "arange": ember.arange(3, device="cuda"), "full": ember.full((2,), 1.5, device="cuda"),
     }
     for name, t in made.items():
         assert t.device.type == "cuda", name
-    assert ember.scalar_tensor(2).dtype is ember.float32 and ember.scalar_tensor(2, dtype=ember.int32).dtype is ember.int32
+    assert ember.scalar_tensor(2).dtype is ember.float32
+    assert ember.scalar_tensor(2, dtype=ember.int32).dtype is ember.int32
     for make in (lambda **kw: ember.linspace(0, 1, 5, **kw), lambda **kw: ember.eye(2, **kw),
                  lambda **kw: ember.arange(3.0, **kw), lambda **kw: ember.full((2,), 1.5, **kw)):
         assert not make().requires_grad and make(requires_grad=True).requires_grad
-    e, t = ember.logspace(0, 2, 3, base=2.0, dtype=ember.float64), torch.logspace(0, 2, 3, base=2.0, dtype=torch.float64)
-    same(e, t)
+    same(ember.logspace(0, 2, 3, base=2.0, dtype=ember.float64), torch.logspace(0, 2, 3, base=2.0, dtype=torch.float64))
     same(ember.linspace(-1, 1, 7, dtype=ember.float64), torch.linspace(-1, 1, 7, dtype=torch.float64))
 
 
@@ -251,9 +252,10 @@ def test_meshgrid_forms():
         for indexing in ("ij", "xy"):
             ts = [torch.arange(s) for s in sizes]
             es = [ember.arange(s) for s in sizes]
-            for want, got in ((torch.meshgrid(*ts, indexing=indexing), ember.meshgrid(*es, indexing=indexing)),
-                              (torch.meshgrid(ts, indexing=indexing), ember.meshgrid(es, indexing=indexing)),
-                              (torch.meshgrid(tuple(ts), indexing=indexing), ember.meshgrid(tuple(es), indexing=indexing))):
+            kw = {"indexing": indexing}
+            for want, got in ((torch.meshgrid(*ts, **kw), ember.meshgrid(*es, **kw)),
+                              (torch.meshgrid(ts, **kw), ember.meshgrid(es, **kw)),
+                              (torch.meshgrid(tuple(ts), **kw), ember.meshgrid(tuple(es), **kw))):
                 assert len(got) == len(want)
                 for g, w in zip(got, want):
                     assert g.shape == tuple(w.shape) and g.tolist() == w.tolist()
