@@ -1,0 +1,87 @@
+"""ember/ops/inplace.py: the no-graph path of add_/sub_/mul_/div_ (`write_direct`: dtype rules, devices,
+shapes, as torch), `assign` and the version names that autograd's stale-tensor error reports."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.ops.inplace import assign
+from helpers import raises_exactly
+
+OPS = ["add_", "sub_", "mul_", "div_"]
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_other_dtype_is_computed_in_selfs_dtype_when_it_is_the_result_type(name):
+    """float32 self, int64 other: the result type is float32, so torch computes in float32 (2**24 + 1
+    rounds to 2**24 first); a float64 other makes the result type float64: computed there, then stored."""
+    cases = [("float32", [1.0, 3.0], "int64", [2 ** 24 + 1, 7]), ("float16", [1.0, 3.0], "float64", [2049.0, 0.1]),
+             ("float16", [1.0, 3.0], "int64", [2049, 3]), ("int32", [5, 9], "int64", [2, 3]),
+             ("float32", [1.5, 2.5], "bool", [True, True])]
+    for sdt, s, odt, o in cases:
+        if (name == "div_" and not sdt.startswith("float")) or (name == "sub_" and odt == "bool"):
+            continue   # torch refuses these (integer true division in place, subtracting a bool)
+        t = torch.tensor(s, dtype=getattr(torch, sdt))
+        getattr(t, name)(torch.tensor(o, dtype=getattr(torch, odt)))
+        e = ember.tensor(s, dtype=getattr(ember, sdt))
+        assert getattr(e, name)(ember.tensor(o, dtype=getattr(ember, odt))) is e
+        assert e.dtype.name == sdt and e.tolist() == t.tolist(), (sdt, odt, e.tolist(), t.tolist())
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_result_type_that_does_not_fit_is_refused(name):
+    for other, torch_other in [(ember.tensor([0.5, 1.0]), torch.tensor([0.5, 1.0])), (1.5, 1.5)]:
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+            getattr(torch.ones(2, dtype=torch.int64), name)(torch_other)
+        raises_exactly(lambda: getattr(ember.ones(2, dtype=ember.int64), name)(other), RuntimeError,
+                       f"{name}: result type float32 can't be cast to the desired output type int64")
+    rt = "float32" if name == "div_" else "int64"
+    raises_exactly(lambda: getattr(ember.ones(2, dtype=ember.bool), name)(2), RuntimeError,
+                   f"{name}: result type {rt} can't be cast to the desired output type bool")
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_shape_that_does_not_broadcast_into_self(name):
+    with pytest.raises(RuntimeError):
+        getattr(torch.ones(1, 3), name)(torch.ones(3, 3))
+    for other in ((3, 3), (4,)):
+        raises_exactly(lambda: getattr(ember.ones(1, 3), name)(ember.ones(*other)), RuntimeError,
+                       f"{name}: output with shape (1, 3) doesn't match the broadcast shape of the operands (1, 3) "
+                       f"and {other}")
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_other_on_another_device(name, fake_cuda):
+    raises_exactly(lambda: getattr(ember.ones(2), name)(ember.ones(2, device="cuda")), RuntimeError,
+                   f"{name}: expected all tensors on cpu, got cuda:0")
+    raises_exactly(lambda: getattr(ember.ones(2), name)(ember.tensor(2.0, device="cuda")), RuntimeError,
+                   f"{name}: expected all tensors on cpu, got cuda:0")
+    c, t = ember.ones(2, device="cuda"), torch.ones(2)
+    assert getattr(c, name)(ember.tensor(2.0)) is c and c.device.type == "cuda"   # a CPU scalar joins (was refused)
+    assert c.tolist() == getattr(t, name)(torch.tensor(2.0)).tolist()
+
+
+@pytest.mark.parametrize("name,args", [("add_", (1.0,)), ("mul_", (ember.tensor(2.0),)), ("fill_", (0.0,)),
+                                       ("zero_", ())])
+def test_the_stale_tensor_error_names_the_inplace_op(name, args):
+    a = ember.ones(3, requires_grad=True)
+    b = a * 1
+    c = b * b   # saves b
+    with ember.no_grad():
+        getattr(b, name)(*args)
+    with pytest.raises(RuntimeError, match=rf"modified by an inplace operation \({name}\)"):
+        c.sum().backward()
+
+
+def test_assign_with_an_op_and_a_key():
+    x = ember.tensor([1.0, 2.0, 3.0])
+    assert assign(x, ember.tensor([10.0, 20.0, 30.0]), op="add") is x and x.tolist() == [11.0, 22.0, 33.0]
+    assign(x, value=2.0, op="mul")
+    assert x.tolist() == [22.0, 44.0, 66.0]
+    assign(x, ember.tensor([1.0]), op="sub", key=(slice(0, 2),))
+    assert x.tolist() == [21.0, 43.0, 66.0]
+    assign(x, value=5.0, key=(2,))
+    assert x.tolist() == [21.0, 43.0, 5.0]
+    v = x._version
+    assign(x, value=0.0)
+    assert x._version == v + 1 and x.tolist() == [0.0, 0.0, 0.0]
