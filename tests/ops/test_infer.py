@@ -117,7 +117,7 @@ CASES = {
     **{name: (getattr(E, name), [((2, 3), "f")], {})
        for name in ("Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
     "Atan2": (E.Atan2, [((2, 1), "f"), ((3,), "f")], {}),
-    "Solve": (LA.Solve, [((2, 1, 3, 3), "s"), ((4, 3, 2), "f")], {}),
+    "Solve": (LA.Solve, [((2, 3, 3), "s"), ((4, 1, 3, 2), "f")], {}),
     "Inv": (LA.Inv, [((2, 3, 3), "s")], {}),
     "LogAbsDet": (LA.LogAbsDet, [((2, 3, 3), "s")], {}),
     "Cholesky": (LA.Cholesky, [((2, 3, 3), "s")], {}),
