@@ -272,7 +272,8 @@ def test_unknown_distribution_and_inferred_dtypes():
     for dist, dtype, params, want in [("bernoulli", np.float32, {"threshold": 5}, np.float32),
                                       ("bernoulli", np.float16, {"threshold": 5}, np.float16),
                                       ("bernoulli", np.bool_, {"threshold": 5}, np.bool_),
-                                      ("normal", np.float16, {}, np.float16), ("integers", np.int64, {"span": 3}, np.int64),
+                                      ("normal", np.float16, {}, np.float16),
+                                      ("integers", np.int64, {"span": 3}, np.int64),
                                       ("permutation", np.int64, {}, np.int64)]:
         out = P.Random.apply(meta, dist=dist, shape=(3,), dtype=np.dtype(dtype), **params)
         assert out._data.dtype == np.dtype(want) and out.shape == (3,), (dist, dtype)
