@@ -259,3 +259,12 @@ def test_meshgrid_forms():
                 assert len(got) == len(want)
                 for g, w in zip(got, want):
                     assert g.shape == tuple(w.shape) and g.tolist() == w.tolist()
+
+
+def test_full_names_itself_in_a_scalar_overflow_and_takes_an_int_size():
+    from helpers import raises_exactly
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+        torch.full((2,), 300, dtype=torch.uint8)
+    raises_exactly(lambda: ember.full((2,), 300, dtype=ember.uint8), RuntimeError,
+                   "full: value 300 cannot be converted to type uint8 without overflow")
+    assert ember.full(3, 1.5).tolist() == [1.5] * 3   # an int size, which torch refuses, is taken as (3,)
