@@ -49,7 +49,21 @@ def test_philox_vectorised_over_counters_and_mixed_scalar_words():
     full = P.philox4x32(np, np.uint64(1), np.uint64(2), np.arange(3, dtype=np.uint64), np.zeros(3, np.uint64),
                         np.full(3, 7, np.uint64), np.full(3, 9, np.uint64))
     for a, b in zip(mixed, full):
+        assert a.shape == b.shape == (3,) and a.dtype == np.uint64
         np.testing.assert_array_equal(a, b)
+    # all four words scalars: the rounds never run in place; the result is still four arrays
+    one = P.philox4x32(np, np.uint64(1), np.uint64(2), *(np.uint64(v) for v in (5, 0, 7, 9)))
+    assert all(isinstance(w, np.ndarray) and w.shape == () and w.dtype == np.uint64 for w in one)
+
+
+def test_all_full_tells_when_every_word_is_a_full_array():
+    """The rounds run in place only once all four words are arrays of one shape (not 0-d, not scalars)."""
+    a, b = np.zeros(3, np.uint64), np.zeros(3, np.uint64)
+    assert P._all_full(a, b, a, b)
+    assert not P._all_full(a, np.uint64(0), a, b) and not P._all_full(np.uint64(0), a, a, b)
+    assert not P._all_full(a, b, a, np.zeros(4, np.uint64)) and not P._all_full(np.zeros(4, np.uint64), a, a, b)
+    assert not P._all_full(np.zeros((), np.uint64), *[np.zeros((), np.uint64)] * 3)
+    assert not P._all_full(0, a, a, a)
 
 
 def draw(dist, shape, dtype, seed=0, offset=0, prob=None, **params):
@@ -277,6 +291,9 @@ def test_unknown_distribution_and_inferred_dtypes():
                                       ("permutation", np.int64, {}, np.int64)]:
         out = P.Random.apply(meta, dist=dist, shape=(3,), dtype=np.dtype(dtype), **params)
         assert out._data.dtype == np.dtype(want) and out.shape == (3,), (dist, dtype)
+    for dist, params in [("bits", {}), ("integers", {"span": 3}), ("permutation", {})]:   # always int64
+        out = P.Random.apply(state, dist=dist, shape=(3,), dtype=np.dtype(np.float32), **params)
+        assert out.dtype is ember.int64, dist
 
 
 def test_draws_on_the_device_give_the_host_values(fake_cuda):
