@@ -85,3 +85,66 @@ def test_assign_with_an_op_and_a_key():
     v = x._version
     assign(x, value=0.0)
     assert x._version == v + 1 and x.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_scalar_is_taken_in_selfs_dtype():
+    """2**-24 + 2**-50 is 2**-24 in float32: 1 + it is a tie that rounds to 1 (in float64 it would not)."""
+    v = 2 ** -24 + 2 ** -50
+    t, e = torch.tensor([1.0]), ember.tensor([1.0])
+    t.add_(v)
+    assert e.add_(v).tolist() == t.tolist() == [1.0]
+    e = ember.tensor([1.0, 2.0, 3.0])
+    assign(e, value=v, op="add", key=(slice(0, 2),))
+    assert e.tolist() == [1.0, 2.0, 3.0]
+
+
+LEAF = ("a leaf Variable that requires grad is being used in an in-place operation; wrap it in "
+        "`with ember.no_grad():` or use the out-of-place op")
+
+
+@pytest.mark.parametrize("call,name", [(lambda L, x: x.add_(1), "add_"), (lambda L, x: x.exp_(), "exp_"),
+                                       (lambda L, x: x.mul_(L.ones(2)), "mul_")])
+def test_an_inplace_op_on_a_leaf_that_requires_grad(call, name):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        call(torch, torch.ones(2, requires_grad=True))
+    raises_exactly(lambda: call(ember, ember.ones(2, requires_grad=True)), RuntimeError, f"{name}: {LEAF}")
+
+
+def test_inplace_errors_on_the_graph_path():
+    a = ember.ones(3, requires_grad=True) * 1
+    raises_exactly(lambda: a[0:2].exp_(), NotImplementedError,
+                   "exp_: in-place modification of a view of a tensor that requires grad is not supported; use the "
+                   "out-of-place op (e.g. `x = x.index_put(...)`)")
+    raises_exactly(lambda: ember.ones(1, 3).mul_(ember.ones(3, 3, requires_grad=True)), RuntimeError,
+                   "mul_: output with shape (1, 3) doesn't match the broadcast shape (3, 3)")
+    raises_exactly(lambda: ember.ones(2, dtype=ember.int64).add_(ember.ones(2, requires_grad=True)), RuntimeError,
+                   "add_: result type float32 can't be cast to the desired output type int64")
+
+
+def test_graph_path_keeps_selfs_dtype_and_records_the_op():
+    for sdt, odt in [("float32", "float64"), ("float64", "float32"), ("float16", "float32")]:
+        o = torch.tensor([0.1, 2.0], dtype=getattr(torch, odt), requires_grad=True)
+        t = torch.tensor([1.0, 3.0], dtype=getattr(torch, sdt)).add_(o)
+        oe = ember.tensor([0.1, 2.0], dtype=getattr(ember, odt), requires_grad=True)
+        e = ember.tensor([1.0, 3.0], dtype=getattr(ember, sdt)).add_(oe)
+        assert e.dtype.name == sdt and e.requires_grad and e.tolist() == t.tolist()
+        e.sum().backward()
+        t.sum().backward()
+        assert oe.grad.dtype.name == odt and oe.grad.tolist() == o.grad.tolist()
+    a = ember.ones(3, requires_grad=True)
+    b = a * 1
+    c = b * b   # saves b
+    b.exp_()    # with the graph: the exp node is b's history now
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation \(exp_\)"):
+        c.sum().backward()
+
+
+def test_graph_path_on_the_device(fake_cuda):
+    x = ember.ones(3, device="cuda", requires_grad=True)
+    y = x * 2
+    y.exp_()
+    y.sum().backward()
+    assert y.device.type == "cuda" and x.grad.device.type == "cuda"
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * np.exp(2.0) * np.ones(3), rtol=1e-6)
+    raises_exactly(lambda: ember.tensor(1.0).add_(ember.ones((), device="cuda", requires_grad=True)), RuntimeError,
+                   "add_: expected all tensors on cpu, got cuda:0")
