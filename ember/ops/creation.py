@@ -46,6 +46,8 @@ def _infer_np_dtype(data):
 
 
 def _to_array(data, dtype=None, device=None, copy=True):
+    if device is None and isinstance(data, Tensor):
+        device = data.device   # as torch: a tensor's data stays on its device unless one is given
     dev = _resolve_device(device)
     dt = _dtype.to_dtype(dtype).np if dtype is not None else None
     if isinstance(data, Tensor):

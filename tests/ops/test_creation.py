@@ -268,3 +268,51 @@ def test_full_names_itself_in_a_scalar_overflow_and_takes_an_int_size():
     raises_exactly(lambda: ember.full((2,), 300, dtype=ember.uint8), RuntimeError,
                    "full: value 300 cannot be converted to type uint8 without overflow")
     assert ember.full(3, 1.5).tolist() == [1.5] * 3   # an int size, which torch refuses, is taken as (3,)
+
+
+def test_tensor_of_a_tensor_is_a_detached_copy(fake_cuda):
+    x = ember.tensor([1.5, 2.5], requires_grad=True)
+    y = ember.tensor(x)
+    assert y is not x and not y.requires_grad and y.tolist() == [1.5, 2.5] and y.dtype is ember.float32
+    with ember.no_grad():
+        y.add_(1.0)
+    assert x.tolist() == [1.5, 2.5]                        # a copy, not a view
+    z = ember.tensor(x, dtype=ember.float64)
+    assert z.dtype is ember.float64 and z.tolist() == [1.5, 2.5]
+    c = ember.tensor(x, device="cuda")
+    assert c.device.type == "cuda" and c.tolist() == [1.5, 2.5] and not c.requires_grad
+    same_place = ember.tensor(c)                           # without device=: the tensor's own (was the CPU)
+    assert same_place.device.type == "cuda" and same_place.tolist() == [1.5, 2.5]
+    assert ember.tensor(c, device="cpu").device.type == "cpu"
+    d = ember.tensor(np.array([1.5, 2.5]), dtype=ember.int32, device="cuda")
+    assert d.device.type == "cuda" and d.dtype is ember.int32 and d.tolist() == [1, 2]
+    assert ember.tensor([1, 2], device="cuda").device.type == "cuda"
+
+
+@pytest.mark.parametrize("data,exc,message", [
+    ([[1, 2], [3]], ValueError, "tensor: ragged nested sequence: every list at one depth must have the same length"),
+    (np.array(["a"]), TypeError, "tensor: can't convert np.ndarray of type <U1; the only supported types are: "
+                                 "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool"),
+    (np.array([1 + 2j]), TypeError, "tensor: can't convert np.ndarray of type complex128; the only supported "
+                                    "types are: float64, float32, float16, bfloat16, int64, int32, int16, int8, "
+                                    "uint8, and bool"),
+    ([object()], TypeError, "tensor: could not infer dtype of the given data (ragged or mixed nested sequences are "
+                            "not supported)"),
+    ("abc", TypeError, "tensor: could not infer dtype of str"),
+])
+def test_tensor_refuses_what_it_cannot_convert(data, exc, message):
+    from helpers import raises_exactly
+    raises_exactly(lambda: ember.tensor(data), exc, message, located=False)
+
+
+def test_tensor_from_dlpack_and_numpy_dtypes():
+    t = torch.tensor([1.0, 2.0])
+    e = ember.tensor(t)                                    # torch's tensor through DLPack: a copy
+    t[0] = 5.0
+    assert e.tolist() == [1.0, 2.0] and e.dtype is ember.float32
+    assert ember.tensor(torch.tensor([1, 2]), dtype=ember.float64).dtype is ember.float64
+    a = np.array([1, 2], dtype=np.int16)
+    e = ember.tensor(a)
+    a[0] = 9
+    assert e.dtype is ember.int16 and e.tolist() == [1, 2]
+    assert ember.as_tensor(a).tolist() == [9, 2] and ember.as_tensor(a, dtype=ember.float32).dtype is ember.float32
