@@ -17,7 +17,7 @@ def test_other_dtype_is_computed_in_selfs_dtype_when_it_is_the_result_type(name)
     rounds to 2**24 first); a float64 other makes the result type float64: computed there, then stored."""
     cases = [("float32", [1.0, 3.0], "int64", [2 ** 24 + 1, 7]), ("float16", [1.0, 3.0], "float64", [2049.0, 0.1]),
              ("float16", [1.0, 3.0], "int64", [2049, 3]), ("int32", [5, 9], "int64", [2, 3]),
-             ("float32", [1.5, 2.5], "bool", [True, True])]
+             ("float32", [1.5, 2.5], "bool", [True, True]), ("uint8", [250, 3], "int64", [10, 2])]
     for sdt, s, odt, o in cases:
         if (name == "div_" and not sdt.startswith("float")) or (name == "sub_" and odt == "bool"):
             continue   # torch refuses these (integer true division in place, subtracting a bool)
@@ -148,3 +148,21 @@ def test_graph_path_on_the_device(fake_cuda):
     np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * np.exp(2.0) * np.ones(3), rtol=1e-6)
     raises_exactly(lambda: ember.tensor(1.0).add_(ember.ones((), device="cuda", requires_grad=True)), RuntimeError,
                    "add_: expected all tensors on cpu, got cuda:0")
+
+
+def test_inplace_on_the_second_output_of_a_node():
+    """The in-place op's graph takes the tensor's place among its node's outputs (output 1 here, not 0)."""
+    for L in (torch, ember):
+        class Two(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g0, g1):
+                return g0 * 2 + g1 * 3
+        a = L.ones(2, requires_grad=True)
+        _, q = Two.apply(a)
+        q.mul_(5)
+        q.sum().backward()
+        assert a.grad.tolist() == [15.0, 15.0], L.__name__
