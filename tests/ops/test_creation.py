@@ -178,9 +178,10 @@ def test_tril_triu_indices_of_rectangles_and_dtypes(name, args):
 
 def test_memory_and_type_errors_name_the_factory():
     from helpers import raises_exactly
-    with pytest.raises(ember.OutOfMemoryError, match=r"^empty: not enough memory: you tried to allocate "
-                                                     r"4611686018427387904 bytes"):
-        ember.empty(1 << 40, 1 << 20)
+    for name in ("zeros", "ones", "empty"):
+        with pytest.raises(ember.OutOfMemoryError, match=rf"^{name}: not enough memory: you tried to allocate "
+                                                         r"4611686018427387904 bytes"):
+            getattr(ember, name)(1 << 40, 1 << 20)
     with pytest.raises(TypeError, match=r"^expected np.ndarray \(got list\)"):
         torch.from_numpy([1, 2])
     raises_exactly(lambda: ember.from_numpy([1, 2]), TypeError, "from_numpy: expected np.ndarray (got list)",
