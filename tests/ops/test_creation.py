@@ -317,3 +317,22 @@ def test_tensor_from_dlpack_and_numpy_dtypes():
     a[0] = 9
     assert e.dtype is ember.int16 and e.tolist() == [1, 2]
     assert ember.as_tensor(a).tolist() == [9, 2] and ember.as_tensor(a, dtype=ember.float32).dtype is ember.float32
+
+
+def test_arange_linspace_logspace_corners():
+    from helpers import raises_exactly
+    for args in [(0,), (2, 2), (3, 3, -1), (5, 0, -2), (0, 1, 0.25)]:
+        same(ember.arange(*args), torch.arange(*args))
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        torch.arange(0, 3, 0)
+    raises_exactly(lambda: ember.arange(0, 3, 0), ValueError, "arange: step must be nonzero", located=False)
+    same(ember.linspace(0, 10, 6, dtype=ember.int64), torch.linspace(0, 10, 6, dtype=torch.int64))
+    same(ember.logspace(0, 3, 4, dtype=ember.int64), torch.logspace(0, 3, 4, dtype=torch.int64))
+    same(ember.linspace(0, 1, 5, dtype=ember.float32), torch.linspace(0, 1, 5, dtype=torch.float32))
+
+
+def test_tensor_of_strings_and_pinned():
+    from helpers import raises_exactly
+    raises_exactly(lambda: ember.tensor(["a"]), TypeError, "tensor: could not infer dtype of list", located=False)
+    t = ember.tensor([1.0, 2.0], pin_memory=True)
+    assert t.tolist() == [1.0, 2.0] and t.dtype is ember.float32
