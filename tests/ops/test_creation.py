@@ -336,3 +336,18 @@ def test_tensor_of_strings_and_pinned():
     raises_exactly(lambda: ember.tensor(["a"]), TypeError, "tensor: could not infer dtype of list", located=False)
     t = ember.tensor([1.0, 2.0], pin_memory=True)
     assert t.tolist() == [1.0, 2.0] and t.dtype is ember.float32
+
+
+def test_tensor_of_arrays_checks_their_dtype_and_copies():
+    import ml_dtypes
+    from helpers import raises_exactly
+    b = ember.tensor(np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16))
+    assert b.dtype is ember.bfloat16 and b.float().tolist() == [1.5, -2.0]
+    raises_exactly(lambda: ember.tensor(np.array([1], dtype=np.uint16)), TypeError,
+                   "dtype uint16 is not supported by ember; supported: float16, bfloat16, float32, float64, int8, "
+                   "int16, int32, int64, uint8, bool", located=False)
+    t = torch.tensor([1.0, 2.0])
+    e = ember.tensor(t, dtype=ember.float32)               # DLPack input of the asked dtype: still a copy
+    t[0] = 5.0
+    assert e.dtype is ember.float32 and e.tolist() == [1.0, 2.0]
+    assert ember.tensor(torch.tensor([1, 2]), dtype=ember.float32).dtype is ember.float32
