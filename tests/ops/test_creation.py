@@ -351,3 +351,14 @@ def test_tensor_of_arrays_checks_their_dtype_and_copies():
     t[0] = 5.0
     assert e.dtype is ember.float32 and e.tolist() == [1.0, 2.0]
     assert ember.tensor(torch.tensor([1, 2]), dtype=ember.float32).dtype is ember.float32
+
+
+def test_as_tensor_shares_dlpack_memory_and_tensor_takes_mixed_lists():
+    t = torch.tensor([1.0, 2.0])
+    shared, shared_cast = ember.as_tensor(t), ember.as_tensor(t, dtype=ember.float32)
+    t[0] = 5.0
+    assert shared.tolist() == shared_cast.tolist() == [5.0, 2.0]   # as torch.as_tensor: no copy when it can
+    assert ember.as_tensor(t, dtype=ember.float16).dtype is ember.float16
+    assert ember.as_tensor(ember.ones(2), dtype=ember.float16).dtype is ember.float16
+    e, w = ember.tensor([ember.tensor(1.5), 2.0]), torch.tensor([torch.tensor(1.5), 2.0])
+    assert e.tolist() == w.tolist() and e.dtype is ember.float32
