@@ -362,3 +362,12 @@ def test_as_tensor_shares_dlpack_memory_and_tensor_takes_mixed_lists():
     assert ember.as_tensor(ember.ones(2), dtype=ember.float16).dtype is ember.float16
     e, w = ember.tensor([ember.tensor(1.5), 2.0]), torch.tensor([torch.tensor(1.5), 2.0])
     assert e.tolist() == w.tolist() and e.dtype is ember.float32
+
+
+def test_ones_names_itself_when_out_of_memory_and_arrays_convert_to_a_dtype():
+    with pytest.raises(ember.OutOfMemoryError, match=r"^ones: not enough memory"):
+        ember.ones(1 << 40, 1 << 20)
+    with pytest.raises(ember.OutOfMemoryError, match=r"^zeros: not enough memory"):
+        ember.zeros(1 << 40, 1 << 20)
+    e = ember.tensor(np.array([1, 2], dtype=np.uint16), dtype=ember.float32)   # converted, so not refused
+    assert e.dtype is ember.float32 and e.tolist() == [1.0, 2.0]
