@@ -67,7 +67,7 @@ def summarize(module):
 
 def _start_fresh_if_module_changed(module):
     """mutmut's cache under mutants/ belongs to one module's file and test selection: switching module
-    starts from a clean copy (keeping the summaries), rerunning a module reuses it."""
+    (or its test selection) starts from a clean copy (keeping the summaries), rerunning a module reuses it."""
     work = ROOT / "mutants"
     marker = work / "module.txt"
     if work.exists() and (not marker.exists() or marker.read_text() != module):
@@ -79,12 +79,13 @@ def _start_fresh_if_module_changed(module):
     marker.write_text(module)
 
 
-def run_module(module, files, max_children, deselect):
+def run_module(module, files, max_children, deselect, tests=None):
     from mutmut import configuration
     from mutmut.__main__ import cli
 
-    mutate, tests = MODULES[module]
-    _start_fresh_if_module_changed(module)
+    mutate, own_tests = MODULES[module]
+    tests = tests or own_tests
+    _start_fresh_if_module_changed(module if tests == own_tests else f"{module} {' '.join(tests)}")
     cfg = configuration.config()
     cfg.only_mutate = files or mutate
     cfg.pytest_add_cli_args_test_selection = tests + [arg for test in deselect for arg in ("--deselect", test)]
@@ -100,6 +101,9 @@ def main():
     parser.add_argument("--files", nargs="+", help="mutate only these files of the module (globs)")
     parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
                         help="leave out a test that fails on the unmutated code (mutmut needs a green run)")
+    parser.add_argument("--tests", nargs="+", metavar="PATH",
+                        help="collect these test files instead of the module's own (ember/ops/optim_prims.py is "
+                             "tested by tests/optim and tests/backends)")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested in parallel")
     args = parser.parse_args()
 
@@ -108,7 +112,7 @@ def main():
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     if args.module != "all":
-        run_module(args.module, args.files, args.max_children, args.deselect)
+        run_module(args.module, args.files, args.max_children, args.deselect, args.tests)
         return
     # each module in a fresh process: mutmut keeps its configuration and state in globals
     for module in MODULES:

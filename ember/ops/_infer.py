@@ -67,11 +67,6 @@ def _acc_dtype(dt):
     return np.zeros(1, dtype=dt).sum().dtype if dt.kind in "biu" else dt
 
 
-def _wide_dtype(dt):
-    """float32 for 2-byte floats (what the fused kernels compute in), else dt."""
-    return np.dtype(np.float32) if dt.itemsize == 2 and dt.kind in "fV" else dt
-
-
 def _reduced(shape, axis, keepdims):
     """The shape after reducing `axis` (int, tuple or None for all) with or without keepdims."""
     nd = len(shape)
@@ -139,7 +134,9 @@ def _einsum_shape(eq, shapes):
     size = {}
     for sub, shape in zip(ins.split(","), shapes):
         for c, n in zip(sub, shape):
-            if size.get(c, 1) != n and n != 1 and c in size:
-                raise _shape_error("einsum", f"index {c!r} has sizes {size[c]} and {n} in {eq!r}")
-            size[c] = max(size.get(c, 1), n)
+            m = size.get(c)
+            if m is None or m == 1:   # a size 1 broadcasts against any other, 0 included
+                size[c] = n
+            elif n != 1 and n != m:
+                raise _shape_error("einsum", f"index {c!r} has sizes {m} and {n} in {eq!r}")
     return tuple(size[c] for c in out)

@@ -46,6 +46,8 @@ def _infer_np_dtype(data):
 
 
 def _to_array(data, dtype=None, device=None, copy=True):
+    if device is None and isinstance(data, Tensor):
+        device = data.device   # as torch: a tensor's data stays on its device unless one is given
     dev = _resolve_device(device)
     dt = _dtype.to_dtype(dtype).np if dtype is not None else None
     if isinstance(data, Tensor):
@@ -232,11 +234,17 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None) -> Tensor:
-    return _from_host(host.tril_indices(row, col, offset), _resolve_device(device))
+    idx = host.tril_indices(row, col, offset)
+    if dtype is not None:
+        idx = idx.astype(_dtype.to_dtype(dtype).np)
+    return _from_host(idx, _resolve_device(device))
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None) -> Tensor:
-    return _from_host(host.triu_indices(row, col, offset), _resolve_device(device))
+    idx = host.triu_indices(row, col, offset)
+    if dtype is not None:
+        idx = idx.astype(_dtype.to_dtype(dtype).np)
+    return _from_host(idx, _resolve_device(device))
 
 
 def meshgrid(*tensors, indexing="ij"):

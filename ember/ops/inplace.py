@@ -129,8 +129,11 @@ def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
             rt = _check_result_type(self, other, op)
             if rt.np == self._data.dtype:
                 other = Cast.apply(other, dtype=self._data.dtype)   # computed in self's dtype, as torch does
-        if other._device is not self._device and other._data.ndim:
-            raise op_error(op, f"expected all tensors on {self._device}, got {other._device}")
+        if other._device is not self._device:
+            if other._data.ndim or other._device.type != "cpu":
+                raise op_error(op, f"expected all tensors on {self._device}, got {other._device}")
+            from .shape import to_device
+            other = to_device(other, self._device)   # a CPU scalar tensor joins self's device, as in torch
         inputs, attrs = (self, other), {"op": _OPS[ufunc_name]}
     else:
         if not (other.__class__ is float and self._data.dtype.kind == "f"):

@@ -25,10 +25,10 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 @numpy_names
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """mean of the non-NaN elements (NaN where there are none)."""
+    if not input.dtype.is_floating_point:   # checked before `dtype` casts, as torch
+        raise op_error("nanmean", f"expected input to have floating point dtype but got {describe(input)}")
     if dtype is not None:
         input = input.to(dtype)
-    if not input.dtype.is_floating_point:
-        raise op_error("nanmean", f"expected input to have floating point dtype but got {describe(input)}")
     count = M.sum((~M.isnan(input)).to(input.dtype), dim, keepdim)
     return nansum(input, dim, keepdim) / count
 
@@ -47,6 +47,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise op_error("diff", f"order must be non-negative but got {n}")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = S.cat(parts, dim) if len(parts) > 1 else input
+    if n == 0 and x is input:
+        return S.clone(input)   # a new tensor, as torch's, never the input itself
     for _ in range(n):
         length = x.shape[dim]
         if length == 0:

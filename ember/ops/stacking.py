@@ -77,7 +77,8 @@ def rot90(input, k=1, dims=(0, 1)):
         raise op_error("rot90", f"expected total rotation dims == 2, but got dims = {len(dims)}")
     d0, d1 = wrap_dim(dims[0], input.ndim, "rot90"), wrap_dim(dims[1], input.ndim, "rot90")
     if d0 == d1:
-        raise op_error("rot90", f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        raise op_error("rot90", f"expected rotation dims to be different, but got dim0 = {dims[0]} and "
+                                f"dim1 = {dims[1]}")
     k %= 4
     if k == 1:
         return S.flip(input, (d1,)).transpose(d0, d1)

@@ -155,7 +155,8 @@ def test_import_ember_does_not_import_numba():
 
 
 @pytest.mark.parametrize("opt,kw", [("Adam", {}), ("AdamW", {}), ("Adam", {"weight_decay": 0.1, "amsgrad": True}),
-                                    ("Adam", {"maximize": True}), ("AdamW", {"amsgrad": True, "betas": (0.3, 0.9)})])
+                                    ("Adam", {"maximize": True}), ("AdamW", {"amsgrad": True, "betas": (0.3, 0.9)}),
+                                    ("Adam", {"weight_decay": 1.0}), ("Adam", {"betas": (0.5, 0.999)})])
 def test_adam_step_kernel_is_bit_identical_to_the_numpy_step(calls, monkeypatch, opt, kw):
     from ember.backends import _numba_kernels as K
     n = []

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import ember
-from helpers import check_op, NoGrad
+from helpers import check_op, NoGrad, raises_exactly
 
 UNARY = {   # name -> (input range low, high)
     "asin": (-0.9, 0.9), "acos": (-0.9, 0.9), "atan": (-3, 3), "sinh": (-3, 3), "cosh": (-3, 3),
@@ -125,3 +125,28 @@ def test_inplace_with_history_is_differentiable():
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 1 / np.sqrt(1 - np.array([0.1, 0.4], dtype=np.float32) ** 2),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign"])
+def test_binary_operands_on_two_devices_name_the_op(name, fake_cuda):
+    raises_exactly(lambda: getattr(ember, name)(ember.ones(2), ember.ones(2, device="cuda")), RuntimeError,
+                   f"{name}: expected all tensors to be on the same device, but found at least two devices, "
+                   f"cpu and cuda:0")
+
+
+def test_atan2_broadcast_error_names_the_op():
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        torch.atan2(torch.ones(2, 3), torch.ones(4))
+    raises_exactly(lambda: ember.atan2(ember.ones(2, 3), ember.ones(4)), RuntimeError,
+                   "atan2: shapes (2, 3) and (4,) cannot be broadcast together")
+
+
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign"])
+def test_integer_operands_compute_in_the_default_float_dtype(name):
+    """Both integer operands become float32 (torch's atan2 does the same; its hypot, logaddexp and copysign
+    refuse some integer dtypes, so the values are compared with torch's on float32 operands)."""
+    for a, b, dt in [([3, -1, 0], [2, 2, -5], "int64"), ([3, 1, 0], [True, False, True], "uint8")]:
+        want = getattr(torch, name)(torch.tensor(a, dtype=torch.float32), torch.tensor(b, dtype=torch.float32))
+        e = getattr(ember, name)(ember.tensor(a, dtype=getattr(ember, dt)), ember.tensor(b))
+        assert e.dtype is ember.float32
+        np.testing.assert_allclose(e.numpy(), want.numpy(), rtol=1e-6)

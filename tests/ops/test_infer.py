@@ -116,8 +116,8 @@ CASES = {
     "LayerNorm": (L.LayerNorm, [((2, 3, 4), "f"), ((4,), "f"), ((4,), "f")], {"n": 1, "eps": 1e-5}),
     **{name: (getattr(E, name), [((2, 3), "f")], {})
        for name in ("Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
-    "Atan2": (E.Atan2, [((2, 3), "f"), ((3,), "f")], {}),
-    "Solve": (LA.Solve, [((2, 1, 3, 3), "s"), ((4, 3, 2), "f")], {}),
+    "Atan2": (E.Atan2, [((2, 1), "f"), ((3,), "f")], {}),
+    "Solve": (LA.Solve, [((2, 3, 3), "s"), ((4, 1, 3, 2), "f")], {}),
     "Inv": (LA.Inv, [((2, 3, 3), "s")], {}),
     "LogAbsDet": (LA.LogAbsDet, [((2, 3, 3), "s")], {}),
     "Cholesky": (LA.Cholesky, [((2, 3, 3), "s")], {}),
@@ -252,3 +252,73 @@ def test_infer_errors_name_the_op():
         P.Reshape.apply(x, shape=(4, -1))
     with pytest.raises(RuntimeError, match="add: shapes .* cannot be broadcast"):
         P.Add.apply(x, ember.empty(4, device="meta"))
+
+
+# ---------------------------------------------------------------- the shared rules of ember/ops/_infer.py
+def meta(*shape, dtype=ember.float32):
+    return ember.empty(*shape, dtype=dtype, device="meta")
+
+
+@pytest.mark.parametrize("a,b", [((0, 3), (3, 5)), ((2, 3), (3, 0)), ((2, 1), (3, 5)), ((2, 3), (1, 5)),
+                                 ((2, 1), (1, 5)), ((2, 0), (1, 5)), ((2, 1), (0, 5))])
+def test_einsum_on_meta_broadcasts_size_one_and_keeps_size_zero(a, b):
+    """A size-1 index broadcasts against any size, in either operand (the first operand's 1 was refused),
+    and a size-0 index stays 0 (it became 1), as torch computes."""
+    import torch
+    want = torch.einsum("ij,jk->ik", torch.ones(a), torch.ones(b)).shape
+    assert ember.einsum("ij,jk->ik", meta(*a), meta(*b)).shape == tuple(want)
+    assert P.Einsum.apply(meta(*a), meta(*b), eq="ij, jk -> ik").shape == tuple(want)
+
+
+def test_shape_rule_errors_exactly():
+    from ember.ops import _infer as I
+    from helpers import raises_exactly
+    raises_exactly(lambda: P.Einsum.apply(meta(2, 3), meta(4, 5), eq="ij, jk -> ik"), RuntimeError,
+                   "einsum: index 'j' has sizes 3 and 4 in 'ij, jk -> ik'")
+    raises_exactly(lambda: I._broadcast_shape("expand", (3, 2), (2, 3, 5), to=True), RuntimeError,
+                   "expand: the expanded size of the tensor (5) must match the existing size (2) at non-singleton "
+                   "dimension 2: (3, 2) to (2, 3, 5)")
+    raises_exactly(lambda: I._broadcast_shape("where", (2, 3), (1,), (4, 1, 2)), RuntimeError,
+                   "where: shapes (2, 3) and (1,) and (4, 1, 2) cannot be broadcast together: 2 != 3 at dimension 2")
+    raises_exactly(lambda: I._concatenated([(2, 3), (3, 5), (2, 1)], 1), RuntimeError,
+                   "cat: sizes of tensors must match except in dimension 1: (2, 3) and (3, 5) and (2, 1)")
+    raises_exactly(lambda: I._concatenated([(2, 3), (2,)], -1), RuntimeError,
+                   "cat: sizes of tensors must match except in dimension 1: (2, 3) and (2,)")
+    raises_exactly(lambda: P.MatMul.apply(meta(5, 2, 3), meta(4, 2)), RuntimeError,
+                   "matmul: shapes (5, 2, 3) and (4, 2) do not align: 3 != 4")
+    raises_exactly(lambda: P.MatMul.apply(meta(5, 2, 3), meta(4, 3, 6)), RuntimeError,
+                   "matmul: shapes (5,) and (4,) cannot be broadcast together: 4 != 5 at dimension 0")
+    for shape, n in [((0, -1), 6), ((0, -1), 0), ((4, -1), 6), ((5,), 6)]:
+        raises_exactly(lambda: I._reshaped((n,), shape), RuntimeError,
+                       f"reshape: shape {shape} is invalid for input of size {n}")
+    raises_exactly(lambda: P.Index.apply(meta(4, 5), meta(4, dtype=ember.bool), key=(P.SLOT,)), RuntimeError,
+                   "index: a boolean mask on device='meta' (4,): the result's size depends on the mask's values, "
+                   "which meta tensors do not have")
+
+
+def test_shape_rules():
+    from ember.ops import _infer as I
+    assert I._broadcast_shape("expand", (3, 1), (-1, 4), to=True) == (3, 4)
+    assert I._broadcast_shape("expand", (3, 1), (2, -1, 4), to=True) == (2, 3, 4)
+    assert (meta(0, 3) + meta(1, 3)).shape == (0, 3) and (meta(2, 1, 3) * meta(0, 1)).shape == (2, 0, 3)
+    assert I._concatenated([(2, 3), (2, 5), (2, 1)], -1) == (2, 9)
+    assert P.MatMul.apply(meta(7, 2, 3), meta(3, 6)).shape == (7, 2, 6)
+    assert P.MatMul.apply(meta(2, 1, 2, 3), meta(4, 3, 6)).shape == (2, 4, 2, 6)
+    got = I._reshaped((2, 3), (3, -1))
+    assert got == (3, 2) and all(type(s) is int for s in got)
+    assert I._reshaped((2, 3), 6) == (6,) and I._reshaped((0, 3), (-1, 3)) == (0, 3)
+    assert I._reduced((), 0, True) == () and I._reduced((), (), False) == ()
+    assert I._indexed((4, 5), MetaArray((3, 2), np.dtype(np.int64))) == (3, 2, 5)
+    assert I._indexed((4, 5), (slice(None), MetaArray((3,), np.dtype(np.int64)))) == (4, 3)
+    assert I._indexed((4, 5), np.array([True, False, True, False])) == (2, 5)
+    m = I._meta((2,), np.dtype(np.float16))
+    assert isinstance(m, MetaArray) and m.shape == (2,) and m.dtype == np.float16
+
+
+def test_tuple_of_ints_attribute_type():
+    """`SHAPE`/`INTS` accept a tuple whose items are all ints (bools included, Python's subclass), and
+    nothing else: not a list, not a tuple with a float."""
+    from ember.ops._attr_types import INTS, SHAPE, AXES
+    assert isinstance((2, 3), SHAPE) and isinstance((), INTS) and isinstance((True, 1), INTS)
+    assert not isinstance([2, 3], SHAPE) and not isinstance((2, 3.0), SHAPE) and not isinstance(3, INTS)
+    assert isinstance(None, AXES) and not isinstance((None,), AXES)

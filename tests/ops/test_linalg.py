@@ -34,6 +34,7 @@ CASES = [   # (id, fn(lib, *inputs), input shapes)
     ("inv", lambda L, a: L.linalg.inv(well(L, a)), [(2, 4, 4)]),
     ("det", lambda L, a: L.linalg.det(a), [(3, 3, 3)]),
     ("slogdet", lambda L, a: (lambda r: (r.sign.detach(), r.logabsdet))(L.linalg.slogdet(a)), [(2, 4, 4)]),
+    ("slogdet_two_batch_dims", lambda L, a: L.linalg.slogdet(a).logabsdet, [(2, 3, 4, 4)]),
     ("cholesky", lambda L, a: L.linalg.cholesky(spd(L, a)), [(2, 4, 4)]),
     ("cholesky_upper", lambda L, a: L.linalg.cholesky(spd(L, a), upper=True), [(4, 4)]),
     ("cholesky_lower_triangle_read", lambda L, a: L.linalg.cholesky(a + 6 * L.eye(4, dtype=a.dtype, device=a.device)), [(4, 4)]),
@@ -45,6 +46,10 @@ CASES = [   # (id, fn(lib, *inputs), input shapes)
         L.linalg.svd(a, full_matrices=False)), [(2, 4, 4)]),
     ("svd_tall", lambda L, a: (lambda r: (r[0] ** 2, r[1], r[2] ** 2))(L.linalg.svd(a, full_matrices=False)), [(5, 3)]),
     ("svd_wide", lambda L, a: (lambda r: (r[0] ** 2, r[1], r[2] ** 2))(L.linalg.svd(a, full_matrices=False)), [(3, 5)]),
+    ("svd_wide_batched", lambda L, a: (lambda r: (r[0] ** 2, r[1], r[2] ** 2))(L.linalg.svd(a, full_matrices=False)),
+     [(2, 3, 5)]),
+    ("svd_tall_batched", lambda L, a: (lambda r: (r[0] ** 2, r[1], r[2] ** 2))(L.linalg.svd(a, full_matrices=False)),
+     [(2, 5, 3)]),
     ("svd_reconstruct", lambda L, a: (lambda r: r[0] @ (r[1].unsqueeze(-1) * r[2]))(L.linalg.svd(a)), [(4, 4)]),
     ("svdvals", lambda L, a: L.linalg.svdvals(a), [(2, 3, 5)]),
     ("eigh", lambda L, a: (lambda r: (r[0], r[1].abs()))(L.linalg.eigh(a)), [(2, 4, 4)]),
@@ -233,3 +238,10 @@ def test_matrix_norm_fro_gradient_at_zero_is_zero_as_torch():
     ember.linalg.matrix_norm(x).backward()
     assert x.grad.tolist() == [[0.0] * 3] * 2
     check_op(lambda L, x: L.linalg.norm(x * 0), (2, 3))
+
+
+@pytest.mark.parametrize("name", ["eigh", "svd_tall", "svd_wide", "cholesky", "slogdet"])
+def test_backward_on_the_device(name, fake_cuda):
+    """The identities the backward formulas build (`_eye`) are made on the input's device."""
+    fn, shapes = next((fn, shapes) for case, fn, shapes in CASES if case == name)
+    check_op(fn, *shapes, dtypes=("float64",), check_dtype=False, device="cuda", **TOL)

@@ -49,7 +49,21 @@ def test_philox_vectorised_over_counters_and_mixed_scalar_words():
     full = P.philox4x32(np, np.uint64(1), np.uint64(2), np.arange(3, dtype=np.uint64), np.zeros(3, np.uint64),
                         np.full(3, 7, np.uint64), np.full(3, 9, np.uint64))
     for a, b in zip(mixed, full):
+        assert a.shape == b.shape == (3,) and a.dtype == np.uint64
         np.testing.assert_array_equal(a, b)
+    # all four words scalars: the rounds never run in place; the result is still four arrays
+    one = P.philox4x32(np, np.uint64(1), np.uint64(2), *(np.uint64(v) for v in (5, 0, 7, 9)))
+    assert all(isinstance(w, np.ndarray) and w.shape == () and w.dtype == np.uint64 for w in one)
+
+
+def test_all_full_tells_when_every_word_is_a_full_array():
+    """The rounds run in place only once all four words are arrays of one shape (not 0-d, not scalars)."""
+    a, b = np.zeros(3, np.uint64), np.zeros(3, np.uint64)
+    assert P._all_full(a, b, a, b)
+    assert not P._all_full(a, np.uint64(0), a, b) and not P._all_full(np.uint64(0), a, a, b)
+    assert not P._all_full(a, b, a, np.zeros(4, np.uint64)) and not P._all_full(np.zeros(4, np.uint64), a, a, b)
+    assert not P._all_full(np.zeros((), np.uint64), *[np.zeros((), np.uint64)] * 3)
+    assert not P._all_full(0, a, a, a)
 
 
 def draw(dist, shape, dtype, seed=0, offset=0, prob=None, **params):
@@ -175,3 +189,119 @@ def test_permutation_is_the_order_of_the_random_keys(n):
     b = max(1, (n - 1).bit_length())
     high = keys >> np.uint64(b)
     assert (np.diff(high[perm].astype(np.float64)) >= 0).all()               # sorted by the keys' high bits
+
+
+# ---------------------------------------------------------------- each distribution's map from words to values,
+# bit for bit, as the module docstring documents it (the words themselves: the layout test above)
+SEED, OFFSET = 0x1234_5678_9ABC_DEF0, 3
+
+
+def words(n):
+    """The draw's first n 32-bit words, as uint64."""
+    return draw("bits", (n,), np.int64, SEED, OFFSET).view(np.uint64)
+
+
+def ubits(w, bits):
+    return (w >> np.uint64(32 - bits)).astype(np.float32) * np.float32(2.0 ** -bits)
+
+
+def u53(a, b):
+    return (((a >> np.uint64(5)) << np.uint64(26)) | (b >> np.uint64(6))).astype(np.float64) * 2.0 ** -53
+
+
+def box_muller(u1, u2):
+    r = np.sqrt(np.log(u1) * u1.dtype.type(-2.0))
+    theta = u2 * u2.dtype.type(2 * math.pi)
+    return r * np.cos(theta), r * np.sin(theta)
+
+
+@pytest.mark.parametrize("dtype,bits", [("float32", 24), ("float16", 11), ("bfloat16", 8)])
+def test_uniform_values_are_the_top_bits_of_one_word(dtype, bits):
+    dt = ember.bfloat16._np if dtype == "bfloat16" else np.dtype(dtype)
+    got = draw("uniform", (3, 5), dt, SEED, OFFSET)
+    want = ubits(words(15), bits).astype(dt).reshape(3, 5)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def test_uniform_float64_values_take_two_words_each():
+    w = words(14)
+    np.testing.assert_array_equal(draw("uniform", (7,), np.float64, SEED, OFFSET), u53(w[0::2], w[1::2]))
+
+
+def test_normal_values_are_box_muller_of_the_documented_uniforms():
+    w = words(12)
+    z0, z1 = box_muller(u53(w[0::4], w[1::4]) + 2.0 ** -53, u53(w[2::4], w[3::4]))
+    np.testing.assert_array_equal(draw("normal", (6,), np.float64, SEED, OFFSET), np.stack([z0, z1], 1).reshape(-1))
+    w = words(16)
+    one = np.float32(2.0 ** -24)
+    z = [box_muller(ubits(w[a::4], 24) + one, ubits(w[a + 1::4], 24)) for a in (0, 2)]
+    want = np.stack([z[0][0], z[0][1], z[1][0], z[1][1]], 1).reshape(-1)
+    np.testing.assert_array_equal(draw("normal", (15,), np.float32, SEED, OFFSET), want[:15])
+    np.testing.assert_array_equal(draw("normal", (16,), np.float16, SEED, OFFSET), want.astype(np.float16))
+
+
+@pytest.mark.parametrize("low,span", [(0, 10), (-7, 1 << 32), (3, (1 << 32) + 5), (-(1 << 40), 1 << 41),
+                                      (-(1 << 63), 1 << 64)])
+def test_integers_values(low, span):
+    got = draw("integers", (9,), np.int64, SEED, OFFSET, low=low, span=span).view(np.uint64)
+    if span <= 1 << 32:   # one word: multiply-shift
+        want = [((int(x) * span) >> 32) + low for x in words(9)]
+    else:                 # two words as one 64-bit number
+        w = [int(x) for x in words(18)]
+        want = [(((a << 32) | b) % span) + low for a, b in zip(w[0::2], w[1::2])]
+    assert [int(v) for v in got] == [v % (1 << 64) for v in want]
+
+
+def test_bernoulli_values():
+    w = words(8)
+    t = round(0.3 * 2 ** 32)
+    assert draw("bernoulli", (8,), np.bool_, SEED, OFFSET, threshold=t).tolist() == (w < t).tolist()
+    assert draw("bernoulli", (3,), np.bool_, SEED, OFFSET, threshold=1 << 32).tolist() == [True] * 3
+    t16 = round(0.3 * 2 ** 16)
+    halves = [(int(x) >> s) & 0xFFFF for x in w for s in (0, 16)]   # each word's low, then high half
+    got = draw("bernoulli", (15,), np.bool_, SEED, OFFSET, threshold=t16, bits=16)
+    assert got.tolist() == [h < t16 for h in halves[:15]]
+    scaled = draw("bernoulli", (15,), np.float32, SEED, OFFSET, threshold=t16, bits=16, value=2.5)
+    assert scaled.dtype == np.float32 and scaled.tolist() == [2.5 * (h < t16) for h in halves[:15]]
+    # probabilities given as a tensor: x / 2**32 < p, also for a draw that ends inside a block
+    p = np.linspace(0.05, 0.95, 7)
+    got = draw("bernoulli", (7,), np.bool_, SEED, OFFSET, prob=ember.tensor(p))
+    assert got.tolist() == (words(7).astype(np.float64) * 2.0 ** -32 < p).tolist()
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 9, 16])
+def test_permutation_values(n):
+    w = [int(x) for x in words(2 * n)]
+    b = max(1, (n - 1).bit_length())
+    keys = sorted((((a << 32) | c) >> b << b) | i for i, (a, c) in enumerate(zip(w[0::2], w[1::2])))
+    assert draw("permutation", (n,), np.int64, SEED, OFFSET).tolist() == [k & ((1 << b) - 1) for k in keys]
+
+
+def test_unknown_distribution_and_inferred_dtypes():
+    from helpers import raises_exactly
+    state = ember.tensor(np.array([1, 0], dtype=np.int64))
+    raises_exactly(lambda: P.Random.apply(state, dist="gamma", shape=(2,), dtype=np.dtype(np.float32)), ValueError,
+                   "random: unknown distribution 'gamma'", located=False)
+    meta = ember.empty(2, dtype=ember.int64, device="meta")
+    for dist, dtype, params, want in [("bernoulli", np.float32, {"threshold": 5}, np.float32),
+                                      ("bernoulli", np.float16, {"threshold": 5}, np.float16),
+                                      ("bernoulli", np.bool_, {"threshold": 5}, np.bool_),
+                                      ("normal", np.float16, {}, np.float16),
+                                      ("integers", np.int64, {"span": 3}, np.int64),
+                                      ("permutation", np.int64, {}, np.int64)]:
+        out = P.Random.apply(meta, dist=dist, shape=(3,), dtype=np.dtype(dtype), **params)
+        assert out._data.dtype == np.dtype(want) and out.shape == (3,), (dist, dtype)
+    for dist, params in [("bits", {}), ("integers", {"span": 3}), ("permutation", {})]:   # always int64
+        out = P.Random.apply(state, dist=dist, shape=(3,), dtype=np.dtype(np.float32), **params)
+        assert out.dtype is ember.int64, dist
+
+
+def test_draws_on_the_device_give_the_host_values(fake_cuda):
+    """The device runs one piece per draw; the host's pieces give the same values."""
+    for dist, dtype, params in [("uniform", np.float32, {}), ("normal", np.float64, {}), ("bits", np.int64, {})]:
+        state = np.array([SEED, OFFSET], dtype=np.uint64).view(np.int64)
+        host = P.Random.apply(ember.tensor(state), dist=dist, shape=(11,), dtype=np.dtype(dtype), **params)
+        dev = P.Random.apply(ember.tensor(state, device="cuda"), dist=dist, shape=(11,), dtype=np.dtype(dtype),
+                             **params)
+        assert dev.device.type == "cuda"
+        np.testing.assert_array_equal(dev.cpu().numpy(), host.numpy())

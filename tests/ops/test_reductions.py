@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import ember
-from helpers import check_op
+from helpers import check_op, raises_exactly
 
 
 def with_nans(L, x):
@@ -71,3 +71,69 @@ def test_sum_over_rows_with_the_kept_axis_contiguous(shape, dims, keepdim):
     want = torch.from_numpy(big).double().sum(dims, keepdim=keepdim).numpy()
     got = ember.tensor(big).sum(dims, keepdim=keepdim).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_reduction_errors_exactly():
+    raises_exactly(lambda: ember.nanmean(ember.tensor([1, 2])), RuntimeError,
+                   "nanmean: expected input to have floating point dtype but got (2,) int64 cpu")
+    raises_exactly(lambda: ember.diff(ember.tensor(1.0)), RuntimeError,
+                   "diff: expects input to be at least one-dimensional")
+    with pytest.raises(RuntimeError, match="order must be non-negative but got -1"):
+        torch.diff(torch.ones(3), n=-1)
+    raises_exactly(lambda: ember.diff(ember.ones(3), n=-1), RuntimeError, "diff: order must be non-negative but got -1")
+
+
+def test_nanmean_with_dtype_and_nansum_of_bool():
+    """nanmean casts to `dtype` after checking the input's own dtype (an integer input is refused even
+    with a float `dtype`, as torch)."""
+    x = [[1.0, float("nan"), 4.0], [3.0, 5.0, 8.0]]
+    for kw in [{"dtype": ember.float64}, {"dim": 1, "dtype": ember.float16}]:
+        tkw = {**kw, "dtype": getattr(torch, kw["dtype"].name)}
+        e, t = ember.nanmean(ember.tensor(x), **kw), torch.nanmean(torch.tensor(x), **tkw)
+        assert e.dtype.name == str(t.dtype).split(".")[1] and e.tolist() == t.tolist()
+    with pytest.raises(RuntimeError, match="expected input to have floating point"):
+        torch.nanmean(torch.tensor([1, 2]), dtype=torch.float64)
+    raises_exactly(lambda: ember.nanmean(ember.tensor([1, 2]), dtype=ember.float64), RuntimeError,
+                   "nanmean: expected input to have floating point dtype but got (2,) int64 cpu")
+    x = [[1, 2, 4], [3, 5, 8]]
+    b = [[True, False, True], [True, True, False]]
+    e, t = ember.nansum(ember.tensor(b), 1), torch.nansum(torch.tensor(b), 1)
+    assert e.dtype is ember.int64 and e.tolist() == t.tolist()
+    e, t = ember.nansum(ember.tensor(x), dtype=ember.float64), torch.nansum(torch.tensor(x), dtype=torch.float64)
+    assert e.dtype is ember.float64 and e.tolist() == t.tolist()
+
+
+def test_aminmax_of_one_row_and_names():
+    """dim=None reduces every dim (also of a (1, n) or 0-d input); the result is a named pair."""
+    for data in ([[3.0, -1.0, 2.0]], 5.0, [[1, 7], [4, 0]]):
+        e, t = ember.aminmax(ember.tensor(data)), torch.aminmax(torch.tensor(data))
+        assert tuple(e.min.shape) == tuple(t.min.shape) == () and e.min.tolist() == t.min.tolist()
+        assert e.max.tolist() == t.max.tolist() and e.max.dtype.name == str(t.max.dtype).split(".")[1]
+        assert type(e).__name__ == "aminmax" and e[0] is e.min and e[1] is e.max
+    e = ember.aminmax(ember.tensor([[3.0, -1.0, 2.0]]), dim=-1, keepdim=True)
+    t = torch.aminmax(torch.tensor([[3.0, -1.0, 2.0]]), dim=-1, keepdim=True)
+    assert e.min.tolist() == t.min.tolist() and e.max.tolist() == t.max.tolist()
+
+
+def test_diff_of_empty_and_short_inputs():
+    for data, kw in [([], {}), ([1.0], {}), ([1.0, 4.0], {"n": 3}), ([[1.0, 2.0]], {"dim": 0}),
+                     ([[1.0, 2.0, 7.0]], {"n": 2, "dim": -1}), ([2.0, 5.0], {"prepend": [1.0], "append": [9.0, 0.0]})]:
+        ekw = {k: ember.tensor(v) if isinstance(v, list) else v for k, v in kw.items()}
+        tkw = {k: torch.tensor(v) if isinstance(v, list) else v for k, v in kw.items()}
+        e, t = ember.diff(ember.tensor(data), **ekw), torch.diff(torch.tensor(data), **tkw)
+        assert tuple(e.shape) == tuple(t.shape) and e.tolist() == t.tolist()
+    check_op(lambda L, x, p: L.diff(x, n=2, dim=0, prepend=p), (3, 4), (2, 4))
+    check_op(lambda L, x, a: L.diff(x, append=a), (3, 4), (3, 1))
+    b = [[True, False], [True, True]]
+    assert ember.diff(ember.tensor(b), dim=0).tolist() == torch.diff(torch.tensor(b), dim=0).tolist()
+
+
+def test_diff_of_order_zero_is_a_copy():
+    t = torch.tensor([1.0, 4.0, 9.0])
+    assert torch.diff(t, n=0).data_ptr() != t.data_ptr()
+    x = ember.tensor([1.0, 4.0, 9.0])
+    d = ember.diff(x, n=0)
+    assert d is not x and d.tolist() == [1.0, 4.0, 9.0]
+    d.add_(1.0)
+    assert x.tolist() == [1.0, 4.0, 9.0]
+    check_op(lambda L, x: L.diff(x, n=0, dim=0), (3, 2))
