@@ -890,3 +890,21 @@ def test_the_first_backward_of_a_fresh_process():
             "assert x.grad.tolist() == [3.0, 3.0], x.grad\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_create_graph_grad_does_not_share_memory_with_another_leafs():
+    # Add passes one gradient array to both inputs: with create_graph Ember stored it as both .grads, and the
+    # next in-place accumulation into x.grad changed w.grad too (torch clones: CopyBackwards)
+    res = {}
+    for lib in (torch, ember):
+        x, w = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        g = lib.ones(2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # torch warns about the reference cycle
+            (x + w).sum().backward(create_graph=True)
+            v = lib.ones(2, requires_grad=True)
+            (v * 1).backward(g, create_graph=True)   # the caller's gradient= tensor
+        (x * 1).sum().backward()
+        (v * 1).sum().backward()
+        res[lib.__name__] = (x.grad.tolist(), w.grad.tolist(), v.grad.tolist(), g.tolist())
+    assert res["ember"] == res["torch"] == ([2.0, 2.0], [1.0, 1.0], [2.0, 2.0], [1.0, 1.0])
