@@ -1,5 +1,6 @@
 """ember/autograd/engine.py and the public autograd API: graphs, accumulation, retain_graph, hooks,
 grad modes, higher-order gradients, in-place version checks, a deep chain."""
+import os
 import subprocess
 import sys
 import warnings
@@ -888,7 +889,9 @@ def test_the_first_backward_of_a_fresh_process():
     # the engine imports its Clone primitive on first use (ops imports the engine)
     code = ("import ember\nx = ember.ones(2, requires_grad=True)\n(x * 3).sum().backward()\n"
             "assert x.grad.tolist() == [3.0, 3.0], x.grad\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    root = os.path.dirname(os.path.dirname(ember.__file__))      # this ember (a mutation tester's copy too)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
 
 

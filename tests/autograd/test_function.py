@@ -655,7 +655,7 @@ def test_multi_output_primitive_records_its_forward_line(how, monkeypatch):
                 s.sum().backward()
     msg = str(e.value)
     assert msg.startswith("Function '_NanPairBackward' returned nan values in its 0th output"), msg
-    assert "the forward op _NanPair was called at " in msg and not msg.endswith("called at "), msg
+    assert "the forward op _NanPair was called at " in msg and "<unknown" not in msg, msg
 
 
 def test_eigh_double_backward_matches_torch():
