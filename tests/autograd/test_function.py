@@ -675,3 +675,16 @@ def test_eigh_double_backward_matches_torch():
         res[lib.__name__] = (g.detach().numpy(), gg.numpy())
     np.testing.assert_allclose(res["ember"][0], res["torch"][0], rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(res["ember"][1], res["torch"][1], rtol=1e-6, atol=1e-8)
+
+
+class _Pass(_SumDiff):
+    def backward(self, gs, gd):
+        return gs, gd
+
+
+def test_an_unused_multi_output_gets_zeros_of_its_own_dtype():
+    x, y = ember.ones(2, requires_grad=True), ember.ones(2, requires_grad=True)
+    s, d = _Pass.apply(x, y)
+    d.sum().backward()                       # s unused: its gradient, passed on to x, is float32 zeros
+    assert x.grad.dtype == ember.float32 and x.grad.tolist() == [0.0, 0.0]
+    assert y.grad.tolist() == [1.0, 1.0]
