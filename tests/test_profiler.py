@@ -344,3 +344,43 @@ def test_cuda_activity_synchronises_each_call():
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         (x @ x).sum()
     assert _counts(prof) == {"MatMul": 1, "Sum": 1}
+
+
+@pytest.mark.parametrize("recording", [False, True])
+def test_anomaly_mode_inside_a_profile(recording):
+    # the engine runs each node through profile_hooks.run_node while a profile is open, recording or not
+    # (a schedule's wait step): anomaly mode's NaN check still runs there, and only there
+    x = ember.tensor([0.0], requires_grad=True)
+    sched = schedule(wait=0 if recording else 1, warmup=0, active=1)
+    with profile(schedule=sched) as prof:
+        (x.sqrt() * 0).sum().backward()          # no anomaly mode: a NaN gradient, no error
+        assert bool(x.grad.isnan().all())
+        with ember.autograd.detect_anomaly():
+            y = x.sqrt()
+            with pytest.raises(RuntimeError) as e:
+                (y * 0).sum().backward()
+        prof.step()
+    assert str(e.value).startswith("Function 'SqrtBackward' returned nan values in its 0th output")
+
+
+def test_module_and_backward_node_events_categories_and_backward_marks():
+    model, _, x, y = _mlp()
+    with profile() as prof:
+        loss = ember.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        x * 2                                    # after backward: a forward event again
+    evs = list(prof.events())
+    mods = [e for e in evs if e.name == "nn.Module: Linear"]
+    assert len(mods) == 2 and all(e.category == "python_function" and not e.is_backward for e in mods)
+    nodes = [e for e in evs if e.name.startswith(EVAL)]
+    assert nodes and all(e.category == "cpu_op" and e.is_backward for e in nodes)
+    assert evs[-1].name == "Mul" and not evs[-1].is_backward
+    assert prof._backward_depth == 0
+
+
+def test_a_waiting_profile_records_no_module_or_node_events():
+    model, _, x, y = _mlp()
+    with profile(schedule=schedule(wait=1, warmup=0, active=1)) as prof:
+        ember.nn.functional.cross_entropy(model(x), y).backward()
+        assert list(prof.events()) == []
+        prof.step()

@@ -236,7 +236,7 @@ _ACCUMULATE = threading.Lock()
 def _accumulate(leaf, g, create_graph):
     with _ACCUMULATE:
         if leaf.grad is None:
-            leaf.grad = g if create_graph else _fresh(g)
+            leaf.grad = _fresh(g)   # also with create_graph: a recorded Clone (torch: CopyBackwards)
         elif create_graph:
             leaf.grad = leaf.grad + g
         else:   # Assign(op='add') into .grad's memory (function.add_into: seen by dispatch modes)

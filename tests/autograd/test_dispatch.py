@@ -3,9 +3,11 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 
 import ember
 from ember.utils.dispatch import DispatchMode, PrimitiveLog, current_modes, dispatch
+from helpers import raises_exactly
 
 
 class Names(DispatchMode):
@@ -190,3 +192,123 @@ def test_grad_accumulation_is_an_assign_seen_by_modes_and_the_fast_path_agrees()
     (x * 3).sum().backward()              # no mode open: the dispatcher's fast path, same result
     np.testing.assert_array_equal(x.grad.numpy(), [9.0, 9.0])
     assert x.grad._vc[0] == 2             # both accumulations bumped the version
+
+
+# ---------------------------------------------------------------- the dispatcher and check_attrs
+from ember.autograd.dispatch import AttrCheck, attrs_key, check_attrs   # noqa: E402
+from ember.autograd.function import Primitive              # noqa: E402
+from ember.ops.primitives import Sum                       # noqa: E402
+
+
+def test_dispatch_passes_the_attributes():
+    x = ember.ones(2, 3)
+    out = dispatch(Sum, (x,), {"axis": (1,), "keepdims": True})
+    assert out.shape == (2, 1)
+    with DispatchMode():                                  # the base mode runs the call unchanged
+        assert Sum.apply(x, axis=(1,), keepdims=True).shape == (2, 1)
+
+
+def test_a_mode_open_in_another_thread_leaves_this_thread_alone():
+    opened, done = threading.Event(), threading.Event()
+
+    def other():
+        with Names():
+            opened.set()
+            done.wait(10)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert opened.wait(10)
+        assert (ember.ones(2) + 1).tolist() == [2.0, 2.0]   # no mode open here: straight to the backend
+        assert current_modes() == ()
+    finally:
+        done.set()
+        t.join()
+
+
+def test_a_fresh_thread_has_no_modes():
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(current_modes()))
+    t.start()
+    t.join()
+    assert seen == [()]
+
+
+def test_exit_out_of_order_message_and_exceptions_propagate():
+    a, b = Names(), Names()
+    a.__enter__()
+    b.__enter__()
+    raises_exactly(lambda: a.__exit__(None, None, None), RuntimeError,
+                   "Names: dispatch modes must be exited in the reverse order they were entered", located=False)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    with pytest.raises(ZeroDivisionError):
+        with Names():
+            1 / 0
+    assert current_modes() == ()
+
+
+def test_attr_check_counts_the_calls_it_checked():
+    m = AttrCheck()
+    assert m.calls == 0
+    with m:
+        ember.ones(2).neg()
+    assert m.calls == 1
+
+
+def test_attrs_key_spells_slices():
+    assert attrs_key({"b": slice(1, None, 2), "a": (slice(None), 3)}) == \
+        (("a", (("slice", None, None, None), 3)), ("b", ("slice", 1, None, 2)))
+
+
+class _Inherits(Sum):
+    pass                                         # Sum's `attrs` by inheritance
+
+
+class _Undeclared(Primitive):
+    def forward(self, a):
+        return a
+
+
+class _ListDeclared(Primitive):
+    attrs = ["k"]                                # not a dict: no attribute is declared
+
+    def forward(self, a):
+        return a
+
+
+def test_check_attrs_inherited_missing_and_not_a_dict():
+    check_attrs(_Inherits, {"axis": (0,), "keepdims": False})
+    raises_exactly(lambda: check_attrs(_Inherits, {"axis": 0.5}), TypeError,
+                   "_Inherits: attribute 'axis' expects ", located=False)
+    raises_exactly(lambda: check_attrs(_Undeclared, {}), TypeError,
+                   "_Undeclared: the primitive declares no `attrs` (name -> type of each attribute)", located=False)
+    raises_exactly(lambda: check_attrs(_ListDeclared, {"k": 1}), TypeError,
+                   "_ListDeclared: unknown attribute 'k'; allowed attributes: k", located=False)
+
+
+def test_every_post_accumulate_grad_hook_runs_and_the_bad_return_message():
+    for lib in (ember, torch):
+        x = lib.ones(2, requires_grad=True)
+        calls = []
+        x.register_post_accumulate_grad_hook(lambda p: calls.append(1))
+        x.register_post_accumulate_grad_hook(lambda p: calls.append(2))
+        x.sum().backward()
+        assert calls == [1, 2], lib.__name__
+    z = ember.ones(2, requires_grad=True)
+    z.register_post_accumulate_grad_hook(lambda p: p.grad * 2)
+    with pytest.raises(RuntimeError) as e:
+        z.sum().backward()
+    assert str(e.value) == ("backward: Tensor post accumulate grad hooks should return None (as torch's; a hook "
+                            "may change `param.grad` in place)")
+
+
+def test_replayed_lookup_of_an_unseen_tensor_message():
+    log = PrimitiveLog()
+    with log:
+        ember.ones(1) * 2
+    with pytest.raises(KeyError) as e:
+        log.replay()[ember.ones(1)]
+    assert e.value.args == ("PrimitiveLog.replay: this tensor's array was not seen by the log (made outside the "
+                            "logged region, or rebound to a new array without a primitive)",)

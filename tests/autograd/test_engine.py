@@ -1,5 +1,10 @@
 """ember/autograd/engine.py and the public autograd API: graphs, accumulation, retain_graph, hooks,
 grad modes, higher-order gradients, in-place version checks, a deep chain."""
+import os
+import subprocess
+import sys
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -846,3 +851,63 @@ def test_inputs_without_grad_get_no_gradient():
         c = L.tensor([[3.0], [4.0]])
         ((x * c).sum() + (c / x).sum() + (x @ c).sum() + (c - x).sum() + L.where(c > 3, x, c).sum()).backward()
         assert c.grad is None and x.grad is not None
+
+
+def test_a_multi_output_node_that_gets_no_gradient_sends_none():
+    # eigh's outputs both reach a backward that returns None: its node gets only Nones and must pass None on
+    # (not run on zeros, which would give `a` a zero gradient)
+    res = {}
+    for lib in (torch, ember):
+        class Drop(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, s):
+                return s * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        a = lib.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=lib.float64, requires_grad=True)
+        w, v = lib.linalg.eigh(a)
+        (Drop.apply(w).sum() + Drop.apply(v).sum()).backward()
+        res[lib.__name__] = a.grad
+    assert res["torch"] is None and res["ember"] is None
+
+
+def test_backward_create_graph_keeps_the_grads_graph():
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # torch warns about the reference cycle
+            (x * x).sum().backward(create_graph=True)
+        assert x.grad.requires_grad and x.grad.grad_fn is not None, lib.__name__
+        g, = (torch.autograd.grad if lib is torch else ember.autograd.grad)(x.grad.sum(), x)
+        assert g.tolist() == [2.0, 2.0]
+
+
+def test_the_first_backward_of_a_fresh_process():
+    # the engine imports its Clone primitive on first use (ops imports the engine)
+    code = ("import ember\nx = ember.ones(2, requires_grad=True)\n(x * 3).sum().backward()\n"
+            "assert x.grad.tolist() == [3.0, 3.0], x.grad\n")
+    root = os.path.dirname(os.path.dirname(ember.__file__))      # this ember (a mutation tester's copy too)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+
+
+def test_create_graph_grad_does_not_share_memory_with_another_leafs():
+    # Add passes one gradient array to both inputs: with create_graph Ember stored it as both .grads, and the
+    # next in-place accumulation into x.grad changed w.grad too (torch clones: CopyBackwards)
+    res = {}
+    for lib in (torch, ember):
+        x, w = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        g = lib.ones(2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # torch warns about the reference cycle
+            (x + w).sum().backward(create_graph=True)
+            v = lib.ones(2, requires_grad=True)
+            (v * 1).backward(g, create_graph=True)   # the caller's gradient= tensor
+        (x * 1).sum().backward()
+        (v * 1).sum().backward()
+        res[lib.__name__] = (x.grad.tolist(), w.grad.tolist(), v.grad.tolist(), g.tolist())
+    assert res["ember"] == res["torch"] == ([2.0, 2.0], [1.0, 1.0], [2.0, 2.0], [1.0, 1.0])

@@ -5,6 +5,7 @@ import torch
 
 import ember
 from ember.autograd import gradcheck
+from helpers import raises_exactly
 
 
 def make_relu(lib):
@@ -524,3 +525,166 @@ def test_elementwise_output_checked_against_the_memory_limit():
     finally:
         _memory.set_limit(old)
     assert x.softmax(1).shape == (1000, 1000)
+
+
+class _Outer(Primitive):
+    """An elementwise primitive of two broadcast inputs; `dtype`, when given, is its output's dtype."""
+    elementwise = True
+
+    def forward(self, a, b):
+        out = a + b
+        return out.astype(self.dtype) if "dtype" in self.__dict__ else out
+
+
+def test_elementwise_check_uses_the_broadcast_shape_and_the_dtype_attribute():
+    # the cheap bound (first input's bytes times the other inputs' sizes) decides whether to check; the check
+    # takes the broadcast shape of all inputs and the output dtype an op's `dtype` attribute names
+    col = ember.ones(1000, 1)
+    row = ember.ones(1, 1000)
+    old = _memory.set_limit(1_000_000)
+    try:
+        raises_exactly(lambda: _Outer.apply(col, row), ember.OutOfMemoryError,
+                       "_outer: not enough memory: you tried to allocate 4000000 bytes (3.81 MiB) for a float32 "
+                       "tensor of shape (1000, 1000); the limit is 1000000 bytes (976.56 KiB, set "
+                       "EMBER_MEMORY_LIMIT to change it)")
+        raises_exactly(lambda: _Outer.apply(col, ember.ones(1, 200), dtype=np.float64), ember.OutOfMemoryError,
+                       "_outer: not enough memory: you tried to allocate 1600000 bytes (1.53 MiB) for a float64 "
+                       "tensor of shape (1000, 200); the limit is 1000000 bytes (976.56 KiB, set "
+                       "EMBER_MEMORY_LIMIT to change it)")
+        # 800 KB in float32 (the inputs' dtype) and 400 KB in float16 (the attribute's): both fit
+        assert _Outer.apply(col, ember.ones(1, 200)).shape == (1000, 200)
+        out = _Outer.apply(col.double(), ember.ones(1, 200, dtype=ember.float64), dtype=np.float16)
+        assert out.shape == (1000, 200) and out.dtype == ember.float64   # keeps_dtype: float64 again
+    finally:
+        _memory.set_limit(old)
+
+
+def test_elementwise_meta_tensors_are_not_checked_against_the_memory_limit():
+    t = torch.empty(100_000, 100_000, device="meta").softmax(1)
+    old = _memory.set_limit(1_000_000)
+    try:
+        e = ember.empty(100_000, 100_000, device="meta").softmax(1)
+    finally:
+        _memory.set_limit(old)
+    assert e.shape == tuple(t.shape) and str(e.device) == "meta"
+
+
+class _Doubled(Primitive):
+    def forward(self, a):
+        return a * 2
+
+
+def test_a_registered_cpu_kernel_runs_instead_of_the_forward():
+    calls = []
+
+    def kernel(node, a):
+        calls.append(type(node).__name__)
+        return a * 3
+
+    _Doubled.cpu_kernel = kernel
+    try:
+        out = _Doubled.apply(ember.ones(2))
+    finally:
+        _Doubled.cpu_kernel = None
+    assert calls == ["_Doubled"]
+    np.testing.assert_array_equal(out.numpy(), [3, 3])
+    np.testing.assert_array_equal(_Doubled.apply(ember.ones(2)).numpy(), [2, 2])
+
+
+class _SumDiff(Primitive):
+    """Two outputs, a + b and a - b, computed in float64 (keeps_dtype casts them back to a's dtype)."""
+    multi_output = True
+
+    def forward(self, a, b):
+        return (a + b).astype(np.float64), (a - b).astype(np.float64)
+
+    def backward(self, gs, gd):
+        return gs + gd, gs - gd
+
+
+class _SumDiffWide(_SumDiff):
+    keeps_dtype = False
+
+
+def test_multi_output_primitive_dtypes_graph_and_gradients():
+    torch_x = torch.tensor([1.0, 2.0], requires_grad=True)
+    torch_s, torch_d = torch_x * 2 + 1, torch_x * 2 - 1
+    (torch_s * 3 + torch_d * 5).sum().backward()
+
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2                                # a non-leaf input: its edge is its node, not a leaf
+    b = ember.ones(2)                        # needs no gradient: no edge, no .grad
+    s, d = _SumDiff.apply(a, b)
+    assert s.dtype == d.dtype == ember.float32          # the first input's float dtype
+    assert s.requires_grad and d.requires_grad
+    assert s.grad_fn is d.grad_fn and s.grad_fn is not None
+    (s * 3 + d * 5).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+    assert b.grad is None
+    w, _ = _SumDiffWide.apply(a, b)
+    assert w.dtype == ember.float64
+    with ember.no_grad():
+        s2, d2 = _SumDiff.apply(a, b)
+    assert not s2.requires_grad and s2.grad_fn is None
+    x.grad = None
+    s, d = _SumDiff.apply(x * 2, b)
+    (d * 5).sum().backward()                  # s unused: its gradient is zeros of its shape and dtype
+    np.testing.assert_array_equal(x.grad.numpy(), [10.0, 10.0])
+
+
+class _NanPair(_SumDiff):
+    def backward(self, gs, gd):
+        return gs * float("nan"), gd
+
+
+@pytest.mark.parametrize("how", ["anomaly", "debug2"])
+def test_multi_output_primitive_records_its_forward_line(how, monkeypatch):
+    from ember import _debug
+    x = ember.tensor([1.0], requires_grad=True)
+    if how == "debug2":
+        monkeypatch.setattr(_debug, "LEVEL", 2)
+        s, _ = _NanPair.apply(x, x)
+        monkeypatch.setattr(_debug, "LEVEL", 0)
+        with ember.autograd.detect_anomaly():
+            with pytest.raises(RuntimeError) as e:
+                s.sum().backward()
+    else:
+        with ember.autograd.detect_anomaly():
+            s, _ = _NanPair.apply(x, x)
+            with pytest.raises(RuntimeError) as e:
+                s.sum().backward()
+    msg = str(e.value)
+    assert msg.startswith("Function '_NanPairBackward' returned nan values in its 0th output"), msg
+    assert "the forward op _NanPair was called at " in msg and "<unknown" not in msg, msg
+
+
+def test_eigh_double_backward_matches_torch():
+    # Eigh's backward re-wraps its outputs with node.output(i): differentiable again, on the right output
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((4, 4))
+    m = m + m.T
+    res = {}
+    for lib in (torch, ember):
+        a = lib.tensor(m, requires_grad=True)
+        w, v = lib.linalg.eigh(a)
+        c = lib.tensor(np.arange(16.0).reshape(4, 4) / 8)
+        f = (w * lib.arange(4, dtype=a.dtype)).sum() + (v ** 4 * c).sum()   # even in each column's sign
+        g, = (torch.autograd.grad if lib is torch else ember.autograd.grad)(f, a, create_graph=True)
+        assert g.requires_grad
+        gg, = (torch.autograd.grad if lib is torch else ember.autograd.grad)((g * g).sum(), a)
+        res[lib.__name__] = (g.detach().numpy(), gg.numpy())
+    np.testing.assert_allclose(res["ember"][0], res["torch"][0], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res["ember"][1], res["torch"][1], rtol=1e-6, atol=1e-8)
+
+
+class _Pass(_SumDiff):
+    def backward(self, gs, gd):
+        return gs, gd
+
+
+def test_an_unused_multi_output_gets_zeros_of_its_own_dtype():
+    x, y = ember.ones(2, requires_grad=True), ember.ones(2, requires_grad=True)
+    s, d = _Pass.apply(x, y)
+    d.sum().backward()                       # s unused: its gradient, passed on to x, is float32 zeros
+    assert x.grad.dtype == ember.float32 and x.grad.tolist() == [0.0, 0.0]
+    assert y.grad.tolist() == [1.0, 1.0]

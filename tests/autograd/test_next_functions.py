@@ -24,3 +24,16 @@ def test_next_functions_walk_the_graph_as_torchs():
         return names
 
     assert walk(ember) == walk(torch)
+
+
+def test_accumulate_grad_equality_hash_and_repr():
+    # torch hands out one AccumulateGrad object per leaf; Ember makes one per look-up that compares equal
+    x, w = ember.ones(2, requires_grad=True), ember.ones(2, requires_grad=True)
+    a = (x * 2).grad_fn.next_functions[0][0]
+    b = (x + 1).grad_fn.next_functions[0][0]
+    c = (w * 2).grad_fn.next_functions[0][0]
+    assert a == b and hash(a) == hash(b) and len({a, b, c}) == 2
+    assert a != c and a != "AccumulateGrad"
+    assert a.variable is x and repr(a) == "<AccumulateGrad>"
+    t = torch.ones(2, requires_grad=True)
+    assert (t * 2).grad_fn.next_functions[0][0] == (t + 1).grad_fn.next_functions[0][0]

@@ -285,3 +285,51 @@ def test_resnet18_training_step_on_meta():
     opt.zero_grad()
     for p, shape in zip(m.parameters(), shapes):
         assert p.is_meta and p.shape == shape and p.grad is None
+
+
+# ---------------------------------------------------------------- Primitive.apply's meta path
+from ember.autograd.function import Primitive   # noqa: E402
+from ember.ops.primitives import Add              # noqa: E402
+from helpers import raises_exactly                # noqa: E402
+
+
+def test_primitive_on_meta_and_cpu_inputs_message():
+    raises_exactly(lambda: Add.apply(ember.ones(2, device="meta"), ember.ones(2)), RuntimeError,
+                   "add: expected all tensors to be on the same device, but found at least two devices, meta and "
+                   "cpu (inputs: (2,) float32 meta, (2,) float32 cpu)")
+
+
+def _cast_prim(name, to, keeps=True):
+    return type(name, (Primitive,), {"forward": lambda self, a: a.astype(to), "keeps_dtype": keeps,
+                                     "infer": lambda self, a: (tuple(a.shape), to)})
+
+
+@pytest.mark.parametrize("to, keeps, dtype, expected", [
+    (np.float64, True, "float32", "float32"),            # a float output takes its float input's dtype
+    ("bfloat16", True, "float32", "float32"),
+    (np.float32, True, "bfloat16", "bfloat16"),
+    (np.float64, False, "float32", "float64"),           # unless the primitive says otherwise
+    (np.int64, True, "float32", "int64"),                # not a float: left alone
+    (np.float64, True, "int32", "float64"),
+])
+def test_meta_output_dtype_follows_the_cpu_rule(to, keeps, dtype, expected):
+    import ml_dtypes
+    to = ml_dtypes.bfloat16 if to == "bfloat16" else to
+    prim = _cast_prim("_Cast", to, keeps)
+    dt = getattr(ember, dtype)
+    cpu = prim.apply(ember.ones(2, 3, dtype=dt))
+    meta = prim.apply(ember.ones(2, 3, dtype=dt, device="meta"))
+    assert cpu.dtype == meta.dtype == getattr(ember, expected)
+    assert meta.shape == cpu.shape == (2, 3) and str(meta.device) == "meta"
+
+
+class _NoInfer(Primitive):
+    def forward(self, a):
+        return a
+
+
+def test_a_primitive_without_infer_cannot_run_on_meta():
+    with pytest.raises(NotImplementedError) as e:
+        _NoInfer.apply(ember.ones(2, device="meta"))
+    assert str(e.value) == ("_no_infer: primitive _NoInfer has no infer(), so it cannot run on device='meta'; "
+                            "add infer(self, *specs) -> (shape, dtype)")
