@@ -7,6 +7,7 @@ operands and the user's line), promote dtypes the way torch does, and call primi
 from __future__ import annotations
 
 import builtins
+import numbers
 import collections
 import math as _math
 
@@ -53,8 +54,10 @@ def _as_tensor(x, dtype, device, op):
         if isinstance(x, (np.ndarray, list, tuple)):
             from .creation import tensor
             x = tensor(x, device=device)
-        else:
+        elif isinstance(x, (numbers.Number, np.generic)):
             return _scalar_tensor(x, dtype, device)
+        else:   # None, a string, ...: NumPy would make NaN or an object array of it (torch's TypeError)
+            raise op_error(op, f"expected a Tensor or a number as operand, got {type(x).__name__}", TypeError)
     if x._device is not device:
         if x._data.ndim == 0 and x._device.type == "cpu":   # a CPU scalar tensor may join any device
             from .shape import to_device
@@ -894,10 +897,29 @@ def einsum(equation, *operands):
             raise op_error("einsum", f"subscripts {s!r} do not match operand of shape {tuple(t.shape)}")
     dt = _dtype.result_type(*operands)
     ops = [_as_tensor(t, dt, operands[0]._device, "einsum") for t in operands]
+    if builtins.any(len(set(s)) < len(s) for s in ins):   # a letter twice in one operand: take that diagonal first
+        ins, ops = zip(*[_einsum_diagonals(k, s, t) for k, (s, t) in enumerate(zip(ins, ops))])
+        eq = ",".join(ins) + "->" + eq.split("->")[1]
     try:
         return P.Einsum.apply(*ops, eq=eq)
     except ValueError as e:
         raise op_error("einsum", f"{e}; operand shapes {[tuple(t.shape) for t in operands]}") from None
+
+
+def _einsum_diagonals(k, s, t):
+    """Operand `t` with subscripts `s` rewritten without repeated letters: 'ii' is t's diagonal, 'i'
+    (torch's rule); Einsum's backward handles distinct letters only."""
+    from .shape import diagonal
+    while len(set(s)) < len(s):
+        c = next(ch for ch in s if s.count(ch) > 1)
+        p = s.index(c)
+        q = s.index(c, p + 1)
+        if t.shape[p] != t.shape[q]:
+            raise op_error("einsum", f"subscript {c!r} is repeated for operand {k} but the sizes don't match, "
+                                     f"{t.shape[p]} != {t.shape[q]}")
+        t = diagonal(t, 0, p, q)        # the diagonal becomes the last dim
+        s = s[:p] + s[p + 1:q] + s[q + 1:] + c
+    return s, t
 
 
 def tensordot(a, b, dims=2):

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import ember
-from helpers import check_op, NoGrad
+from helpers import check_op, NoGrad, raises_exactly
 
 # ------------------------------------------------------------------ binary arithmetic, broadcasting
 BINARY = {
@@ -1313,3 +1313,25 @@ def test_logsumexp_of_nothing_over_all_dims():
     assert out.shape == () and out.item() == float("-inf")
     assert ember.logsumexp(ember.ones(0, 2), [], keepdim=True).shape == (1, 1)
     assert ember.logsumexp(ember.tensor([[0.0, 0.0]]), []).item() == pytest.approx(np.log(2))
+
+
+@pytest.mark.parametrize("eq, shapes", [
+    ("ii", [(3, 3)]), ("ii->i", [(4, 4)]), ("iij->j", [(3, 3, 2)]), ("bii->bi", [(2, 3, 3)]),
+    ("ij,jj->i", [(2, 3), (3, 3)]), ("iii->i", [(2, 2, 2)]), ("jii,i->j", [(2, 3, 3), (3,)]),
+])
+def test_einsum_with_a_letter_repeated_in_one_operand_takes_its_diagonal(eq, shapes):
+    # the gradient goes to the diagonal only (it had been spread over the whole matrix)
+    check_op(lambda lib, *xs: lib.einsum(eq, *xs), *shapes)
+
+
+def test_einsum_repeated_letter_of_different_sizes_is_refused():
+    raises_exactly(lambda: ember.einsum("ii", ember.ones(3, 4)), RuntimeError,
+                   "einsum: subscript 'i' is repeated for operand 0 but the sizes don't match, 3 != 4")
+
+
+@pytest.mark.parametrize("call", [lambda x: ember.add(None, x), lambda x: ember.add(x, None), lambda x: x * None,
+                                  lambda x: ember.sub(x, "1"), lambda x: ember.maximum(x, None)])
+def test_a_non_number_operand_is_a_type_error_not_nan(call):
+    # NumPy turned None into NaN (and a string into an object array); torch raises TypeError
+    with pytest.raises(TypeError, match="expected a Tensor or a number as operand, got (NoneType|str)"):
+        call(ember.ones(2))
