@@ -19,6 +19,7 @@ FAMILIES = [   # module -> what lives there
     ("ember.ops.primitives", "elementwise, reductions, movement, indexing, non-differentiable"),
     ("ember.ops.elementwise", "more elementwise math (inverse trig, hyperbolic)"),
     ("ember.ops.layers", "nn layers: conv, pooling, fused kernels and their gradients"),
+    ("ember.ops.attention", "scaled dot-product attention as one node, and its gradient"),
     ("ember.ops.linalg", "linear algebra"),
     ("ember.ops.random_prims", "random numbers (Philox)"),
     ("ember.ops.inplace", "the in-place write"),

@@ -204,7 +204,9 @@ def test_sdpa_dropout_mask_and_rescale(p):
     q = ember.randn(B, H, L, 8)
     k = ember.randn(B, H, L, 8)
     v = ember.eye(L).expand(B, H, L, L)
-    ref = F.scaled_dot_product_attention(q, k, v).numpy()
+    # the reference through the same composite path as dropout (an all-True mask), not the one-node
+    # Attention, so that the two differ only by the dropout (not by float rounding)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=ember.ones(L, L, dtype=ember.bool)).numpy()
     out = F.scaled_dot_product_attention(q, k, v, dropout_p=p).numpy()
     check_dropped(ref, out, p, "sdpa dropout")
 

@@ -180,6 +180,49 @@ def softmax_grad(y, g, out):
             orow[j] = gr[j] * yr[j] - yr[j] * d
 
 
+# ---- attention's probabilities and their gradient, over (batch, L, S) -----------------------------
+
+@njit(**_RED)
+def attention_softmax(s, scale, causal):
+    """In place: each row of s (batch, L, S) becomes softmax(s * scale); with `causal`, row i over its
+    first i + 1 entries (min(i + 1, S)), the rest 0."""
+    nb, L, S = s.shape
+    for b in range(nb):
+        for i in range(L):
+            row = s[b, i]
+            n = min(i + 1, S) if causal else S
+            m = _NEG_INF
+            for j in range(n):
+                m = max(m, row[j] * scale)
+            t = _ZERO
+            for j in range(n):
+                e = _exp(row[j] * scale - m)
+                row[j] = e
+                t += e
+            r = _ONE / t
+            for j in range(n):
+                row[j] *= r
+            for j in range(n, S):
+                row[j] = _ZERO
+
+
+@njit(**_RED)
+def attention_softmax_grad(p, dp, scale, causal):
+    """In place: dp (batch, L, S) becomes p * (dp - rowsum(p * dp)) * scale (0 where p is masked)."""
+    nb, L, S = p.shape
+    for b in range(nb):
+        for i in range(L):
+            pr, dr = p[b, i], dp[b, i]
+            n = min(i + 1, S) if causal else S
+            d = _ZERO
+            for j in range(n):
+                d += pr[j] * dr[j]
+            for j in range(n):
+                dr[j] = pr[j] * (dr[j] - d) * scale
+            for j in range(n, S):
+                dr[j] = _ZERO
+
+
 # ---- LayerNorm over the last axis of (rows, n) ---------------------------------------------------
 
 @njit(**_RED)

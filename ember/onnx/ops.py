@@ -335,6 +335,29 @@ def _matmul(b, c):
     return [b.node("MatMul", [b.x(c, 0, dt), b.x(c, 1, dt)])]
 
 
+def _attention(b, c):
+    """Attention (ops/attention.py) as MatMul, Mul, [Add of the causal mask], Softmax, MatMul; its
+    two outputs are o and the probabilities p."""
+    b.need(13, "Softmax over one axis")
+    dt = b.out_dtype(c)
+    q, k, v = (b.x(c, i, dt) for i in range(3))
+    r = len(b.shape(c.inputs[0]))
+    kt = b.node("Transpose", [k], perm=list(range(r - 2)) + [r - 1, r - 2])
+    s = b.node("Mul", [b.node("MatMul", [q, kt]), b.scalar(c.attrs["scale"], dt)])
+    if c.attrs["causal"]:
+        p = c.outputs[1]
+        (L, S), (L2, S2) = b.shape(p)[-2:], b.shape2(p)[-2:]
+        if (L, S) == (L2, S2):
+            mask = b.const(np.triu(np.full((L, S), -np.inf, dt), 1), "causal_mask")
+        else:   # the sequence is a dynamic axis: the mask is built for the runtime length
+            b.need(14, "Trilu, for a causal mask whose size follows a dynamic axis")
+            full = b.node("Expand", [b.scalar(-np.inf, dt), b.int_vector([(L, L2), (S, S2)])])
+            mask = b.node("Trilu", [full, b.const(np.array(1, np.int64))], upper=1)
+        s = b.node("Add", [s, mask])
+    p = b.node("Softmax", [s], axis=-1)
+    return [b.node("MatMul", [p, v]), p]
+
+
 def _einsum(b, c):
     b.need(12, "Einsum")
     dt = b.out_dtype(c)
@@ -506,7 +529,7 @@ TABLE = {
     "Reshape": _reshape, "Permute": _permute, "Expand": _expand, "Flip": _flip, "Roll": _roll,
     "Index": _index, "Cat": _cat, "Pad": _pad, "Gather": _gather,
     "Scatter": _scatter(None), "ScatterAdd": _scatter("add"),
-    "MatMul": _matmul, "Einsum": _einsum, "Linear": _linear, "Conv": _conv, "MaxPool": _maxpool, "MaxPoolIndex": _maxpool_index,
+    "MatMul": _matmul, "Attention": _attention, "Einsum": _einsum, "Linear": _linear, "Conv": _conv, "MaxPool": _maxpool, "MaxPoolIndex": _maxpool_index,
     "Softmax": _softmax("Softmax"), "LogSoftmax": _softmax("LogSoftmax"),
     "LayerNorm": _layer_norm, "Normalize": _normalize,
     "Embedding": _embedding, "Assign": _assign,

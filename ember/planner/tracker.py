@@ -20,6 +20,7 @@ import weakref
 
 from ..autograd.dispatch import DispatchMode
 from ..backends.meta import MetaArray
+from ..ops import attention as A
 from ..ops import layers as L
 from ..ops import primitives as P
 from ..ops.inplace import Assign
@@ -150,7 +151,7 @@ def _conv_macs(out_shape, x_channels, groups, kernel):
 
 
 def macs_of(prim, attrs, in_arrays, out_arrays) -> int:
-    """Multiply-adds of one call: convolutions (and their two gradients), Linear, MatMul, Einsum."""
+    """Multiply-adds of one call: convolutions (and their two gradients), Linear, MatMul, Einsum, attention."""
     if prim is L.Conv:
         x, w = in_arrays[:2]
         return _conv_macs(out_arrays[0].shape, x.shape[1], attrs["groups"], w.shape[2:])
@@ -165,6 +166,12 @@ def macs_of(prim, attrs, in_arrays, out_arrays) -> int:
         return math.prod(x.shape[:-1]) * w.shape[0] * w.shape[1]
     if prim is P.MatMul:
         return math.prod(out_arrays[0].shape) * in_arrays[0].shape[-1]
+    if prim is A.Attention:   # q k^T and p v
+        q, k, v = in_arrays[:3]
+        return math.prod(q.shape[:-1]) * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+    if prim is A.AttentionGrad:   # p^T g, g v^T, ds k, ds^T q
+        q, k, v = in_arrays[:3]
+        return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * (q.shape[-1] + v.shape[-1])
     if prim is P.Einsum:
         sizes = {}
         for sub, a in zip(attrs["eq"].split("->")[0].split(","), in_arrays):
@@ -239,6 +246,7 @@ WORKSPACE = {
     L.Normalize: _times_input(1),        # centred x, its square
     L.LayerNorm: _times_input(2),        # centred x, its square, the scaled copy
     L.LayerNormGrad: _times_input(3),    # centred x, h, gx, a product
+    A.AttentionGrad: lambda attrs, ins, out: 2 * ins[3].nbytes,   # ds and ds * p, each of p's size
     AdamStep: _times_input(4),           # g - m, g^2, sqrt(v), then m * step_size before g^2 goes
     Random: _ws_random,
 }

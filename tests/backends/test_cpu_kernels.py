@@ -181,6 +181,31 @@ def test_adam_step_kernel_is_bit_identical_to_the_numpy_step(calls, monkeypatch,
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("opt", ["Adam", "AdamW"])
+def test_adam_step_kernel_scalars_per_group_and_rate(calls, opt):
+    """The kernel computes its bias corrections once per (step, lr, hyper-parameters) and reuses them for
+    the parameters at that step: groups of other rates, decays, betas or eps at the same step, and a rate
+    a scheduler changed, each get their own (bit for bit the NumPy step)."""
+    def train(on):
+        cpu_kernels.enable() if on else cpu_kernels.disable()
+        ember.manual_seed(0)
+        a, b, c = (ember.randn(4, 3, requires_grad=True) for _ in range(3))
+        o = getattr(ember.optim, opt)([{"params": [a]}, {"params": [b], "lr": 3e-3, "weight_decay": 0.5},
+                                       {"params": [c], "betas": (0.5, 0.9), "eps": 1e-3}], lr=1e-2)
+        sched = ember.optim.lr_scheduler.StepLR(o, 2, gamma=0.1)
+        for i in range(5):
+            o.zero_grad()
+            sum((p * p * (i + 1) + p).sum() for p in (a, b, c)).backward()
+            o.step()
+            sched.step()
+        return [p.detach().numpy().copy() for p in (a, b, c)]
+    want = train(False)
+    got = train(True)
+    cpu_kernels.enable()
+    for x, y in zip(want, got):
+        np.testing.assert_array_equal(x, y)
+
+
 @pytest.mark.parametrize("shape,cl", [((8, 5, 7, 9), False), ((8, 5, 7, 9), True), ((3, 4), False),
                                       ((6, 3, 11), False), ((2, 2, 1, 1), False), ((2, 16, 4, 4), True)])
 def test_batch_norm_layouts(kernels, shape, cl):

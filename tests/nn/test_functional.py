@@ -173,18 +173,19 @@ def test_functional_edges(fn, inputs):
 
 
 def test_sdpa_causal_mask_built_fresh(monkeypatch):
-    """The causal mask is cached per (L, S, dtype, device): an empty cache builds it again, and the masks
-    of other shapes, dtypes and devices are not mixed up (the cache is shared by the whole process)."""
+    """The composite path's causal mask (batch dims that broadcast, mixed dtypes, dropout: what the one
+    Attention node does not take) is cached per (L, S, dtype, device): an empty cache builds it again, and
+    the masks of other shapes, dtypes and devices are not mixed up (the cache is shared by the process)."""
     from ember.nn.functional import attention
     monkeypatch.setattr(attention, "_CAUSAL", {})
     for dtypes in (("float32", "float64"), ("float64", "float32")):
         attention._CAUSAL.clear()
         check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
-                 (2, 4, 3), (2, 6, 3), (2, 6, 2), dtypes=dtypes)
+                 (2, 4, 3), (1, 6, 3), (1, 6, 2), dtypes=dtypes)
     attention._CAUSAL.clear()
-    q = ember.randn(1, 4, 3)
-    ember.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
-    m = ember.nn.functional.scaled_dot_product_attention(q.to("meta"), q.to("meta"), q.to("meta"), is_causal=True)
+    q, k = ember.randn(1, 4, 3), ember.randn(4, 3)
+    ember.nn.functional.scaled_dot_product_attention(q, k, k, is_causal=True)
+    m = ember.nn.functional.scaled_dot_product_attention(q.to("meta"), k.to("meta"), k.to("meta"), is_causal=True)
     assert m.device.type == "meta" and m.shape == (1, 4, 3)
     bias = attention._causal_bias(4, 4, ember.zeros(1, device="meta"))
     assert bias.device.type == "meta" and bias.shape == (4, 4) and bias.dtype == ember.float32
@@ -249,3 +250,96 @@ def test_vision_errors_exactly(k):
 
 
 F_ = ember.nn.functional
+
+
+# ------------------------------------------------------------------ attention as one node (ops/attention.py)
+def _heads(lib, qkv, H):
+    """q, k, v as (B, H, T, E) strided views of one (B, T, 3 * H * E) projection, as a GPT makes them."""
+    B, T, C3 = qkv.shape
+    return [t.reshape(B, T, H, C3 // 3 // H).transpose(1, 2) for t in qkv.split(C3 // 3, dim=2)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_one_node_on_head_views_like_torch(causal):
+    """Values and gradients of q, k, v and of the projection they are views of; output read back through
+    transpose(1, 2).reshape as a transformer does."""
+    def f(lib, qkv):
+        q, k, v = _heads(lib, qkv, 2)
+        y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return y.transpose(1, 2).reshape(qkv.shape[0], qkv.shape[1], -1)
+    check_op(f, (2, 5, 12))
+
+
+@pytest.mark.parametrize("L,S", [(3, 5), (5, 3), (1, 4), (4, 1)])
+def test_sdpa_one_node_causal_with_other_lengths(L, S):
+    """torch's is_causal aligns the mask top-left: query i sees keys 0..i, whatever L and S."""
+    check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+             (2, 3, L, 4), (2, 3, S, 4), (2, 3, S, 2))
+    check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.3),
+             (L, 4), (S, 4), (S, 3))
+
+
+def test_sdpa_one_node_takes_the_call_and_lays_out_heads_for_the_next_reshape():
+    from ember.ops.attention import Attention
+    q, k, v = (ember.randn(2, 3, 4, 5, requires_grad=True) for _ in range(3))
+    y = ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert type(y.grad_fn) is Attention
+    # (B, H, L, E) whose memory is (B, L, H, E): transpose(1, 2) is contiguous, reshape needs no copy
+    t = y.transpose(1, 2)
+    assert t.is_contiguous()
+    np.testing.assert_array_equal(t.reshape(2, 4, 15).detach().numpy(), t.detach().numpy().reshape(2, 4, 15))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_one_node_kernels_equal_numpy_forward(causal):
+    """The CPU kernel (BLAS products and one numba pass) and the primitive's NumPy forward agree to
+    float32 rounding, values and gradients, on strided head views."""
+    from ember.backends import cpu_kernels
+    rng = np.random.default_rng(0)
+    x, g = rng.standard_normal((3, 7, 24)).astype(np.float32), rng.standard_normal((3, 2, 7, 4)).astype(np.float32)
+    res = []
+    for on in (True, False):
+        (cpu_kernels.enable if on else cpu_kernels.disable)()
+        try:
+            qkv = ember.tensor(x, requires_grad=True)
+            y = ember.nn.functional.scaled_dot_product_attention(*_heads(ember, qkv, 2), is_causal=causal)
+            y.backward(ember.tensor(g))
+            res.append((y.detach().numpy(), qkv.grad.numpy()))
+        finally:
+            cpu_kernels.enable()
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sdpa_one_node_half_precision_like_torch(dtype):
+    check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+             (2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 3), dtypes=(dtype,))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_one_node_double_backward_like_torch(causal):
+    """With create_graph the backward is Tensor ops: gradients of the gradients match torch's."""
+    import torch
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(s).astype(np.float64) for s in ((2, 4, 3), (2, 5, 3), (2, 5, 2))]
+    out = {}
+    for lib in (torch, ember):
+        q, k, v = (lib.tensor(a, requires_grad=True) for a in arrays)
+        y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        gq, gk, gv = lib.autograd.grad((y * y).sum(), (q, k, v), create_graph=True)
+        total = (gq * gq).sum() + (gk * gk).sum() + (gv * gv).sum()
+        out[lib.__name__] = [t.detach().numpy() for t in lib.autograd.grad(total, (q, k, v))]
+    for a, b in zip(out["ember"], out["torch"]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+def test_sdpa_one_node_on_meta_and_its_errors():
+    q = ember.randn(2, 3, 4, 5, device="meta")
+    k = ember.randn(2, 3, 6, 5, device="meta")
+    v = ember.randn(2, 3, 6, 7, device="meta")
+    y = ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert y.device.type == "meta" and y.shape == (2, 3, 4, 7)
+    from ember.ops.attention import Attention
+    with pytest.raises(RuntimeError, match="scaled_dot_product_attention: query .* do not fit"):
+        Attention.apply(q, ember.randn(2, 3, 6, 4, device="meta"), v, scale=1.0, causal=False)

@@ -578,3 +578,41 @@ def test_causal_mask_made_in_forward_follows_the_sequence(make_mask, tmp_path):
     assert {"square_subsequent": "Trilu", "tril_ones": "Range"}[make_mask] in {n.op_type for n in proto.graph.node}
     x = ember.randn(3, 9, 16)
     close(run_ort(path, {"x": x.numpy()})[0], ember_out(model, x)[0])
+
+
+def sdpa_block(lib, causal=True):
+    """Multi-head self-attention through F.scaled_dot_product_attention (Ember: the one-node Attention)."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class SelfAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.proj = nn.Linear(16, 48), nn.Linear(16, 16)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = (t.view(B, T, 4, 4).transpose(1, 2) for t in self.qkv(x).split(16, dim=2))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return self.proj(y.transpose(1, 2).reshape(B, T, C))
+    return SelfAttention()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_attention_node_exports_with_static_and_dynamic_sequence(causal, tmp_path):
+    e, t = twins(lambda lib: sdpa_block(lib, causal))
+    x = np.random.default_rng(4).standard_normal((2, 6, 16)).astype(np.float32)
+    with torch.no_grad():
+        close(ember_out(e, ember.tensor(x))[0], t(torch.tensor(x)).numpy())
+    static = tmp_path / "static.onnx"
+    export_checked(e, ember.tensor(x), static)
+    close(run_ort(static, {"input_0": x})[0], ember_out(e, ember.tensor(x))[0])
+    dyn = tmp_path / "dynamic.onnx"
+    export_checked(e, ember.tensor(x), dyn, input_names=["x"], dynamic_axes={"x": {0: "B", 1: "T"}})
+    for shape in [(1, 9), (3, 2), (2, 1)]:
+        xs = np.random.default_rng(5).standard_normal(shape + (16,)).astype(np.float32)
+        close(run_ort(dyn, {"x": xs})[0], ember_out(e, ember.tensor(xs))[0])
+    if causal:   # a dynamic causal mask needs Trilu (opset 14)
+        with pytest.raises(Exception, match="opset_version >= 14"):
+            ember.onnx.export(e, ember.tensor(x), str(tmp_path / "old.onnx"), input_names=["x"],
+                              dynamic_axes={"x": {0: "B", 1: "T"}}, opset_version=13)
+        assert not (tmp_path / "old.onnx").exists()

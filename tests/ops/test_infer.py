@@ -14,6 +14,7 @@ import pytest
 import ember
 from ember.autograd.function import Primitive
 from ember.backends.meta import MetaArray
+from ember.ops import attention as A
 from ember.ops import layers as L
 from ember.ops import primitives as P
 from ember.ops import random_prims as R
@@ -113,6 +114,10 @@ CASES = {
     "Embedding": (L.Embedding, [((5, 3), "f"), IDX], {"padding_idx": None}),
     "EmbeddingGrad": (L.EmbeddingGrad, [((2, 2, 3), "f"), IDX], {"num": 5, "padding_idx": 1}),
     "Linear": (L.Linear, [((4, 3), "f"), ((5, 3), "f"), ((5,), "f")], {}),
+    "Attention": (A.Attention, [((2, 3, 4, 5), "f"), ((2, 3, 6, 5), "f"), ((2, 3, 6, 2), "f")],
+                  {"scale": 0.5, "causal": True}),
+    "AttentionGrad": (A.AttentionGrad, [((2, 3, 4, 5), "f"), ((2, 3, 6, 5), "f"), ((2, 3, 6, 2), "f"),
+                                        ((2, 3, 4, 6), "f"), ((2, 3, 4, 2), "f")], {"scale": 0.5, "causal": False}),
     "LayerNorm": (L.LayerNorm, [((2, 3, 4), "f"), ((4,), "f"), ((4,), "f")], {"n": 1, "eps": 1e-5}),
     **{name: (getattr(E, name), [((2, 3), "f")], {})
        for name in ("Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},

@@ -10,11 +10,25 @@ from ..._errors import check_same_device, op_error
 from ..._tensor import Tensor
 from ...backends import array_module
 from ...ops import math as M
+from ...ops.attention import Attention
 from .activation import softmax
 from .dropout import dropout
 
 
 _CAUSAL = {}
+
+
+def _fits_one_node(q, k, v):
+    """Whether q, k, v take the one-primitive path (ops/attention.py): floats of one dtype on one device,
+    (..., L, E), (..., S, E), (..., S, Ev) with the same leading dims. Anything else (broadcast batch
+    dims, mixed dtypes) runs the composite below, which also gives the errors."""
+    if not (q.dtype is k.dtype is v.dtype) or not q.dtype.is_floating_point or q.ndim < 2:
+        return False
+    if k.ndim != q.ndim or v.ndim != q.ndim or q._device != k._device or q._device != v._device:
+        return False
+    qs, ks, vs = q.shape, k.shape, v.shape
+    return qs[:-2] == ks[:-2] == vs[:-2] and qs[-1] == ks[-1] and ks[-2] == vs[-2] \
+        and q.numel() > 0 and k.numel() > 0 and v.numel() > 0
 
 
 def _causal_bias(L, S_, like):
@@ -40,6 +54,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     L, S_ = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if attn_mask is None and dropout_p == 0.0 and _fits_one_node(query, key, value):
+        return Attention.apply(query, key, value, scale=float(scale), causal=bool(is_causal))[0]
     attn = M.matmul(query * scale, key.transpose(-2, -1))        # (..., L, S); scaling q is the cheaper side
     if is_causal:
         if attn_mask is not None:
