@@ -348,11 +348,13 @@ def _attention(b, c):
         p = c.outputs[1]
         (L, S), (L2, S2) = b.shape(p)[-2:], b.shape2(p)[-2:]
         if (L, S) == (L2, S2):
-            mask = b.const(np.triu(np.full((L, S), -np.inf, dt), 1), "causal_mask")
+            mask = host.full((L, S), -np.inf, dt)
+            mask[tuple(host.tril_indices(L, S))] = 0    # 0 where key j <= query i, -inf above
+            mask = b.const(mask, "causal_mask")
         else:   # the sequence is a dynamic axis: the mask is built for the runtime length
             b.need(14, "Trilu, for a causal mask whose size follows a dynamic axis")
             full = b.node("Expand", [b.scalar(-np.inf, dt), b.int_vector([(L, L2), (S, S2)])])
-            mask = b.node("Trilu", [full, b.const(np.array(1, np.int64))], upper=1)
+            mask = b.node("Trilu", [full, b.const(host.array(1, np.int64))], upper=1)
         s = b.node("Add", [s, mask])
     p = b.node("Softmax", [s], axis=-1)
     return [b.node("MatMul", [p, v]), p]

@@ -51,8 +51,8 @@ class Attention(Primitive):
         q, k, v = _wide(q), _wide(k), _wide(v)
         s = xp.matmul(q, xp.swapaxes(k, -1, -2))
         s *= s.dtype.type(self.scale)
-        if self.causal:
-            s[..., causal_mask(xp, s.shape[-2], s.shape[-1])] = -np.inf
+        if self.causal:   # where, not a boolean-mask store: the same call on every array module
+            s = xp.where(causal_mask(xp, s.shape[-2], s.shape[-1]), s.dtype.type(-np.inf), s)
         s -= s.max(axis=-1, keepdims=True)
         p = xp.exp(s, out=s)
         p /= p.sum(axis=-1, keepdims=True)

@@ -343,3 +343,66 @@ def test_sdpa_one_node_on_meta_and_its_errors():
     from ember.ops.attention import Attention
     with pytest.raises(RuntimeError, match="scaled_dot_product_attention: query .* do not fit"):
         Attention.apply(q, ember.randn(2, 3, 6, 4, device="meta"), v, scale=1.0, causal=False)
+
+
+@pytest.mark.parametrize("qs,ks,vs", [((4, 5), (6, 5), (6, 7)), ((3, 4, 5), (3, 6, 5), (3, 6, 7)),
+                                      ((2, 1, 3, 4, 5), (2, 1, 3, 6, 5), (2, 1, 3, 6, 7))])
+def test_attention_node_shapes_on_meta(qs, ks, vs):
+    """The primitive's infer: o (..., L, Ev) and p (..., L, S) for 2-D to 5-D inputs."""
+    from ember.ops.attention import Attention
+    q, k, v = (ember.empty(*s, device="meta") for s in (qs, ks, vs))
+    o, p = Attention.apply(q, k, v, scale=1.0, causal=True)
+    assert o.shape == qs[:-1] + (7,) and p.shape == qs[:-1] + (6,)
+
+
+@pytest.mark.parametrize("qs,ks,vs", [((5,), (5,), (5,)),                                  # 1-D
+                                      ((2, 4, 5), (6, 5), (6, 7)),                         # ranks differ
+                                      ((2, 4, 5), (2, 6, 5), (6, 7)),
+                                      ((2, 3, 4, 5), (2, 2, 6, 5), (2, 3, 6, 7)),          # leading dims
+                                      ((2, 3, 4, 5), (2, 3, 6, 5), (2, 2, 6, 7)),
+                                      ((2, 3, 4, 5), (2, 3, 6, 4), (2, 3, 6, 7)),          # E
+                                      ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 5, 7))])         # S
+def test_attention_node_refuses_shapes_that_do_not_fit(qs, ks, vs):
+    from ember.ops.attention import Attention
+    q, k, v = (ember.empty(*s, device="meta") for s in (qs, ks, vs))
+    with pytest.raises(RuntimeError, match=r"scaled_dot_product_attention: query \(.*\) do not fit"):
+        Attention.apply(q, k, v, scale=1.0, causal=False)
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+def test_sdpa_one_node_large_and_unequal_scores(kernels):
+    """Scores of +-300 in one row and of +-1 in the next: the softmax subtracts each row's own max
+    (exp(300) overflows float32; a max over the whole tensor underflows the small rows to 0/0)."""
+    from ember.backends import cpu_kernels
+    try:
+        (cpu_kernels.enable if kernels else cpu_kernels.disable)()
+        q = np.zeros((2, 2, 3), np.float32)
+        q[:, 0] = [30.0, -20.0, 10.0]
+        q[:, 1] = [0.1, 0.2, -0.1]
+        k = np.random.default_rng(0).uniform(-10, 10, (2, 4, 3)).astype(np.float32)
+        check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v),
+                 q, k, (2, 4, 2), dtypes=("float32",))
+    finally:
+        cpu_kernels.enable()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sdpa_one_node_half_precision_numpy_forward(dtype):
+    """The primitive's own forward (no kernels: what other devices run) computes 2-byte floats in float32."""
+    from ember.backends import cpu_kernels
+    cpu_kernels.disable()
+    try:
+        check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 (2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 3), dtypes=(dtype,))
+    finally:
+        cpu_kernels.enable()
+
+
+def test_sdpa_one_node_double_backward_on_meta():
+    """create_graph on meta: the recomputed causal mask is a meta tensor too; shapes only."""
+    q, k, v = (ember.empty(2, 4, 3, device="meta", requires_grad=True) for _ in range(3))
+    y = ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    gq, gk, gv = ember.autograd.grad(y.sum(), (q, k, v), create_graph=True)
+    assert gq.device.type == "meta" and gq.shape == (2, 4, 3) and gq.requires_grad
+    (h,) = ember.autograd.grad(gq.sum(), (k,))
+    assert h.device.type == "meta" and h.shape == (2, 4, 3)
