@@ -356,6 +356,7 @@ def test_attention_node_shapes_on_meta(qs, ks, vs):
 
 
 @pytest.mark.parametrize("qs,ks,vs", [((5,), (5,), (5,)),                                  # 1-D
+                                      ((4, 5), (6, 5), (6,)), ((4, 5), (5,), (6, 7)),      # one 1-D
                                       ((2, 4, 5), (6, 5), (6, 7)),                         # ranks differ
                                       ((2, 4, 5), (2, 6, 5), (6, 7)),
                                       ((2, 3, 4, 5), (2, 2, 6, 5), (2, 3, 6, 7)),          # leading dims
@@ -406,3 +407,18 @@ def test_sdpa_one_node_double_backward_on_meta():
     assert gq.device.type == "meta" and gq.shape == (2, 4, 3) and gq.requires_grad
     (h,) = ember.autograd.grad(gq.sum(), (k,))
     assert h.device.type == "meta" and h.shape == (2, 4, 3)
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+def test_sdpa_one_node_float16_scores_beyond_float16_range(kernels):
+    """Scores of 300 * 250 * 4 overflow float16 (max 65504): computed in float32, as torch does, the
+    result is finite and torch's."""
+    from ember.backends import cpu_kernels
+    try:
+        (cpu_kernels.enable if kernels else cpu_kernels.disable)()
+        q, k = np.full((1, 2, 4), 300.0, np.float32), np.full((1, 3, 4), 250.0, np.float32)
+        k[0, 1] = -250.0
+        check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v),
+                 q, k, (1, 3, 2), dtypes=("float16",), grad=False)
+    finally:
+        cpu_kernels.enable()
