@@ -98,7 +98,8 @@ def _primitives() -> dict:
     """Ember's primitives by name (the only code a loaded graph can run)."""
     from ..autograd.function import Primitive
     import importlib
-    for mod in ("primitives", "elementwise", "layers", "linalg", "random_prims", "inplace", "optim_prims"):
+    for mod in ("primitives", "elementwise", "layers", "attention", "linalg", "random_prims", "inplace",
+                "optim_prims"):
         importlib.import_module("ember.ops." + mod)   # every primitive class exists before the walk
     out, stack = {}, [Primitive]
     while stack:

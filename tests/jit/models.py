@@ -26,6 +26,21 @@ class TinyGPT(nn.Module):
         return self.head(self.ln(x))                                  # (B, T, vocab)
 
 
+class ZooGPT(nn.Module):
+    """The model zoo's GPT without dropout: its attention is F.scaled_dot_product_attention(is_causal=True)
+    with no mask, the one-node Attention primitive. Logits of every position (B, T, vocab)."""
+    def __init__(self):
+        super().__init__()
+        from ember.models.gpt import GPT, GPTConfig
+        self.gpt = GPT(GPTConfig(block_size=8, vocab_size=11, n_layer=2, n_head=2, n_embd=16, dropout=0.0))
+
+    def forward(self, idx):
+        x = self.gpt.transformer.wte(idx) + self.gpt.transformer.wpe(ember.arange(idx.shape[1]))
+        for block in self.gpt.transformer.h:
+            x = block(x)
+        return self.gpt.lm_head(self.gpt.transformer.ln_f(x))
+
+
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()
@@ -54,7 +69,7 @@ class LSTMClassifier(nn.Module):
 
 
 def make(kind, seed=0):
-    """(model, optimizer, x, y) for one of 'mlp', 'cnn', 'lstm', 'gpt', seeded, in training mode."""
+    """(model, optimizer, x, y) for one of 'mlp', 'cnn', 'lstm', 'gpt', 'zoo_gpt', seeded, in training mode."""
     ember.manual_seed(seed)
     if kind == "mlp":
         model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 4))
@@ -65,8 +80,11 @@ def make(kind, seed=0):
     elif kind == "lstm":
         model = LSTMClassifier()
         x, y = ember.randn(4, 7, 5), ember.randint(0, 3, (4,))
-    else:
+    elif kind == "gpt":
         model = TinyGPT()
+        x, y = ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
+    else:
+        model = ZooGPT()
         x, y = ember.randint(0, 11, (3, 8)), ember.randint(0, 11, (3, 8))
     model.train()
     opt = ember.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)

@@ -9,7 +9,7 @@ import ember
 from tests.jit.models import make, step_fn
 
 
-@pytest.mark.parametrize("kind", ["mlp", "lstm", "gpt"])
+@pytest.mark.parametrize("kind", ["mlp", "lstm", "gpt", "zoo_gpt"])
 def test_new_batch_size_does_not_retrace_a_training_step(kind):
     def batches(x, y):
         return [(x, y), (x[:2], y[:2]), (x, y), (x[1:], y[1:]), (x[:2], y[:2])]

@@ -46,7 +46,7 @@ def _run_fresh(tmp_path, path, mode, *arrays):
     return r.stdout
 
 
-@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt"])
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt", "zoo_gpt"])
 def test_saved_inference_graph_runs_without_the_model_code(tmp_path, kind):
     model, _, x, _ = make(kind)
     model.eval()

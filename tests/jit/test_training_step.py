@@ -10,7 +10,7 @@ import pytest
 import ember
 from tests.jit.models import make, step_fn
 
-KINDS = ["mlp", "cnn", "lstm", "gpt"]
+KINDS = ["mlp", "cnn", "lstm", "gpt", "zoo_gpt"]
 
 
 def _run(kind, compiled, n=5, sched=True):
