@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import ember
-from helpers import check_op, Const, NoGrad
+from helpers import check_op, Const, NoGrad, raises_exactly
 
 MOVEMENT = {
     "reshape": lambda L, a: a.reshape(4, 6),
@@ -467,3 +467,102 @@ def test_shape_edge_cases_like_torch():
     check_op(lambda L, a, i: a[[0, 2], i], (3, 4), np.array([1, 3]))
     check_op(lambda L, s, v: L.searchsorted(s, v), np.sort(np.random.default_rng(1).uniform(size=(2, 5))),
              np.random.default_rng(2).uniform(size=(2, 3)), grad=False)
+
+
+# ------------------------------------------------------------------ mutation-testing additions (issue 17)
+# Each function below kills survivors of the mutation run of ember/ops/shape.py (docs/testing.md).
+def _dim_error(op, d, ndim):
+    n = max(ndim, 1)
+    return (f"{op}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d}); "
+            f"the tensor has {ndim} dims")
+
+
+def test_view_of_a_non_contiguous_tensor_where_torch_allows_it():
+    check_op(lambda L, a: a[:, :4].view(3, 2, 2), (3, 6))          # splitting a dim of a column slice
+    check_op(lambda L, a: a.t().view(4, 3), (3, 4))                # the same shape: always a view
+    x = ember.zeros(3, 6)
+    v = x[:, :4].view(3, 2, 2)
+    assert np.shares_memory(v.numpy(), x.numpy())
+    raises_exactly(lambda: ember.zeros(2, 3).t().view(6), RuntimeError,
+                   "view: view size is not compatible with input tensor's size and stride (shape (3, 2), "
+                   "non-contiguous); use .reshape(...) instead")
+    # a contiguous tensor with a wrong size gets reshape's message, not view's
+    raises_exactly(lambda: ember.zeros(2, 3).view(4, 2), RuntimeError,
+                   "reshape: shape [4, 2] is invalid for input of size 6 (shape (2, 3))")
+
+
+def test_view_dtype_of_1d_and_0d():
+    check_op(lambda L, a: a.view(L.float16), np.ones(4, dtype=np.float32), grad=False, check_dtype=False)
+    check_op(lambda L, a: a.view(L.int16), np.arange(3, dtype=np.int32), grad=False)
+    raises_exactly(lambda: ember.tensor(1.0).view(ember.float16), RuntimeError,
+                   "view: cannot view () float32 cpu as float16: with a different element size the last "
+                   "dimension must be contiguous and hold a whole number of float16s")
+
+
+def test_chunk_default_dim_one_chunk_and_empty_dims():
+    check_op(lambda L, a: a.chunk(2), (4, 3))
+    check_op(lambda L, a: L.chunk(a, 1, 1), (4, 3))
+    check_op(lambda L, a: a.chunk(3), (1, 4))                      # a dim of size 1: one piece
+    check_op(lambda L, a: a.chunk(2), (0, 3))                      # empty dim: `chunks` empty pieces
+    check_op(lambda L, a: a.chunk(3, 1), (2, 0))
+    raises_exactly(lambda: ember.ones(4).chunk(0), RuntimeError, "chunk: chunks must be greater than 0, got 0")
+    raises_exactly(lambda: ember.ones(4).chunk(2, 1), IndexError, _dim_error("chunk", 1, 1))
+
+
+def test_unflatten_infers_minus_one_and_errors():
+    check_op(lambda L, a: a.unflatten(1, (-1, 2)), (2, 6))
+    check_op(lambda L, a: L.unflatten(a, -1, (3, -1)), (2, 6))
+    check_op(lambda L, a: a.unflatten(0, (2, -1, 1)), (4, 3))
+    raises_exactly(lambda: ember.zeros(2, 6).unflatten(1, (4, 2)), RuntimeError,
+                   "unflatten: provided sizes [4, 2] don't multiply up to the size of dim 1 (6) in the input "
+                   "tensor of shape (2, 6)")
+    raises_exactly(lambda: ember.zeros(2, 6).unflatten(1, (4, -1)), RuntimeError,
+                   "unflatten: provided sizes [4, -1] don't multiply up to the size of dim 1 (6) in the input "
+                   "tensor of shape (2, 6)")
+    raises_exactly(lambda: ember.zeros(2, 6).unflatten(2, (3, 2)), IndexError, _dim_error("unflatten", 2, 2))
+    # 0 elements and a -1: ambiguous, torch refuses (a RuntimeError); ours comes from reshape
+    with pytest.raises(RuntimeError):
+        torch.zeros(2, 0).unflatten(1, (0, -1))
+    raises_exactly(lambda: ember.zeros(2, 0).unflatten(1, (0, -1)), RuntimeError,
+                   "reshape: shape [2, 0, -1] is invalid for input of size 0 (shape (2, 0))")
+
+
+def test_topk_k_range_0d_1d_and_errors():
+    check_op(lambda L, a: a.topk(0), (3, 4))                       # k = 0: empty results
+    check_op(lambda L, a: a.topk(4), (3, 4))                       # k = the dim's size
+    check_op(lambda L, a: a.topk(2), (5,))                         # 1-D
+    check_op(lambda L, a: L.topk(a, 1, dim=0, largest=False), (5,))
+    check_op(lambda L, a: a.topk(1), ())                           # 0-d: the element itself
+    check_op(lambda L, a: a.topk(1), np.array(7, dtype=np.int64), grad=False)
+    check_op(lambda L, a: a.topk(2, 0), np.array([3, 9, 1], dtype=np.int32), grad=False)
+    raises_exactly(lambda: ember.tensor(1.0).topk(2), RuntimeError,
+                   "topk: selected index k=2 out of range for dimension 0 of size 1")
+    raises_exactly(lambda: ember.ones(3, 4).topk(5), RuntimeError,
+                   "topk: selected index k=5 out of range for dimension 1 of size 4")
+    raises_exactly(lambda: ember.ones(3, 4).topk(-1), RuntimeError,
+                   "topk: selected index k=-1 out of range for dimension 1 of size 4")
+    raises_exactly(lambda: ember.ones(3, dtype=ember.bool).topk(1), RuntimeError,
+                   "topk: does not support bool inputs (as torch on CPU); convert with .int() first")
+    raises_exactly(lambda: ember.ones(3).topk(1, 1), IndexError, _dim_error("topk", 1, 1))
+
+
+def test_repeat_interleave_with_a_tensor_of_repeats():
+    r = np.array([2, 0, 3], dtype=np.int64)
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=0), (3, 2), r)
+    check_op(lambda L, a, r: L.repeat_interleave(a, r, dim=1), (2, 3), r)
+    check_op(lambda L, a, r: a.repeat_interleave(r), (3,), r)      # no dim: flattened
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=0), (1, 2), np.array([4], dtype=np.int64))
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=0), (0, 2), np.zeros(0, dtype=np.int64))
+    check_op(lambda L, a: a.repeat_interleave(3, dim=-1), (2, 2))
+    raises_exactly(lambda: ember.ones(3).repeat_interleave(2, dim=1), IndexError,
+                   _dim_error("repeat_interleave", 1, 1))
+
+
+def test_repeat_interleave_on_a_device(fake_cuda):
+    r = np.array([2, 0, 3], dtype=np.int64)
+    check_op(lambda L, a: a.repeat_interleave(2, dim=0), (3, 2), device="cuda")
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=0), (3, 2), r, device="cuda")
+    x, reps = ember.ones(3, device="cuda"), ember.tensor([1, 2, 3])
+    raises_exactly(lambda: x.repeat_interleave(reps), RuntimeError,
+                   "repeat_interleave: expected all tensors to be on the same device, but found at least two "
+                   f"devices, {x.device} and cpu (input (3,) float32 {x.device}, repeats (3,) int64 cpu)")
