@@ -197,9 +197,9 @@ def cat(tensors, dim=0):
         raise op_error("cat", "expected a non-empty list of Tensors", ValueError)   # torch's type
     from .math import _as_tensor
     from .. import _dtype
-    # torch skips legacy empty 1-D tensors
+    # torch skips legacy empty 1-D tensors, but their dtypes still take part in the promotion
     nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
-    dt = _dtype.result_type(*nonempty)
+    dt = _dtype.result_type(*tensors)
     dev = nonempty[0]._device
     ts = [_as_tensor(t, dt, dev, "cat") for t in nonempty]
     ref = ts[0]
@@ -243,11 +243,16 @@ def _slice_along(input, d, start, stop):
 
 def narrow(input, dim, start, length):
     d = _dim(dim, input.ndim, "narrow")
+    n = input.shape[d]
+    if not -n <= start <= n:   # torch: IndexError for the start, RuntimeError for the length
+        raise op_error("narrow", f"start out of range (expected to be in range of [{-n}, {n}], but got {start})",
+                       IndexError)
     if start < 0:
-        start += input.shape[d]
-    if not 0 <= start <= start + length <= input.shape[d]:
-        raise op_error("narrow", f"start ({start}) + length ({length}) exceeds dimension size "
-                                 f"({input.shape[d]})", IndexError)
+        start += n
+    if length < 0:
+        raise op_error("narrow", "length must be non-negative")
+    if start + length > n:
+        raise op_error("narrow", f"start ({start}) + length ({length}) exceeds dimension size ({n})")
     return _slice_along(input, d, start, start + length)
 
 
@@ -578,14 +583,14 @@ def gather(input, dim, index):
                                  f"the same number of dimensions")
     if any(i > s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
         raise op_error("gather", f"size does not match: index {tuple(index.shape)} must be no larger than "
-                                 f"input {tuple(input.shape)} apart from dimension {d}", IndexError)
+                                 f"input {tuple(input.shape)} apart from dimension {d}")
+    src = input
     if any(i < s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
-        input = getitem(input, tuple(slice(None) if j == d else slice(0, i) for j, i in enumerate(idx.shape)))
+        src = getitem(input, tuple(slice(None) if j == d else slice(0, i) for j, i in enumerate(idx.shape)))
     try:
-        return P.Gather.apply(input, idx, axis=d)
+        return P.Gather.apply(src, idx, axis=d)
     except (IndexError, ValueError) as e:
-        raise op_error("gather", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}",
-                       IndexError) from None
+        raise op_error("gather", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}") from None
 
 
 def take_along_dim(input, indices, dim=None):
@@ -657,10 +662,10 @@ def masked_fill(input, mask, value):
     if not isinstance(value, Tensor):
         value = check_scalar_fits("masked_fill", value, input.dtype)
     from .math import _scalar_tensor
+    # out of place, input and mask broadcast as in torch ((3,) with a (2, 3) mask gives (2, 3)); masked_fill_
+    # refuses a result larger than self
     out = where(mask, value if isinstance(value, Tensor) else _scalar_tensor(value, input.dtype, input._device),
                 input)
-    if out.shape != input.shape:
-        raise op_error("masked_fill", f"mask {tuple(mask.shape)} is not broadcastable to {tuple(input.shape)}")
     return out.to(input.dtype)
 
 

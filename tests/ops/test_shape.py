@@ -386,7 +386,7 @@ def test_shape_op_errors():
         ember.stack([x, ember.zeros(3, 2)])
     with pytest.raises(RuntimeError, match="split"):
         x.split([1, 1], 1)
-    with pytest.raises(IndexError, match="narrow"):
+    with pytest.raises(RuntimeError, match="narrow"):
         x.narrow(1, 2, 3)
     with pytest.raises(RuntimeError, match="gather"):
         x.gather(0, ember.tensor([0, 1]))
@@ -566,3 +566,330 @@ def test_repeat_interleave_on_a_device(fake_cuda):
     raises_exactly(lambda: x.repeat_interleave(reps), RuntimeError,
                    "repeat_interleave: expected all tensors to be on the same device, but found at least two "
                    f"devices, {x.device} and cpu (input (3,) float32 {x.device}, repeats (3,) int64 cpu)")
+
+
+# Each op names itself in torch's "Dimension out of range" IndexError (the dim checked first).
+DIM_ERRORS = {
+    "take_along_dim": (lambda L, x: L.take_along_dim(x, L.zeros(2, 3, dtype=L.int64), 2), 2, 2),
+    "kthvalue": (lambda L, x: x.kthvalue(1, 2), 2, 2),
+    "gather": (lambda L, x: x.gather(-3, L.zeros(2, 3, dtype=L.int64)), -3, 2),
+    "scatter": (lambda L, x: x.scatter(2, L.zeros(2, 3, dtype=L.int64), x), 2, 2),
+    "scatter_add": (lambda L, x: x.scatter_add(2, L.zeros(2, 3, dtype=L.int64), x), 2, 2),
+    "roll": (lambda L, x: x.roll(1, 2), 2, 2),
+    "unbind": (lambda L, x: x.unbind(2), 2, 2),
+    "unique": (lambda L, x: L.unique(x, dim=3), 3, 2),
+    "argsort": (lambda L, x: x.argsort(2), 2, 2),
+    "sort": (lambda L, x: x.sort(2), 2, 2),
+    "narrow": (lambda L, x: x.narrow(2, 0, 1), 2, 2),
+    "tensor_split": (lambda L, x: x.tensor_split(2, 2), 2, 2),
+    "cat": (lambda L, x: L.cat([x, x], 2), 2, 2),
+    "stack": (lambda L, x: L.stack([x, x], 3), 3, 3),
+    "index_add": (lambda L, x: x.index_add(2, L.tensor([0]), x[:, :1]), 2, 2),
+    "index_fill": (lambda L, x: x.index_fill(2, L.tensor([0]), 1.0), 2, 2),
+    "index_select": (lambda L, x: x.index_select(2, L.tensor([0])), 2, 2),
+    "split": (lambda L, x: x.split(1, 2), 2, 2),
+    "flatten": (lambda L, x: x.flatten(2), 2, 2),
+    "unsqueeze": (lambda L, x: x.unsqueeze(3), 3, 3),
+    "movedim": (lambda L, x: x.movedim(2, 0), 2, 2),
+    "diagonal": (lambda L, x: x.diagonal(0, 0, 2), 2, 2),
+}
+
+
+@pytest.mark.parametrize("op", list(DIM_ERRORS))
+def test_a_dim_out_of_range_names_the_op(op):
+    fn, d, ndim = DIM_ERRORS[op]
+    with pytest.raises(IndexError):
+        fn(torch, torch.ones(2, 3))
+    raises_exactly(lambda: fn(ember, ember.ones(2, 3)), IndexError, _dim_error(op, d, ndim))
+
+
+def _desc(t):
+    return f"{tuple(t.shape)} {t.dtype.name} {t.device}"
+
+
+def _two_devices(op, first, name, other, first_name="input"):
+    return (f"{op}: expected all tensors to be on the same device, but found at least two devices, {first.device} "
+            f"and {other.device} ({first_name} {_desc(first)}, {name} {_desc(other)})")
+
+
+# (call, the tensor checked against, its name in the message); x is on the fake CUDA device, c on the CPU
+DEVICE_ERRORS = {
+    "take": lambda x, c, i, m: (lambda: ember.take(x, i), i, "index"),
+    "take_along_dim": lambda x, c, i, m: (lambda: ember.take_along_dim(x, i.reshape(1, 2), 1), i.reshape(1, 2),
+                                          "indices"),
+    "masked_scatter": lambda x, c, i, m: (lambda: ember.masked_scatter(x, m, x), m, "mask"),
+    "masked_scatter_source": lambda x, c, i, m: (lambda: ember.masked_scatter(x, m.to("cuda"), c), c, "source"),
+    "masked_fill": lambda x, c, i, m: (lambda: ember.masked_fill(x, m, 1.0), m, "mask"),
+    "masked_select": lambda x, c, i, m: (lambda: ember.masked_select(x, m), m, "mask"),
+    "bucketize": lambda x, c, i, m: (lambda: ember.bucketize(x, c[0]), c[0], "boundaries"),
+    "index_add": lambda x, c, i, m: (lambda: ember.index_add(x, 0, i, x[:2]), i, "index"),
+    "index_add_source": lambda x, c, i, m: (lambda: ember.index_add(x, 0, i.to("cuda"), c[:2]), c[:2], "source"),
+    "index_fill": lambda x, c, i, m: (lambda: ember.index_fill(x, 0, i, 1.0), i, "index"),
+    "index_select": lambda x, c, i, m: (lambda: ember.index_select(x, 0, i), i, "index"),
+    "gather": lambda x, c, i, m: (lambda: ember.gather(x, 0, i.reshape(1, 2)), i.reshape(1, 2), "index"),
+    "scatter": lambda x, c, i, m: (lambda: ember.scatter(x, 0, i.reshape(1, 2), x), i.reshape(1, 2), "index"),
+    "scatter_add": lambda x, c, i, m: (lambda: ember.scatter_add(x, 0, i.reshape(1, 2), x), i.reshape(1, 2),
+                                       "index"),
+}
+
+
+@pytest.mark.parametrize("case", list(DEVICE_ERRORS))
+def test_index_and_mask_tensors_on_another_device_are_refused(case, fake_cuda):
+    x, c = ember.ones(3, 2, device="cuda"), ember.ones(3, 2)
+    i, m = ember.tensor([0, 1]), ember.ones(3, 2, dtype=ember.bool)
+    call, other, name = DEVICE_ERRORS[case](x, c, i, m)
+    op = case.replace("_source", "")
+    raises_exactly(call, RuntimeError, _two_devices(op, x, name, other))
+
+
+def test_searchsorted_names_the_sorted_sequence_on_another_device(fake_cuda):
+    s, v = ember.tensor([1.0, 2.0], device="cuda"), ember.tensor([1.5])
+    raises_exactly(lambda: ember.searchsorted(s, v), RuntimeError,
+                   _two_devices("searchsorted", s, "values", v, "sorted_sequence"))
+
+
+def test_index_ops_on_a_device_match_torch(fake_cuda):
+    i = np.array([0, 2], dtype=np.int64)
+    check_op(lambda L, a, i: L.take(a, i), (3, 2), i, device="cuda")
+    check_op(lambda L, a, i: L.take_along_dim(a, i, 1), (2, 4), np.array([[0, 3]]), device="cuda")
+    check_op(lambda L, a: L.diag(a, 1), (3,), device="cuda")
+    check_op(lambda L, a: L.diag(a, -2), (3,), device="cuda")
+    check_op(lambda L, a, m: a.masked_fill(m, 2.0), (3, 2), np.array([[True, False]] * 3), device="cuda")
+    check_op(lambda L, a, i: a.index_add(0, i, a[:2]), (3, 2), i, device="cuda")
+    check_op(lambda L, a, i: a.gather(0, i), (3, 2), np.array([[2, 0]]), device="cuda")
+
+
+def test_take_along_dim_broadcasts_input_and_indices():
+    check_op(lambda L, a, i: L.take_along_dim(a, i, 1), (2, 4), np.array([[3, 0]]))       # indices (1, 2)
+    check_op(lambda L, a, i: L.take_along_dim(a, i, 1), (1, 4), np.array([[3, 0]] * 3))   # input (1, 4)
+    check_op(lambda L, a, i: a.take_along_dim(i, dim=-1), (3, 1, 4), np.zeros((1, 2, 3), dtype=np.int64))
+    check_op(lambda L, a, i: a.take_along_dim(i, 0), (2, 3), np.array([[1], [0]]))
+
+
+def test_gather_index_smaller_or_larger_than_input():
+    check_op(lambda L, a, i: a.gather(1, i), (3, 4), np.array([[0, 3, 1], [2, 2, 0]]))   # (2, 3) in (3, 4)
+    check_op(lambda L, a, i: a.gather(0, i), (3, 4), np.array([[0, 2], [1, 1]]))         # (2, 2) in (3, 4)
+    check_op(lambda L, a, i: a.gather(1, i), (2, 3), np.array([[0, 1, 2, 2, 1]] * 2))    # longer along dim
+    check_op(lambda L, a, i: a.gather(1, i), (2, 3), np.array([[0], [2]], dtype=np.int32), check_dtype=False)
+
+
+def test_gather_errors_like_torch():
+    x = ember.ones(2, 3)
+    with pytest.raises(RuntimeError, match="no larger than"):
+        torch.ones(2, 3).gather(1, torch.zeros(3, 3, dtype=torch.int64))
+    raises_exactly(lambda: x.gather(1, ember.zeros(3, 3, dtype=ember.int64)), RuntimeError,
+                   "gather: size does not match: index (3, 3) must be no larger than input (2, 3) apart from "
+                   "dimension 1")
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        torch.ones(2, 3).gather(1, torch.tensor([[5, 0], [0, 0]]))
+    raises_exactly(lambda: x.gather(1, ember.tensor([[5, 0], [0, 0]])), RuntimeError,
+                   "gather: index 5 is out of bounds for axis 1 with size 3; input (2, 3), index (2, 2)")
+    raises_exactly(lambda: x.gather(1, ember.tensor([[0, 3]])), RuntimeError,   # the user's shapes, not a slice's
+                   "gather: index 3 is out of bounds for axis 1 with size 3; input (2, 3), index (1, 2)")
+    with pytest.raises(TypeError):
+        torch.ones(2, 3).gather(1, [[0]])
+    with pytest.raises(TypeError) as e:
+        x.gather(1, [[0]])
+    assert str(e.value) == "gather: index must be a Tensor, got list"
+    raises_exactly(lambda: x.gather(1, ember.zeros(2, 2)), RuntimeError,
+                   "gather: expected index to be an integer tensor, got float32")
+    raises_exactly(lambda: ember.scatter(x, 1, ember.zeros(2, 2), x), RuntimeError,
+                   "scatter: expected index to be an integer tensor, got float32")
+    raises_exactly(lambda: x.gather(1, ember.zeros(3, dtype=ember.int64)), RuntimeError,
+                   "gather: index (3,) and input (2, 3) must have the same number of dimensions")
+
+
+def test_gather_and_scatter_take_int32_indices():
+    x = ember.arange(6.0).reshape(2, 3)
+    i64 = ember.tensor([[2, 0], [1, 1]])
+    assert x.gather(1, i64.int()).tolist() == x.gather(1, i64).tolist() == [[2.0, 0.0], [4.0, 4.0]]
+    assert ember.zeros(2, 3).scatter(1, i64.int(), x).tolist() == ember.zeros(2, 3).scatter(1, i64, x).tolist()
+
+
+def test_scatter_with_a_value_and_its_errors():
+    check_op(lambda L, a, i: a.scatter(0, i, value=2.5), (4, 3), IDX, grad=False)
+    check_op(lambda L, a, i: L.scatter(a, 1, i, value=-1.0), (2, 4), np.array([[0, 3], [1, 1]]), grad=False)
+    x = ember.ones(2, 3)
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 3).scatter(0, torch.zeros(3, 3, dtype=torch.int64), torch.ones(2, 3))
+    raises_exactly(lambda: x.scatter(0, ember.zeros(3, 3, dtype=ember.int64), ember.ones(2, 3)), RuntimeError,
+                   "scatter: index (3, 3) is larger than src (2, 3)")
+    raises_exactly(lambda: x.scatter_add(0, ember.zeros(3, 3, dtype=ember.int64), ember.ones(2, 3)),
+                   RuntimeError, "scatter_add: index (3, 3) is larger than src (2, 3)")
+    raises_exactly(lambda: x.scatter(0, ember.zeros(1, 3, dtype=ember.int64), "a"), TypeError,
+                   "scatter: expected a Tensor or a number as operand, got str")
+
+
+def test_masked_fill_values_and_errors_like_torch():
+    m = np.array([True, False, True])
+    check_op(lambda L, a, m: a.masked_fill(m, -1), np.array([1, 2, 3], dtype=np.uint8), m, grad=False)  # wraps
+    check_op(lambda L, a, m: a.masked_fill(m, L.tensor(1.5)), np.array([1, 2, 3], dtype=np.int64), m, grad=False)
+    check_op(lambda L, a, m: a.masked_fill(m, 2.0), (3,), np.array([[True, False, True], [False] * 3]))  # (2, 3)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        torch.ones(3).masked_fill_(torch.ones(2, 3, dtype=torch.bool), 2.0)
+    raises_exactly(lambda: ember.ones(3).masked_fill_(ember.ones(2, 3, dtype=ember.bool), 2.0), RuntimeError,
+                   "masked_fill_: output with shape (3,) doesn't match the broadcast shape (2, 3)", located=False)
+    x, mask = ember.ones(3, dtype=ember.int8), ember.ones(3, dtype=ember.bool)
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.ones(3, dtype=torch.int8).masked_fill(torch.ones(3, dtype=torch.bool), 300)
+    raises_exactly(lambda: x.masked_fill(mask, 300), RuntimeError,
+                   "masked_fill: value 300 cannot be converted to type int8 without overflow")
+    with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
+        torch.ones(3).masked_fill(torch.ones(3, dtype=torch.bool), torch.ones(2))
+    raises_exactly(lambda: ember.ones(3).masked_fill(mask, ember.ones(2)), RuntimeError,
+                   "masked_fill: only supports a 0-dimensional value tensor, got shape (2,)")
+
+
+def test_kthvalue_keepdim_and_dims():
+    check_op(lambda L, a: a.kthvalue(2, 0), (3, 4))
+    check_op(lambda L, a: a.kthvalue(3, 0, keepdim=True), (3, 4))
+    check_op(lambda L, a: L.kthvalue(a, 1, -1, True), (3, 4))
+    check_op(lambda L, a: a.kthvalue(2, 1, keepdim=True), (2, 3, 4))
+
+
+def test_diag_of_a_vector_with_offsets():
+    for k in (1, 2, -1, -3):
+        check_op(lambda L, a: L.diag(a, k), (3,))
+    check_op(lambda L, a: a.diag(-1), np.array([1, 2], dtype=np.int64), grad=False)
+
+
+def test_narrow_negative_start_and_errors_like_torch():
+    check_op(lambda L, a: a.narrow(1, -2, 1), (2, 4))
+    check_op(lambda L, a: a.narrow(1, -4, 4), (2, 4))
+    check_op(lambda L, a: a.narrow(1, 4, 0), (2, 4))
+    check_op(lambda L, a: L.narrow(a, 0, -1, 1), (2, 4))
+    for args, exc, msg in [((1, 5, 0), IndexError, "start out of range (expected to be in range of [-4, 4], but got 5)"),
+                           ((1, -5, 1), IndexError, "start out of range (expected to be in range of [-4, 4], but got -5)"),
+                           ((1, 2, 3), RuntimeError, "start (2) + length (3) exceeds dimension size (4)"),
+                           ((1, -4, 5), RuntimeError, "start (0) + length (5) exceeds dimension size (4)"),
+                           ((1, 1, -1), RuntimeError, "length must be non-negative")]:
+        with pytest.raises(exc):
+            torch.ones(2, 4).narrow(*args)
+        raises_exactly(lambda: ember.ones(2, 4).narrow(*args), exc, "narrow: " + msg)
+
+
+def test_cat_stack_hstack_vstack_corners():
+    check_op(lambda L, a, b: L.cat([a, b]), np.zeros(0, dtype=np.float64), (2, 3), check_dtype=True)  # legacy empty
+    check_op(lambda L, a, b: L.cat([a, b]), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32),
+             grad=False)
+    check_op(lambda L, a, b: L.cat([a, b]), np.zeros(0, dtype=np.int64), np.ones((2, 3), dtype=np.int32),
+             grad=False)
+    check_op(lambda L, a, b: L.stack([a, b]), (2, 3), (2, 3))                       # default dim 0
+    check_op(lambda L, a: L.stack([a]), (2, 3))
+    check_op(lambda L, a, b: L.stack([a, b], -1), (2, 3), (2, 3))
+    check_op(lambda L, a: L.hstack([a]), (3,))
+    check_op(lambda L, a, b: L.hstack([a, b]), (3,), (2,))
+    check_op(lambda L, a, b: L.vstack([a, b]), (2, 3), (1, 3))
+    check_op(lambda L, a, b: L.vstack([a, b]), (3,), (2, 3))
+
+
+def test_cat_and_stack_errors():
+    with pytest.raises(ValueError):
+        torch.cat([])
+    raises_exactly(lambda: ember.cat([]), ValueError, "cat: expected a non-empty list of Tensors")
+    with pytest.raises(RuntimeError):
+        torch.stack([])
+    raises_exactly(lambda: ember.stack([]), RuntimeError, "stack: expected a non-empty list of Tensors")
+    with pytest.raises(RuntimeError, match="zero-dimensional"):
+        torch.cat([torch.tensor(1.0), torch.tensor(2.0)])
+    raises_exactly(lambda: ember.cat([ember.tensor(1.0), ember.tensor(2.0)]), RuntimeError,
+                   "cat: zero-dimensional tensor cannot be concatenated")
+    raises_exactly(lambda: ember.stack([ember.ones(2, 3), ember.ones(3, 3)]), RuntimeError,
+                   "stack: expects each tensor to be equal size, but got (2, 3) at entry 0 and (3, 3) at entry 1")
+
+
+def test_cat_of_tensors_on_two_devices(fake_cuda):
+    raises_exactly(lambda: ember.cat([ember.ones(2, device="cuda"), ember.ones(2)]), RuntimeError,
+                   "cat: expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+                   "and cpu")
+
+
+def test_t_repeat_and_vstack_messages():
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 2, 2).t()
+    raises_exactly(lambda: ember.ones(2, 2, 2).t(), RuntimeError,
+                   "t: expects a tensor with <= 2 dimensions, but self is 3D")
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 3).repeat(2)
+    raises_exactly(lambda: ember.ones(2, 3).repeat(2), RuntimeError,
+                   "repeat: number of dimensions of repeat dims (1) can not be smaller than number of dimensions "
+                   "of tensor (2)")
+
+
+def test_setitem_keys_without_a_graph_like_torch():
+    keys = [lambda L: 1, lambda L: slice(0, 2), lambda L: (None, 1), lambda L: (Ellipsis, 2),
+            lambda L: ([0, 2],), lambda L: (np.array([1, 0]), 1), lambda L: [True, False, True],
+            lambda L: (L.tensor([2, 0]),), lambda L: (L.tensor([True, False, False]), slice(1, 3)),
+            lambda L: (slice(None), [0, 3])]
+    for key in keys:
+        t, e = torch.arange(12.0).reshape(3, 4), ember.arange(12.0).reshape(3, 4)
+        t[key(torch)] = -1.0
+        e[key(ember)] = -1.0
+        assert e.tolist() == t.tolist(), key(torch)
+    t, e = torch.zeros(1), ember.zeros(1)
+    t[[True]] = 5.0
+    e[[True]] = 5.0
+    assert e.tolist() == t.tolist() == [5.0]
+    e = ember.ones(3)
+    e[[]] = 2.0
+    assert e.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_setitem_key_errors_without_a_graph():
+    x = ember.zeros(3)
+    with pytest.raises(IndexError):
+        torch.zeros(3)[torch.tensor([0.0])] = 1.0
+    raises_exactly(lambda: x.__setitem__(ember.tensor([0.0]), 1.0), IndexError,
+                   "index: tensors used as indices must be long, int, byte or bool tensors, got float32")
+    raises_exactly(lambda: x.__setitem__([0.5], 1.0), IndexError,   # torch truncates; NumPy and Ember refuse
+                   "index: lists used as indices must hold integers or bools")
+    with pytest.raises(IndexError):
+        torch.zeros(3)[5] = 1.0
+    raises_exactly(lambda: x.__setitem__(5, 1.0), IndexError,
+                   "setitem: index 5 is out of bounds for axis 0 with size 3; tensor shape (3,)")
+
+
+def test_setitem_without_a_graph_on_a_device(fake_cuda):
+    x = ember.zeros(4, device="cuda")
+    x[ember.tensor([0, 2])] = 1.0                       # CPU indices join x's device
+    x[ember.tensor([3], device="cuda")] = 2.0
+    x[[1]] = 3.0
+    assert x.device.type == "cuda" and x.tolist() == [1.0, 3.0, 1.0, 2.0]
+    y = ember.zeros(2, 2, device="cuda")
+    y[0] = [4.0, 5.0]
+    y[1, np.array([1])] = ember.tensor([6.0])
+    assert y.tolist() == [[4.0, 5.0], [0.0, 6.0]]
+    raises_exactly(lambda: ember.zeros(2).__setitem__(ember.tensor([0], device="cuda"), 1.0), RuntimeError,
+                   "index: indices on cuda:0 for a tensor on cpu")
+
+
+def test_setitem_records_a_value_that_requires_grad():
+    for L in (torch, ember):
+        v = L.tensor(3.0, requires_grad=True)
+        x = L.zeros(3)
+        x[1] = v
+        (x * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        assert v.grad.item() == 2.0 and x.requires_grad
+    w = ember.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        torch.ones(3, requires_grad=True)[0] = 1.0
+    raises_exactly(lambda: w.__setitem__(0, 1.0), RuntimeError,
+                   "setitem: a leaf Variable that requires grad is being used in an in-place operation; wrap it "
+                   "in `with ember.no_grad():` or use the out-of-place op")
+
+
+def test_setitem_without_a_graph_names_itself_to_a_stale_saved_tensor():
+    x, w = ember.ones(3), ember.ones(3, requires_grad=True)
+    y = (x * w).sum()
+    x[0] = 5.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation") as e:
+        y.backward()
+    assert "__setitem__" in str(e.value), str(e.value)
+
+
+def test_view_of_a_non_contiguous_tensor_on_a_device(fake_cuda):
+    check_op(lambda L, a: a[:, :4].view(3, 2, 2), (3, 6), device="cuda")
+    x = ember.zeros(2, 3, device="cuda")
+    raises_exactly(lambda: x.t().view(6), RuntimeError,
+                   "view: view size is not compatible with input tensor's size and stride (shape (3, 2), "
+                   "non-contiguous); use .reshape(...) instead")
