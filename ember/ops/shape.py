@@ -390,8 +390,6 @@ def triu(input, diagonal=0):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     from .creation import arange
-    if input.ndim < 2:
-        raise op_error("diagonal", f"expects a tensor of at least 2 dims, got shape {tuple(input.shape)}")
     dim1, dim2 = wrap_dims((dim1, dim2), input.ndim, "diagonal")
     n = builtins.min(input.shape[dim1], input.shape[dim2])
     x = movedim(input, (dim1, dim2), (-2, -1))
@@ -523,9 +521,9 @@ def index_put(input, indices, values, accumulate=False):
     v = _as_tensor(values, input.dtype, input._device, "index_put")
     try:
         return P.IndexPut.apply(input, v, *idx, key=k, accumulate=accumulate)
-    except (IndexError, ValueError) as e:
-        raise op_error("index_put", f"{e}; tensor shape {tuple(input.shape)}, values shape "
-                                    f"{tuple(v.shape)}", type(e)) from None
+    except (IndexError, ValueError) as e:   # NumPy's ValueError (values that do not broadcast): torch's RuntimeError
+        raise op_error("index_put", f"{e}; tensor shape {tuple(input.shape)}, values shape {tuple(v.shape)}",
+                       IndexError if isinstance(e, IndexError) else RuntimeError) from None
 
 
 def setitem(input, key, value):
@@ -550,8 +548,9 @@ def setitem(input, key, value):
         src, scalar = Tensor._make(array_module(input).asarray(value), input._device), None
     try:
         assign(input, src, value=scalar, key=tuple(k), index=tuple(index), name="__setitem__")
-    except (IndexError, ValueError) as e:
-        raise op_error("setitem", f"{e}; tensor shape {tuple(input.shape)}", type(e)) from None
+    except (IndexError, ValueError) as e:   # as index_put
+        raise op_error("setitem", f"{e}; tensor shape {tuple(input.shape)}",
+                       IndexError if isinstance(e, IndexError) else RuntimeError) from None
 
 
 def index_select(input, dim, index):
@@ -560,7 +559,7 @@ def index_select(input, dim, index):
     if index.ndim > 1:
         raise op_error("index_select", f"index must be 1-D, got shape {tuple(index.shape)}", IndexError)
     n = input.shape[d] if input.ndim else 1
-    if index.numel() and (int(index.max().item()) >= n or int(index.min().item()) < -n):
+    if index.numel() and (int(index.max().item()) >= n or int(index.min().item()) < 0):   # torch: no negative
         raise op_error("index_select", f"index out of range in self: indices {index.tolist()} for dim {d} "
                                        f"of size {n} (shape {tuple(input.shape)})", IndexError)
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
