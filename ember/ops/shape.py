@@ -34,6 +34,9 @@ def reshape(input, *shape):
     if shape == input.shape:
         return _view_of(P.Reshape.apply(input, shape=shape), input)
     n = input._data.size
+    bad = [i for i, s in enumerate(shape) if s < -1]
+    if bad:
+        raise op_error("reshape", f"invalid shape dimension {shape[bad[0]]} at index {bad[0]} of shape {list(shape)}")
     known = _math.prod(s for s in shape if s != -1) if shape else 1
     if shape.count(-1) > 1 or (-1 in shape and (known == 0 or n % known)) or \
             (-1 not in shape and known != n):

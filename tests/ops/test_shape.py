@@ -889,7 +889,7 @@ def test_setitem_without_a_graph_names_itself_to_a_stale_saved_tensor():
     x[0] = 5.0
     with pytest.raises(RuntimeError, match="modified by an inplace operation") as e:
         y.backward()
-    assert "__setitem__" in str(e.value), str(e.value)
+    assert "modified by an inplace operation (__setitem__): [float32 (3,)]" in str(e.value), str(e.value)
 
 
 def test_view_of_a_non_contiguous_tensor_on_a_device(fake_cuda):
@@ -1021,3 +1021,57 @@ def test_getitem_key_errors():
     raises_exactly(lambda: ember.ones(3)[[0.5]], IndexError, "index: lists used as indices must hold integers or bools")
     check_op(lambda L, a: a[[True, False, True]], (3, 2))
     check_op(lambda L, a: a[[]], (3, 2))
+
+
+def test_reshape_refuses_two_inferred_dims_and_other_negative_sizes():
+    for shape, msg in [((-1, -1), "reshape: shape [-1, -1] is invalid for input of size 6 (shape (6,))"),
+                       ((-1, 2, -1), "reshape: shape [-1, 2, -1] is invalid for input of size 6 (shape (6,))"),
+                       ((-2, -3), "reshape: invalid shape dimension -2 at index 0 of shape [-2, -3]"),
+                       ((3, -2), "reshape: invalid shape dimension -2 at index 1 of shape [3, -2]"),
+                       ((2, -1, -6), "reshape: invalid shape dimension -6 at index 2 of shape [2, -1, -6]")]:
+        with pytest.raises(RuntimeError):
+            torch.ones(6).reshape(shape)
+        raises_exactly(lambda: ember.ones(6).reshape(shape), RuntimeError, msg)
+
+
+def test_bucketize_default_is_left():
+    check_op(lambda L, a, b: L.bucketize(b, a), np.array([1.0, 2.0, 3.0]), np.array([2.0, 0.1, 3.0, 5.0]),
+             grad=False)
+
+
+def test_a_view_of_a_view_has_the_root_as_base():
+    for L in (torch, ember):
+        x = L.ones(3, 4)
+        y = x[1:]
+        z = y[0]
+        w = z.view(2, 2)
+        assert y._base is x and z._base is x and w._base is x, L.__name__
+
+
+def test_flatten_end_dim_out_of_range_names_the_op():
+    with pytest.raises(IndexError):
+        torch.ones(2, 3).flatten(0, 2)
+    raises_exactly(lambda: ember.ones(2, 3).flatten(0, 2), IndexError, _dim_error("flatten", 2, 2))
+
+
+def test_gather_index_narrower_than_input_but_not_along_dim():
+    check_op(lambda L, a, i: a.gather(1, i), (3, 4), np.array([[0, 3, 1, 1], [2, 2, 0, 3]]))   # (2, 4) in (3, 4)
+    check_op(lambda L, a, i: a.gather(0, i), (3, 4), np.array([[0, 2], [1, 1], [2, 0], [1, 2]]))  # (4, 2)
+
+
+def test_kthvalue_keeps_other_size_1_dims():
+    check_op(lambda L, a: a.kthvalue(2, 1), (1, 4))
+    check_op(lambda L, a: a.kthvalue(1, 0), (3, 1))
+
+
+def test_contiguous_names_itself_when_out_of_memory():
+    from ember import _memory
+    x = ember.ones(20, 30).t()
+    old = _memory.get_limit()
+    _memory.set_limit(1000)
+    try:
+        with pytest.raises(ember.OutOfMemoryError, match=r"^contiguous: not enough memory: you tried to allocate "
+                                                         r"2400 bytes"):
+            x.contiguous()
+    finally:
+        _memory.set_limit(old)
