@@ -34,6 +34,9 @@ def reshape(input, *shape):
     if shape == input.shape:
         return _view_of(P.Reshape.apply(input, shape=shape), input)
     n = input._data.size
+    bad = [i for i, s in enumerate(shape) if s < -1]
+    if bad:
+        raise op_error("reshape", f"invalid shape dimension {shape[bad[0]]} at index {bad[0]} of shape {list(shape)}")
     known = _math.prod(s for s in shape if s != -1) if shape else 1
     if shape.count(-1) > 1 or (-1 in shape and (known == 0 or n % known)) or \
             (-1 not in shape and known != n):
@@ -197,9 +200,9 @@ def cat(tensors, dim=0):
         raise op_error("cat", "expected a non-empty list of Tensors", ValueError)   # torch's type
     from .math import _as_tensor
     from .. import _dtype
-    # torch skips legacy empty 1-D tensors
+    # torch skips legacy empty 1-D tensors, but their dtypes still take part in the promotion
     nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
-    dt = _dtype.result_type(*nonempty)
+    dt = _dtype.result_type(*tensors)
     dev = nonempty[0]._device
     ts = [_as_tensor(t, dt, dev, "cat") for t in nonempty]
     ref = ts[0]
@@ -243,11 +246,16 @@ def _slice_along(input, d, start, stop):
 
 def narrow(input, dim, start, length):
     d = _dim(dim, input.ndim, "narrow")
+    n = input.shape[d]
+    if not -n <= start <= n:   # torch: IndexError for the start, RuntimeError for the length
+        raise op_error("narrow", f"start out of range (expected to be in range of [{-n}, {n}], but got {start})",
+                       IndexError)
     if start < 0:
-        start += input.shape[d]
-    if not 0 <= start <= start + length <= input.shape[d]:
-        raise op_error("narrow", f"start ({start}) + length ({length}) exceeds dimension size "
-                                 f"({input.shape[d]})", IndexError)
+        start += n
+    if length < 0:
+        raise op_error("narrow", "length must be non-negative")
+    if start + length > n:
+        raise op_error("narrow", f"start ({start}) + length ({length}) exceeds dimension size ({n})")
     return _slice_along(input, d, start, start + length)
 
 
@@ -385,8 +393,6 @@ def triu(input, diagonal=0):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     from .creation import arange
-    if input.ndim < 2:
-        raise op_error("diagonal", f"expects a tensor of at least 2 dims, got shape {tuple(input.shape)}")
     dim1, dim2 = wrap_dims((dim1, dim2), input.ndim, "diagonal")
     n = builtins.min(input.shape[dim1], input.shape[dim2])
     x = movedim(input, (dim1, dim2), (-2, -1))
@@ -518,9 +524,9 @@ def index_put(input, indices, values, accumulate=False):
     v = _as_tensor(values, input.dtype, input._device, "index_put")
     try:
         return P.IndexPut.apply(input, v, *idx, key=k, accumulate=accumulate)
-    except (IndexError, ValueError) as e:
-        raise op_error("index_put", f"{e}; tensor shape {tuple(input.shape)}, values shape "
-                                    f"{tuple(v.shape)}", type(e)) from None
+    except (IndexError, ValueError) as e:   # NumPy's ValueError (values that do not broadcast): torch's RuntimeError
+        raise op_error("index_put", f"{e}; tensor shape {tuple(input.shape)}, values shape {tuple(v.shape)}",
+                       IndexError if isinstance(e, IndexError) else RuntimeError) from None
 
 
 def setitem(input, key, value):
@@ -545,8 +551,9 @@ def setitem(input, key, value):
         src, scalar = Tensor._make(array_module(input).asarray(value), input._device), None
     try:
         assign(input, src, value=scalar, key=tuple(k), index=tuple(index), name="__setitem__")
-    except (IndexError, ValueError) as e:
-        raise op_error("setitem", f"{e}; tensor shape {tuple(input.shape)}", type(e)) from None
+    except (IndexError, ValueError) as e:   # as index_put
+        raise op_error("setitem", f"{e}; tensor shape {tuple(input.shape)}",
+                       IndexError if isinstance(e, IndexError) else RuntimeError) from None
 
 
 def index_select(input, dim, index):
@@ -555,7 +562,7 @@ def index_select(input, dim, index):
     if index.ndim > 1:
         raise op_error("index_select", f"index must be 1-D, got shape {tuple(index.shape)}", IndexError)
     n = input.shape[d] if input.ndim else 1
-    if index.numel() and (int(index.max().item()) >= n or int(index.min().item()) < -n):
+    if index.numel() and (int(index.max().item()) >= n or int(index.min().item()) < 0):   # torch: no negative
         raise op_error("index_select", f"index out of range in self: indices {index.tolist()} for dim {d} "
                                        f"of size {n} (shape {tuple(input.shape)})", IndexError)
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
@@ -578,14 +585,14 @@ def gather(input, dim, index):
                                  f"the same number of dimensions")
     if any(i > s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
         raise op_error("gather", f"size does not match: index {tuple(index.shape)} must be no larger than "
-                                 f"input {tuple(input.shape)} apart from dimension {d}", IndexError)
+                                 f"input {tuple(input.shape)} apart from dimension {d}")
+    src = input
     if any(i < s for j, (i, s) in enumerate(zip(idx.shape, input.shape)) if j != d):
-        input = getitem(input, tuple(slice(None) if j == d else slice(0, i) for j, i in enumerate(idx.shape)))
+        src = getitem(input, tuple(slice(None) if j == d else slice(0, i) for j, i in enumerate(idx.shape)))
     try:
-        return P.Gather.apply(input, idx, axis=d)
+        return P.Gather.apply(src, idx, axis=d)
     except (IndexError, ValueError) as e:
-        raise op_error("gather", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}",
-                       IndexError) from None
+        raise op_error("gather", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}") from None
 
 
 def take_along_dim(input, indices, dim=None):
@@ -657,10 +664,10 @@ def masked_fill(input, mask, value):
     if not isinstance(value, Tensor):
         value = check_scalar_fits("masked_fill", value, input.dtype)
     from .math import _scalar_tensor
+    # out of place, input and mask broadcast as in torch ((3,) with a (2, 3) mask gives (2, 3)); masked_fill_
+    # refuses a result larger than self
     out = where(mask, value if isinstance(value, Tensor) else _scalar_tensor(value, input.dtype, input._device),
                 input)
-    if out.shape != input.shape:
-        raise op_error("masked_fill", f"mask {tuple(mask.shape)} is not broadcastable to {tuple(input.shape)}")
     return out.to(input.dtype)
 
 
