@@ -367,3 +367,16 @@ CONV_T_ERRORS = [
 def test_conv_transpose_errors_exactly(k):
     call, exc, message = CONV_T_ERRORS[k]
     raises_exactly(lambda: call(ember.nn.functional), exc, message)
+
+
+@pytest.mark.parametrize("wrt", ["weight", "input"])
+def test_conv_gradient_differentiated_in_the_other_operand_only(wrt):
+    # ConvWeightGrad(x, v) and ConvInputGrad(v, w) with a constant upstream v: their own gradient goes
+    # to x (resp. w) alone
+    from helpers import NoGrad
+
+    def fn(lib, x, w, v):
+        y = lib.nn.functional.conv2d(x, w, stride=2, padding=1, groups=2)
+        g, = lib.autograd.grad(y, w if wrt == "weight" else x, v, create_graph=True)
+        return g
+    check_op(fn, (2, 4, 5, 5), (6, 2, 3, 3), NoGrad((2, 6, 3, 3)), dtypes=("float64",))

@@ -166,3 +166,14 @@ def test_batch_norm_fused_one_channel_running_var():
         out = lib.nn.functional.batch_norm(x, m, v, w, b, training=True, momentum=0.5)
         return out, m, v
     check_op(fn, (5, 1, 2), (1,), (1,))
+
+
+def test_layer_norm_fused_gradient_is_not_differentiable():
+    # LayerNormGrad is LayerNorm's first-order gradient; differentiating it again is refused by name
+    from helpers import raises_exactly
+    from ember.ops.layers import LayerNormGrad
+    x = ember.randn(2, 3, requires_grad=True)
+    gx = LayerNormGrad.apply(x, ember.randn(2, 3), n=1, eps=1e-5)
+    raises_exactly(lambda: gx.sum().backward(), RuntimeError,
+                   "layer_norm: the fused first-order gradient is not differentiable; use create_graph=True in "
+                   "the first backward to differentiate it again", located=False)

@@ -213,3 +213,13 @@ POOL_ERRORS = [
 def test_pooling_errors_exactly(k):
     call, exc, message = POOL_ERRORS[k]
     raises_exactly(lambda: call(ember.nn.functional), exc, message)
+
+
+@pytest.mark.parametrize("pool", ["max_pool1d", "max_pool2d"])
+def test_maxpool_double_backward_unpadded_through_the_upstream_gradient(pool):
+    # MaxPoolGrad's gradient in g (a Gather at the first maxima) without padding, g depending on x
+    def fn(lib, x):
+        y = getattr(lib.nn.functional, pool)(x * x, 2)
+        g, = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        return (g * x).sum()
+    check_op(fn, X3 if pool == "max_pool1d" else X4, dtypes=("float64",))
