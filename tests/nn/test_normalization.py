@@ -177,3 +177,24 @@ def test_layer_norm_fused_gradient_is_not_differentiable():
     raises_exactly(lambda: gx.sum().backward(), RuntimeError,
                    "layer_norm: the fused first-order gradient is not differentiable; use create_graph=True in "
                    "the first backward to differentiate it again", located=False)
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["first_order", "create_graph"])
+@pytest.mark.parametrize("alone", ["x", "w", "b"])
+@pytest.mark.parametrize("norm", ["layer_norm", "batch_norm"])
+def test_norm_gradient_of_one_input_alone(norm, alone, create_graph):
+    # the fused LayerNorm/BatchNorm primitives compute only the gradients asked for (first order, and the
+    # Tensor-op composite under create_graph): each one alone must still come, and be right
+    from helpers import NoGrad
+
+    def fn(lib, x, w, b):
+        if norm == "layer_norm":
+            y = lib.nn.functional.layer_norm(x, (4,), w, b)
+        else:
+            y = lib.nn.functional.batch_norm(x, None, None, w, b, training=True)
+        if not create_graph:
+            return y
+        g, = lib.autograd.grad((y * y * y).sum(), {"x": x, "w": w, "b": b}[alone], create_graph=True)
+        return g
+    shapes = {"x": (3, 4), "w": (4,), "b": (4,)}
+    check_op(fn, *[s if k == alone else NoGrad(s) for k, s in shapes.items()], dtypes=("float64",))
