@@ -198,3 +198,19 @@ def test_norm_gradient_of_one_input_alone(norm, alone, create_graph):
         return g
     shapes = {"x": (3, 4), "w": (4,), "b": (4,)}
     check_op(fn, *[s if k == alone else NoGrad(s) for k, s in shapes.items()], dtypes=("float64",))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_batch_norm_values_in_half_precision(dtype):
+    # 2-byte floats take the NumPy forwards (a product and a sum per channel, not einsum): values as torch's
+    check_op(lambda lib, x, w, b: lib.nn.functional.batch_norm(x, None, None, w, b, training=True),
+             (4, 3, 5), (3,), (3,), dtypes=(dtype,))
+
+
+def test_batch_norm_double_backward_with_one_channel():
+    # the create_graph composite divides by the elements per channel: all of them when there is one channel
+    def fn(lib, x, w, b):
+        y = lib.nn.functional.batch_norm(x, None, None, w, b, training=True)
+        gx, gw = lib.autograd.grad((y * y * y).sum(), (x, w), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum()
+    check_op(fn, (4, 1, 3), (1,), (1,), dtypes=("float64",))
