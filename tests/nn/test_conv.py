@@ -380,3 +380,14 @@ def test_conv_gradient_differentiated_in_the_other_operand_only(wrt):
         g, = lib.autograd.grad(y, w if wrt == "weight" else x, v, create_graph=True)
         return g
     check_op(fn, (2, 4, 5, 5), (6, 2, 3, 3), NoGrad((2, 6, 3, 3)), dtypes=("float64",))
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 11, 8), (4, 3, 3, 3)), ((1, 2, 8, 5), (3, 2, 3, 3))],
+                         ids=["odd_rows_even_columns", "even_rows_odd_columns"])
+def test_conv_weight_grad_winograd_one_odd_output_dim(monkeypatch, shapes):
+    """Winograd's weight gradient pads g to whole 2x2 tiles when either output dim is odd (here 9 rows and
+    6 columns, or 6 rows and 3 columns), not only when both are."""
+    from ember.ops import layers
+    monkeypatch.setattr(layers, "_winograd_ok", lambda *a: True)
+    monkeypatch.setattr(layers, "WGRAD_TILES", 1)
+    check_op(lambda L, x, w: L.nn.functional.conv2d(x, w), *shapes, grad_atol=1e-4)
