@@ -391,3 +391,25 @@ def test_conv_weight_grad_winograd_one_odd_output_dim(monkeypatch, shapes):
     monkeypatch.setattr(layers, "_winograd_ok", lambda *a: True)
     monkeypatch.setattr(layers, "WGRAD_TILES", 1)
     check_op(lambda L, x, w: L.nn.functional.conv2d(x, w), *shapes, grad_atol=1e-4)
+
+
+@pytest.mark.parametrize("n,h,w,taken", [(2, 15, 16, True), (2, 16, 15, True), (1, 31, 16, True), (1, 16, 16, False)],
+                         ids=["128_tiles_odd_rows", "128_tiles_odd_columns", "128_tiles_tall", "64_tiles"])
+def test_conv_weight_grad_takes_winograd_from_128_tiles(monkeypatch, n, h, w, taken):
+    """The weight gradient of a Winograd-shaped conv (3x3, stride 1, 64 -> 64 channels) goes through
+    Winograd from WGRAD_TILES (128) 2x2 tiles of the output (ceil of each dim over 2, times the batch) on,
+    through im2col below; the same values either way."""
+    from ember.ops import layers
+    calls = []
+    orig = layers._winograd_weight_grad
+    monkeypatch.setattr(layers, "_winograd_weight_grad", lambda *a: (calls.append(1), orig(*a))[1])
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((n, 64, h, w)), dtype=ember.float32)
+    wt = ember.tensor(rng.standard_normal((64, 64, 3, 3)) * 0.05, dtype=ember.float32, requires_grad=True)
+    g = rng.standard_normal((n, 64, h, w))
+    ember.nn.functional.conv2d(x, wt, padding=1).backward(ember.tensor(g, dtype=ember.float32))
+    assert bool(calls) is taken
+    import torch
+    tw = torch.tensor(wt.detach().numpy(), requires_grad=True)
+    torch.nn.functional.conv2d(torch.tensor(x.numpy()), tw, padding=1).backward(torch.tensor(g, dtype=torch.float32))
+    np.testing.assert_allclose(wt.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-3)
