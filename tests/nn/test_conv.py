@@ -413,3 +413,10 @@ def test_conv_weight_grad_takes_winograd_from_128_tiles(monkeypatch, n, h, w, ta
     tw = torch.tensor(wt.detach().numpy(), requires_grad=True)
     torch.nn.functional.conv2d(torch.tensor(x.numpy()), tw, padding=1).backward(torch.tensor(g, dtype=torch.float32))
     np.testing.assert_allclose(wt.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("kernel", [(1, 3), (3, 1)], ids=["one_row", "one_column"])
+def test_grouped_conv_with_a_kernel_dim_of_one(kernel):
+    # two input channels per group and a kernel one wide in some dim: the general grouped path, not the
+    # depthwise one (which needs one input channel per group)
+    check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, groups=2, padding=(0, 1)), (2, 4, 5, 6), (4, 2) + kernel)
