@@ -420,3 +420,11 @@ def test_grouped_conv_with_a_kernel_dim_of_one(kernel):
     # two input channels per group and a kernel one wide in some dim: the general grouped path, not the
     # depthwise one (which needs one input channel per group)
     check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, groups=2, padding=(0, 1)), (2, 4, 5, 6), (4, 2) + kernel)
+
+
+@pytest.mark.parametrize("k,kw", [(3, dict(stride=2, padding=1)), (5, dict(padding=2)), (3, dict(dilation=2, padding=2))],
+                         ids=["3x3_stride2", "5x5", "3x3_dilated"])
+def test_conv_with_winograd_sized_channels_but_another_geometry(k, kw):
+    # 64 -> 64 channels and many tiles, but not a 3x3 stride-1 undilated conv: never Winograd F(2x2, 3x3)
+    check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, **kw), (1, 64, 18, 18), (64, 64, k, k),
+             dtypes=("float32",), atol=1e-4, rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)
