@@ -428,3 +428,10 @@ def test_conv_with_winograd_sized_channels_but_another_geometry(k, kw):
     # 64 -> 64 channels and many tiles, but not a 3x3 stride-1 undilated conv: never Winograd F(2x2, 3x3)
     check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, **kw), (1, 64, 18, 18), (64, 64, k, k),
              dtypes=("float32",), atol=1e-4, rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)
+
+
+def test_conv_input_gradient_in_bfloat16_accumulates_in_float32():
+    # torch's CPU kernels sum a 2-byte float conv's products in float32; so does ConvInputGrad (here over
+    # 256 output channels x 9 taps per input element), then rounds once
+    check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding=1), (2, 4, 6, 6), (256, 4, 3, 3),
+             dtypes=("bfloat16",))
