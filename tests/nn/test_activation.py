@@ -263,3 +263,31 @@ def test_hardsigmoid_flat_at_its_kinks():
 
 def test_softshrink_accepts_lambda_zero():
     check_op(lambda lib, x: lib.nn.functional.softshrink(x, 0.0), KINKS)
+
+
+def test_gelu_gradient_differentiated_in_the_upstream_gradient():
+    # GeluGrad(x, v) = v * GELU'(x): its gradient in v (GELU'(x) * gg) as well as in x
+    from helpers import check_op
+
+    def fn(lib, x, v):
+        gx, = lib.autograd.grad(lib.nn.functional.gelu(x), x, v, create_graph=True)
+        return gx
+    check_op(fn, (3, 4), (3, 4), dtypes=("float64",))
+
+
+@pytest.mark.parametrize("dim", [1, 0])
+def test_softmax_gradient_differentiated_in_the_upstream_gradient(dim):
+    # SoftmaxGrad(y, v) is linear in v: its gradient in v is SoftmaxGrad(y, gg) over the same dim
+    from helpers import check_op
+
+    def fn(lib, x, v):
+        gx, = lib.autograd.grad(lib.nn.functional.softmax(x, dim), x, v, create_graph=True)
+        return gx
+    check_op(fn, (3, 4), (3, 4), dtypes=("float64",))
+
+
+def test_gelu_on_the_fake_device_larger_than_a_cache_block(fake_cuda):
+    # the host's cache blocking and its float32 erf polynomial are NumPy-only: a device array larger than
+    # a block goes to the device's own erf in one call
+    from helpers import check_op
+    check_op(lambda lib, x: lib.nn.functional.gelu(x), (301, 257), low=-4, high=4, device="cuda")

@@ -367,3 +367,71 @@ CONV_T_ERRORS = [
 def test_conv_transpose_errors_exactly(k):
     call, exc, message = CONV_T_ERRORS[k]
     raises_exactly(lambda: call(ember.nn.functional), exc, message)
+
+
+@pytest.mark.parametrize("wrt", ["weight", "input"])
+def test_conv_gradient_differentiated_in_the_other_operand_only(wrt):
+    # ConvWeightGrad(x, v) and ConvInputGrad(v, w) with a constant upstream v: their own gradient goes
+    # to x (resp. w) alone
+    from helpers import NoGrad
+
+    def fn(lib, x, w, v):
+        y = lib.nn.functional.conv2d(x, w, stride=2, padding=1, groups=2)
+        g, = lib.autograd.grad(y, w if wrt == "weight" else x, v, create_graph=True)
+        return g
+    check_op(fn, (2, 4, 5, 5), (6, 2, 3, 3), NoGrad((2, 6, 3, 3)), dtypes=("float64",))
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 11, 8), (4, 3, 3, 3)), ((1, 2, 8, 5), (3, 2, 3, 3))],
+                         ids=["odd_rows_even_columns", "even_rows_odd_columns"])
+def test_conv_weight_grad_winograd_one_odd_output_dim(monkeypatch, shapes):
+    """Winograd's weight gradient pads g to whole 2x2 tiles when either output dim is odd (here 9 rows and
+    6 columns, or 6 rows and 3 columns), not only when both are."""
+    from ember.ops import layers
+    monkeypatch.setattr(layers, "_winograd_ok", lambda *a: True)
+    monkeypatch.setattr(layers, "WGRAD_TILES", 1)
+    check_op(lambda L, x, w: L.nn.functional.conv2d(x, w), *shapes, grad_atol=1e-4)
+
+
+@pytest.mark.parametrize("n,h,w,taken", [(2, 15, 16, True), (2, 16, 15, True), (1, 31, 16, True), (1, 16, 16, False)],
+                         ids=["128_tiles_odd_rows", "128_tiles_odd_columns", "128_tiles_tall", "64_tiles"])
+def test_conv_weight_grad_takes_winograd_from_128_tiles(monkeypatch, n, h, w, taken):
+    """The weight gradient of a Winograd-shaped conv (3x3, stride 1, 64 -> 64 channels) goes through
+    Winograd from WGRAD_TILES (128) 2x2 tiles of the output (ceil of each dim over 2, times the batch) on,
+    through im2col below; the same values either way."""
+    from ember.ops import layers
+    calls = []
+    orig = layers._winograd_weight_grad
+    monkeypatch.setattr(layers, "_winograd_weight_grad", lambda *a: (calls.append(1), orig(*a))[1])
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((n, 64, h, w)), dtype=ember.float32)
+    wt = ember.tensor(rng.standard_normal((64, 64, 3, 3)) * 0.05, dtype=ember.float32, requires_grad=True)
+    g = rng.standard_normal((n, 64, h, w))
+    ember.nn.functional.conv2d(x, wt, padding=1).backward(ember.tensor(g, dtype=ember.float32))
+    assert bool(calls) is taken
+    import torch
+    tw = torch.tensor(wt.detach().numpy(), requires_grad=True)
+    torch.nn.functional.conv2d(torch.tensor(x.numpy()), tw, padding=1).backward(torch.tensor(g, dtype=torch.float32))
+    np.testing.assert_allclose(wt.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("kernel", [(1, 3), (3, 1)], ids=["one_row", "one_column"])
+def test_grouped_conv_with_a_kernel_dim_of_one(kernel):
+    # two input channels per group and a kernel one wide in some dim: the general grouped path, not the
+    # depthwise one (which needs one input channel per group)
+    check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, groups=2, padding=(0, 1)), (2, 4, 5, 6), (4, 2) + kernel)
+
+
+@pytest.mark.parametrize("k,kw", [(3, dict(stride=2, padding=1)), (5, dict(padding=2)), (3, dict(dilation=2, padding=2))],
+                         ids=["3x3_stride2", "5x5", "3x3_dilated"])
+def test_conv_with_winograd_sized_channels_but_another_geometry(k, kw):
+    # 64 -> 64 channels and many tiles, but not a 3x3 stride-1 undilated conv: never Winograd F(2x2, 3x3)
+    check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, **kw), (1, 64, 18, 18), (64, 64, k, k),
+             dtypes=("float32",), atol=1e-4, rtol=1e-4, grad_atol=1e-3, grad_rtol=1e-3)
+
+
+def test_conv_input_gradient_in_bfloat16_accumulates_in_float32():
+    # torch's CPU kernels sum a 2-byte float conv's products in float32; so does ConvInputGrad (here over
+    # 256 output channels x 9 taps per input element), then rounds once
+    check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding=1), (2, 4, 6, 6), (256, 4, 3, 3),
+             dtypes=("bfloat16",))

@@ -108,3 +108,44 @@ def test_embedding_with_meta_indices():
 def test_embedding_scale_grad_by_freq_is_refused():
     with pytest.raises(NotImplementedError, match="^embedding: scale_grad_by_freq and sparse are not supported"):
         ember.nn.functional.embedding(ember.tensor([1]), ember.zeros(5, 2), scale_grad_by_freq=True)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_gradient_differentiated_in_the_upstream_gradient(padding_idx):
+    # EmbeddingGrad(v, idx) sums rows of v into the table: its gradient in v looks gg up again, and the
+    # padding row, which got nothing, gives nothing back
+    from helpers import check_op
+
+    def fn(lib, w, v):
+        idx = lib.tensor([[0, 2, 2], [1, 0, 3]], device=w.device)
+        y = lib.nn.functional.embedding(idx, w, padding_idx=padding_idx)
+        gw, = lib.autograd.grad(y, w, v, create_graph=True)
+        return gw
+    check_op(fn, (4, 3), (2, 3, 3), dtypes=("float64",))
+
+
+@pytest.mark.parametrize("padding_idx", [None, 1])
+def test_embedding_gradient_on_the_fake_device(fake_cuda, padding_idx):
+    # the device path of EmbeddingGrad (an unbuffered add per index, not the host's sort + reduceat)
+    from helpers import check_op
+    check_op(lambda lib, w, i: lib.nn.functional.embedding(i, w, padding_idx=padding_idx), (5, 3), IDX % 5,
+             device="cuda")
+
+
+@pytest.mark.parametrize("kernels", [True, False], ids=["kernels", "numpy"])
+def test_embedding_primitive_gradient_of_a_table_with_more_dims(kernels):
+    # the Embedding primitive looks up rows of any shape (ember.nn.functional takes 2-D tables only): its
+    # gradient sums rows of that shape back into the table
+    from ember.backends import cpu_kernels
+    from ember.ops.layers import Embedding
+    (cpu_kernels.enable if kernels else cpu_kernels.disable)()
+    try:
+        rng = np.random.default_rng(0)
+        w = ember.tensor(rng.standard_normal((5, 3, 2)), requires_grad=True)
+        g = rng.standard_normal((2, 4, 3, 2))
+        Embedding.apply(w, ember.tensor(IDX % 5), padding_idx=None).backward(ember.tensor(g))
+    finally:
+        cpu_kernels.enable()
+    want = np.zeros((5, 3, 2))
+    np.add.at(want, IDX % 5, g)
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12, atol=1e-12)

@@ -67,3 +67,12 @@ def test_linear_general_path_with_a_2d_bias():
     # a (1, out) bias is not the fused kernel's (1-D): the general matmul + bias path, as torch broadcasts it
     from helpers import check_op
     check_op(lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), (2, 3, 4), (5, 4), (1, 5))
+
+
+@pytest.mark.parametrize("grads", ["x", "w", "b"])
+def test_functional_linear_gradient_of_one_input_alone(grads):
+    # the fused Linear primitive computes only the gradients asked for: each one alone must still come
+    from helpers import NoGrad, check_op
+    shapes = {"x": (4, 3), "w": (5, 3), "b": (5,)}
+    args = [s if k == grads else NoGrad(s) for k, s in shapes.items()]
+    check_op(lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), *args)

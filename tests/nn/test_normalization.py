@@ -166,3 +166,51 @@ def test_batch_norm_fused_one_channel_running_var():
         out = lib.nn.functional.batch_norm(x, m, v, w, b, training=True, momentum=0.5)
         return out, m, v
     check_op(fn, (5, 1, 2), (1,), (1,))
+
+
+def test_layer_norm_fused_gradient_is_not_differentiable():
+    # LayerNormGrad is LayerNorm's first-order gradient; differentiating it again is refused by name
+    from helpers import raises_exactly
+    from ember.ops.layers import LayerNormGrad
+    x = ember.randn(2, 3, requires_grad=True)
+    gx = LayerNormGrad.apply(x, ember.randn(2, 3), n=1, eps=1e-5)
+    raises_exactly(lambda: gx.sum().backward(), RuntimeError,
+                   "layer_norm: the fused first-order gradient is not differentiable; use create_graph=True in "
+                   "the first backward to differentiate it again", located=False)
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["first_order", "create_graph"])
+@pytest.mark.parametrize("alone", ["x", "w", "b"])
+@pytest.mark.parametrize("norm", ["layer_norm", "batch_norm"])
+def test_norm_gradient_of_one_input_alone(norm, alone, create_graph):
+    # the fused LayerNorm/BatchNorm primitives compute only the gradients asked for (first order, and the
+    # Tensor-op composite under create_graph): each one alone must still come, and be right
+    from helpers import NoGrad
+
+    def fn(lib, x, w, b):
+        if norm == "layer_norm":
+            y = lib.nn.functional.layer_norm(x, (4,), w, b)
+        else:
+            y = lib.nn.functional.batch_norm(x, None, None, w, b, training=True)
+        if not create_graph:
+            return y
+        g, = lib.autograd.grad((y * y * y).sum(), {"x": x, "w": w, "b": b}[alone], create_graph=True)
+        return g
+    shapes = {"x": (3, 4), "w": (4,), "b": (4,)}
+    check_op(fn, *[s if k == alone else NoGrad(s) for k, s in shapes.items()], dtypes=("float64",))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_batch_norm_values_in_half_precision(dtype):
+    # 2-byte floats take the NumPy forwards (a product and a sum per channel, not einsum): values as torch's
+    check_op(lambda lib, x, w, b: lib.nn.functional.batch_norm(x, None, None, w, b, training=True),
+             (4, 3, 5), (3,), (3,), dtypes=(dtype,))
+
+
+def test_batch_norm_double_backward_with_one_channel():
+    # the create_graph composite divides by the elements per channel: all of them when there is one channel
+    def fn(lib, x, w, b):
+        y = lib.nn.functional.batch_norm(x, None, None, w, b, training=True)
+        gx, gw = lib.autograd.grad((y * y * y).sum(), (x, w), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum()
+    check_op(fn, (4, 1, 3), (1,), (1,), dtypes=("float64",))

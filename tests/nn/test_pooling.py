@@ -213,3 +213,24 @@ POOL_ERRORS = [
 def test_pooling_errors_exactly(k):
     call, exc, message = POOL_ERRORS[k]
     raises_exactly(lambda: call(ember.nn.functional), exc, message)
+
+
+@pytest.mark.parametrize("pool", ["max_pool1d", "max_pool2d"])
+def test_maxpool_double_backward_unpadded_through_the_upstream_gradient(pool):
+    # MaxPoolGrad's gradient in g (a Gather at the first maxima) without padding, g depending on x
+    def fn(lib, x):
+        y = getattr(lib.nn.functional, pool)(x * x, 2)
+        g, = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        return (g * x).sum()
+    check_op(fn, X3 if pool == "max_pool1d" else X4, dtypes=("float64",))
+
+
+@pytest.mark.parametrize("pool,x", [("max_pool1d", X3), ("max_pool2d", X4)],
+                         ids=["1d", "2d"])
+def test_maxpool_one_element_window_as_torch_and_keeps_the_layout(pool, x):
+    # a 1-wide window has one tap: the pooled values are a strided copy of it, in x's memory layout
+    check_op(lambda lib, t: getattr(lib.nn.functional, pool)(t, 1, stride=2), x)
+    cl = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1).astype(np.float32)  # channels-last
+    y = getattr(ember.nn.functional, pool)(ember.from_numpy(cl), 1, stride=2)
+    np.testing.assert_array_equal(y.numpy(), x.astype(np.float32)[(slice(None),) * 2 + (slice(None, None, 2),) * (x.ndim - 2)])
+    assert np.moveaxis(y.numpy(), 1, -1).flags.c_contiguous

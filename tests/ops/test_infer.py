@@ -327,3 +327,24 @@ def test_tuple_of_ints_attribute_type():
     assert isinstance((2, 3), SHAPE) and isinstance((), INTS) and isinstance((True, 1), INTS)
     assert not isinstance([2, 3], SHAPE) and not isinstance((2, 3.0), SHAPE) and not isinstance(3, INTS)
     assert isinstance(None, AXES) and not isinstance((None,), AXES)
+
+
+def test_linear_on_meta_takes_leading_dims_and_names_misaligned_shapes():
+    """Linear's rule on x of more than 2 dims: every leading dim kept; a mismatch names both last dims."""
+    from helpers import raises_exactly
+    assert L.Linear.apply(meta(2, 3, 4), meta(5, 4), meta(5)).shape == (2, 3, 5)
+    raises_exactly(lambda: L.Linear.apply(meta(2, 3, 4), meta(5, 3)), RuntimeError,
+                   "linear: x (2, 3, 4) and weight (5, 3) do not align: 4 != 3", located=False)
+
+
+def test_layer_norm_grad_packed_shape_on_meta_with_one_normalised_element():
+    """with_w packs R rows of dx and one row of dw: (R + 1, D) in ints, also where D is 1."""
+    args = dict(n=1, eps=1e-5, with_w=True)
+    real = L.LayerNormGrad.apply(ember.ones(3, 2, 1), ember.ones(3, 2, 1), ember.ones(1), **args)
+    shape = L.LayerNormGrad.apply(meta(3, 2, 1), meta(3, 2, 1), meta(1), **args).shape
+    assert shape == tuple(real.shape) == (7, 1) and all(type(s) is int for s in shape)
+    node = L.LayerNormGrad.__new__(L.LayerNormGrad)
+    node.__dict__.update(args)
+    inferred, _ = node.infer(SimpleNamespace(shape=(3, 4), dtype=np.float32),
+                             SimpleNamespace(shape=(3, 4), dtype=np.float32))
+    assert inferred == (4, 4) and all(type(s) is int for s in inferred)
