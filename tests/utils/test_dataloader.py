@@ -1,8 +1,12 @@
 """DataLoader: batches, order, shuffling, seeding, workers, prefetch, iterable datasets, persistent workers,
 argument validation and len: compared with torch's DataLoader where both are deterministic."""
 import collections
+import multiprocessing
 import random
+import sys
 import time
+import types
+import warnings
 
 import numpy as np
 import pytest
@@ -321,3 +325,100 @@ def test_iterable_dataset_rejects_shuffle_and_attribute_changes():
     loader = DataLoader(Images(n=4))
     with pytest.raises(ValueError, match="batch_size attribute"):
         loader.batch_size = 3
+
+
+def test_iterator_len_matches_torch():
+    ds = Images(n=37)
+    for kw in [dict(batch_size=5), dict(batch_size=5, drop_last=True), dict(batch_size=None)]:
+        assert len(iter(DataLoader(ds, **kw))) == len(iter(tud.DataLoader(ds, **kw))), kw
+
+    class NoLen(IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    with pytest.raises(TypeError):
+        len(iter(tud.DataLoader(NoLen(), batch_size=2)))
+    with pytest.raises(TypeError, match=r"^this DataLoader's dataset has no len\(\)$"):
+        len(iter(DataLoader(NoLen(), batch_size=2)))
+
+
+class LyingStream(Stream):
+    """A Stream whose len() says ``reported``."""
+
+    def __init__(self, start, end, reported, split=True):
+        super().__init__(start, end, split)
+        self.reported = reported
+
+    def __len__(self):
+        return self.reported
+
+
+class TorchLyingStream(TorchStream):
+    def __init__(self, start, end, reported, split=True):
+        super().__init__(start, end, split)
+        self.reported = reported
+
+    def __len__(self):
+        return self.reported
+
+
+def length_warnings(loader, epochs=1):
+    """Per epoch: the "Length of IterableDataset" warnings (dataset shown as DS, and the file they name)."""
+    out = []
+    for _ in range(epochs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            n = sum(1 for _ in loader)
+        out.append((n, [(str(w.message).replace(str(loader.dataset), "DS"), w.filename) for w in caught
+                        if "Length of IterableDataset" in str(w.message)]))
+    return out
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_iterable_dataset_longer_than_its_len_warns_like_torch(num_workers, batch_size, no_leaks):
+    # torch warns for each batch past the dataset's len(), once len(loader) was asked for (before that: never)
+    def run(loader_cls, ds, ask_len):
+        loader = loader_cls(ds, batch_size=batch_size, num_workers=num_workers)
+        if ask_len:
+            len(loader)
+        return length_warnings(loader)
+
+    for ask_len in (False, True):
+        ours = run(DataLoader, LyingStream(0, 8, reported=3, split=False), ask_len)
+        theirs = run(tud.DataLoader, TorchLyingStream(0, 8, reported=3, split=False), ask_len)
+        assert ours == theirs
+        assert bool(ours[0][1]) == ask_len and all(f == __file__ for _, f in ours[0][1])
+
+
+def test_length_warning_counts_each_epoch_of_persistent_workers_like_torch(no_leaks):
+    for reported in (6, 4):  # exact: no warning in any epoch; too small: the same warnings every epoch
+        got = []
+        for loader_cls, ds_cls in ((DataLoader, LyingStream), (tud.DataLoader, TorchLyingStream)):
+            loader = loader_cls(ds_cls(0, 6, reported), batch_size=None, num_workers=2, persistent_workers=True)
+            assert len(loader) == reported
+            got.append(length_warnings(loader, epochs=2))
+            del loader
+        assert got[0] == got[1]
+        assert got[0][0] == got[0][1] and bool(got[0][0][1]) == (reported < 6)
+
+
+def test_default_start_method(monkeypatch):
+    from ember.utils.data import dataloader
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert dataloader._default_context() == "fork"
+    assert DataLoader(Images(n=4), num_workers=1)._context().get_start_method() == "fork"
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))  # a CUDA context may exist: fork is unsafe
+    assert dataloader._default_context() == "spawn"
+    monkeypatch.delitem(sys.modules, "cupy")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert dataloader._default_context() == "spawn"
+    assert DataLoader(Images(n=4), num_workers=1)._context().get_start_method() == "spawn"
+
+
+def test_multiprocessing_context_by_name_or_object():
+    assert DataLoader(Images(n=4), num_workers=1, multiprocessing_context="spawn")._context() is \
+        multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    assert DataLoader(Images(n=4), num_workers=1, multiprocessing_context=ctx)._context() is ctx

@@ -397,3 +397,40 @@ def test_no_shared_memory_names_exist_while_fork_workers_run(no_leaks):
     next(it)
     assert not [f for f in os.listdir(shm_dir()) if f.startswith(f"{SLOT_PREFIX}{os.getpid()}_")]
     assert len(list(it)) == 15
+
+
+def test_worker_exit_descriptions():
+    from ember.utils.data._shm import shm_dir
+    from ember.utils.data.dataloader import _describe_exit
+    assert _describe_exit(None) == "is no longer responding"
+    assert _describe_exit(0) == "exited with code 0"
+    assert _describe_exit(1) == "exited with code 1"
+    assert _describe_exit(-signal.SIGTERM) == f"was killed by signal SIGTERM ({int(signal.SIGTERM)})"
+    assert _describe_exit(-signal.SIGKILL) == (
+        f"was killed by signal SIGKILL ({int(signal.SIGKILL)}); if nobody killed it, the system probably ran out of "
+        f"memory (the OOM killer sends SIGKILL)")
+    assert _describe_exit(-signal.SIGBUS) == (
+        f"was killed by signal SIGBUS ({int(signal.SIGBUS)}); shared memory ({shm_dir()}) is probably full")
+    assert _describe_exit(-200) == "was killed by signal signal 200 (200)"  # no such signal name
+
+
+def _collate_in_test(samples):
+    return samples
+
+
+def test_unpicklable_collate_fn_or_worker_init_fn_with_spawn_names_it(no_leaks):
+    from multiprocessing.reduction import ForkingPickler
+    fn = lambda x: x  # noqa: E731 (lambdas cannot be pickled)
+    try:
+        ForkingPickler.dumps(fn)
+    except Exception as e:
+        why = f"{type(e).__name__}: {e}"
+    for kwargs, what in [(dict(collate_fn=fn), "collate_fn"), (dict(worker_init_fn=fn), "worker_init_fn"),
+                         (dict(collate_fn=_collate_in_test, worker_init_fn=fn), "worker_init_fn")]:
+        loader = DataLoader(Plain(), batch_size=2, num_workers=1, multiprocessing_context="spawn", **kwargs)
+        with pytest.raises(TypeError) as info:
+            iter(loader)
+        assert (f"DataLoader: the {what} (function) cannot be sent to worker processes started with 'spawn', "
+                f"which must pickle it: {why}. Lambdas") in str(info.value)
+        assert info.value.__cause__ is not None
+        del info
