@@ -63,6 +63,7 @@ class DataLoader:
     """
 
     _initialized = False
+    _reported_len: Optional[int] = None  # an iterable dataset's len(), once len(loader) asked for it
 
     def __init__(self, dataset: Dataset, batch_size: Optional[int] = 1, shuffle: Optional[bool] = None,
                  sampler: Union[Sampler, Iterable, None] = None,
@@ -140,7 +141,6 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._iterator: Optional[_BaseIter] = None
-        self._reported_len: Optional[int] = None  # an iterable dataset's len(), once len(loader) asked for it
         self._initialized = True
 
     def __setattr__(self, attr: str, val: Any) -> None:
