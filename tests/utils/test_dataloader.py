@@ -422,3 +422,76 @@ def test_multiprocessing_context_by_name_or_object():
         multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     assert DataLoader(Images(n=4), num_workers=1, multiprocessing_context=ctx)._context() is ctx
+
+
+SAME_TEXT_AS_TORCH = [
+    dict(persistent_workers=True),
+    dict(sampler=SequentialSampler(range(4)), shuffle=True),
+    dict(batch_sampler=[[0]], batch_size=2),
+    dict(batch_sampler=[[0]], shuffle=True),
+    dict(batch_sampler=[[0]], sampler=[0]),
+    dict(batch_sampler=[[0]], drop_last=True),
+    dict(batch_size=None, drop_last=True),
+]
+OWN_TEXT = [  # torch's text plus the bad value, or a check torch does not make
+    (dict(num_workers=-1), "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing "
+                           "(got num_workers=-1)"),
+    (dict(num_workers=1.0), "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing "
+                            "(got num_workers=1.0)"),
+    (dict(timeout=-0.5), "timeout option should be non-negative, got timeout=-0.5"),
+    (dict(prefetch_factor=2), "prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 "
+                              "to enable multiprocessing, otherwise set prefetch_factor to None."),
+    (dict(num_workers=1, prefetch_factor=0), "prefetch_factor option should be a positive integer, got 0"),
+    (dict(num_workers=1, prefetch_factor=2.0), "prefetch_factor option should be a positive integer, got 2.0"),
+]
+
+
+def test_argument_errors_exactly():
+    for kwargs in SAME_TEXT_AS_TORCH:
+        with pytest.raises(ValueError) as theirs:
+            tud.DataLoader(Images(n=4), **kwargs)
+        with pytest.raises(ValueError) as ours:
+            DataLoader(Images(n=4), **kwargs)
+        assert str(ours.value) == str(theirs.value), kwargs
+    for kwargs, message in OWN_TEXT:
+        with pytest.raises(ValueError) as ours:
+            DataLoader(Images(n=4), **kwargs)
+        assert str(ours.value) == message
+    for kwargs in [dict(shuffle=True), dict(sampler=[0]), dict(batch_sampler=[[0]])]:
+        with pytest.raises(ValueError) as theirs:
+            tud.DataLoader(TorchStream(0, 3), **kwargs)
+        with pytest.raises(ValueError) as ours:
+            DataLoader(Stream(0, 3), **kwargs)
+        assert str(ours.value) == str(theirs.value), kwargs
+
+
+def loader_parts(loader):
+    def name(obj):
+        return None if obj is None else getattr(obj, "__name__", type(obj).__name__)
+    return (name(loader.sampler), name(loader.batch_sampler), name(loader.collate_fn), loader.batch_size,
+            loader.drop_last, loader.prefetch_factor, loader._auto_collation, name(loader._index_sampler))
+
+
+def test_defaults_and_boundary_arguments_like_torch():
+    ds = Images(n=4)
+    for kwargs in [dict(), dict(shuffle=True), dict(num_workers=0, timeout=0), dict(num_workers=1),
+                   dict(num_workers=1, prefetch_factor=1), dict(shuffle=False), dict(batch_size=3, drop_last=True),
+                   dict(sampler=SequentialSampler(ds), shuffle=False), dict(batch_sampler=[[0, 1]], batch_size=1),
+                   dict(batch_size=None), dict(batch_size=None, drop_last=False),
+                   dict(num_workers=1, persistent_workers=True), dict(collate_fn=list)]:
+        assert loader_parts(DataLoader(ds, **kwargs)) == loader_parts(tud.DataLoader(ds, **kwargs)), kwargs
+    for kwargs in [dict(), dict(shuffle=False), dict(batch_size=None), dict(batch_size=2, drop_last=True)]:
+        assert loader_parts(DataLoader(Stream(0, 3), **kwargs)) == \
+            loader_parts(tud.DataLoader(TorchStream(0, 3), **kwargs)), kwargs
+
+
+def test_attributes_frozen_after_init_like_torch():
+    for attr in ["batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"]:
+        with pytest.raises(ValueError) as theirs:
+            setattr(tud.DataLoader(Images(n=4)), attr, None)
+        with pytest.raises(ValueError) as ours:
+            setattr(DataLoader(Images(n=4)), attr, None)
+        assert str(ours.value) == str(theirs.value)
+    loader = DataLoader(Images(n=4))
+    loader.num_workers, loader.collate_fn, loader.timeout = 1, list, 5.0  # as in torch: these may change
+    assert (loader.num_workers, loader.collate_fn, loader.timeout) == (1, list, 5.0)
