@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+from ember.utils.data import DataLoader, Dataset, IterableDataset, Sampler, TensorDataset, get_worker_info
 
 # Seconds within which a failure must be reported. The behaviours under test take well under a second;
 # the bound is long so that a loaded machine cannot fail them, and the slow datasets below sleep far
@@ -414,6 +414,25 @@ def test_worker_exit_descriptions():
     assert _describe_exit(-200) == "was killed by signal signal 200 (200)"  # no such signal name
 
 
+def failure_and_cleanup(call):
+    """The exception ``call()`` raises, and what its garbage collection reported as unraisable (``__del__``)."""
+    unraisable, old_hook = [], sys.unraisablehook
+    sys.unraisablehook = lambda u: unraisable.append(f"{type(u.exc_value).__name__}: {u.exc_value}")
+    try:
+        try:
+            call()
+        except Exception as e:
+            error = e
+        else:
+            error = None
+        if error is not None:
+            error.__traceback__ = None  # its frames hold the half-made iterator
+        gc.collect()
+    finally:
+        sys.unraisablehook = old_hook
+    return error, unraisable
+
+
 def _collate_in_test(samples):
     return samples
 
@@ -428,9 +447,24 @@ def test_unpicklable_collate_fn_or_worker_init_fn_with_spawn_names_it(no_leaks):
     for kwargs, what in [(dict(collate_fn=fn), "collate_fn"), (dict(worker_init_fn=fn), "worker_init_fn"),
                          (dict(collate_fn=_collate_in_test, worker_init_fn=fn), "worker_init_fn")]:
         loader = DataLoader(Plain(), batch_size=2, num_workers=1, multiprocessing_context="spawn", **kwargs)
-        with pytest.raises(TypeError) as info:
-            iter(loader)
-        assert (f"DataLoader: the {what} (function) cannot be sent to worker processes started with 'spawn', "
-                f"which must pickle it: {why}. Lambdas") in str(info.value)
-        assert info.value.__cause__ is not None
-        del info
+        error, unraisable = failure_and_cleanup(lambda: iter(loader))
+        assert type(error) is TypeError and (
+            f"DataLoader: the {what} (function) cannot be sent to worker processes started with 'spawn', "
+            f"which must pickle it: {why}. Lambdas") in str(error)
+        assert error.__cause__ is not None
+        assert unraisable == []  # the half-made iterator is collected quietly: nothing to shut down
+
+
+class FailingBatchSampler(Sampler):
+    def __iter__(self):
+        raise RuntimeError("the batch sampler failed")
+
+    def __len__(self):
+        return 1
+
+
+def test_sampler_failing_before_the_workers_start_is_raised_and_cleaned_up_quietly(no_leaks):
+    error, unraisable = failure_and_cleanup(
+        lambda: iter(DataLoader(Plain(), batch_sampler=FailingBatchSampler(), num_workers=2)))
+    assert type(error) is RuntimeError and str(error) == "the batch sampler failed"
+    assert unraisable == []
