@@ -468,3 +468,50 @@ def test_sampler_failing_before_the_workers_start_is_raised_and_cleaned_up_quiet
         lambda: iter(DataLoader(Plain(), batch_sampler=FailingBatchSampler(), num_workers=2)))
     assert type(error) is RuntimeError and str(error) == "the batch sampler failed"
     assert unraisable == []
+
+
+def test_workers_are_named_daemons_and_the_sigint_mask_is_restored(no_leaks):
+    mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    it = iter(DataLoader(Plain(), batch_size=4, num_workers=2))
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask_before  # SIGINT was blocked only around the forks
+    assert [p.name for p in it._workers] == ["ember-dataloader-worker-0", "ember-dataloader-worker-1"]
+    assert all(p.daemon for p in it._workers)  # as in torch: never left running when the interpreter exits
+    assert len(list(it)) == 16
+    del it
+
+
+class Never(Dataset):
+    """No sample ever comes (until the worker is shut down)."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        time.sleep(3600)
+
+
+def test_timeout_message_exactly(no_leaks):
+    it = iter(DataLoader(Never(), batch_size=2, num_workers=1, timeout=0.25))
+    with pytest.raises(RuntimeError) as info:
+        next(it)
+    assert str(info.value) == "DataLoader timed out after 0.25 seconds waiting for batch 0 from the workers " \
+                              "(timeout=0.25)"
+    assert it._shutdown and not any(p.is_alive() for p in multiprocessing_children())
+    del info, it
+
+
+def test_dead_worker_message_exactly(no_leaks):
+    it = iter(DataLoader(Suicidal(bad=-1), batch_size=2, num_workers=2, prefetch_factor=1))
+    next(it)
+    pid = it._workers[1].pid
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(RuntimeError) as info:
+        for _ in it:
+            pass
+    assert str(info.value) == (f"DataLoader worker 1 (pid {pid}) exited unexpectedly: it was killed by signal "
+                               f"SIGKILL ({int(signal.SIGKILL)}); if nobody killed it, the system probably ran out of "
+                               f"memory (the OOM killer sends SIGKILL)")
+    assert it._shutdown
+    with pytest.raises(StopIteration):  # as after any error: the iterator is finished
+        next(it)
+    del info, it
