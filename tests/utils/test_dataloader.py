@@ -4,6 +4,7 @@ import collections
 import multiprocessing
 import random
 import sys
+import threading
 import time
 import types
 import warnings
@@ -495,3 +496,43 @@ def test_attributes_frozen_after_init_like_torch():
     loader = DataLoader(Images(n=4))
     loader.num_workers, loader.collate_fn, loader.timeout = 1, list, 5.0  # as in torch: these may change
     assert (loader.num_workers, loader.collate_fn, loader.timeout) == (1, list, 5.0)
+
+
+class WaitsForEvent(Dataset):
+    """Sample 0 comes only once ``event`` is set; the others at once."""
+
+    def __init__(self, event):
+        self.event = event
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        if i == 0:
+            self.event.wait(60)
+        return i
+
+
+def test_batches_left_over_from_a_cut_short_epoch_are_freed(no_leaks):
+    ctx = multiprocessing.get_context("fork")
+    event = ctx.Event()
+    loader = DataLoader(WaitsForEvent(event), batch_size=2, num_workers=2, prefetch_factor=1,
+                        persistent_workers=True, multiprocessing_context=ctx)
+    it = iter(loader)
+
+    def release_batch_0_once_batch_1_waits():  # deterministic: no sleep decides the order
+        deadline = time.monotonic() + 60
+        while not it._reorder and time.monotonic() < deadline:
+            time.sleep(0.01)
+        event.set()
+
+    helper = threading.Thread(target=release_batch_0_once_batch_1_waits)
+    helper.start()
+    assert next(it).tolist() == [0, 1]
+    helper.join()
+    assert list(it._reorder) == [1]  # received from worker 1, never handed out; batch 2 is still in flight
+    assert [v for b in loader for v in b.tolist()] == list(range(12))  # the next epoch, same workers
+    assert it._outstanding == [0, 0]  # the leftovers' places were given back
+    created = {w: sorted(s for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)}
+    assert {w: sorted(free) for w, free in it._slots.free.items()} == created  # and their slots
+    del loader, it
