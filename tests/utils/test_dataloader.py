@@ -536,3 +536,25 @@ def test_batches_left_over_from_a_cut_short_epoch_are_freed(no_leaks):
     created = {w: sorted(s for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)}
     assert {w: sorted(free) for w, free in it._slots.free.items()} == created  # and their slots
     del loader, it
+
+
+class PinAware:
+    """A custom batch type: with pin_memory=True the loader calls its pin_memory(), as torch does."""
+
+    def __init__(self, labels, pinned=False):
+        self.labels, self.pinned = labels, pinned
+
+    def pin_memory(self):
+        return PinAware(self.labels, pinned=True)
+
+
+def collate_pin_aware(samples):
+    return PinAware([label for _, label in samples])
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_custom_batch_type_is_pinned_with_or_without_workers(num_workers, no_leaks):
+    for pin in (True, False):
+        batches = list(DataLoader(Images(n=5), batch_size=3, pin_memory=pin, collate_fn=collate_pin_aware,
+                                  num_workers=num_workers))
+        assert [(b.labels, b.pinned) for b in batches] == [([0, 1, 2], pin), ([3, 4], pin)]

@@ -451,8 +451,10 @@ class _MultiProcessIter(_BaseIter):
                 self._outstanding[w] -= 1
                 if kind == "batch":
                     size, described = rest
-                    data = self._slots.unpack(described, slot, size, self._pin_memory)
+                    data = self._slots.unpack(described, slot, size, pin=False)
                     self._slots.release(w, slot)
+                    if self._pin_memory:  # tensors, and custom batch types by their pin_memory(), as without workers
+                        data = pin_structure(data)
                     self._try_put_index()
                     self._count_yielded()
                     return data
