@@ -558,3 +558,23 @@ def test_custom_batch_type_is_pinned_with_or_without_workers(num_workers, no_lea
         batches = list(DataLoader(Images(n=5), batch_size=3, pin_memory=pin, collate_fn=collate_pin_aware,
                                   num_workers=num_workers))
         assert [(b.labels, b.pinned) for b in batches] == [([0, 1, 2], pin), ([3, 4], pin)]
+
+
+class WorkerSeeds(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return get_worker_info().seed
+
+
+def test_worker_seeds_come_from_the_loaders_generator(no_leaks):
+    # as in torch: with generator=, the workers' base seed is drawn from it, not from the global RNG
+    def seeds(global_seed):
+        ember.manual_seed(global_seed)
+        g = ember.Generator().manual_seed(5)
+        return sorted(int(v) for b in DataLoader(WorkerSeeds(), batch_size=1, num_workers=2, generator=g)
+                      for v in b.tolist())
+
+    first = seeds(0)
+    assert seeds(1) == first and len(set(first)) == 2  # one seed per worker
