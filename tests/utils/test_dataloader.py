@@ -470,7 +470,9 @@ def loader_parts(loader):
     def name(obj):
         return None if obj is None else getattr(obj, "__name__", type(obj).__name__)
     return (name(loader.sampler), name(loader.batch_sampler), name(loader.collate_fn), loader.batch_size,
-            loader.drop_last, loader.prefetch_factor, loader._auto_collation, name(loader._index_sampler))
+            loader.drop_last, loader.prefetch_factor, loader._auto_collation, name(loader._index_sampler),
+            loader.num_workers, loader.pin_memory, loader.timeout, loader.worker_init_fn,
+            loader.multiprocessing_context, loader.generator, loader.persistent_workers)
 
 
 def test_defaults_and_boundary_arguments_like_torch():
@@ -578,3 +580,66 @@ def test_worker_seeds_come_from_the_loaders_generator(no_leaks):
 
     first = seeds(0)
     assert seeds(1) == first and len(set(first)) == 2  # one seed per worker
+
+
+class WaitsFromSample2(Dataset):
+    """Samples 0 and 1 come at once, the others once ``event`` is set."""
+
+    def __init__(self, event):
+        self.event = event
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        if i >= 2:
+            self.event.wait(60)
+        return i
+
+
+def test_new_epoch_while_every_worker_is_busy_with_the_last_one(no_leaks):
+    ctx = multiprocessing.get_context("fork")
+    event = ctx.Event()
+    loader = DataLoader(WaitsFromSample2(event), batch_size=2, num_workers=2, prefetch_factor=1,
+                        persistent_workers=True, multiprocessing_context=ctx)
+    it = iter(loader)
+    assert next(it).tolist() == [0, 1]  # batches 1 and 2 are now in flight, one per worker: no room for more
+    event.set()
+    assert [v for b in loader for v in b.tolist()] == list(range(12))  # waits for the stale ones, then goes on
+    assert it._outstanding == [0, 0]
+    per_worker = [sum(1 for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)]
+    assert per_worker == [1, 1]  # never more than prefetch_factor in flight, so never more slots
+    del loader, it
+
+
+class UnevenStream(IterableDataset):
+    """Worker w yields ``lengths[w]`` items (w * 100 + k); in the main process, all of them."""
+
+    def __init__(self, lengths):
+        self.lengths = lengths
+
+    def __iter__(self):
+        info = get_worker_info()
+        workers = range(len(self.lengths)) if info is None else [info.id]
+        return iter([w * 100 + k for w in workers for k in range(self.lengths[w])])
+
+
+class TorchUnevenStream(tud.IterableDataset):
+    def __init__(self, lengths):
+        self.lengths = lengths
+
+    def __iter__(self):
+        info = tud.get_worker_info()
+        workers = range(len(self.lengths)) if info is None else [info.id]
+        return iter([w * 100 + k for w in workers for k in range(self.lengths[w])])
+
+
+@pytest.mark.parametrize("prefetch_factor", [1, 2])
+def test_uneven_iterable_workers_order_matches_torch(prefetch_factor, no_leaks):
+    # a worker whose stream ends is skipped; the next task goes to the next live worker in turn, as in torch
+    lengths = [1, 4, 6]
+    ours = [int(b) for b in DataLoader(UnevenStream(lengths), batch_size=None, num_workers=3,
+                                       prefetch_factor=prefetch_factor)]
+    theirs = [int(b) for b in tud.DataLoader(TorchUnevenStream(lengths), batch_size=None, num_workers=3,
+                                             prefetch_factor=prefetch_factor)]
+    assert ours == theirs
