@@ -597,18 +597,19 @@ class WaitsFromSample2(Dataset):
         return i
 
 
-def test_new_epoch_while_every_worker_is_busy_with_the_last_one(no_leaks):
+@pytest.mark.parametrize("prefetch_factor", [1, 2])
+def test_new_epoch_while_every_worker_is_busy_with_the_last_one(prefetch_factor, no_leaks):
     ctx = multiprocessing.get_context("fork")
     event = ctx.Event()
-    loader = DataLoader(WaitsFromSample2(event), batch_size=2, num_workers=2, prefetch_factor=1,
+    loader = DataLoader(WaitsFromSample2(event), batch_size=2, num_workers=2, prefetch_factor=prefetch_factor,
                         persistent_workers=True, multiprocessing_context=ctx)
     it = iter(loader)
-    assert next(it).tolist() == [0, 1]  # batches 1 and 2 are now in flight, one per worker: no room for more
+    assert next(it).tolist() == [0, 1]  # prefetch_factor batches now in flight per worker: no room for more
     event.set()
     assert [v for b in loader for v in b.tolist()] == list(range(12))  # waits for the stale ones, then goes on
     assert it._outstanding == [0, 0]
     per_worker = [sum(1 for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)]
-    assert per_worker == [1, 1]  # never more than prefetch_factor in flight, so never more slots
+    assert per_worker == [prefetch_factor] * 2  # never more than prefetch_factor in flight, so no more slots
     del loader, it
 
 
