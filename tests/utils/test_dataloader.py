@@ -533,6 +533,7 @@ def test_batches_left_over_from_a_cut_short_epoch_are_freed(no_leaks):
     assert next(it).tolist() == [0, 1]
     helper.join()
     assert list(it._reorder) == [1]  # received from worker 1, never handed out; batch 2 is still in flight
+    assert it._result_conns[0].poll(60)  # batch 2 is back (unread): the next epoch's first wait files it
     assert [v for b in loader for v in b.tolist()] == list(range(12))  # the next epoch, same workers
     assert it._outstanding == [0, 0]  # the leftovers' places were given back
     created = {w: sorted(s for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)}
@@ -606,7 +607,9 @@ def test_new_epoch_while_every_worker_is_busy_with_the_last_one(prefetch_factor,
     it = iter(loader)
     assert next(it).tolist() == [0, 1]  # prefetch_factor batches now in flight per worker: no room for more
     event.set()
-    assert [v for b in loader for v in b.tolist()] == list(range(12))  # waits for the stale ones, then goes on
+    for conn in it._result_conns:  # the stale batches are back (unread): the next epoch's first wait files both
+        assert conn.poll(60)
+    assert [v for b in loader for v in b.tolist()] == list(range(12))  # files the stale ones, then goes on
     assert it._outstanding == [0, 0]
     per_worker = [sum(1 for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)]
     assert per_worker == [prefetch_factor] * 2  # never more than prefetch_factor in flight, so no more slots
