@@ -370,7 +370,7 @@ def length_warnings(loader, epochs=1):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             n = sum(1 for _ in loader)
-        out.append((n, [(str(w.message).replace(str(loader.dataset), "DS"), w.filename) for w in caught
+        out.append((n, [str(w.message).replace(str(loader.dataset), "DS") for w in caught
                         if "Length of IterableDataset" in str(w.message)]))
     return out
 
@@ -389,7 +389,7 @@ def test_iterable_dataset_longer_than_its_len_warns_like_torch(num_workers, batc
         ours = run(DataLoader, LyingStream(0, 8, reported=3, split=False), ask_len)
         theirs = run(tud.DataLoader, TorchLyingStream(0, 8, reported=3, split=False), ask_len)
         assert ours == theirs
-        assert bool(ours[0][1]) == ask_len and all(f == __file__ for _, f in ours[0][1])
+        assert bool(ours[0][1]) == ask_len
 
 
 def test_length_warning_counts_each_epoch_of_persistent_workers_like_torch(no_leaks):
@@ -647,3 +647,15 @@ def test_uneven_iterable_workers_order_matches_torch(prefetch_factor, no_leaks):
     theirs = [int(b) for b in tud.DataLoader(TorchUnevenStream(lengths), batch_size=None, num_workers=3,
                                              prefetch_factor=prefetch_factor)]
     assert ours == theirs
+
+
+def test_length_warning_names_the_users_line():
+    # deselected under mutmut, whose trampoline adds a frame
+    loader = DataLoader(LyingStream(0, 4, reported=1), batch_size=None)
+    len(loader)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        next_line = sys._getframe().f_lineno + 1
+        batches = list(loader)
+    assert len(batches) == 4
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, next_line)] * 3
