@@ -515,3 +515,20 @@ def test_dead_worker_message_exactly(no_leaks):
     with pytest.raises(StopIteration):  # as after any error: the iterator is finished
         next(it)
     del info, it
+
+
+def test_dead_worker_seen_through_its_closed_pipe(no_leaks):
+    # the worker's end of the result pipe is closed and its sentinel is ready before we wait: the results
+    # are read first, so the death is noticed by the pipe's EOF (deterministic: poll, no sleep)
+    it = iter(DataLoader(Stuck(), batch_size=2, num_workers=1, prefetch_factor=1))
+    assert next(it).tolist() == [0, 1]  # the worker is now stuck in batch 1
+    worker, conn = it._workers[0], it._result_conns[0]
+    pid = worker.pid
+    os.kill(pid, signal.SIGKILL)
+    import multiprocessing.connection
+    assert multiprocessing.connection.wait([worker.sentinel], timeout=60) and conn.poll(60)
+    with pytest.raises(RuntimeError) as info:
+        next(it)
+    assert str(info.value).startswith(f"DataLoader worker 0 (pid {pid}) exited unexpectedly: it was killed by "
+                                      f"signal SIGKILL")
+    del info, it
