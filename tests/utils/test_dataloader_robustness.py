@@ -532,3 +532,12 @@ def test_dead_worker_seen_through_its_closed_pipe(no_leaks):
     assert str(info.value).startswith(f"DataLoader worker 0 (pid {pid}) exited unexpectedly: it was killed by "
                                       f"signal SIGKILL")
     del info, it
+
+
+def test_a_failed_batch_gives_its_slot_back(no_leaks):
+    it = iter(DataLoader(Failing(bad=0, n=8), batch_size=2, num_workers=1, prefetch_factor=1))
+    with pytest.raises(ValueError):
+        next(it)
+    assert next(it)[:, 0].tolist() == [2, 3]
+    assert it._slots.created == ["w0s0"]  # the failed batch's slot was reused, not replaced by a new one
+    del it
