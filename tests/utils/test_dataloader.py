@@ -1,8 +1,13 @@
 """DataLoader: batches, order, shuffling, seeding, workers, prefetch, iterable datasets, persistent workers,
 argument validation and len: compared with torch's DataLoader where both are deterministic."""
 import collections
+import multiprocessing
 import random
+import sys
+import threading
 import time
+import types
+import warnings
 
 import numpy as np
 import pytest
@@ -321,3 +326,336 @@ def test_iterable_dataset_rejects_shuffle_and_attribute_changes():
     loader = DataLoader(Images(n=4))
     with pytest.raises(ValueError, match="batch_size attribute"):
         loader.batch_size = 3
+
+
+def test_iterator_len_matches_torch():
+    ds = Images(n=37)
+    for kw in [dict(batch_size=5), dict(batch_size=5, drop_last=True), dict(batch_size=None)]:
+        assert len(iter(DataLoader(ds, **kw))) == len(iter(tud.DataLoader(ds, **kw))), kw
+
+    class NoLen(IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    with pytest.raises(TypeError):
+        len(iter(tud.DataLoader(NoLen(), batch_size=2)))
+    with pytest.raises(TypeError, match=r"^this DataLoader's dataset has no len\(\)$"):
+        len(iter(DataLoader(NoLen(), batch_size=2)))
+
+
+class LyingStream(Stream):
+    """A Stream whose len() says ``reported``."""
+
+    def __init__(self, start, end, reported, split=True):
+        super().__init__(start, end, split)
+        self.reported = reported
+
+    def __len__(self):
+        return self.reported
+
+
+class TorchLyingStream(TorchStream):
+    def __init__(self, start, end, reported, split=True):
+        super().__init__(start, end, split)
+        self.reported = reported
+
+    def __len__(self):
+        return self.reported
+
+
+def length_warnings(loader, epochs=1):
+    """Per epoch: the "Length of IterableDataset" warnings (dataset shown as DS, and the file they name)."""
+    out = []
+    for _ in range(epochs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            n = sum(1 for _ in loader)
+        out.append((n, [str(w.message).replace(str(loader.dataset), "DS") for w in caught
+                        if "Length of IterableDataset" in str(w.message)]))
+    return out
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_iterable_dataset_longer_than_its_len_warns_like_torch(num_workers, batch_size, no_leaks):
+    # torch warns for each batch past the dataset's len(), once len(loader) was asked for (before that: never)
+    def run(loader_cls, ds, ask_len):
+        loader = loader_cls(ds, batch_size=batch_size, num_workers=num_workers)
+        if ask_len:
+            len(loader)
+        return length_warnings(loader)
+
+    for ask_len in (False, True):
+        ours = run(DataLoader, LyingStream(0, 8, reported=3, split=False), ask_len)
+        theirs = run(tud.DataLoader, TorchLyingStream(0, 8, reported=3, split=False), ask_len)
+        assert ours == theirs
+        assert bool(ours[0][1]) == ask_len
+
+
+def test_length_warning_counts_each_epoch_of_persistent_workers_like_torch(no_leaks):
+    for reported in (6, 4):  # exact: no warning in any epoch; too small: the same warnings every epoch
+        got = []
+        for loader_cls, ds_cls in ((DataLoader, LyingStream), (tud.DataLoader, TorchLyingStream)):
+            loader = loader_cls(ds_cls(0, 6, reported), batch_size=None, num_workers=2, persistent_workers=True)
+            assert len(loader) == reported
+            got.append(length_warnings(loader, epochs=2))
+            del loader
+        assert got[0] == got[1]
+        assert got[0][0] == got[0][1] and bool(got[0][0][1]) == (reported < 6)
+
+
+def test_default_start_method(monkeypatch):
+    from ember.utils.data import dataloader
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert dataloader._default_context() == "fork"
+    assert DataLoader(Images(n=4), num_workers=1)._context().get_start_method() == "fork"
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))  # a CUDA context may exist: fork is unsafe
+    assert dataloader._default_context() == "spawn"
+    monkeypatch.delitem(sys.modules, "cupy")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert dataloader._default_context() == "spawn"
+    assert DataLoader(Images(n=4), num_workers=1)._context().get_start_method() == "spawn"
+
+
+def test_multiprocessing_context_by_name_or_object():
+    assert DataLoader(Images(n=4), num_workers=1, multiprocessing_context="spawn")._context() is \
+        multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    assert DataLoader(Images(n=4), num_workers=1, multiprocessing_context=ctx)._context() is ctx
+
+
+SAME_TEXT_AS_TORCH = [
+    dict(persistent_workers=True),
+    dict(sampler=SequentialSampler(range(4)), shuffle=True),
+    dict(batch_sampler=[[0]], batch_size=2),
+    dict(batch_sampler=[[0]], shuffle=True),
+    dict(batch_sampler=[[0]], sampler=[0]),
+    dict(batch_sampler=[[0]], drop_last=True),
+    dict(batch_size=None, drop_last=True),
+]
+OWN_TEXT = [  # torch's text plus the bad value, or a check torch does not make
+    (dict(num_workers=-1), "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing "
+                           "(got num_workers=-1)"),
+    (dict(num_workers=1.0), "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing "
+                            "(got num_workers=1.0)"),
+    (dict(timeout=-0.5), "timeout option should be non-negative, got timeout=-0.5"),
+    (dict(prefetch_factor=2), "prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 "
+                              "to enable multiprocessing, otherwise set prefetch_factor to None."),
+    (dict(num_workers=1, prefetch_factor=0), "prefetch_factor option should be a positive integer, got 0"),
+    (dict(num_workers=1, prefetch_factor=2.0), "prefetch_factor option should be a positive integer, got 2.0"),
+]
+
+
+def test_argument_errors_exactly():
+    for kwargs in SAME_TEXT_AS_TORCH:
+        with pytest.raises(ValueError) as theirs:
+            tud.DataLoader(Images(n=4), **kwargs)
+        with pytest.raises(ValueError) as ours:
+            DataLoader(Images(n=4), **kwargs)
+        assert str(ours.value) == str(theirs.value), kwargs
+    for kwargs, message in OWN_TEXT:
+        with pytest.raises(ValueError) as ours:
+            DataLoader(Images(n=4), **kwargs)
+        assert str(ours.value) == message
+    for kwargs in [dict(shuffle=True), dict(sampler=[0]), dict(batch_sampler=[[0]])]:
+        with pytest.raises(ValueError) as theirs:
+            tud.DataLoader(TorchStream(0, 3), **kwargs)
+        with pytest.raises(ValueError) as ours:
+            DataLoader(Stream(0, 3), **kwargs)
+        assert str(ours.value) == str(theirs.value), kwargs
+
+
+def loader_parts(loader):
+    def name(obj):
+        return None if obj is None else getattr(obj, "__name__", type(obj).__name__)
+    return (name(loader.sampler), name(loader.batch_sampler), name(loader.collate_fn), loader.batch_size,
+            loader.drop_last, loader.prefetch_factor, loader._auto_collation, name(loader._index_sampler),
+            loader.num_workers, loader.pin_memory, loader.timeout, loader.worker_init_fn,
+            loader.multiprocessing_context, loader.generator, loader.persistent_workers)
+
+
+def test_defaults_and_boundary_arguments_like_torch():
+    ds = Images(n=4)
+    for kwargs in [dict(), dict(shuffle=True), dict(num_workers=0, timeout=0), dict(num_workers=1),
+                   dict(num_workers=1, prefetch_factor=1), dict(shuffle=False), dict(batch_size=3, drop_last=True),
+                   dict(sampler=SequentialSampler(ds), shuffle=False), dict(batch_sampler=[[0, 1]], batch_size=1),
+                   dict(batch_size=None), dict(batch_size=None, drop_last=False),
+                   dict(num_workers=1, persistent_workers=True), dict(collate_fn=list)]:
+        assert loader_parts(DataLoader(ds, **kwargs)) == loader_parts(tud.DataLoader(ds, **kwargs)), kwargs
+    for kwargs in [dict(), dict(shuffle=False), dict(batch_size=None), dict(batch_size=2, drop_last=True)]:
+        assert loader_parts(DataLoader(Stream(0, 3), **kwargs)) == \
+            loader_parts(tud.DataLoader(TorchStream(0, 3), **kwargs)), kwargs
+
+
+def test_attributes_frozen_after_init_like_torch():
+    for attr in ["batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"]:
+        with pytest.raises(ValueError) as theirs:
+            setattr(tud.DataLoader(Images(n=4)), attr, None)
+        with pytest.raises(ValueError) as ours:
+            setattr(DataLoader(Images(n=4)), attr, None)
+        assert str(ours.value) == str(theirs.value)
+    loader = DataLoader(Images(n=4))
+    loader.num_workers, loader.collate_fn, loader.timeout = 1, list, 5.0  # as in torch: these may change
+    assert (loader.num_workers, loader.collate_fn, loader.timeout) == (1, list, 5.0)
+
+
+class WaitsForEvent(Dataset):
+    """Sample 0 comes only once ``event`` is set; the others at once."""
+
+    def __init__(self, event):
+        self.event = event
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        if i == 0:
+            self.event.wait(60)
+        return i
+
+
+def test_batches_left_over_from_a_cut_short_epoch_are_freed(no_leaks):
+    ctx = multiprocessing.get_context("fork")
+    event = ctx.Event()
+    loader = DataLoader(WaitsForEvent(event), batch_size=2, num_workers=2, prefetch_factor=1,
+                        persistent_workers=True, multiprocessing_context=ctx)
+    it = iter(loader)
+
+    def release_batch_0_once_batch_1_waits():  # deterministic: no sleep decides the order
+        deadline = time.monotonic() + 60
+        while not it._reorder and time.monotonic() < deadline:
+            time.sleep(0.01)
+        event.set()
+
+    helper = threading.Thread(target=release_batch_0_once_batch_1_waits)
+    helper.start()
+    assert next(it).tolist() == [0, 1]
+    helper.join()
+    assert list(it._reorder) == [1]  # received from worker 1, never handed out; batch 2 is still in flight
+    assert it._result_conns[0].poll(60)  # batch 2 is back (unread): the next epoch's first wait files it
+    assert [v for b in loader for v in b.tolist()] == list(range(12))  # the next epoch, same workers
+    assert it._outstanding == [0, 0]  # the leftovers' places were given back
+    created = {w: sorted(s for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)}
+    assert {w: sorted(free) for w, free in it._slots.free.items()} == created  # and their slots
+    del loader, it
+
+
+class PinAware:
+    """A custom batch type: with pin_memory=True the loader calls its pin_memory(), as torch does."""
+
+    def __init__(self, labels, pinned=False):
+        self.labels, self.pinned = labels, pinned
+
+    def pin_memory(self):
+        return PinAware(self.labels, pinned=True)
+
+
+def collate_pin_aware(samples):
+    return PinAware([label for _, label in samples])
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_custom_batch_type_is_pinned_with_or_without_workers(num_workers, no_leaks):
+    for pin in (True, False):
+        batches = list(DataLoader(Images(n=5), batch_size=3, pin_memory=pin, collate_fn=collate_pin_aware,
+                                  num_workers=num_workers))
+        assert [(b.labels, b.pinned) for b in batches] == [([0, 1, 2], pin), ([3, 4], pin)]
+
+
+class WorkerSeeds(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return get_worker_info().seed
+
+
+def test_worker_seeds_come_from_the_loaders_generator(no_leaks):
+    # as in torch: with generator=, the workers' base seed is drawn from it, not from the global RNG
+    def seeds(global_seed):
+        ember.manual_seed(global_seed)
+        g = ember.Generator().manual_seed(5)
+        return sorted(int(v) for b in DataLoader(WorkerSeeds(), batch_size=1, num_workers=2, generator=g)
+                      for v in b.tolist())
+
+    first = seeds(0)
+    assert seeds(1) == first and len(set(first)) == 2  # one seed per worker
+
+
+class WaitsFromSample2(Dataset):
+    """Samples 0 and 1 come at once, the others once ``event`` is set."""
+
+    def __init__(self, event):
+        self.event = event
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        if i >= 2:
+            self.event.wait(60)
+        return i
+
+
+@pytest.mark.parametrize("prefetch_factor", [1, 2])
+def test_new_epoch_while_every_worker_is_busy_with_the_last_one(prefetch_factor, no_leaks):
+    ctx = multiprocessing.get_context("fork")
+    event = ctx.Event()
+    loader = DataLoader(WaitsFromSample2(event), batch_size=2, num_workers=2, prefetch_factor=prefetch_factor,
+                        persistent_workers=True, multiprocessing_context=ctx)
+    it = iter(loader)
+    assert next(it).tolist() == [0, 1]  # prefetch_factor batches now in flight per worker: no room for more
+    event.set()
+    for conn in it._result_conns:  # the stale batches are back (unread): the next epoch's first wait files both
+        assert conn.poll(60)
+    assert [v for b in loader for v in b.tolist()] == list(range(12))  # files the stale ones, then goes on
+    assert it._outstanding == [0, 0]
+    per_worker = [sum(1 for s in it._slots.created if s.startswith(f"w{w}s")) for w in (0, 1)]
+    assert per_worker == [prefetch_factor] * 2  # never more than prefetch_factor in flight, so no more slots
+    del loader, it
+
+
+class UnevenStream(IterableDataset):
+    """Worker w yields ``lengths[w]`` items (w * 100 + k); in the main process, all of them."""
+
+    def __init__(self, lengths):
+        self.lengths = lengths
+
+    def __iter__(self):
+        info = get_worker_info()
+        workers = range(len(self.lengths)) if info is None else [info.id]
+        return iter([w * 100 + k for w in workers for k in range(self.lengths[w])])
+
+
+class TorchUnevenStream(tud.IterableDataset):
+    def __init__(self, lengths):
+        self.lengths = lengths
+
+    def __iter__(self):
+        info = tud.get_worker_info()
+        workers = range(len(self.lengths)) if info is None else [info.id]
+        return iter([w * 100 + k for w in workers for k in range(self.lengths[w])])
+
+
+@pytest.mark.parametrize("prefetch_factor", [1, 2])
+def test_uneven_iterable_workers_order_matches_torch(prefetch_factor, no_leaks):
+    # a worker whose stream ends is skipped; the next task goes to the next live worker in turn, as in torch
+    lengths = [1, 4, 6]
+    ours = [int(b) for b in DataLoader(UnevenStream(lengths), batch_size=None, num_workers=3,
+                                       prefetch_factor=prefetch_factor)]
+    theirs = [int(b) for b in tud.DataLoader(TorchUnevenStream(lengths), batch_size=None, num_workers=3,
+                                             prefetch_factor=prefetch_factor)]
+    assert ours == theirs
+
+
+def test_length_warning_names_the_users_line():
+    # deselected under mutmut, whose trampoline adds a frame
+    loader = DataLoader(LyingStream(0, 4, reported=1), batch_size=None)
+    len(loader)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        next_line = sys._getframe().f_lineno + 1
+        batches = list(loader)
+    assert len(batches) == 4
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, next_line)] * 3

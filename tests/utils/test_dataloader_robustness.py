@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+from ember.utils.data import DataLoader, Dataset, IterableDataset, Sampler, TensorDataset, get_worker_info
 
 # Seconds within which a failure must be reported. The behaviours under test take well under a second;
 # the bound is long so that a loaded machine cannot fail them, and the slow datasets below sleep far
@@ -397,3 +397,147 @@ def test_no_shared_memory_names_exist_while_fork_workers_run(no_leaks):
     next(it)
     assert not [f for f in os.listdir(shm_dir()) if f.startswith(f"{SLOT_PREFIX}{os.getpid()}_")]
     assert len(list(it)) == 15
+
+
+def test_worker_exit_descriptions():
+    from ember.utils.data._shm import shm_dir
+    from ember.utils.data.dataloader import _describe_exit
+    assert _describe_exit(None) == "is no longer responding"
+    assert _describe_exit(0) == "exited with code 0"
+    assert _describe_exit(1) == "exited with code 1"
+    assert _describe_exit(-signal.SIGTERM) == f"was killed by signal SIGTERM ({int(signal.SIGTERM)})"
+    assert _describe_exit(-signal.SIGKILL) == (
+        f"was killed by signal SIGKILL ({int(signal.SIGKILL)}); if nobody killed it, the system probably ran out of "
+        f"memory (the OOM killer sends SIGKILL)")
+    assert _describe_exit(-signal.SIGBUS) == (
+        f"was killed by signal SIGBUS ({int(signal.SIGBUS)}); shared memory ({shm_dir()}) is probably full")
+    assert _describe_exit(-200) == "was killed by signal signal 200 (200)"  # no such signal name
+
+
+def failure_and_cleanup(call):
+    """The exception ``call()`` raises, and what its garbage collection reported as unraisable (``__del__``)."""
+    unraisable, old_hook = [], sys.unraisablehook
+    sys.unraisablehook = lambda u: unraisable.append(f"{type(u.exc_value).__name__}: {u.exc_value}")
+    try:
+        try:
+            call()
+        except Exception as e:
+            error = e
+        else:
+            error = None
+        if error is not None:
+            error.__traceback__ = None  # its frames hold the half-made iterator
+        gc.collect()
+    finally:
+        sys.unraisablehook = old_hook
+    return error, unraisable
+
+
+def _collate_in_test(samples):
+    return samples
+
+
+def test_unpicklable_collate_fn_or_worker_init_fn_with_spawn_names_it(no_leaks):
+    from multiprocessing.reduction import ForkingPickler
+    fn = lambda x: x  # noqa: E731 (lambdas cannot be pickled)
+    try:
+        ForkingPickler.dumps(fn)
+    except Exception as e:
+        why = f"{type(e).__name__}: {e}"
+    for kwargs, what in [(dict(collate_fn=fn), "collate_fn"), (dict(worker_init_fn=fn), "worker_init_fn"),
+                         (dict(collate_fn=_collate_in_test, worker_init_fn=fn), "worker_init_fn")]:
+        loader = DataLoader(Plain(), batch_size=2, num_workers=1, multiprocessing_context="spawn", **kwargs)
+        error, unraisable = failure_and_cleanup(lambda: iter(loader))
+        assert type(error) is TypeError and (
+            f"DataLoader: the {what} (function) cannot be sent to worker processes started with 'spawn', "
+            f"which must pickle it: {why}. Lambdas") in str(error)
+        assert error.__cause__ is not None
+        assert unraisable == []  # the half-made iterator is collected quietly: nothing to shut down
+
+
+class FailingBatchSampler(Sampler):
+    def __iter__(self):
+        raise RuntimeError("the batch sampler failed")
+
+    def __len__(self):
+        return 1
+
+
+def test_sampler_failing_before_the_workers_start_is_raised_and_cleaned_up_quietly(no_leaks):
+    error, unraisable = failure_and_cleanup(
+        lambda: iter(DataLoader(Plain(), batch_sampler=FailingBatchSampler(), num_workers=2)))
+    assert type(error) is RuntimeError and str(error) == "the batch sampler failed"
+    assert unraisable == []
+
+
+def test_workers_are_named_daemons_and_the_sigint_mask_is_restored(no_leaks):
+    mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    it = iter(DataLoader(Plain(), batch_size=4, num_workers=2))
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask_before  # SIGINT was blocked only around the forks
+    assert [p.name for p in it._workers] == ["ember-dataloader-worker-0", "ember-dataloader-worker-1"]
+    assert all(p.daemon for p in it._workers)  # as in torch: never left running when the interpreter exits
+    assert len(list(it)) == 16
+    del it
+
+
+class Never(Dataset):
+    """No sample ever comes (until the worker is shut down)."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        time.sleep(3600)
+
+
+def test_timeout_message_exactly(no_leaks):
+    it = iter(DataLoader(Never(), batch_size=2, num_workers=1, timeout=0.25))
+    with pytest.raises(RuntimeError) as info:
+        next(it)
+    assert str(info.value) == "DataLoader timed out after 0.25 seconds waiting for batch 0 from the workers " \
+                              "(timeout=0.25)"
+    assert it._shutdown and not any(p.is_alive() for p in multiprocessing_children())
+    del info, it
+
+
+def test_dead_worker_message_exactly(no_leaks):
+    it = iter(DataLoader(Suicidal(bad=-1), batch_size=2, num_workers=2, prefetch_factor=1))
+    next(it)
+    pid = it._workers[1].pid
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(RuntimeError) as info:
+        for _ in it:
+            pass
+    assert str(info.value) == (f"DataLoader worker 1 (pid {pid}) exited unexpectedly: it was killed by signal "
+                               f"SIGKILL ({int(signal.SIGKILL)}); if nobody killed it, the system probably ran out of "
+                               f"memory (the OOM killer sends SIGKILL)")
+    assert it._shutdown
+    with pytest.raises(StopIteration):  # as after any error: the iterator is finished
+        next(it)
+    del info, it
+
+
+def test_dead_worker_seen_through_its_closed_pipe(no_leaks):
+    # the worker's end of the result pipe is closed and its sentinel is ready before we wait: the results
+    # are read first, so the death is noticed by the pipe's EOF (deterministic: poll, no sleep)
+    it = iter(DataLoader(Stuck(), batch_size=2, num_workers=1, prefetch_factor=1))
+    assert next(it).tolist() == [0, 1]  # the worker is now stuck in batch 1
+    worker, conn = it._workers[0], it._result_conns[0]
+    pid = worker.pid
+    os.kill(pid, signal.SIGKILL)
+    import multiprocessing.connection
+    assert multiprocessing.connection.wait([worker.sentinel], timeout=60) and conn.poll(60)
+    with pytest.raises(RuntimeError) as info:
+        next(it)
+    assert str(info.value).startswith(f"DataLoader worker 0 (pid {pid}) exited unexpectedly: it was killed by "
+                                      f"signal SIGKILL")
+    del info, it
+
+
+def test_a_failed_batch_gives_its_slot_back(no_leaks):
+    it = iter(DataLoader(Failing(bad=0, n=8), batch_size=2, num_workers=1, prefetch_factor=1))
+    with pytest.raises(ValueError):
+        next(it)
+    assert next(it)[:, 0].tolist() == [2, 3]
+    assert it._slots.created == ["w0s0"]  # the failed batch's slot was reused, not replaced by a new one
+    del it

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
@@ -62,6 +63,7 @@ class DataLoader:
     """
 
     _initialized = False
+    _reported_len: Optional[int] = None  # an iterable dataset's len(), once len(loader) asked for it
 
     def __init__(self, dataset: Dataset, batch_size: Optional[int] = 1, shuffle: Optional[bool] = None,
                  sampler: Union[Sampler, Iterable, None] = None,
@@ -176,6 +178,12 @@ class DataLoader:
 
     def __len__(self) -> int:
         if self._dataset_kind == "iterable":
+            # as in torch: an iterator that then yields more batches than the dataset said it has samples warns
+            self._reported_len = len(self.dataset)
+        return self._num_batches()
+
+    def _num_batches(self) -> int:
+        if self._dataset_kind == "iterable":
             n = len(self.dataset)  # raises TypeError when the dataset has no length, as in torch
             if self.batch_size is not None:
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
@@ -196,8 +204,9 @@ class _BaseIter:
         self._timeout = loader.timeout
         self._generator = loader.generator
         self._num_yielded = 0
+        self._reported_len = loader._reported_len
         self._sampler_iter = iter(self._index_sampler)
-        self._length = len(loader) if _has_len(loader) else None
+        self._length = loader._num_batches() if _has_len(loader) else None
 
     def __iter__(self) -> "_BaseIter":
         return self
@@ -210,10 +219,22 @@ class _BaseIter:
     def _next_index(self):
         return next(self._sampler_iter)
 
+    def _count_yielded(self) -> None:
+        self._num_yielded += 1
+        if self._reported_len is not None and self._num_yielded > self._reported_len:
+            # torch's text (it compares batches with samples, and so do we)
+            msg = (f"Length of IterableDataset {self._dataset} was reported to be {self._reported_len}"
+                   f"(when accessing len(dataloader)), but {self._num_yielded} samples have been fetched. ")
+            if isinstance(self, _MultiProcessIter):
+                msg += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                        "IterableDataset replica at each worker. Please see "
+                        "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
+            warnings.warn(msg, stacklevel=3)
+
 
 def _has_len(loader: DataLoader) -> bool:
     try:
-        len(loader)
+        loader._num_batches()
         return True
     except TypeError:
         return False
@@ -230,7 +251,7 @@ class _SingleProcessIter(_BaseIter):
         data = self._fetcher.fetch(index)
         if self._pin_memory:
             data = pin_structure(data)
-        self._num_yielded += 1
+        self._count_yielded()
         return data
 
 
@@ -348,12 +369,11 @@ class _MultiProcessIter(_BaseIter):
                 break
 
     def _reset(self, loader: DataLoader) -> None:
-        """Persistent workers: start the next epoch with the same processes."""
-        if self._shutdown:
-            raise RuntimeError("DataLoader: the persistent workers were shut down after an error; "
-                               "create a new DataLoader")
+        """Persistent workers: start the next epoch with the same processes (``DataLoader.__iter__`` makes a new
+        iterator instead when these were shut down after an error)."""
         self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
+        self._reported_len = loader._reported_len
         self._start_epoch(first=False)
 
     def _try_put_index(self) -> bool:
@@ -431,10 +451,12 @@ class _MultiProcessIter(_BaseIter):
                 self._outstanding[w] -= 1
                 if kind == "batch":
                     size, described = rest
-                    data = self._slots.unpack(described, slot, size, self._pin_memory)
+                    data = self._slots.unpack(described, slot, size, pin=False)
                     self._slots.release(w, slot)
+                    if self._pin_memory:  # tensors, and custom batch types by their pin_memory(), as without workers
+                        data = pin_structure(data)
                     self._try_put_index()
-                    self._num_yielded += 1
+                    self._count_yielded()
                     return data
                 self._slots.release(w, slot)
                 if kind == "stop":  # this worker's share of an iterable dataset is exhausted
