@@ -501,16 +501,16 @@ def test_attributes_frozen_after_init_like_torch():
 
 
 class WaitsForEvent(Dataset):
-    """Sample 0 comes only once ``event`` is set; the others at once."""
+    """12 samples; those in [lo, hi) come only once ``event`` is set, the others at once."""
 
-    def __init__(self, event):
-        self.event = event
+    def __init__(self, event, lo=0, hi=1):
+        self.event, self.lo, self.hi = event, lo, hi
 
     def __len__(self):
         return 12
 
     def __getitem__(self, i):
-        if i == 0:
+        if self.lo <= i < self.hi:
             self.event.wait(60)
         return i
 
@@ -583,26 +583,11 @@ def test_worker_seeds_come_from_the_loaders_generator(no_leaks):
     assert seeds(1) == first and len(set(first)) == 2  # one seed per worker
 
 
-class WaitsFromSample2(Dataset):
-    """Samples 0 and 1 come at once, the others once ``event`` is set."""
-
-    def __init__(self, event):
-        self.event = event
-
-    def __len__(self):
-        return 12
-
-    def __getitem__(self, i):
-        if i >= 2:
-            self.event.wait(60)
-        return i
-
-
 @pytest.mark.parametrize("prefetch_factor", [1, 2])
 def test_new_epoch_while_every_worker_is_busy_with_the_last_one(prefetch_factor, no_leaks):
     ctx = multiprocessing.get_context("fork")
     event = ctx.Event()
-    loader = DataLoader(WaitsFromSample2(event), batch_size=2, num_workers=2, prefetch_factor=prefetch_factor,
+    loader = DataLoader(WaitsForEvent(event, 2, 12), batch_size=2, num_workers=2, prefetch_factor=prefetch_factor,
                         persistent_workers=True, multiprocessing_context=ctx)
     it = iter(loader)
     assert next(it).tolist() == [0, 1]  # prefetch_factor batches now in flight per worker: no room for more
