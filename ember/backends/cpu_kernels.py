@@ -178,7 +178,7 @@ def _heads_out(lead, L, E):
 
 def _attn_inputs(*arrays):
     """The arrays as float32 (2-byte floats widened; strided views kept), or None for other dtypes and
-    for empty or broadcast-shaped inputs (the forward runs)."""
+    for empty inputs (the forward runs). Shapes were checked by the caller (F.scaled_dot_product_attention)."""
     out = []
     for a in arrays:
         if a.dtype == np.float32:

@@ -25,13 +25,9 @@ import numpy as np
 from ..autograd.function import Primitive
 from ..backends import array_module
 from ._infer import _shape_error
+from .layers import _wide   # 2-byte floats computed in float32; apply casts the outputs back
 
 __all__ = ["Attention", "AttentionGrad", "causal_mask"]
-
-
-def _wide(x):
-    """2-byte floats computed in float32 (as torch's CPU kernels do); the outputs are cast back."""
-    return x.astype(np.float32) if x.itemsize == 2 and x.dtype.kind in "fV" else x
 
 
 def causal_mask(xp, L, S):
@@ -67,10 +63,11 @@ class Attention(Primitive):
         # create_graph: p recomputed from q and k with Tensor ops, so that these gradients have gradients
         from . import math as M
         from .layers import Softmax
+        from .._dtype import bool as bool_
         s = M.matmul(q, k.mT) * self.scale
-        if self.causal:
-            L, S = s.shape[-2], s.shape[-1]
-            s = s.masked_fill(causal_mask_tensor(s, L, S), -np.inf)
+        if self.causal:   # the same mask as causal_mask, made by Tensor ops (so also on meta)
+            from .creation import ones
+            s = s.masked_fill(ones(*s.shape[-2:], dtype=bool_, device=s.device).triu(1), -np.inf)
         p = Softmax.apply(s, axis=-1)
         dv = M.matmul(p.mT, g)
         dp = M.matmul(g, v.mT)
@@ -85,15 +82,6 @@ class Attention(Primitive):
                                f"query {tuple(q.shape)}, key {tuple(k.shape)} and value {tuple(v.shape)} do not fit")
         lead = tuple(q.shape[:-1])
         return (lead + (v.shape[-1],), q.dtype), (lead + (k.shape[-2],), q.dtype)
-
-
-def causal_mask_tensor(like, L, S):
-    """`causal_mask` as a Tensor on like's device (for the create_graph backward)."""
-    from .._tensor import Tensor
-    if like._device.type == "meta":
-        from ..backends import meta
-        return Tensor._make(meta.allocate((L, S), np.dtype(bool)), like._device)
-    return Tensor._make(causal_mask(array_module(like), L, S), like._device)
 
 
 class AttentionGrad(Primitive):
