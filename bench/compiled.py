@@ -4,6 +4,7 @@ beside torch eager and Ember eager, in one process, alternating (bench/harness.p
     .venv/bin/python bench/compiled.py                 # all four, ratio table
     .venv/bin/python bench/compiled.py W5 --passes     # and what each pass contributes
     .venv/bin/python bench/compiled.py --compile-time  # W5 compile time in a fresh process
+    .venv/bin/python bench/compiled.py W5 --free gemm  # what a node group is worth (gemm, attention, ...)
 
 Targets (issue 10): compiled W2, W3, W5 <= 0.8x torch eager, compiled W4 <= 1.2x; W5 compile time < 5 s.
 """
@@ -184,6 +185,50 @@ def node_profile(name, repeats=5):
         print(f"  {t / repeats * 1e3:8.2f}  {k}")
 
 
+FREE_GROUPS = {   # --free: node groups of the compiled step, by primitive name
+    "gemm": {"MatMul", "Linear"},
+    "attention": {"Attention", "AttentionGrad"},
+    "sum": {"Sum"},
+    "cat": {"Cat"},
+    "rest": None,   # every other node but the in-place updates (AdamStep, ...)
+}
+
+
+def free_nodes(name, groups, rounds=30):
+    """What a group of nodes is worth: the compiled step beside a copy of it in which each node of the
+    groups returns its first output again instead of computing (wrong values, the rest of the step
+    unchanged), alternating; the median of the paired ratios. A node's cost in --profile includes
+    cache misses that another node pays for once it is gone; this measures the whole step."""
+    import statistics
+    full, _ = compiled_step(name)
+    cut, _ = compiled_step(name)
+    runner = cut._last.runner
+    named = set().union(*(FREE_GROUPS[g] for g in groups if FREE_GROUPS[g] is not None))
+    others = set().union(*(v for v in FREE_GROUPS.values() if v is not None))
+    n = 0
+    for node in cut.graph.nodes:
+        rest = "rest" in groups and node.name not in others and not node.mutates
+        if node.name in named or rest:
+            fn, memo = runner.fns[id(node)], []
+            runner.fns[id(node)] = lambda *a, fn=fn, memo=memo: memo[0] if memo else memo.append(fn(*a)) or memo[0]
+            n += 1
+    runner._run = None   # generate the replay function again over the changed fns
+    cut()
+    ratios, t_full, t_cut = [], [], []
+    for _ in range(rounds):
+        for step, acc in ((full, t_full), (cut, t_cut)):
+            time.sleep(0.03)
+            t0 = time.perf_counter()
+            for _ in range(ITERS[name]):
+                step()
+            acc.append((time.perf_counter() - t0) / ITERS[name])
+        ratios.append(t_cut[-1] / t_full[-1])
+    ratios.sort()
+    print(f"{name}, {'+'.join(groups)} free ({n} nodes): {statistics.median(t_full) * 1e3:.2f} -> "
+          f"{statistics.median(t_cut) * 1e3:.2f} ms / step; paired ratio median {statistics.median(ratios):.3f} "
+          f"(quartiles {ratios[len(ratios) // 4]:.3f}-{ratios[3 * len(ratios) // 4]:.3f})")
+
+
 def compile_time():
     code = ("import time; t0 = time.perf_counter(); import sys; sys.path.insert(0, 'bench');"
             "import ember; from compiled import compiled_step; s, secs = compiled_step('W5');"
@@ -200,6 +245,8 @@ def main():
     ap.add_argument("--passes", action="store_true")
     ap.add_argument("--compile-time", action="store_true")
     ap.add_argument("--profile", action="store_true", help="time per node of the compiled step")
+    ap.add_argument("--free", metavar="GROUP[,GROUP]", help="what node groups are worth: "
+                    f"the step with them made free ({', '.join(FREE_GROUPS)})")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads for both sides")
     ap.add_argument("--cpu", action="store_true", help="CPU seconds (time.process_time), not wall time: "
                     "with --threads 1, robust to other jobs on the machine")
@@ -208,6 +255,10 @@ def main():
     ember.set_num_threads(args.threads)
     if args.compile_time:
         compile_time()
+        return
+    if args.free:
+        for n in [n.upper() for n in args.names] or ["W5"]:
+            free_nodes(n, args.free.split(","))
         return
     if args.profile:
         for n in [n.upper() for n in args.names] or list(WORKLOADS):

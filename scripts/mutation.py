@@ -36,6 +36,7 @@ MODULES = {
     "utils.data": (["ember/utils/data/*"], ["tests/utils"]),
     "nn.functional": (["ember/nn/functional/*"], ["tests/nn"]),
     "ops": (["ember/ops/*"], ["tests/ops", "tests/test_tensor.py", "tests/test_dtype.py"]),
+    "jit": (["ember/jit/*"], ["tests/jit"]),
 }
 
 

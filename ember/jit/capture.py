@@ -394,6 +394,12 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
     sync_lr(opts)
     params = params_of(mods, opts, loose)
     grads_before = [(p, n, p.grad) for p, n in params]
+    # the state tensors' arrays as the call starts (kept alive: no id reuse), for a leaf whose tensor the
+    # call rebinds (`p.data = ...`): still that tensor's state, read from it at each replay
+    loose_names = {id(t): n for t, n in params if any(t is x for x in loose)}
+    before = {i: (t, n, t._data) for i, (t, n) in state_names(mods, opts).items()}
+    for t in loose:
+        before.setdefault(id(t._data), (t, loose_names[id(t)], t._data))
     grad_leaf = {id(g._data): (p, n) for p, n, g in grads_before if g is not None}
     with tracer:
         result = fn(*args, **kwargs)
@@ -404,6 +410,8 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
                     # generations: a full collection costs ~0.8 s with torch loaded, and a missed cycle
                     # only makes an extra write-back)
     names = state_names(mods, opts)
+    for t in loose:
+        names.setdefault(id(t._data), (t, loose_names[id(t)]))
 
     # classify leaves
     for v in g.leaves:
@@ -422,7 +430,9 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
             cap.leaf_src[v.id] = ("state", GradOf(p, n), a)
             continue
         owner = names.get(id(a))
-        if owner is not None and owner[0]._data is a:
+        if owner is None or owner[0]._data is not a:
+            owner = before.get(id(a))   # rebound by the call: the tensor's array at the start
+        if owner is not None:
             v.kind, v.src = "state", owner[1]
             cap.leaf_src[v.id] = (("state", weakref.ref(owner[0]), a))
             continue

@@ -25,11 +25,12 @@ __all__ = ["Runner", "GuardFailure", "CompileError", "schedule"]
 
 
 class GuardFailure(Exception):
-    """A value guard failed inside a run (before any in-place write); `index` is the check's index."""
+    """A guard failed as a replay started (before any in-place write): a value guard (`index`: the
+    check's index), or a state tensor's shape (`reason` says which)."""
 
-    def __init__(self, index):
+    def __init__(self, index, reason=None):
         super().__init__(index)
-        self.index = index
+        self.index, self.reason = index, reason
 
 
 class CompileError(RuntimeError):

@@ -190,6 +190,9 @@ class CompiledFunction:
             try:
                 out = self._replay(entry, args, leaves)
             except GuardFailure as gf:
+                if gf.reason is not None:
+                    reason = gf.reason
+                    continue
                 v, kind, expected, where = entry.graph.checks[gf.index]
                 reason = f"value of %{v.id} read by {kind}() at {where}: was {expected!r:.60}"
                 continue
@@ -335,8 +338,8 @@ class CompiledFunction:
             elif kind == "state":
                 t = src[1]()
                 a = src[2] if t is None else t._data
-                if a.shape != v.shape:
-                    raise GuardFailure(-1)
+                if a.shape != v.shape:   # e.g. `p.data = ...` of another shape between calls
+                    raise GuardFailure(-1, f"{v.src}: shape {v.shape} -> {a.shape}")
             elif kind == "rng":
                 gen = src[1]
                 a = _host.uint64_words(gen._seed, (offsets[gen] + src[2]) & _U64).view("int64")

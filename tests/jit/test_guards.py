@@ -185,3 +185,142 @@ def test_trace_is_strict():
     assert traced(ember.ones(4, 3)).shape == (4, 2)
     with pytest.raises(GuardError, match="shape"):
         traced(ember.ones(5, 3))
+
+
+# --- guards mutation testing found untested (docs/testing.md, "jit") ---------------------------------
+
+def test_argument_structure_is_a_guard():
+    """A list where a tuple was (same tensors): the function may branch on the container's type."""
+    def f(xs):
+        return xs[0] * 2 if isinstance(xs, tuple) else xs[0] - 1
+    g = ember.compile(f)
+    x = ember.ones(2)
+    assert g((x,)).tolist() == [2.0, 2.0]
+    with pytest.warns(UserWarning, match="structure"):
+        assert g([x]).tolist() == [0.0, 0.0]
+    assert g((x,)).tolist() == [2.0, 2.0]
+
+
+def test_unhashable_hyper_parameter_is_a_guard():
+    """Adam's betas given as a list (not hashable): a change of one of its items still retraces."""
+    def run(compiled):
+        w = ember.ones(2, requires_grad=True)
+        opt = ember.optim.Adam([w], lr=0.1, betas=[0.9, 0.999])
+
+        def step():
+            opt.zero_grad()
+            (w * w * ember.tensor([1.0, 3.0])).sum().backward()
+            opt.step()
+        f = ember.compile(step) if compiled else step
+        f(); f(); f()
+        opt.param_groups[0]["betas"] = [0.5, 0.999]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(); f()
+        return w.detach().numpy(), [str(c.message) for c in caught]
+    eager, _ = run(False)
+    compiled, caught = run(True)
+    np.testing.assert_allclose(compiled, eager, rtol=1e-6)
+    assert any("Adam.hyper_parameters" in m for m in caught), caught
+
+
+def test_replaced_buffer_is_a_guard():
+    bn = nn.BatchNorm1d(2).eval()
+    f = ember.compile(bn)
+    x = ember.ones(3, 2)
+    f(x); f(x)
+    bn.running_mean = ember.tensor([1.0, 2.0])    # a new tensor, not an in-place edit
+    with pytest.warns(UserWarning, match="BatchNorm1d.parameters"):
+        y = f(x)
+    with ember.no_grad():
+        np.testing.assert_allclose(y.detach().numpy(), bn(x).numpy(), rtol=1e-6)
+    assert y[0, 1].item() < 0    # (1 - 2) / sqrt(1 + eps): the new mean, not the traced one
+
+
+def test_parameters_given_to_the_optimizer_are_a_guard():
+    """Unfreezing: the optimizer gets a parameter it did not update when the step was traced (the
+    module's parameters and the hyper-parameters are unchanged)."""
+    def run(compiled):
+        ember.manual_seed(0)
+        model = nn.Linear(3, 1)
+        opt = ember.optim.SGD([model.weight], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        f = ember.compile(step) if compiled else step
+        x = ember.ones(2, 3)
+        f(x); f(x)
+        opt.param_groups[0]["params"].append(model.bias)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(x); f(x)
+        return model.bias.detach().numpy().copy(), [str(c.message) for c in caught]
+    eager, _ = run(False)
+    compiled, caught = run(True)
+    np.testing.assert_allclose(compiled, eager, rtol=1e-6)
+    assert any("SGD.params" in m for m in caught), caught
+
+
+def test_dynamic_dims_leave_the_other_dims_guarded():
+    f = ember.compile(lambda x: x.sum(1), dynamic=True)
+    f(ember.ones(2, 3)); f(ember.ones(4, 3))
+    assert f(ember.ones(5, 3)).tolist() == [3.0] * 5          # dim 0 is symbolic
+    with pytest.warns(UserWarning, match=r"x: shape \('\*', 3\).*-> shape \('\*', 4\)"):
+        assert f(ember.ones(5, 4)).tolist() == [4.0] * 5      # dim 1 is not
+
+
+@pytest.mark.parametrize("guard", ["grad_enabled", "default_dtype"])
+def test_global_modes_are_guards(guard):
+    f = ember.compile(lambda x: x * 2 + ember.ones(2))
+    x = ember.ones(2)
+    f(x); f(x)
+    with pytest.warns(UserWarning, match=f"{guard}: "):
+        if guard == "grad_enabled":
+            with ember.no_grad():
+                y = f(x)
+        else:
+            prev = ember.get_default_dtype()
+            ember.set_default_dtype(ember.float64)
+            try:
+                y = f(x)
+            finally:
+                ember.set_default_dtype(prev)
+    assert y.dtype == (ember.float32 if guard == "grad_enabled" else ember.float64)
+
+
+def test_loose_tensor_gradient_slots_are_a_guard():
+    """Whether a loose leaf's .grad exists decides whether backward writes or accumulates: one trace
+    each, both cached."""
+    w = ember.ones(2, requires_grad=True)
+    w.grad = ember.zeros(2)
+    f = ember.compile(lambda: (w * 3).sum().backward())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for expected in ([3.0, 3.0], [6.0, 6.0], None, [3.0, 3.0], [6.0, 6.0], None, [3.0, 3.0]):
+            if expected is None:
+                w.grad = None
+                continue
+            f()
+            np.testing.assert_array_equal(w.grad.numpy(), expected)
+    assert any("tensors.grads" in str(c.message) for c in caught), [str(c.message) for c in caught]
+    assert f.cache_info().traces == 2
+
+
+def test_a_state_tensor_of_another_shape_retraces_naming_it():
+    """`p.data = ...` of another shape keeps the parameter (same id, same key): the replay finds the
+    shape as it starts (it used to fail with an IndexError from the value-guard table)."""
+    lin = nn.Linear(3, 2)
+    f = ember.compile(lambda x: lin(x))
+    x = ember.ones(4, 3)
+    f(x); f(x)
+    lin.bias.data = ember.full((1,), 5.0)
+    with pytest.warns(UserWarning, match=r"guard failed: bias: shape \(2,\) -> \(1,\)"):
+        y = f(x)
+    np.testing.assert_allclose(y.detach().numpy(), lin(x).detach().numpy(), rtol=1e-6)
+    s = ember.compile(lambda x: lin(x), strict=True)
+    s(x); s(x)
+    lin.bias.data = ember.zeros(2)
+    with pytest.raises(GuardError, match=r"bias: shape \(1,\) -> \(2,\)"):
+        s(x)

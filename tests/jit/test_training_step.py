@@ -224,3 +224,76 @@ def test_embedding_bounds_check_does_not_retrace_per_batch():
     with pytest.raises(IndexError, match=r"embedding.*\[0, 10\).*\[0, 12\]"), \
             pytest.warns(UserWarning, match="retracing"):      # another shape: a new trace, which raises
         f(ember.tensor([0, 12, 3]))
+
+
+# --- replay contracts mutation testing found untested (docs/testing.md, "jit") -------------------------
+
+def test_rebinding_data_inside_the_step_is_replayed():
+    """`p.data = ...` (an old-style manual update) rebinds a parameter's array during the call; each
+    replay reads the array the tensor holds then and rebinds it again (it used to read the array of the
+    trace: the same loss every call, and the parameters updated once)."""
+    w = ember.ones(3, requires_grad=True)     # a loose leaf in the closure, and a module's parameters
+
+    def run(compiled):
+        ember.manual_seed(0)
+        m = ember.nn.Linear(3, 2)
+        w.data = ember.ones(3)
+
+        def step(x):
+            loss = m(x * w).pow(2).sum()
+            loss.backward()
+            for p in (*m.parameters(), w):
+                p.data = p.data - 0.01 * p.grad
+                p.grad = None
+            return loss
+        f = ember.compile(step) if compiled else step
+        x = ember.ones(4, 3)
+        losses = [f(x).item() for _ in range(4)]
+        return losses, [p.detach().numpy().copy() for p in (*m.parameters(), w)]
+    (le, pe), (lc, pc) = run(False), run(True)
+    assert len(set(le)) == 4
+    np.testing.assert_allclose(lc, le, rtol=1e-6)
+    for a, b in zip(pc, pe):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_replayed_outputs_keep_their_structure():
+    """Tuples, lists, dicts, read Python values and None come back from every replay as from eager."""
+    lin = ember.nn.Linear(2, 2)
+
+    def f(x):
+        y = lin(x)
+        return (y, [y.sum(), {"m": y.mean(), "n": None}], y.max().item(), 3)
+    g = ember.compile(f)
+    for v in (1.0, 2.0, 3.0):
+        x = ember.full((2, 2), v)
+        e, c = f(x), g(x)
+        assert type(c) is tuple and type(c[1]) is list and type(c[1][1]) is dict
+        np.testing.assert_allclose(c[0].detach().numpy(), e[0].detach().numpy(), rtol=1e-6)
+        assert c[1][0].item() == pytest.approx(e[1][0].item(), rel=1e-6)
+        assert c[1][1]["m"].item() == pytest.approx(e[1][1]["m"].item(), rel=1e-6)
+        assert c[1][1]["n"] is None and c[3] == 3
+        assert isinstance(c[2], float) and c[2] == pytest.approx(e[2], rel=1e-6)
+    assert g.cache_info().hits == 2
+
+
+def test_a_tensor_made_inside_and_written_in_place_starts_fresh_every_call():
+    def f(x):
+        buf = ember.tensor([0.0, 0.0, 0.0])   # from Python data: a constant of the graph
+        buf.add_(x)
+        return buf * 2
+    g = ember.compile(f)
+    x = ember.ones(3)
+    assert [g(x).tolist() for _ in range(3)] == [[2.0, 2.0, 2.0]] * 3
+
+
+def test_an_eager_entry_gets_the_keyword_arguments():
+    @ember.compile
+    def f(x, *, scale):
+        (x * x).sum().backward()     # an argument's gradient: this signature runs eagerly
+        return x.grad * scale
+    with pytest.warns(UserWarning, match=r"x\.grad"):
+        f(ember.full((2,), 1.0, requires_grad=True), scale=ember.tensor(1.0))
+    out = f(ember.full((2,), 1.0, requires_grad=True), scale=ember.tensor(5.0))
+    assert out.tolist() == [10.0, 10.0]
+    assert f.cache_info()["eager_calls"] == 1
