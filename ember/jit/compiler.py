@@ -166,7 +166,7 @@ class CompiledFunction:
             if name not in o:
                 return f"{name}: new ({v!r:.80})"
             if o[name] != v:
-                return f"{name}: {_show(name, o[name])} -> {_show(name, v)}"
+                return f"{name}: {_show(o[name])} -> {_show(v)}"
         for name in o:
             if name not in n:
                 return f"{name}: gone"
@@ -188,7 +188,7 @@ class CompiledFunction:
                     continue
                 entry = variant
             try:
-                out = self._replay(entry, args, leaves)
+                out = self._replay(entry, leaves)
             except GuardFailure as gf:
                 if gf.reason is not None:
                     reason = gf.reason
@@ -317,7 +317,7 @@ class CompiledFunction:
                 entry.why_not_symbolic = f"dynamic dims {other.sizes} and {entry.sizes}: {e}"
             return
 
-    def _replay(self, entry, args, leaves):
+    def _replay(self, entry, leaves):
         cap = entry.cap
         _cap.sync_lr(self.opts)
         offsets = {}
@@ -387,7 +387,7 @@ class CompiledFunction:
         save(self._last, path)
 
 
-def _show(name, v):
+def _show(v):
     if isinstance(v, tuple) and len(v) == 4 and isinstance(v[0], tuple):   # a tensor's guard
         return f"shape {v[0]} {v[1]} {v[2]}" + (" requires_grad" if v[3] else "")
     if isinstance(v, tuple) and len(v) > 8:

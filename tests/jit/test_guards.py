@@ -199,13 +199,24 @@ def test_argument_structure_is_a_guard():
     with pytest.warns(UserWarning, match="structure"):
         assert g([x]).tolist() == [0.0, 0.0]
     assert g((x,)).tolist() == [2.0, 2.0]
+    # the same tensors with a None more or less: in a list, and under a dict key
+    h = ember.compile(lambda xs: xs[0] * len(xs))
+    assert h([x, None]).tolist() == [2.0, 2.0]
+    with pytest.warns(UserWarning, match="structure"):
+        assert h([x]).tolist() == [1.0, 1.0]
+    d = ember.compile(lambda b: b["x"] * 3 if "mask" in b else b["x"])
+    assert d({"x": x, "mask": None}).tolist() == [3.0, 3.0]
+    with pytest.warns(UserWarning, match="structure"):
+        assert d({"x": x}).tolist() == [1.0, 1.0]
+    assert (g.cache_info().retraces, h.cache_info().retraces) == (1, 1)
 
 
 def test_unhashable_hyper_parameter_is_a_guard():
     """Adam's betas given as a list (not hashable): a change of one of its items still retraces."""
     def run(compiled):
         w = ember.ones(2, requires_grad=True)
-        opt = ember.optim.Adam([w], lr=0.1, betas=[0.9, 0.999])
+        opt = ember.optim.Adam([w], lr=0.1)
+        opt.param_groups[0]["betas"] = [0.9, 0.999]     # a list from the first call on
 
         def step():
             opt.zero_grad()
@@ -238,12 +249,12 @@ def test_replaced_buffer_is_a_guard():
 
 
 def test_parameters_given_to_the_optimizer_are_a_guard():
-    """Unfreezing: the optimizer gets a parameter it did not update when the step was traced (the
-    module's parameters and the hyper-parameters are unchanged)."""
+    """The optimizer is pointed at another parameter of the same shape (train the second layer now): the
+    module's parameters and the hyper-parameters are unchanged."""
     def run(compiled):
         ember.manual_seed(0)
-        model = nn.Linear(3, 1)
-        opt = ember.optim.SGD([model.weight], lr=0.1)
+        model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3))
+        opt = ember.optim.SGD([model[0].weight], lr=0.1)
 
         def step(x):
             opt.zero_grad()
@@ -252,14 +263,15 @@ def test_parameters_given_to_the_optimizer_are_a_guard():
         f = ember.compile(step) if compiled else step
         x = ember.ones(2, 3)
         f(x); f(x)
-        opt.param_groups[0]["params"].append(model.bias)
+        opt.param_groups[0]["params"][0] = model[1].weight
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             f(x); f(x)
-        return model.bias.detach().numpy().copy(), [str(c.message) for c in caught]
+        return [p.detach().numpy().copy() for p in model.parameters()], [str(c.message) for c in caught]
     eager, _ = run(False)
     compiled, caught = run(True)
-    np.testing.assert_allclose(compiled, eager, rtol=1e-6)
+    for a, b in zip(compiled, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
     assert any("SGD.params" in m for m in caught), caught
 
 
