@@ -136,7 +136,8 @@ def _split_run(compiled, accum, opt_name, clip):
     empties them; losses and parameters after 4 steps."""
     ember.manual_seed(0)
     m = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.Tanh(), ember.nn.Linear(4, 2))
-    opt = getattr(ember.optim, opt_name)(m.parameters(), lr=0.1)
+    name, _, option = opt_name.partition("-")
+    opt = getattr(ember.optim, name)(m.parameters(), lr=0.1, **({option: True} if option else {}))
 
     def micro(x, y):
         loss = ((m(x) - y) ** 2).mean()
@@ -161,7 +162,7 @@ def _split_run(compiled, accum, opt_name, clip):
 
 
 @pytest.mark.parametrize("accum", [1, 2])
-@pytest.mark.parametrize("opt_name,clip", [("SGD", False), ("AdamW", True)])
+@pytest.mark.parametrize("opt_name,clip", [("SGD", False), ("AdamW", True), ("Adam-amsgrad", False)])
 def test_backward_and_update_compiled_apart_equal_eager(accum, opt_name, clip):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # the retraces while the gradients and Adam's state appear

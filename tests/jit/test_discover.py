@@ -1,0 +1,106 @@
+"""What `ember.compile` finds a function touching (jit/capture.py `discover`): the nn.Modules, optimizers
+and loose leaf tensors that require grad, wherever the function reaches them: itself, its bound `self`,
+its closure, the globals its code names, its defaults, one level of attributes of those objects, lists
+and dicts of them, and the arguments. Their state is guarded and their gradients are written back; what
+it does not find is a constant of the trace. The limits (depth, 64-item containers) are pinned here so
+that a change to them is a decision."""
+import ember
+import ember.nn as nn
+from ember.jit.capture import discover
+
+G_MODEL = nn.Linear(1, 1)
+
+
+def _ids(xs):
+    return {id(x) for x in xs}
+
+
+def _uses_global(x):
+    return G_MODEL(x)
+
+
+def test_found_through_closure_containers_defaults_globals_and_arguments():
+    m_list, m_dict, m_default, m_arg, m_kw = (nn.Linear(1, 1) for _ in range(5))
+    opt = ember.optim.SGD(m_list.parameters(), lr=0.1)
+    w = ember.ones(2, requires_grad=True)
+    frozen = ember.ones(2)
+    computed = w * 2                           # not a leaf
+    box = [m_list, opt, w, frozen, computed]
+    table = {"m": m_dict}
+
+    def f(x, y=None, model=m_default):
+        return box, table, model
+
+    mods, opts, loose = discover(f, (m_arg,), {"k": m_kw})
+    assert _ids(mods) == _ids([m_list, m_dict, m_default, m_arg, m_kw])
+    assert _ids(opts) == {id(opt)} and _ids(loose) == {id(w)}
+    mods, _, _ = discover(_uses_global)
+    assert _ids(mods) == {id(G_MODEL)}
+
+
+def test_found_through_a_bound_method_and_its_objects_attributes():
+    class Trainer:
+        def __init__(self):
+            self.model = nn.Linear(1, 1)
+            self.opt = ember.optim.SGD(self.model.parameters(), lr=0.1)
+            self.scale = ember.ones(1, requires_grad=True)
+
+        def step(self, x):
+            return self.model(x)
+    t = Trainer()
+    mods, opts, loose = discover(t.step)
+    assert _ids(mods) == {id(t.model)} and _ids(opts) == {id(t.opt)} and _ids(loose) == {id(t.scale)}
+
+    class Callable:                              # an object with __call__: its attributes too
+        def __init__(self):
+            self.inner = nn.Linear(1, 1)
+
+        def __call__(self, x):
+            return self.inner(x)
+    c = Callable()
+    assert _ids(discover(c)[0]) == {id(c.inner)}
+
+
+def test_limits_nesting_depth_and_container_size():
+    deep = nn.Linear(1, 1)
+
+    def level(k):
+        if k == 0:
+            def leaf():
+                return deep
+            return leaf
+        inner = level(k - 1)
+
+        def f():
+            return inner
+        return f
+    assert _ids(discover(level(3))[0]) == {id(deep)}        # closures four deep: found
+    assert discover(level(4))[0] == []                      # five: not looked at
+
+    class Holder:
+        pass
+    a, b = Holder(), Holder()
+    a.b, b.model = b, nn.Linear(1, 1)
+    one_level = Holder()
+    one_level.model = nn.Linear(1, 1)
+    assert _ids(discover(lambda: one_level)[0]) == {id(one_level.model)}
+    assert _ids(discover(lambda: a)[0]) == {id(b.model)}     # attributes of attributes: depth 2
+    c = Holder()
+    c.a = a
+    assert discover(lambda: c)[0] == []                      # depth 3: not looked at
+
+    many = [nn.Linear(1, 1) for _ in range(64)]
+    assert len(discover(lambda: many)[0]) == 64
+    many.append(nn.Linear(1, 1))
+    assert discover(lambda: many)[0] == []                   # 65 items: not a container of state
+    d = {i: m for i, m in enumerate(many[:64])}
+    assert len(discover(lambda: d)[0]) == 64
+    d[64] = many[64]
+    assert discover(lambda: d)[0] == []
+
+
+def test_each_object_once_and_plain_values_skipped():
+    m = nn.Linear(1, 1)
+    both = [m, m, (m,), {"again": m}, 3, 2.5, "s", b"b", True, None]
+    mods, _, _ = discover(lambda: both)
+    assert mods == [m]
