@@ -336,3 +336,31 @@ def test_a_state_tensor_of_another_shape_retraces_naming_it():
     lin.bias.data = ember.zeros(2)
     with pytest.raises(GuardError, match=r"bias: shape \(1,\) -> \(2,\)"):
         s(x)
+
+
+def test_reads_and_draws_of_another_thread_are_not_part_of_a_trace():
+    """While one thread traces, another thread's `.item()` and random draws are its own business: no
+    value guard and no RNG leaf come from them."""
+    import threading
+    started, done = threading.Event(), threading.Event()
+    other = ember.ones(3)
+    seen = {}
+
+    def elsewhere():
+        started.wait(5)
+        seen["item"] = other.sum().item()
+        seen["draw"] = ember.rand(2).shape
+        done.set()
+    t = threading.Thread(target=elsewhere)
+    t.start()
+
+    def f(x):
+        started.set()
+        assert done.wait(5)
+        return x * 2
+    g = ember.compile(f)
+    assert g(ember.ones(2)).tolist() == [2.0, 2.0]
+    t.join()
+    assert seen == {"item": 3.0, "draw": (2,)}
+    assert g.graph.checks == [] and all(v.kind != "rng" for v in g.graph.leaves)
+    assert g(ember.ones(2)).tolist() == [2.0, 2.0] and g.cache_info().hits == 1
