@@ -364,3 +364,39 @@ def test_reads_and_draws_of_another_thread_are_not_part_of_a_trace():
     assert seen == {"item": 3.0, "draw": (2,)}
     assert g.graph.checks == [] and all(v.kind != "rng" for v in g.graph.leaves)
     assert g(ember.ones(2)).tolist() == [2.0, 2.0] and g.cache_info().hits == 1
+
+
+def test_state_made_by_the_first_call_retraces_quietly_and_later_guards_still_warn():
+    m = nn.Linear(3, 2)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        opt.zero_grad()
+        m(x).sum().backward()
+        opt.step()
+    f = ember.compile(step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            f(ember.ones(4, 3))
+    assert caught == []          # the gradients and momentum buffers the first call made: expected
+    info = f.cache_info()
+    assert (info.traces, info.retraces) == (2, 1)
+    assert info.reasons == ["state initialised by the traced call (Linear.grads: (True, True) -> (False, False))"]
+    with pytest.warns(UserWarning, match=r"retracing \(retrace 2\): guard failed: x: shape \(4, 3\) float32 cpu "
+                                         r"-> shape \(5, 3\) float32 cpu$"):
+        f(ember.ones(5, 3))
+
+
+def test_a_guard_broken_right_after_the_state_making_call_still_warns():
+    m = nn.Linear(3, 2)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        opt.zero_grad()
+        m(x).sum().backward()
+        opt.step()
+    f = ember.compile(step)
+    f(ember.ones(4, 3))          # makes the gradients: the next call with these inputs retraces quietly
+    with pytest.warns(UserWarning, match=r"guard failed: x: shape \(4, 3\) float32 cpu -> shape \(5, 3\)"):
+        f(ember.ones(5, 3))      # but this one changed something else too
