@@ -400,3 +400,46 @@ def test_a_guard_broken_right_after_the_state_making_call_still_warns():
     f(ember.ones(4, 3))          # makes the gradients: the next call with these inputs retraces quietly
     with pytest.warns(UserWarning, match=r"guard failed: x: shape \(4, 3\) float32 cpu -> shape \(5, 3\)"):
         f(ember.ones(5, 3))      # but this one changed something else too
+
+
+def test_state_leaves_are_named_after_what_holds_them():
+    """The names a printed graph, a guard message and a saved graph use for state (parameters, their
+    gradients, optimizer state and rates), with one module and optimizer and with several."""
+    import re
+    m = nn.Linear(2, 1)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        opt.zero_grad(set_to_none=False)
+        m(x).sum().backward()
+        opt.step()
+    f = ember.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            f(ember.ones(3, 2))
+    assert sorted({v.src for v in f.graph.leaves if v.kind == "state"}) == [
+        "bias", "bias.grad", "opt.lr[0]", "opt.state[bias].momentum_buffer", "opt.state[weight].momentum_buffer",
+        "weight", "weight.grad"]
+
+    a, b = nn.Linear(2, 2), nn.Linear(2, 1)
+    o1, o2 = ember.optim.SGD(a.parameters(), lr=0.1, momentum=0.9), ember.optim.Adam(b.parameters(), lr=0.1)
+    extra = ember.ones(1, requires_grad=True)
+    o3 = ember.optim.SGD([extra], lr=0.1)     # a tensor no module holds: named after its optimizer
+
+    def step2(x):
+        o1.zero_grad(set_to_none=False)
+        o2.zero_grad(set_to_none=False)
+        (b(a(x)).sum() * extra).sum().backward()
+        o1.step(); o2.step(); o3.step()
+    g = ember.compile(step2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            g(ember.ones(3, 2))
+    names = {v.src for v in g.graph.leaves if v.kind == "state"}
+    pattern = (r"m\d\.(weight|bias)(\.grad)?|opt\d\.lr\[0\]|opt\d\.param\d+(\.grad)?"
+               r"|opt\d\.state\[(m\d\.(weight|bias)|opt\d\.param\d+)\]\.(momentum_buffer|exp_avg|exp_avg_sq|step)")
+    assert names and all(re.fullmatch(pattern, n) for n in names), sorted(names)
+    assert len({n.split(".")[0] for n in names if n.startswith("opt")}) == 3
+    assert sum(n.endswith("momentum_buffer") for n in names) == 2 and sum(n.endswith("exp_avg") for n in names) == 2
