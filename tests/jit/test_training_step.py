@@ -298,3 +298,18 @@ def test_an_eager_entry_gets_the_keyword_arguments():
     out = f(ember.full((2,), 1.0, requires_grad=True), scale=ember.tensor(5.0))
     assert out.tolist() == [10.0, 10.0]
     assert f.cache_info()["eager_calls"] == 1
+
+
+def test_a_computed_tensor_kept_on_an_object_is_updated_by_every_replay():
+    class Holder:
+        pass
+    h = Holder()
+
+    def f(x):
+        h.last = x * 2          # not returned: an escape, rebound to each call's value
+        return x.sum()
+    g = ember.compile(f)
+    for v in (1.0, 2.0, 3.0):
+        g(ember.full((2,), v))
+        assert h.last.tolist() == [2 * v, 2 * v]
+    assert g.cache_info().hits == 2
