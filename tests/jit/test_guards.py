@@ -366,7 +366,8 @@ def test_reads_and_draws_of_another_thread_are_not_part_of_a_trace():
     assert g(ember.ones(2)).tolist() == [2.0, 2.0] and g.cache_info().hits == 1
 
 
-def test_state_made_by_the_first_call_retraces_quietly_and_later_guards_still_warn():
+def _compiled_momentum_step():
+    """A compiled SGD-with-momentum step whose first call makes the gradients and momentum buffers."""
     m = nn.Linear(3, 2)
     opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
 
@@ -374,7 +375,11 @@ def test_state_made_by_the_first_call_retraces_quietly_and_later_guards_still_wa
         opt.zero_grad()
         m(x).sum().backward()
         opt.step()
-    f = ember.compile(step)
+    return ember.compile(step)
+
+
+def test_state_made_by_the_first_call_retraces_quietly_and_later_guards_still_warn():
+    f = _compiled_momentum_step()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -389,14 +394,7 @@ def test_state_made_by_the_first_call_retraces_quietly_and_later_guards_still_wa
 
 
 def test_a_guard_broken_right_after_the_state_making_call_still_warns():
-    m = nn.Linear(3, 2)
-    opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
-
-    def step(x):
-        opt.zero_grad()
-        m(x).sum().backward()
-        opt.step()
-    f = ember.compile(step)
+    f = _compiled_momentum_step()
     f(ember.ones(4, 3))          # makes the gradients: the next call with these inputs retraces quietly
     with pytest.warns(UserWarning, match=r"guard failed: x: shape \(4, 3\) float32 cpu -> shape \(5, 3\)"):
         f(ember.ones(5, 3))      # but this one changed something else too
