@@ -139,12 +139,15 @@ def discover(fn, args=(), kwargs=None):
     return mods, opts, loose
 
 
-def _code_names(code, depth=0):
-    names = set(code.co_names)
+def _code_names(code, depth=0) -> dict:
+    """The global names a function's code (and the code nested in it) reads, in the order the bytecode
+    first uses them: a dict as an ordered set, so that modules and optimizers found through globals are
+    numbered (m0, m1, opt0, ...) alike in every process, whatever PYTHONHASHSEED is."""
+    names = dict.fromkeys(code.co_names)
     if depth < 3:
         for c in code.co_consts:
             if isinstance(c, types.CodeType):
-                names |= _code_names(c, depth + 1)
+                names.update(_code_names(c, depth + 1))
     return names
 
 

@@ -104,3 +104,30 @@ def test_each_object_once_and_plain_values_skipped():
     both = [m, m, (m,), {"again": m}, 3, 2.5, "s", b"b", True, None]
     mods, _, _ = discover(lambda: both)
     assert mods == [m]
+
+
+_NAMING = """
+import ember, ember.nn as nn
+enc, dec, head = nn.Linear(3, 4), nn.Linear(4, 2), nn.Linear(2, 2)
+def f(x):
+    return head(dec(enc(x)))
+c = ember.compile(f)
+c(ember.ones(2, 3))
+print(c.graph)
+"""
+
+
+def test_modules_found_through_globals_are_numbered_alike_in_every_process():
+    # the globals a function names were a set: m0/m1/m2 followed string hashing, so the printed graph
+    # (and a saved file's weight names) changed with PYTHONHASHSEED
+    import os
+    import subprocess
+    import sys
+    outs = set()
+    for seed in ("1", "2", "3", "4"):
+        r = subprocess.run([sys.executable, "-c", _NAMING], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONHASHSEED": seed})
+        assert r.returncode == 0, r.stderr
+        outs.add(r.stdout)
+    assert len(outs) == 1
+    assert "state  # m0.weight" in outs.pop()
