@@ -18,6 +18,11 @@ from ._device import device as _device_cls, CPU
 
 __all__ = ["Tensor"]
 
+# The trace (jit/capture.py) running now, 0 when none: a tensor made while it runs is stamped `_born`
+# with it, so that the capture can tell a tensor the traced call created (`out = ember.zeros(n)`) from
+# one that existed before it, when both are still alive after the call.
+TRACE_EPOCH = 0
+
 
 class Tensor:
     # defaults live on the class so that making a tensor sets only what differs (a hot path)
@@ -31,6 +36,7 @@ class Tensor:
     _post_acc_hooks = None
     _retains_grad = False
     _is_param = False
+    _born = 0             # TRACE_EPOCH when made
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
@@ -46,6 +52,8 @@ class Tensor:
             data = args[0] if args else []
         arr, dev = _to_array(data, dtype, device)
         self._data, self._device = arr, dev
+        if TRACE_EPOCH:
+            self._born = TRACE_EPOCH
         if requires_grad:
             self.requires_grad_(True)
 
@@ -54,6 +62,8 @@ class Tensor:
         t = Tensor.__new__(Tensor)
         t._data = arr
         t._device = device
+        if TRACE_EPOCH:
+            t._born = TRACE_EPOCH
         if requires_grad:
             t.requires_grad = True
             t._node = node

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import itertools
 import threading
 import types
 import weakref
@@ -204,6 +205,9 @@ def _root(a):
     return a
 
 
+_EPOCHS = itertools.count(1)
+
+
 class Tracer(DispatchMode):
     """Records each primitive call into `graph` while it runs the call eagerly."""
 
@@ -221,6 +225,7 @@ class Tracer(DispatchMode):
         self.leaves_of = {}    # storage -> leaf value ids in it
         self.initial = {}      # leaf value id -> copy made before the first in-place write into it
         self.thread = threading.get_ident()
+        self.epoch = next(_EPOCHS)   # stamped on the tensors made while the call runs (Tensor._born)
 
     def __ember_dispatch__(self, prim, inputs, attrs):
         ins = [self.value_of(t) for t in inputs]
@@ -287,10 +292,12 @@ class Tracer(DispatchMode):
     def __enter__(self):
         _tensor_mod.READ_HOOKS.append(self.on_read)
         _random.DRAW_HOOKS.append(self.on_draw)
+        self._outer_epoch, _tensor_mod.TRACE_EPOCH = _tensor_mod.TRACE_EPOCH, self.epoch
         return super().__enter__()
 
     def __exit__(self, *exc):
         self.closed = True
+        _tensor_mod.TRACE_EPOCH = self._outer_epoch
         _tensor_mod.READ_HOOKS.remove(self.on_read)
         _random.DRAW_HOOKS.remove(self.on_draw)
         return super().__exit__(*exc)
@@ -441,6 +448,8 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
             continue
         alive = [r() for r in tracer.carriers.get(v.id, ())]
         alive = [t for t in alive if t is not None and t._data is a]
+        if alive and all(t._born == tracer.epoch for t in alive):
+            alive = []   # made by the call (`out = ember.zeros(n)`, returned): each call makes its own
         if alive:
             v.kind, v.src = "state", "tensor"
             cap.leaf_src[v.id] = (("state", weakref.ref(alive[0]), a))

@@ -288,6 +288,26 @@ def test_a_tensor_made_inside_and_written_in_place_starts_fresh_every_call():
     assert [g(x).tolist() for _ in range(3)] == [[2.0, 2.0, 2.0]] * 3
 
 
+def test_a_tensor_made_inside_written_and_returned_is_each_calls_own():
+    # alive after the call (returned, or through a returned view), it was taken for state the caller
+    # holds: every replay wrote into the first call's tensor, [0, 10, 10, 0] for all four calls
+    def scatter(x):
+        out = ember.zeros(4)
+        out[1:3] += x
+        return out
+
+    def through_view(x):
+        c = ember.ones(3)
+        d = c.reshape(3)
+        d.add_(x)
+        return d
+    for fn, want in ((scatter, lambda i: [0.0, i, i, 0.0]), (through_view, lambda i: [1.0 + i] * 3)):
+        g = ember.compile(fn)
+        outs = [g(ember.ones(2 if fn is scatter else 3) * i) for i in range(1, 5)]
+        assert [o.tolist() for o in outs] == [want(i) for i in range(1, 5)], fn.__name__
+        assert g.cache_info().hits == 3
+
+
 def test_an_eager_entry_gets_the_keyword_arguments():
     @ember.compile
     def f(x, *, scale):
