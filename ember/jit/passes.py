@@ -3,8 +3,8 @@
 | pass | what |
 |---|---|
 | `dce` | drop pure nodes whose outputs nobody uses (in-place writes and random draws stay) |
-| `fold` | run pure nodes whose inputs are all constants now; their outputs become constants |
-| `cse` | one node for identical pure calls on identical inputs (the table resets at each in-place write) |
+| `fold` | run pure nodes whose inputs are all constants now; their outputs become constants (unless written in place later) |
+| `cse` | one node for identical pure calls on identical inputs (the table resets at each in-place write; outputs written in place later are kept apart) |
 | `simplify` | x*1, x/1, x+0, x-0, Reshape/Expand to the same shape, identity Permute, Cast to the same dtype, Neg(Neg x), Clone of a fresh array nothing else reads |
 | `concat` | a sum of `IndexAddInto` pieces that tile their output along one axis (the backward of `split`/`chunk`) becomes one `Cat` |
 | `fuse` | chains of elementwise nodes (and a Linear/Conv/MatMul head with its bias and activation) into one `Fused` node that runs in one buffer |
@@ -78,7 +78,9 @@ def fold(graph, max_bytes: int = 1 << 20):
     keep = []
     for n in graph.nodes:
         ins = n.inputs
-        if n.pure and n.fused is None and ins and all(v.kind == "const" and v.storage not in written for v in ins):
+        # an output written in place later is not folded: the constant would carry one run's writes into the next
+        if n.pure and n.fused is None and ins and all(v.kind == "const" and v.storage not in written for v in ins) \
+                and all(o.storage not in written for o in n.outputs):
             arrays = [graph.consts[v.id] for v in ins]
             nbytes_in = sum(a.nbytes for a in arrays)
             out_bytes = sum(_nbytes(o) for o in n.outputs)
@@ -118,6 +120,7 @@ def _attrs_key(attrs):
 def cse(graph):
     """Common-subexpression elimination over pure nodes; an in-place write starts a new table (a value
     read before and after it is not the same)."""
+    written = _written_storages(graph)
     table, mapping, keep = {}, {}, []
     for n in graph.nodes:
         if n.mutates or (n.fused and any(s.mutates for s in n.fused)):
@@ -125,7 +128,8 @@ def cse(graph):
             keep.append(n)
             continue
         ak = _attrs_key(n.attrs)
-        if not n.pure or n.fused is not None or ak is None:
+        if not n.pure or n.fused is not None or ak is None or any(o.storage in written for o in n.outputs):
+            # (an output written in place later is not interchangeable with an equal one: the write shows)
             keep.append(n)
             continue
         ins = [mapping.get(v.id, v) for v in n.inputs]

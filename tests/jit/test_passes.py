@@ -65,6 +65,36 @@ def test_fold_leaves_written_constants_alone():
     assert "Mul" in g.counts()
 
 
+def _calls_equal_eager(fn, make_x, passes, calls=4):
+    """Each of several calls of the compiled fn (the trace, then replays) equals fn run eagerly."""
+    f = ember.compile(fn, passes=passes)
+    for i in range(calls):
+        np.testing.assert_array_equal(f(make_x(i)).numpy(), fn(make_x(i)).numpy(), err_msg=f"call {i}")
+    return f.graph
+
+
+@pytest.mark.parametrize("passes", [["fold"], None])
+def test_fold_leaves_a_constant_result_written_later_alone(passes):
+    def fn(x):
+        c = ember.ones(3) * 2   # constants only: foldable, but written below
+        c.add_(x)               # folded, the constant kept each run's write: 3, 4, 5, ...
+        return c
+    g = _calls_equal_eager(fn, lambda i: ember.ones(3) * i, passes)
+    assert "Mul" in g.counts()
+
+
+@pytest.mark.parametrize("passes", [["cse"], None])
+def test_cse_keeps_apart_equal_values_one_of_which_is_written_later(passes):
+    def fn(x):
+        a = x.exp()
+        b = x.exp()             # merged with a, it was zeroed by a's write
+        a.mul_(0)
+        return a + b
+    g = _calls_equal_eager(fn, lambda i: ember.ones(3) * i, passes)
+    if passes == ["cse"]:
+        assert g.counts()["Exp"] == 2
+
+
 def test_cse_merges_identical_pure_calls():
     def fn(x):
         return x.exp() + x.exp()
