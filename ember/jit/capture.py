@@ -424,6 +424,7 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
         names.setdefault(id(t._data), (t, loose_names[id(t)]))
 
     # classify leaves
+    made_here = []   # tensors the call made that hold a leaf and outlive it
     for v in g.leaves:
         if v.kind == "input":
             cap.leaf_src[v.id] = (("input", input_index[v.id]))
@@ -449,7 +450,8 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
         alive = [r() for r in tracer.carriers.get(v.id, ())]
         alive = [t for t in alive if t is not None and t._data is a]
         if alive and all(t._born == tracer.epoch for t in alive):
-            alive = []   # made by the call (`out = ember.zeros(n)`, returned): each call makes its own
+            made_here += alive   # made by the call (`out = ember.zeros(n)`): each call makes its own
+            alive = []
         if alive:
             v.kind, v.src = "state", "tensor"
             cap.leaf_src[v.id] = (("state", weakref.ref(alive[0]), a))
@@ -492,9 +494,11 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
         cap.escape_refs.append(GradOf(p, n))
     cands = [(r(), v) for r, v in tracer.produced]
     cands += [(t, None) for t, _ in names.values()]
+    cands += [(t, None) for t in made_here]
     for t, _v in cands:
-        if t is None or id(t) in seen or t._node is not None or id(t._data) in leaf_ids:
-            continue   # gone, returned, part of an autograd graph, or a leaf written in place
+        if t is None or id(t) in seen or t._node is not None or \
+                (id(t._data) in leaf_ids and t._born != tracer.epoch):
+            continue   # gone, returned, part of an autograd graph, or state written in place
         seen.add(id(t))
         v = tracer.env.get(id(t._data))
         if v is None or v.kind != "node":

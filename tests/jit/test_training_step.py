@@ -308,6 +308,23 @@ def test_a_tensor_made_inside_written_and_returned_is_each_calls_own():
         assert g.cache_info().hits == 3
 
 
+def test_a_tensor_made_inside_written_and_kept_on_an_object_is_each_calls_own():
+    class Holder:
+        pass
+    h = Holder()
+
+    def f(x):
+        h.buf = ember.zeros(3)   # made by the call, written, not returned: rebound by every replay
+        h.buf.add_(x)
+        return x.sum()
+    g = ember.compile(f)
+    seen = []
+    for i in range(1, 4):
+        g(ember.ones(3) * i)
+        seen.append(h.buf.tolist())
+    assert seen == [[1.0] * 3, [2.0] * 3, [3.0] * 3] and g.cache_info().hits == 2
+
+
 def test_an_eager_entry_gets_the_keyword_arguments():
     @ember.compile
     def f(x, *, scale):
