@@ -4,7 +4,8 @@ dims, every later size is made from them without running the Python function aga
 Two traces of one program at batch sizes B0 and B1 have the same nodes; where an int (in an attribute,
 a value's shape or a constant's shape) differs, it must be one multiple of the batch in both (a = k*B0,
 a' = k*B1: `Reshape(B*T, C)`, `Random(shape=(B, T, C))`, `ConvInputGrad(x_shape=(B, ...))`). That is the
-template (`unify`); `specialize` fills it in for a new B, recomputes dropout's counter offsets from the
+template (`unify`). A constant's value that differs must be an element count, k*B + c with c in -1, 0, 1
+(a mean's divisor `B * T`, an unbiased variance's `B - 1`), or its reciprocal (a mean's gradient). `specialize` fills it in for a new B, recomputes dropout's counter offsets from the
 new draw sizes and checks every node with its `infer`. Anything else (different nodes, a non-linear size,
 a constant of dynamic size that is not a fill, several independent dynamic sizes) raises `NotSymbolic`
 and the compiler retraces for that size instead, naming the reason: never a wrong shape.
@@ -37,6 +38,51 @@ class Lin:
         if v.denominator != 1:
             raise NotSymbolic(f"a size {self.k} x batch is not an integer at batch {b}")
         return int(v)
+
+
+class Count(Lin):
+    """A constant's value that is an element count of the batch, n = k*B + c (c in -1, 0, 1: the `B` or
+    `B * T` a mean divides by, an unbiased variance's `B - 1`), or with `recip` its reciprocal 1/n (a
+    mean's gradient, folded into a constant)."""
+    __slots__ = ("c", "recip")
+
+    def __init__(self, k, c, recip):
+        super().__init__(k)
+        self.c, self.recip = c, recip
+
+    def value(self, b, dtype):
+        n = dtype.type(super().at(b) + self.c)
+        return dtype.type(1) / n if self.recip else n   # 1/n rounded once in dtype, as eager divides
+
+
+def _counted(x, dtype):
+    """(n, recip) when the scalar x is the integer n, or exactly dtype's 1/n, else None."""
+    x = float(x)
+    if x.is_integer():
+        return int(x), False
+    if x != 0 and abs(1 / x) < 2 ** 31:
+        n = round(1 / x)
+        if n != 0 and dtype.type(1) / dtype.type(n) == dtype.type(x):
+            return n, True
+    return None
+
+
+def _count(a, b, B0, B1):
+    """Count when the all-equal constants `a` (at batch B0) and `b` (at B1) are one count of the batch
+    (or its reciprocal) at both sizes, else None."""
+    if a.size == 0 or b.size == 0 or a.dtype != b.dtype or a.dtype.kind not in "fiu":
+        return None
+    x, y = a.reshape(-1)[0], b.reshape(-1)[0]
+    if not ((a == x).all() and (b == y).all()):
+        return None
+    cx, cy = _counted(x, a.dtype), _counted(y, a.dtype)
+    if cx is None or cy is None or cx[1] != cy[1]:
+        return None
+    for c in (0, -1, 1):
+        k = Fraction(cx[0] - c, B0)
+        if k != 0 and k * B1 + c == cy[0]:
+            return Count(k, c, cx[1])
+    return None
 
 
 def _batch(sizes):
@@ -95,7 +141,7 @@ class Template:
         self.cap, self.B0 = cap, B0
         self.shapes = shapes      # value id -> shape template
         self.attrs = attrs        # id(node) -> attrs template (only nodes with a Lin)
-        self.consts = consts      # value id -> fill value (consts of dynamic shape)
+        self.consts = consts      # value id -> fill value (consts of dynamic shape), or a Count
 
 
 def _nodes(g):
@@ -129,11 +175,17 @@ def unify(capA, sizesA, capB, sizesB) -> Template:
             raise NotSymbolic(f"the state tensor {va.src} has a dynamic size")
         if va.kind == "const" and va.shape != vb.shape:
             a, b = A.consts[va.id].reshape(-1), B.consts[vb.id].reshape(-1)
-            if a.size == 0 or not (a == a[0]).all() or not (b == a[0]).all():
-                raise NotSymbolic(f"the constant %{va.id} has a dynamic size and is not a fill")
-            consts[va.id] = a[0]
+            if a.size and (a == a[0]).all() and (b == a[0]).all():
+                consts[va.id] = a[0]
+            else:
+                consts[va.id] = _count(a, b, B0, B1)
+                if consts[va.id] is None:
+                    raise NotSymbolic(f"the constant %{va.id} has a dynamic size and is not a fill")
         elif va.kind == "const" and not _equal(A.consts[va.id], B.consts[vb.id]):
-            raise NotSymbolic(f"the constant %{va.id} {va.type_str} differs between the traces")
+            count = _count(A.consts[va.id], B.consts[vb.id], B0, B1)
+            if count is None:
+                raise NotSymbolic(f"the constant %{va.id} {va.type_str} differs between the traces")
+            consts[va.id] = count
     attrs = {}
     for na, nb in zip(_nodes(A), _nodes(B)):
         where = f"{na.name} (at {na.where})"
@@ -172,7 +224,8 @@ def specialize(tpl: Template, b: int):
     g.leaves = [vals[v.id] for v in g0.leaves]
     g.consts = dict(g0.consts)
     for vid, fill in tpl.consts.items():
-        g.consts[vid] = host.full(vals[vid].shape, fill, g0.consts[vid].dtype)
+        dt = g0.consts[vid].dtype
+        g.consts[vid] = host.full(vals[vid].shape, fill.value(b, dt) if isinstance(fill, Count) else fill, dt)
 
     def node(n):
         n2 = copy.copy(n)

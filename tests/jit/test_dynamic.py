@@ -78,3 +78,50 @@ def test_batchnorm_batch_size_is_not_symbolic_and_retraces_with_the_reason():
     step(x, y); step(x[:2].contiguous(), y[:2].contiguous()); step(x, y)
     with pytest.warns(UserWarning, match="the constant %\\d+ float32\\[\\] differs between the traces"):
         step(x[:3].contiguous(), y[:3].contiguous())
+
+
+def test_mean_and_unbiased_variance_divisors_are_counts_of_the_batch():
+    """mean divides by B (or B * T), an unbiased variance by B - 1, Python ints baked as constants, and
+    their gradients multiply by 1/B folded into a fill: 'a constant that differs', so every new size
+    retraced. As counts of the batch (k*B + c, or 1/(k*B + c)) they are filled in for each size, bit for
+    bit eager's."""
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(3, 2)
+    opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        out = lin(x)
+        loss = ember.nn.functional.mse_loss(out, y) + out.var(0).sum() + out.std()
+        loss.backward()
+        opt.step()
+        return loss
+    ref = ember.nn.Linear(3, 2)
+    ref.load_state_dict(lin.state_dict())
+    ref_opt = ember.optim.SGD(ref.parameters(), lr=0.1)
+
+    def ref_step(x, y):
+        ref_opt.zero_grad()
+        out = ref(x)
+        loss = ember.nn.functional.mse_loss(out, y) + out.var(0).sum() + out.std()
+        loss.backward()
+        ref_opt.step()
+        return loss
+    f = ember.compile(step, dynamic=True)
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (4, 4, 6, 9, 5, 12):
+            x = ember.tensor(rng.standard_normal((n, 3)).astype(np.float32))
+            y = ember.tensor(rng.standard_normal((n, 2)).astype(np.float32))
+            assert f(x, y).item() == ref_step(x, y).item()
+    assert f.cache_info().traces == 3   # the first call, the steady state (grads exist), a second size
+    for p0, p1 in zip(ref.parameters(), lin.parameters()):
+        np.testing.assert_array_equal(p1.detach().numpy(), p0.detach().numpy())
+
+
+def test_a_constant_not_linear_in_the_batch_retraces():
+    f = ember.compile(lambda x: x * (x.shape[0] ** 2), dynamic=True)
+    f(ember.ones(4, 2)); f(ember.ones(6, 2))
+    with pytest.warns(UserWarning, match="the constant %\\d+ .* differs between the traces"):
+        assert f(ember.ones(3, 2)).tolist()[0] == [9.0, 9.0]
