@@ -284,3 +284,33 @@ def test_golden_graph(kind):
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)
     assert text == path.read_text(), f"the printed graph of {kind} changed; diff it against {path}"
+
+
+def test_fuse_does_not_move_a_member_past_a_write_of_what_it_reads():
+    def fn(x):
+        a = x * 2           # fused with the add below, it would run after the write and read x + 1
+        x.add_(1)
+        return a + 1
+    g = _calls_equal_eager(fn, lambda i: ember.ones(2) * i, ["fuse"])
+    assert "Fused" not in g.counts()
+
+
+def test_cse_does_not_merge_reads_of_one_view_across_a_write_of_its_base():
+    def fn(x):
+        v = x.reshape(4)     # the same value before and after the write: only the table reset tells
+        a = v.exp()
+        x.mul_(2)
+        b = v.exp()
+        return a + b
+    g = _calls_equal_eager(fn, lambda i: ember.ones(2, 2) * i, ["cse"])
+    assert g.counts()["Exp"] == 2
+
+
+def test_dce_keeps_an_input_only_dead_code_read():
+    def fn(x, y):
+        _ = y.exp()          # dead: dropped, but y stays an input the call binds
+        return x * 2
+    f = ember.compile(fn, passes=["dce"])
+    for i in range(3):
+        assert f(ember.ones(2) * i, ember.ones(3)).tolist() == [2.0 * i] * 2
+    assert [v.kind for v in f.graph.leaves].count("input") == 2 and "Exp" not in f.graph.counts()
