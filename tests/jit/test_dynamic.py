@@ -9,8 +9,9 @@ import ember
 from tests.jit.models import make, step_fn
 
 
-@pytest.mark.parametrize("kind", ["mlp", "lstm", "gpt", "zoo_gpt"])
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "lstm", "gpt", "zoo_gpt"])
 def test_new_batch_size_does_not_retrace_a_training_step(kind):
+    # cnn: BatchNorm's running variance takes n / (n - 1), two counts of the batch (it retraced at every size)
     def batches(x, y):
         return [(x, y), (x[:2], y[:2]), (x, y), (x[1:], y[1:]), (x[:2], y[:2])]
 
@@ -68,16 +69,6 @@ def test_a_branch_on_the_batch_size_is_not_made_symbolic():
     with pytest.warns(UserWarning, match="dynamic dims \\(2,\\) and \\(6,\\): the two traces differ"):
         out = f(ember.ones(3, 3))
     assert out.tolist()[0] == [2.0, 2.0, 2.0]
-
-
-def test_batchnorm_batch_size_is_not_symbolic_and_retraces_with_the_reason():
-    """BatchNorm divides by the batch's element count, a Python number baked as a constant (1/B is not
-    a multiple of B): each size is traced, and the warning says so."""
-    model, opt, x, y = make("cnn")
-    step = ember.compile(step_fn(model, opt), dynamic=True)
-    step(x, y); step(x[:2].contiguous(), y[:2].contiguous()); step(x, y)
-    with pytest.warns(UserWarning, match="the constant %\\d+ float32\\[\\] differs between the traces"):
-        step(x[:3].contiguous(), y[:3].contiguous())
 
 
 def test_mean_and_unbiased_variance_divisors_are_counts_of_the_batch():

@@ -32,7 +32,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             if running_mean is not None:
                 running_mean.mul_(1 - momentum).add_(mean * momentum)
             if running_var is not None:
-                running_var.mul_(1 - momentum).add_(var * (momentum * n / (n - 1)))
+                # n and n - 1 as two constants, not momentum * n / (n - 1): under
+                # ember.compile(dynamic=True) each is a count of the batch (jit/dynamic.py)
+                running_var.mul_(1 - momentum).add_(var * n / (n - 1) * momentum)
         return out
     if not training and weight is not None and bias is not None:
         # eval: a per-channel scale and shift from the running stats, two passes over the input
@@ -51,7 +53,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_mean.mul_(1 - momentum).add_(mean.reshape(C_) * momentum)
         if running_var is not None:
             with no_grad():
-                running_var.mul_(1 - momentum).add_(var.reshape(C_) * (momentum * n / (n - 1)))
+                running_var.mul_(1 - momentum).add_(var.reshape(C_) * n / (n - 1) * momentum)
     else:
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
     out = (input - mean) * M.rsqrt(var + eps)
