@@ -116,3 +116,42 @@ def test_a_constant_not_linear_in_the_batch_retraces():
     f(ember.ones(4, 2)); f(ember.ones(6, 2))
     with pytest.warns(UserWarning, match="the constant %\\d+ .* differs between the traces"):
         assert f(ember.ones(3, 2)).tolist()[0] == [9.0, 9.0]
+
+
+@pytest.mark.parametrize("a, b, want", [
+    ([4.0], [6.0], (1, 0, False)),              # B
+    ([3.0], [5.0], (1, -1, False)),             # B - 1
+    ([9.0], [13.0], (2, 1, False)),             # 2B + 1
+    ([0.25], [1 / 6], (1, 0, True)),            # 1 / B, rounded once in float32
+    ([1 / 7], [1 / 11], (2, -1, True)),         # 1 / (2B - 1)
+    ([6.0, 6.0], [9.0, 9.0], (3 / 2, 0, False)),  # a fill: 1.5 B
+])
+def test_count_takes_batch_counts_and_their_reciprocals(a, b, want):
+    from fractions import Fraction
+    from ember.jit.dynamic import _count
+    c = _count(np.array(a, np.float32), np.array(b, np.float32), 4, 6)
+    assert (c.k, c.c, c.recip) == (Fraction(want[0]), want[1], want[2])
+    v = c.value(10, np.dtype(np.float32))
+    n = np.float32(want[0] * 10 + want[1])
+    assert v == (np.float32(1) / n if want[2] else n)
+
+
+@pytest.mark.parametrize("a, b, dtype", [
+    ([4.0], [8.0], np.float32),       # 4 at batch 4, 8 at batch 6: B + 0 and 2B - 4 fit nothing
+    ([6.0], [8.0], np.float32),       # B + 2: only c in -1, 0, 1
+    ([0.3], [0.2], np.float32),       # not integers, not reciprocals of integers
+    ([4.0], [1 / 6], np.float32),     # a count at one size, a reciprocal at the other
+    ([4.0, 5.0], [6.0, 6.0], np.float32),   # not a fill at the first size
+    ([4.0, 4.0], [6.0, 7.0], np.float32),   # nor at the second
+    ([1.0], [1.0], bool),             # booleans are not counts
+    ([], [], np.float32),
+])
+def test_count_refuses_what_is_not_a_batch_count(a, b, dtype):
+    from ember.jit.dynamic import _count
+    assert _count(np.array(a, dtype), np.array(b, dtype), 4, 6) is None
+
+
+def test_count_refuses_constants_of_different_dtypes():
+    from ember.jit.dynamic import _count
+    assert _count(np.array([4.0], np.float32), np.array([6.0], np.float64), 4, 6) is None
+    assert _count(np.array([4], np.int64), np.array([6], np.int64), 4, 6).k == 1
