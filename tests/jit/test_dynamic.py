@@ -155,3 +155,26 @@ def test_count_refuses_constants_of_different_dtypes():
     from ember.jit.dynamic import _count
     assert _count(np.array([4.0], np.float32), np.array([6.0], np.float64), 4, 6) is None
     assert _count(np.array([4], np.int64), np.array([6], np.int64), 4, 6).k == 1
+
+
+def test_several_draws_of_dynamic_size_follow_the_eager_stream():
+    # each draw's counter offset is recomputed from the new sizes; with one draw only the first offset
+    # (0) was ever checked, not the running sum that places the second and third
+    def fn(x):
+        a = ember.nn.functional.dropout(x, 0.5)
+        b = ember.rand(x.shape[0], 5)                  # uniform, another block size
+        c = ember.nn.functional.dropout(x * 2, 0.3)
+        return a.sum(1) + b.sum(1) + c.sum(1)
+    f = ember.compile(fn, dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (4, 6, 9, 5, 13):
+            x = ember.ones(n, 7)
+            ember.manual_seed(n)
+            got = f(x)
+            after = ember.rand(1).item()          # the generator advanced by the graph's draws
+            ember.manual_seed(n)
+            want = fn(x)
+            assert ember.rand(1).item() == after
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert f.cache_info().traces == 2
