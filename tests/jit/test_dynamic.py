@@ -178,3 +178,18 @@ def test_several_draws_of_dynamic_size_follow_the_eager_stream():
             assert ember.rand(1).item() == after
             np.testing.assert_array_equal(got.numpy(), want.numpy())
     assert f.cache_info().traces == 2
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x[: x.shape[0] // 2] * 2,                                    # slice stop B / 2
+    lambda x: x[x.shape[0] // 2: x.shape[0]] + 1,                          # start and stop
+    lambda x: x.split([x.shape[0] // 2, x.shape[0] // 2])[1] * 3,           # split sizes
+])
+def test_sizes_in_slices_and_lists_follow_the_batch(fn):
+    f = ember.compile(fn, dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (4, 6, 8, 10):
+            x = ember.arange(n * 3.0).reshape(n, 3)
+            np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
+    assert f.cache_info().traces == 2
