@@ -46,7 +46,11 @@ DESELECT = {
     "ops": ["tests/ops/test_axis_aliases.py"],
     "jit": ["tests/jit/test_guards.py::test_strict_raises_naming_the_guard_and_the_line",
             "tests/jit/test_guards.py::test_value_read_guard_retraces_and_a_guardless_trace_is_stale",
-            "tests/jit/test_compile_api.py::test_warnings_point_at_the_callers_line"],
+            "tests/jit/test_compile_api.py::test_warnings_point_at_the_callers_line",
+            # a fresh interpreter in a temporary directory imports the mutated ember.jit.serialize, whose
+            # trampoline then cannot find mutmut's configuration (test_save_load.py runs the same in process)
+            "tests/jit/test_save_load.py::test_saved_inference_graph_runs_without_the_model_code",
+            "tests/jit/test_save_load.py::test_saved_training_step_trains_in_a_fresh_process"],
 }
 
 

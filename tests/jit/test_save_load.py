@@ -74,6 +74,41 @@ def test_saved_training_step_trains_in_a_fresh_process(tmp_path):
         np.testing.assert_array_equal(state[name], p.detach().numpy(), err_msg=name)
 
 
+def _run_here(path, mode, *arrays):
+    """RUNNER in this process (mutation testing cannot run the fresh-process tests: see scripts/mutation.py)."""
+    g = ember.jit.load(path)
+    args = [ember.tensor(a) for a in arrays]
+    if mode == "infer":
+        return g(*args).numpy()
+    ember.manual_seed(5)
+    losses = [float(g(*args)) for _ in range(2)]
+    return losses, {k: t.numpy() for k, t in g.state.items()}
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt", "zoo_gpt"])
+def test_saved_inference_graph_loads_in_this_process(tmp_path, kind):
+    model, _, x, _ = make(kind)
+    model.eval()
+    with ember.no_grad():
+        traced = ember.jit.trace(model, x)
+        ref = model(x).numpy()
+    traced.save(tmp_path / "g.ejit")
+    np.testing.assert_array_equal(_run_here(tmp_path / "g.ejit", "infer", x.numpy()), ref)
+
+
+def test_saved_training_step_trains_when_loaded_in_this_process(tmp_path):
+    model, opt, x, y = make("mlp")
+    step = ember.compile(step_fn(model, opt))
+    step(x, y); step(x, y)
+    step.save(tmp_path / "step.ejit")
+    ember.manual_seed(5)
+    losses = [step(x, y).item() for _ in range(2)]
+    got, state = _run_here(tmp_path / "step.ejit", "train", x.numpy(), y.numpy())
+    assert got == losses
+    for name, p in model.named_parameters():
+        np.testing.assert_array_equal(state[name], p.detach().numpy(), err_msg=name)
+
+
 def _saved(tmp_path):
     model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.ReLU())
     traced = ember.jit.trace(model, ember.ones(2, 3))
