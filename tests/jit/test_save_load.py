@@ -192,3 +192,96 @@ def test_loaded_graph_checks_its_inputs(tmp_path):
     assert g(ember.ones(2, 3)).shape == (2, 4)
     with pytest.raises(ValueError, match=r"must be float32\[2, 3\] as traced"):
         g(ember.ones(5, 3))
+
+
+def test_attribute_values_round_trip_through_the_tagged_json():
+    from ember.jit.serialize import _enc, _dec
+    from ember.ops.primitives import SLOT
+    import math
+    values = [None, True, False, 0, -3, 2.5, "mean", float("inf"), float("-inf"), (1, (2, None)), [3, [4]],
+              slice(1, None, 2), slice(None), Ellipsis, SLOT, np.dtype("float32"), np.dtype("int64"),
+              ember.float16, ember.bfloat16, ember.device("cpu"), np.float32(1.5), np.int64(7),
+              (Ellipsis, slice(None, -1), 0), (SLOT, [slice(0, 2)])]
+    for v in values:
+        doc = json.loads(json.dumps(_enc(v, "test")))      # what a file holds
+        back = _dec(doc, "test")
+        want = np.dtype(v.np) if hasattr(v, "np") else v
+        assert type(back) is type(want) or isinstance(v, np.generic), (v, back)
+        assert back == want or (isinstance(v, np.generic) and back == v.item()), (v, back)
+    nan = _dec(json.loads(json.dumps(_enc(float("nan"), "t"))), "t")
+    assert isinstance(nan, float) and math.isnan(nan)
+    assert _dec(_enc(ember.bfloat16, "t"), "t").name == "bfloat16"
+
+
+@pytest.mark.parametrize("doc", [
+    {"ellipsis": False}, {"slot": 1}, {"slice": [1, 2]}, {"slice": 3}, {"tuple": 3}, {"list": "ab"},
+    {"float": "1e400"}, {"float": "inf", "extra": 1}, {"dtype": 3}, {"device": None}, {"module": "os"},
+    [1, 2], {},
+])
+def test_attribute_values_of_unknown_form_are_refused(doc):
+    from ember.jit.serialize import _dec
+    with pytest.raises(GraphFileError, match="unknown form"):
+        _dec(doc, "node X")
+
+
+def test_unstorable_attribute_values_are_named():
+    from ember.jit.serialize import _enc
+    with pytest.raises(TypeError, match="cannot store the attribute value .* of node Y"):
+        _enc(object(), "node Y")
+
+
+def test_a_graph_with_ellipsis_steps_and_minus_inf_round_trips(tmp_path):
+    def fn(x):
+        y = x[..., ::2]                                      # Ellipsis and a step in an Index key
+        return y.masked_fill(y > 1.5, float("-inf")).softmax(-1)
+    x = ember.arange(12.0).reshape(2, 6) / 4
+    traced = ember.jit.trace(fn, (x,))
+    traced.save(tmp_path / "g.ejit")
+    np.testing.assert_array_equal(_run_here(tmp_path / "g.ejit", "infer", x.numpy()), fn(x).numpy())
+
+
+def test_a_saved_function_returns_the_same_structure_when_loaded(tmp_path):
+    def fn(x):
+        s = x.sum()
+        return {"y": x * 2, "rest": [x + 1, (x.exp(), 2.5, None, "tag")], "total": s.item()}
+    x = ember.arange(4.0)
+    f = ember.compile(fn)
+    f(x)
+    f.save(tmp_path / "g.ejit")
+    g = ember.jit.load(tmp_path / "g.ejit")
+    x2 = ember.arange(4.0) * 3
+    got, want = g(x2), fn(x2)
+    assert list(got) == ["y", "rest", "total"] and isinstance(got["rest"], list)
+    assert isinstance(got["rest"][1], tuple) and got["rest"][1][1:] == (2.5, None, "tag")
+    for a, b in ((got["y"], want["y"]), (got["rest"][0], want["rest"][0]), (got["rest"][1][0], want["rest"][1][0])):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert got["total"] == want["total"] == 18.0     # a value read and returned: recomputed, not the trace's
+
+
+def test_a_returned_dict_with_other_keys_cannot_be_saved(tmp_path):
+    f = ember.compile(lambda x: {1: x * 2})
+    f(ember.ones(2))
+    with pytest.raises(TypeError, match="a returned dict must have string keys"):
+        f.save(tmp_path / "g.ejit")
+    assert not (tmp_path / "g.ejit").exists() and not list(tmp_path.iterdir())
+
+
+def test_save_writes_beside_the_target_then_renames(tmp_path, monkeypatch):
+    # a temporary file in the target's directory, renamed over it: a rename across file systems is a copy
+    seen = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (seen.append((src, dst)), real(src, dst))[1])
+    _saved(tmp_path)
+    (src, dst), = seen
+    assert os.path.dirname(src) == str(tmp_path) and os.path.basename(src).startswith(".ember-jit-")
+    assert dst.endswith("g.ejit")
+
+
+def test_a_saved_graph_keeps_a_tensor_each_call_makes_its_own(tmp_path):
+    def scatter(x):
+        out = ember.zeros(4)                  # made by the call and written: a fresh copy every run
+        out[1:3] += x
+        return out
+    ember.jit.trace(scatter, (ember.ones(2),)).save(tmp_path / "g.ejit")
+    g = ember.jit.load(tmp_path / "g.ejit")
+    assert [g(ember.ones(2) * i).tolist() for i in (1, 2, 3)] == [[0.0, i, i, 0.0] for i in (1.0, 2.0, 3.0)]
