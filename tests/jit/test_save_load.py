@@ -285,3 +285,34 @@ def test_a_saved_graph_keeps_a_tensor_each_call_makes_its_own(tmp_path):
     ember.jit.trace(scatter, (ember.ones(2),)).save(tmp_path / "g.ejit")
     g = ember.jit.load(tmp_path / "g.ejit")
     assert [g(ember.ones(2) * i).tolist() for i in (1, 2, 3)] == [[0.0, i, i, 0.0] for i in (1.0, 2.0, 3.0)]
+
+
+def _set_leaf_dtype(d):
+    leaf = next(x for x in d["leaves"] if x["kind"] in ("state", "const"))
+    leaf["dtype"] = "float64"
+
+
+def _duplicate_leaf(d):
+    d["leaves"].append(dict(d["leaves"][0]))
+
+
+def _use_undefined(d):
+    d["nodes"][0]["inputs"][0] = 999
+
+
+def _string_id(d):
+    d["leaves"][0]["id"] = "0"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set_leaf_dtype, r"tensor leaf\d+ is float32\[.*\], the graph says float64"),
+    (_duplicate_leaf, r"value %\d+ defined twice or badly"),
+    (_string_id, r"value %0 defined twice or badly"),
+    (_use_undefined, r"uses %999 before it is defined"),
+    (lambda d: d["leaves"][0].update(kind="python"), r"unknown leaf kind 'python'"),
+])
+def test_a_consistent_but_malformed_graph_is_refused_naming_what(tmp_path, edit, message):
+    path = _saved(tmp_path)
+    _rewrite(path, edit)                   # a valid checksum: only the graph's own checks catch these
+    with pytest.raises(GraphFileError, match=message):
+        ember.jit.load(path)
