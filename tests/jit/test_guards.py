@@ -441,3 +441,37 @@ def test_state_leaves_are_named_after_what_holds_them():
     assert names and all(re.fullmatch(pattern, n) for n in names), sorted(names)
     assert len({n.split(".")[0] for n in names if n.startswith("opt")}) == 3
     assert sum(n.endswith("momentum_buffer") for n in names) == 2 and sum(n.endswith("exp_avg") for n in names) == 2
+
+
+@pytest.mark.parametrize("read", ["tolist", "numpy", "bool", "int"])
+def test_each_kind_of_value_read_guards_its_branch(read):
+    def fn(x):
+        if read == "tolist":
+            pos = x.tolist()[0] > 0
+        elif read == "numpy":
+            pos = bool((x.numpy() > 0).all())
+        elif read == "bool":
+            pos = bool(x[0] > 0)
+        else:
+            pos = int(x[0]) > 0
+        return x * 2 if pos else x * -1
+    f = ember.compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for v in (1.0, -1.0, 2.0, -3.0, 1.0):
+            x = ember.tensor([v, 1.0])
+            assert f(x).tolist() == fn(x).tolist(), (read, v)
+    info = f.cache_info()
+    assert info.traces >= 2 and info.hits >= 1     # the last call reads what the first did: a cache hit
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_half_precision_graph_keeps_its_dtype_and_eagers_values(dtype):
+    def fn(x):
+        return ((x * 2).exp() + x.softmax(-1)).sum(0) @ x.t()
+    x = ember.randn(3, 4).to(getattr(ember, dtype))
+    f = ember.compile(fn)
+    for i in (1, 2, 3):
+        got, want = f(x * i), fn(x * i)
+        assert got.dtype == want.dtype == getattr(ember, dtype)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
