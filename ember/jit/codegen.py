@@ -196,7 +196,7 @@ class Runner:
                 fname = f"f{i}"
                 glob[fname] = self.fns[id(n)]
                 call = f"{fname}({', '.join(f'v{v.id}' for v in n.inputs)})"
-                lhs = ", ".join(f"v{o.id}" for o in n.outputs) + ("," if len(n.outputs) == 1 and False else "")
+                lhs = ", ".join(f"v{o.id}" for o in n.outputs)
                 where = f"  # {n.name} {n.where or ''}"
                 if id(n) in self.fix:
                     dt = self.fix[id(n)]
