@@ -69,13 +69,19 @@ def scalars(spec: Spec, path: str, out: list):
 
 
 # --- discovery of the modules and optimizers a function touches ---------------------------------
-def discover(fn, args=(), kwargs=None):
+def discover(fn, args=(), kwargs=None, values=None):
     """The nn.Modules, optimizers and loose leaf tensors that require grad (whose `.grad` backward may
     set) reachable from `fn` (itself, its bound `self`, its closure, the globals its code names, one
-    level of attributes of those objects) and from the arguments."""
+    level of attributes of those objects) and from the arguments. With a list `values`, also the
+    Python values the functions found read from their globals and closures: `(label, read)` pairs,
+    `read()` giving the value now (see `python_value`), which the compiler guards."""
     from ..nn import Module
     from ..optim import Optimizer
     mods, opts, loose, seen = [], [], [], set()
+
+    def note(label, read):
+        if values is not None and python_value(read()) is not None:
+            values.append((label, read))
 
     def visit(obj, depth):
         if id(obj) in seen or obj is None or isinstance(obj, (int, float, str, bytes, bool)):
@@ -105,15 +111,17 @@ def discover(fn, args=(), kwargs=None):
         elif isinstance(obj, types.FunctionType):
             if depth > 3:
                 return
-            for cell in obj.__closure__ or ():
+            for var, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
                 try:
                     visit(cell.cell_contents, depth + 1)
                 except ValueError:   # an empty cell
-                    pass
+                    continue
+                note(f"{var} (closure of {obj.__name__})", lambda cell=cell: _cell(cell))
             g = obj.__globals__
             for name in _code_names(obj.__code__):
                 if name in g:
                     visit(g[name], depth + 1)
+                    note(f"global {name}", lambda g=g, name=name: g.get(name, _MISSING))
             for d in (obj.__defaults__ or ()):
                 visit(d, depth + 1)
         elif hasattr(obj, "__dict__") and depth <= 2 and not callable(obj):
@@ -138,6 +146,46 @@ def discover(fn, args=(), kwargs=None):
                 subs.add(id(sm))
     mods = [m for m in mods if id(m) not in subs]
     return mods, opts, loose
+
+
+_MISSING = object()
+_SCALARS = (bool, int, float, complex, str, type(None))
+
+
+def _cell(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
+
+
+def python_value(v):
+    """What a guard keeps of a Python value a traced function may have baked into its graph: a number,
+    string, bool or None, or a list or tuple of up to 64 of them (as a tuple); None for anything else
+    (tensors, modules and functions are guarded otherwise)."""
+    if type(v) in _SCALARS:
+        return (type(v).__name__, _nan(v))
+    if type(v) in (list, tuple) and len(v) <= 64 and all(type(x) in _SCALARS for x in v):
+        return (type(v).__name__, tuple(_nan(x) for x in v))
+    return None
+
+
+def _nan(x):
+    return "nan" if x != x else x   # NaN != NaN: kept as a NaN, a guard would never hold
+
+
+def module_values(named) -> tuple:
+    """(name, value) of the Python values held as attributes by modules (`named`: a module's
+    `named_modules()`): Dropout's `p`, a temperature set on the model. Guarded like parameters."""
+    out = []
+    for sub, sm in named:
+        for k, v in sm.__dict__.items():
+            t = type(v)   # the type first: most attributes are dicts, tensors and modules
+            if (t in _SCALARS or t is tuple or t is list) and k[0] != "_" and k != "training":
+                pv = python_value(v)
+                if pv is not None:
+                    out.append((f"{sub}.{k}" if sub else k, pv))
+    return tuple(out)
 
 
 def _code_names(code, depth=0) -> dict:

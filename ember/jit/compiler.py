@@ -84,6 +84,7 @@ class CompiledFunction:
         self.passes = passes
         self.cache_size = cache_size
         self.mods, self.opts, self.loose = [], [], []
+        self.values = []          # (label, read): Python values the function reads (capture.discover)
         self._cache = {}          # key -> [Entry], most recent first
         self._entries = []        # every entry, in trace order
         self._last = None
@@ -138,11 +139,13 @@ class CompiledFunction:
         key.append(("structure", _structure(spec)))
         for i, m in enumerate(self.mods):
             n = f"m{i}" if len(self.mods) > 1 else type(m).__name__
-            key.append((f"{n}.training", tuple(sm.training for _, sm in m.named_modules())))
+            named = list(m.named_modules())
+            key.append((f"{n}.training", tuple(sm.training for _, sm in named)))
             params = list(m.parameters())
             key.append((f"{n}.parameters", tuple(id(p) for p in params) +
                         tuple(id(b) for _, b in m.named_buffers())))
             key.append((f"{n}.grads", tuple(p.grad is None for p in params)))
+            key.append((f"{n}.attributes", _cap.module_values(named)))
         for j, opt in enumerate(self.opts):
             n = f"opt{j}" if len(self.opts) > 1 else type(opt).__name__
             key.append((f"{n}.hyper_parameters",
@@ -153,6 +156,8 @@ class CompiledFunction:
             key.append((f"{n}.state", tuple(p in opt.state for g in opt.param_groups for p in g["params"])))
         if self.loose:
             key.append(("tensors.grads", tuple(t.grad is None for t in self.loose)))
+        for label, read in self.values:   # a global or closure value baked into the trace as a constant
+            key.append((label, _cap.python_value(read())))
         from ..autograd.grad_mode import is_grad_enabled
         from .._dtype import get_default_dtype
         key.append(("grad_enabled", is_grad_enabled()))
@@ -165,6 +170,15 @@ class CompiledFunction:
         for name, v in new:
             if name not in o:
                 return f"{name}: new ({v!r:.80})"
+            if o[name] != v and name.endswith(".attributes"):
+                prev = dict(o[name])
+                for attr, pv in v:
+                    if prev.get(attr) != pv:
+                        return f"{name[:-len('attributes')]}{attr}: " + \
+                            (f"{_show_py(prev[attr])} -> {_show_py(pv)}" if attr in prev else "new")
+                return f"{name}: {_show(o[name])} -> {_show(v)}"
+            if o[name] != v and name in self._value_labels():
+                return f"{name}: {_show_py(o[name])} -> {_show_py(v)}"
             if o[name] != v:
                 return f"{name}: {_show(o[name])} -> {_show(v)}"
         for name in o:
@@ -225,8 +239,14 @@ class CompiledFunction:
                       f"failed: {reason}")
         return self._trace(args, kwargs)
 
+    def _value_labels(self):
+        return {label for label, _ in self.values}
+
     def _trace(self, args, kwargs):
-        mods, opts, loose = _cap.discover(self.fn, args, kwargs)
+        values = []
+        mods, opts, loose = _cap.discover(self.fn, args, kwargs, values)
+        labels = self._value_labels()
+        self.values += [(label, read) for label, read in values if label not in labels]
         for t in loose:
             if all(t is not x for x in self.loose):
                 self.loose.append(t)
@@ -246,8 +266,14 @@ class CompiledFunction:
         entry.end_key = self._key(args, kwargs)[0]
         changed = [f"{type(o).__name__}.param_groups[{i}]['lr']" for o, before in zip(self.opts, lrs)
                    for i, (g, b) in enumerate(zip(o.param_groups, before)) if g["lr"] != b]
+        labels = self._value_labels()
         changed += [name for (name, v0), (_, v1) in zip(key, entry.end_key)
-                    if name.endswith(".training") and v0 != v1]
+                    if (name.endswith((".training", ".attributes")) or name in labels) and v0 != v1]
+        side = {name for name in changed if name in labels}
+        if side:   # a value the function itself changes (a counter) is no guard: it runs eagerly, once keyed
+            self.values = [(label, read) for label, read in self.values if label not in side]
+            key = tuple(item for item in key if item[0] not in side)
+            entry.key = key
         changed += cap.arg_grads   # a gradient of an argument: each call's argument is another tensor
         if changed:
             msg = (f"ember.compile({self.__name__}): the function changed {', '.join(changed)} while it ran; "
@@ -393,6 +419,11 @@ def _show(v):
     if isinstance(v, tuple) and len(v) > 8:
         return f"<{len(v)} entries>"
     return f"{v!r:.80}"
+
+
+def _show_py(pv):
+    """A guarded Python value (capture.python_value) as the user wrote it."""
+    return "unset" if pv is None else f"{pv[1]!r:.60}"
 
 
 def _structure(spec):

@@ -468,10 +468,95 @@ def test_each_kind_of_value_read_guards_its_branch(read):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_a_half_precision_graph_keeps_its_dtype_and_eagers_values(dtype):
     def fn(x):
-        return ((x * 2).exp() + x.softmax(-1)).sum(0) @ x.t()
+        return ((x * 0.5).exp() + x.softmax(-1)).sum(0) @ x.t()
     x = ember.randn(3, 4).to(getattr(ember, dtype))
     f = ember.compile(fn)
     for i in (1, 2, 3):
         got, want = f(x * i), fn(x * i)
         assert got.dtype == want.dtype == getattr(ember, dtype)
         np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+SCALE = 2.0
+COUNT = 0
+NAN = float("nan")
+
+
+def _scaled(x):
+    return x * SCALE
+
+
+def test_a_global_python_value_is_guarded():
+    # baked into the trace as a constant: without the guard the compiled call kept returning x * 2.0
+    global SCALE
+    f = ember.compile(_scaled)
+    assert f(ember.ones(1)).tolist() == [2.0]
+    try:
+        SCALE = 3.0
+        with pytest.warns(UserWarning, match=r"guard failed: global SCALE: 2\.0 -> 3\.0"):
+            assert f(ember.ones(1)).tolist() == [3.0]
+        strict = ember.compile(_scaled, strict=True)
+        strict(ember.ones(1))
+        SCALE = 4.0
+        with pytest.raises(GuardError, match="global SCALE: 3.0 -> 4.0"):
+            strict(ember.ones(1))
+    finally:
+        SCALE = 2.0
+    assert f(ember.ones(1)).tolist() == [2.0] and f.cache_info().hits == 1   # the first trace again
+
+
+def test_a_closure_value_and_a_list_in_it_are_guarded():
+    k, scale = [2.0], 1.5
+
+    def g(x):
+        return x * k[0] + scale
+    f = ember.compile(g)
+    f(ember.ones(1))
+    k[0] = 5.0
+    with pytest.warns(UserWarning, match=r"k \(closure of g\): \(2\.0,\) -> \(5\.0,\)"):
+        assert f(ember.ones(1)).tolist() == [6.5]
+
+
+def test_a_python_attribute_of_a_module_or_submodule_is_guarded():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.0))
+            self.temperature = 1.0
+
+        def forward(self, x):
+            return self.body(x) / self.temperature
+    m = Scaled()
+    f = ember.compile(m)
+    x = ember.ones(1, 2)
+    f(x)
+    m.temperature = 2.0
+    with pytest.warns(UserWarning, match=r"Scaled\.temperature: 1\.0 -> 2\.0"):
+        np.testing.assert_array_equal(f(x).detach().numpy(), m(x).detach().numpy())
+    m.body[1].p = 0.5
+    with pytest.warns(UserWarning, match=r"Scaled\.body\.1\.p: 0\.0 -> 0\.5"):
+        f(x)
+
+
+def test_a_global_the_function_changes_runs_eagerly_saying_so():
+    def step(x):
+        global COUNT
+        COUNT += 1              # a Python side effect: a replay would not count
+        return x * 2
+    f = ember.compile(step)
+    before = COUNT
+    with pytest.warns(UserWarning, match="changed global COUNT while it ran"):
+        f(ember.ones(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # once: later calls run eagerly, no retrace per count
+        f(ember.ones(1)); f(ember.ones(1))
+    assert COUNT == before + 3 and f.cache_info().traces == 1 and f.cache_info().eager_calls == 2
+
+
+def test_a_nan_global_does_not_retrace():
+    f = ember.compile(lambda x: x + NAN)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            f(ember.ones(1))
+    assert f.cache_info().traces == 1
