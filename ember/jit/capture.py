@@ -73,17 +73,19 @@ def discover(fn, args=(), kwargs=None, values=None):
     """The nn.Modules, optimizers and loose leaf tensors that require grad (whose `.grad` backward may
     set) reachable from `fn` (itself, its bound `self`, its closure, the globals its code names, one
     level of attributes of those objects) and from the arguments. With a list `values`, also the
-    Python values the functions found read from their globals and closures: `(label, read)` pairs,
-    `read()` giving the value now (see `python_value`), which the compiler guards."""
+    Python values the trace may have baked in as constants: `(label, read)` pairs, `read()` giving the
+    value now (see `python_value`), for the globals and closure cells the functions read and the
+    attributes of plain objects (a `cfg`, `self`) whose names their code uses. The compiler guards them."""
     from ..nn import Module
     from ..optim import Optimizer
     mods, opts, loose, seen = [], [], [], set()
+    named = set()   # every name the visited functions' code uses (globals and attributes alike)
 
     def note(label, read):
         if values is not None and python_value(read()) is not None:
             values.append((label, read))
 
-    def visit(obj, depth):
+    def visit(obj, depth, label):
         if id(obj) in seen or obj is None or isinstance(obj, (int, float, str, bytes, bool)):
             return
         seen.add(id(obj))
@@ -100,43 +102,44 @@ def discover(fn, args=(), kwargs=None, values=None):
         if isinstance(obj, (types.ModuleType, type)):
             return
         if isinstance(obj, (list, tuple)) and len(obj) <= 64:
-            for x in obj:
-                visit(x, depth)
+            for i, x in enumerate(obj):
+                visit(x, depth, f"{label}[{i}]")
         elif isinstance(obj, dict) and len(obj) <= 64:
-            for x in obj.values():
-                visit(x, depth)
+            for k, x in obj.items():
+                visit(x, depth, f"{label}[{k!r}]")
         elif isinstance(obj, types.MethodType):
-            visit(obj.__self__, depth)
-            visit(obj.__func__, depth)
+            visit(obj.__func__, depth, obj.__func__.__name__)   # first: its names pick self's attributes
+            visit(obj.__self__, depth, "self")
         elif isinstance(obj, types.FunctionType):
             if depth > 3:
                 return
+            names = _code_names(obj.__code__)
+            named.update(names)
             for var, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
                 try:
-                    visit(cell.cell_contents, depth + 1)
+                    visit(cell.cell_contents, depth + 1, var)
                 except ValueError:   # an empty cell
                     continue
                 note(f"{var} (closure of {obj.__name__})", lambda cell=cell: _cell(cell))
             g = obj.__globals__
-            for name in _code_names(obj.__code__):
+            for name in names:
                 if name in g:
-                    visit(g[name], depth + 1)
+                    visit(g[name], depth + 1, name)
                     note(f"global {name}", lambda g=g, name=name: g.get(name, _MISSING))
             for d in (obj.__defaults__ or ()):
-                visit(d, depth + 1)
-        elif hasattr(obj, "__dict__") and depth <= 2 and not callable(obj):
-            for x in list(vars(obj).values()):
-                visit(x, depth + 1)
-        elif hasattr(obj, "__dict__") and depth <= 2 and hasattr(type(obj), "__call__"):
-            for x in list(vars(obj).values()):
-                visit(x, depth + 1)
+                visit(d, depth + 1, f"{obj.__name__} default")
+        elif hasattr(obj, "__dict__") and depth <= 2 and (not callable(obj) or hasattr(type(obj), "__call__")):
+            for k, x in list(vars(obj).items()):
+                visit(x, depth + 1, f"{label}.{k}")
+                if k in named and k[0] != "_":   # an attribute the code reads by name: cfg.scale, self.temp
+                    note(f"{label}.{k}", lambda obj=obj, k=k: getattr(obj, k, _MISSING))
 
-    visit(fn, 0)
+    visit(fn, 0, getattr(fn, "__name__", type(fn).__name__))
     n_loose = len(loose)
-    for a in args:
-        visit(a, 1)
-    for a in (kwargs or {}).values():
-        visit(a, 1)
+    for i, a in enumerate(args):
+        visit(a, 1, f"args[{i}]")
+    for k, a in (kwargs or {}).items():
+        visit(a, 1, k)
     del loose[n_loose:]   # an argument tensor is an input, new at each call: not a slot to hold on to
     # a module that is a submodule of another discovered module is reached through it
     subs = set()

@@ -560,3 +560,45 @@ def test_a_nan_global_does_not_retrace():
         for _ in range(3):
             f(ember.ones(1))
     assert f.cache_info().traces == 1
+
+
+class _Config:
+    pass
+
+
+CFG = _Config()
+CFG.scale, CFG.unused = 2.0, 1
+
+
+def _by_config(x):
+    return x * CFG.scale
+
+
+def test_attributes_of_a_plain_object_the_code_reads_are_guarded_and_others_not():
+    f = ember.compile(_by_config)
+    f(ember.ones(1))
+    try:
+        CFG.unused = 5                       # not a name the code uses: no retrace
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert f(ember.ones(1)).tolist() == [2.0]
+        CFG.scale = 3.0
+        with pytest.warns(UserWarning, match=r"CFG\.scale: 2\.0 -> 3\.0"):
+            assert f(ember.ones(1)).tolist() == [3.0]
+    finally:
+        CFG.scale, CFG.unused = 2.0, 1
+
+    class Trainer:
+        def __init__(self):
+            self.temperature, self.iteration = 2.0, 0
+
+        def step(self, x):
+            return x / self.temperature
+    t = Trainer()
+    g = ember.compile(t.step)
+    g(ember.ones(1))
+    t.iteration += 1                         # a counter the step does not read
+    assert g(ember.ones(1)).tolist() == [0.5] and g.cache_info().traces == 1
+    t.temperature = 4.0
+    with pytest.warns(UserWarning, match=r"self\.temperature: 2\.0 -> 4\.0"):
+        assert g(ember.ones(1)).tolist() == [0.25]
