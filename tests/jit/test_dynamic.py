@@ -76,28 +76,21 @@ def test_mean_and_unbiased_variance_divisors_are_counts_of_the_batch():
     their gradients multiply by 1/B folded into a fill: 'a constant that differs', so every new size
     retraced. As counts of the batch (k*B + c, or 1/(k*B + c)) they are filled in for each size, bit for
     bit eager's."""
+    def make_step(lin):
+        opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            out = lin(x)
+            loss = ember.nn.functional.mse_loss(out, y) + out.var(0).sum() + out.std()
+            loss.backward()
+            opt.step()
+            return loss
+        return step
     ember.manual_seed(0)
-    lin = ember.nn.Linear(3, 2)
-    opt = ember.optim.SGD(lin.parameters(), lr=0.1)
-
-    def step(x, y):
-        opt.zero_grad()
-        out = lin(x)
-        loss = ember.nn.functional.mse_loss(out, y) + out.var(0).sum() + out.std()
-        loss.backward()
-        opt.step()
-        return loss
-    ref = ember.nn.Linear(3, 2)
+    lin, ref = ember.nn.Linear(3, 2), ember.nn.Linear(3, 2)
     ref.load_state_dict(lin.state_dict())
-    ref_opt = ember.optim.SGD(ref.parameters(), lr=0.1)
-
-    def ref_step(x, y):
-        ref_opt.zero_grad()
-        out = ref(x)
-        loss = ember.nn.functional.mse_loss(out, y) + out.var(0).sum() + out.std()
-        loss.backward()
-        ref_opt.step()
-        return loss
+    step, ref_step = make_step(lin), make_step(ref)
     f = ember.compile(step, dynamic=True)
     rng = np.random.default_rng(0)
     with warnings.catch_warnings():

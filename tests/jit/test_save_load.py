@@ -46,27 +46,39 @@ def _run_fresh(tmp_path, path, mode, *arrays):
     return r.stdout
 
 
-@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt", "zoo_gpt"])
-def test_saved_inference_graph_runs_without_the_model_code(tmp_path, kind):
+def _saved_inference(kind, path):
+    """A reference model traced in eval mode and saved at `path`: (its input, its output)."""
     model, _, x, _ = make(kind)
     model.eval()
     with ember.no_grad():
         traced = ember.jit.trace(model, x)
         ref = model(x).numpy()
-    path = tmp_path / f"{kind}.ejit"
     traced.save(path)
+    return x, ref
+
+
+def _saved_step(path):
+    """The MLP's compiled training step saved at `path` (its steady-state trace), then run twice more
+    from the same seed the runners use: (model, x, y, those two losses)."""
+    model, opt, x, y = make("mlp")
+    step = ember.compile(step_fn(model, opt))
+    step(x, y); step(x, y)                      # the steady-state trace (optimizer state exists)
+    step.save(path)
+    ember.manual_seed(5)
+    return model, x, y, [step(x, y).item() for _ in range(2)]
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt", "zoo_gpt"])
+def test_saved_inference_graph_runs_without_the_model_code(tmp_path, kind):
+    path = tmp_path / f"{kind}.ejit"
+    x, ref = _saved_inference(kind, path)
     _run_fresh(tmp_path, path, "infer", x.numpy())
     np.testing.assert_array_equal(np.load(str(path) + ".out.npy"), ref)
 
 
 def test_saved_training_step_trains_in_a_fresh_process(tmp_path):
-    model, opt, x, y = make("mlp")
-    step = ember.compile(step_fn(model, opt))
-    step(x, y); step(x, y)                      # the steady-state trace (optimizer state exists)
     path = tmp_path / "step.ejit"
-    step.save(path)
-    ember.manual_seed(5)
-    losses = [step(x, y).item() for _ in range(2)]
+    model, x, y, losses = _saved_step(path)
     out = _run_fresh(tmp_path, path, "train", x.numpy(), y.numpy())
     np.testing.assert_array_equal(json.loads(out), losses)
     state = np.load(str(path) + ".state.npz")
@@ -87,22 +99,12 @@ def _run_here(path, mode, *arrays):
 
 @pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt", "zoo_gpt"])
 def test_saved_inference_graph_loads_in_this_process(tmp_path, kind):
-    model, _, x, _ = make(kind)
-    model.eval()
-    with ember.no_grad():
-        traced = ember.jit.trace(model, x)
-        ref = model(x).numpy()
-    traced.save(tmp_path / "g.ejit")
+    x, ref = _saved_inference(kind, tmp_path / "g.ejit")
     np.testing.assert_array_equal(_run_here(tmp_path / "g.ejit", "infer", x.numpy()), ref)
 
 
 def test_saved_training_step_trains_when_loaded_in_this_process(tmp_path):
-    model, opt, x, y = make("mlp")
-    step = ember.compile(step_fn(model, opt))
-    step(x, y); step(x, y)
-    step.save(tmp_path / "step.ejit")
-    ember.manual_seed(5)
-    losses = [step(x, y).item() for _ in range(2)]
+    model, x, y, losses = _saved_step(tmp_path / "step.ejit")
     got, state = _run_here(tmp_path / "step.ejit", "train", x.numpy(), y.numpy())
     assert got == losses
     for name, p in model.named_parameters():
