@@ -554,12 +554,28 @@ def test_a_global_the_function_changes_runs_eagerly_saying_so():
 
 
 def test_a_nan_global_does_not_retrace():
+    global NAN
     f = ember.compile(lambda x: x + NAN)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for _ in range(3):
+            NAN = float("nan")      # a new NaN object each time: equal to nothing, hashed by identity
             f(ember.ones(1))
     assert f.cache_info().traces == 1
+
+
+def test_a_global_int_that_becomes_an_equal_float_retraces():
+    global SCALE
+    f = ember.compile(_scaled)
+    try:
+        SCALE = 2
+        assert f(ember.arange(3)).dtype == ember.int64
+        SCALE = 2.0                 # == 2, but an int tensor times a float is float
+        with pytest.warns(UserWarning, match="global SCALE: 2 -> 2.0"):
+            out = f(ember.arange(3))
+        assert out.dtype == _scaled(ember.arange(3)).dtype and out.tolist() == [0.0, 2.0, 4.0]
+    finally:
+        SCALE = 2.0
 
 
 class _Config:
