@@ -131,7 +131,7 @@ def discover(fn, args=(), kwargs=None, values=None):
         elif hasattr(obj, "__dict__") and depth <= 2 and (not callable(obj) or hasattr(type(obj), "__call__")):
             for k, x in list(vars(obj).items()):
                 visit(x, depth + 1, f"{label}.{k}")
-                if k in named and k[0] != "_":   # an attribute the code reads by name: cfg.scale, self.temp
+                if k in named:   # an attribute the code reads by name: cfg.scale, self._temp
                     note(f"{label}.{k}", lambda obj=obj, k=k: getattr(obj, k, _MISSING))
 
     visit(fn, 0, getattr(fn, "__name__", type(fn).__name__))
@@ -179,12 +179,12 @@ def _nan(x):
 
 def module_values(named) -> tuple:
     """(name, value) of the Python values held as attributes by modules (`named`: a module's
-    `named_modules()`): Dropout's `p`, a temperature set on the model. Guarded like parameters."""
+    `named_modules()`): Dropout's `p`, a `_temperature` set on the model. Guarded like parameters."""
     out = []
     for sub, sm in named:
         for k, v in sm.__dict__.items():
             t = type(v)   # the type first: most attributes are dicts, tensors and modules
-            if (t in _SCALARS or t is tuple or t is list) and k[0] != "_" and k != "training":
+            if (t in _SCALARS or t is tuple or t is list) and k != "training":
                 pv = python_value(v)
                 if pv is not None:
                     out.append((f"{sub}.{k}" if sub else k, pv))

@@ -522,10 +522,10 @@ def test_a_python_attribute_of_a_module_or_submodule_is_guarded():
         def __init__(self):
             super().__init__()
             self.body = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.0))
-            self.temperature = 1.0
+            self.temperature, self._shift = 1.0, 0.0
 
         def forward(self, x):
-            return self.body(x) / self.temperature
+            return self.body(x) / self.temperature + self._shift
     m = Scaled()
     f = ember.compile(m)
     x = ember.ones(1, 2)
@@ -536,6 +536,9 @@ def test_a_python_attribute_of_a_module_or_submodule_is_guarded():
     m.body[1].p = 0.5
     with pytest.warns(UserWarning, match=r"Scaled\.body\.1\.p: 0\.0 -> 0\.5"):
         f(x)
+    m.body[1].p, m._shift = 0.0, 1.0       # a private attribute is as much a constant of the trace
+    with pytest.warns(UserWarning, match=r"Scaled\._shift: 0\.0 -> 1\.0"):
+        np.testing.assert_array_equal(f(x).detach().numpy(), m(x).detach().numpy())
 
 
 def test_a_global_the_function_changes_runs_eagerly_saying_so():
