@@ -134,13 +134,27 @@ def discover(fn, args=(), kwargs=None, values=None):
                 if k in named:   # an attribute the code reads by name: cfg.scale, self._temp
                     note(f"{label}.{k}", lambda obj=obj, k=k: getattr(obj, k, _MISSING))
 
+    classes = set()
+
+    def forwards():
+        """The forward code of the modules found (and their submodules): what it reads from its globals
+        and closures is as much the trace's as what `fn` reads (`x * SCALE` inside `forward`)."""
+        for m in list(mods):
+            for sm in m.modules():
+                fwd = getattr(type(sm), "forward", None)
+                if isinstance(fwd, types.FunctionType) and type(sm) not in classes:
+                    classes.add(type(sm))
+                    visit(fwd, 1, f"{type(sm).__name__}.forward")
+
     visit(fn, 0, getattr(fn, "__name__", type(fn).__name__))
+    forwards()
     n_loose = len(loose)
     for i, a in enumerate(args):
         visit(a, 1, f"args[{i}]")
     for k, a in (kwargs or {}).items():
         visit(a, 1, k)
     del loose[n_loose:]   # an argument tensor is an input, new at each call: not a slot to hold on to
+    forwards()            # of modules passed as arguments
     # a module that is a submodule of another discovered module is reached through it
     subs = set()
     for m in mods:

@@ -621,3 +621,29 @@ def test_attributes_of_a_plain_object_the_code_reads_are_guarded_and_others_not(
     t.temperature = 4.0
     with pytest.warns(UserWarning, match=r"self\.temperature: 2\.0 -> 4\.0"):
         assert g(ember.ones(1)).tolist() == [0.25]
+
+
+class _GlobalScaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(1, 1)
+
+    def forward(self, x):
+        return self.lin(x) * SCALE       # a global read by a module's forward, not by the compiled fn
+
+
+def test_a_global_read_by_a_modules_forward_is_guarded():
+    global SCALE
+    m = _GlobalScaled()
+    f = ember.compile(m)
+    g = ember.compile(lambda x, mod: mod(x) + 0)     # the module passed as an argument
+    x = ember.ones(1, 1)
+    f(x); g(x, m)
+    try:
+        SCALE = 3.0
+        with pytest.warns(UserWarning, match=r"global SCALE: 2\.0 -> 3\.0"):
+            assert f(x).item() == m(x).item()
+        with pytest.warns(UserWarning, match=r"global SCALE: 2\.0 -> 3\.0"):
+            assert g(x, m).item() == m(x).item()
+    finally:
+        SCALE = 2.0
