@@ -145,6 +145,8 @@ class CompiledFunction:
             key.append((f"{n}.parameters", tuple(id(p) for p in params) +
                         tuple(id(b) for _, b in m.named_buffers())))
             key.append((f"{n}.grads", tuple(p.grad is None for p in params)))
+            # a layer frozen (or unfrozen) between calls: the trace computed and applied its gradients
+            key.append((f"{n}.requires_grad", tuple(p.requires_grad for p in params)))
             key.append((f"{n}.attributes", _cap.module_values(named)))
         for j, opt in enumerate(self.opts):
             n = f"opt{j}" if len(self.opts) > 1 else type(opt).__name__
@@ -156,6 +158,7 @@ class CompiledFunction:
             key.append((f"{n}.state", tuple(p in opt.state for g in opt.param_groups for p in g["params"])))
         if self.loose:
             key.append(("tensors.grads", tuple(t.grad is None for t in self.loose)))
+            key.append(("tensors.requires_grad", tuple(t.requires_grad for t in self.loose)))
         for label, read in self.values:   # a global or closure value baked into the trace as a constant
             key.append((label, _cap.python_value(read())))
         from ..autograd.grad_mode import is_grad_enabled
@@ -177,6 +180,10 @@ class CompiledFunction:
                         return f"{name[:-len('attributes')]}{attr}: " + \
                             (f"{_show_py(prev[attr])} -> {_show_py(pv)}" if attr in prev else "new")
                 return f"{name}: {_show(o[name])} -> {_show(v)}"
+            if o[name] != v and name.endswith(".requires_grad") and len(o[name]) == len(v):
+                names = self._param_names(name[:-len(".requires_grad")])
+                i = next(i for i, (a, b) in enumerate(zip(o[name], v)) if a != b)
+                return f"{names[i] if i < len(names) else f'parameter {i}'}.requires_grad: {o[name][i]} -> {v[i]}"
             if o[name] != v and name in self._value_labels():
                 return f"{name}: {_show_py(o[name])} -> {_show_py(v)}"
             if o[name] != v:
@@ -238,6 +245,13 @@ class CompiledFunction:
                 _warn(f"ember.compile({self.__name__}): retracing (retrace {self._stats['retraces']}): guard "
                       f"failed: {reason}")
         return self._trace(args, kwargs)
+
+    def _param_names(self, n):
+        """The parameter names of key prefix `n` (a module's, as in _key; 'tensors': loose leaves)."""
+        for i, m in enumerate(self.mods):
+            if n == (f"m{i}" if len(self.mods) > 1 else type(m).__name__):
+                return [f"{n}.{k}" for k, _ in m.named_parameters()]
+        return [f"{n}[{i}]" for i in range(len(self.loose))]
 
     def _value_labels(self):
         return {label for label, _ in self.values}

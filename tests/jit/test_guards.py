@@ -647,3 +647,32 @@ def test_a_global_read_by_a_modules_forward_is_guarded():
             assert g(x, m).item() == m(x).item()
     finally:
         SCALE = 2.0
+
+
+def test_freezing_a_layer_between_calls_retraces():
+    # the trace computed and applied the frozen layer's gradients: it kept training, and the rest of
+    # the model moved differently from eager
+    def run(compiled):
+        ember.manual_seed(0)
+        m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+        opt = ember.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        f = ember.compile(step) if compiled else step
+        x = ember.ones(4, 2)
+        f(x); f(x); f(x)
+        m[0].weight.requires_grad_(False)
+        frozen = m[0].weight.detach().numpy().copy()
+        f(x); f(x)
+        return frozen, [p.detach().numpy() for p in m.parameters()]
+    frozen, want = run(False)
+    with pytest.warns(UserWarning, match=r"Sequential\.0\.weight\.requires_grad: True -> False"):
+        frozen_c, got = run(True)
+    np.testing.assert_array_equal(got[0], frozen_c)            # not updated once frozen
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
