@@ -148,6 +148,10 @@ class CompiledFunction:
             # a layer frozen (or unfrozen) between calls: the trace computed and applied its gradients
             key.append((f"{n}.requires_grad", tuple(p.requires_grad for p in params)))
             key.append((f"{n}.attributes", _cap.module_values(named)))
+            # hooks added or removed between calls: a replay runs none of them, the trace ran those it saw
+            key.append((f"{n}.hooks", tuple((tuple(sm._forward_pre_hooks), tuple(sm._forward_hooks))
+                                            for _, sm in named) +
+                        tuple((len(p._hooks or ()), len(p._post_acc_hooks or ())) for p in params)))
         for j, opt in enumerate(self.opts):
             n = f"opt{j}" if len(self.opts) > 1 else type(opt).__name__
             key.append((f"{n}.hyper_parameters",
@@ -184,6 +188,8 @@ class CompiledFunction:
                 names = self._param_names(name[:-len(".requires_grad")])
                 i = next(i for i, (a, b) in enumerate(zip(o[name], v)) if a != b)
                 return f"{names[i] if i < len(names) else f'parameter {i}'}.requires_grad: {o[name][i]} -> {v[i]}"
+            if o[name] != v and name.endswith(".hooks"):
+                return f"{name[:-len('.hooks')]}: a forward, pre-forward or gradient hook was added or removed"
             if o[name] != v and name in self._value_labels():
                 return f"{name}: {_show_py(o[name])} -> {_show_py(v)}"
             if o[name] != v:

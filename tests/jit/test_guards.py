@@ -676,3 +676,21 @@ def test_freezing_a_layer_between_calls_retraces():
     np.testing.assert_array_equal(got[0], frozen_c)            # not updated once frozen
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_hooks_added_or_removed_between_calls_retrace():
+    m = nn.Linear(2, 2)
+    f = ember.compile(m)
+    x = ember.ones(1, 2)
+    f(x)
+    h = m.register_forward_hook(lambda mod, inp, out: out * 0)   # ignored by a replay of the old trace
+    with pytest.warns(UserWarning, match="Linear: a forward, pre-forward or gradient hook was added or removed"):
+        assert f(x).tolist() == [[0.0, 0.0]]
+    h.remove()
+    assert f(x).tolist() == m(x).tolist()          # the first trace again
+    m.register_forward_pre_hook(lambda mod, inp: (inp[0] * 2,))
+    with pytest.warns(UserWarning, match="hook was added or removed"):
+        assert f(x).tolist() == m(x).tolist()
+    m.weight.register_hook(lambda g: g * 0)
+    with pytest.warns(UserWarning, match="hook was added or removed"):
+        f(x)
