@@ -140,6 +140,8 @@ class CompiledFunction:
         for i, m in enumerate(self.mods):
             n = f"m{i}" if len(self.mods) > 1 else type(m).__name__
             named = list(m.named_modules())
+            # a submodule swapped for another (Tanh for Sigmoid): no parameter changes, the trace does
+            key.append((f"{n}.modules", tuple((sub, type(sm)) for sub, sm in named)))
             key.append((f"{n}.training", tuple(sm.training for _, sm in named)))
             params = list(m.parameters())
             key.append((f"{n}.parameters", tuple(id(p) for p in params) +
@@ -188,6 +190,13 @@ class CompiledFunction:
                 names = self._param_names(name[:-len(".requires_grad")])
                 i = next(i for i, (a, b) in enumerate(zip(o[name], v)) if a != b)
                 return f"{names[i] if i < len(names) else f'parameter {i}'}.requires_grad: {o[name][i]} -> {v[i]}"
+            if o[name] != v and name.endswith(".modules"):
+                prev = dict(o[name])
+                for sub, t in v:
+                    if prev.get(sub) is not t:
+                        was = prev[sub].__name__ if sub in prev else "none"
+                        return f"{name[:-len('modules')]}{sub or '(itself)'}: {was} -> {t.__name__}"
+                return f"{name[:-len('.modules')]}: a submodule was removed"
             if o[name] != v and name.endswith(".hooks"):
                 return f"{name[:-len('.hooks')]}: a forward, pre-forward or gradient hook was added or removed"
             if o[name] != v and name in self._value_labels():

@@ -694,3 +694,13 @@ def test_hooks_added_or_removed_between_calls_retrace():
     m.weight.register_hook(lambda g: g * 0)
     with pytest.warns(UserWarning, match="hook was added or removed"):
         f(x)
+
+
+def test_a_submodule_swapped_for_another_without_parameters_retraces():
+    m = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+    f = ember.compile(m)
+    x = ember.ones(1, 2)
+    f(x)
+    m[1] = nn.Sigmoid()                    # same parameters, same attributes: only the type tells
+    with pytest.warns(UserWarning, match=r"Sequential\.1: Tanh -> Sigmoid"):
+        np.testing.assert_array_equal(f(x).detach().numpy(), m(x).detach().numpy())
