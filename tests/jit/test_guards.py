@@ -652,23 +652,18 @@ def test_a_global_read_by_a_modules_forward_is_guarded():
 def test_freezing_a_layer_between_calls_retraces():
     # the trace computed and applied the frozen layer's gradients: it kept training, and the rest of
     # the model moved differently from eager
+    from tests.jit.models import step_fn
+
     def run(compiled):
         ember.manual_seed(0)
-        m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
-        opt = ember.optim.SGD(m.parameters(), lr=0.1)
-
-        def step(x):
-            opt.zero_grad()
-            loss = m(x).pow(2).sum()
-            loss.backward()
-            opt.step()
-            return loss
+        m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 2))
+        step = step_fn(m, ember.optim.SGD(m.parameters(), lr=0.1))
         f = ember.compile(step) if compiled else step
-        x = ember.ones(4, 2)
-        f(x); f(x); f(x)
+        x, y = ember.randn(4, 2), ember.tensor([0, 1, 1, 0])
+        f(x, y); f(x, y); f(x, y)
         m[0].weight.requires_grad_(False)
         frozen = m[0].weight.detach().numpy().copy()
-        f(x); f(x)
+        f(x, y); f(x, y)
         return frozen, [p.detach().numpy() for p in m.parameters()]
     frozen, want = run(False)
     with pytest.warns(UserWarning, match=r"Sequential\.0\.weight\.requires_grad: True -> False"):
