@@ -162,6 +162,10 @@ class CompiledFunction:
                               for g in opt.param_groups)))
             key.append((f"{n}.params", tuple(tuple(id(p) for p in g["params"]) for g in opt.param_groups)))
             key.append((f"{n}.state", tuple(p in opt.state for g in opt.param_groups for p in g["params"])))
+            # the state tensors themselves: load_state_dict puts new ones in, which the trace never saw
+            key.append((f"{n}.state_tensors", tuple(id(v) for g in opt.param_groups for p in g["params"]
+                                                    for v in opt.state.get(p, {}).values()
+                                                    if isinstance(v, Tensor))))
         if self.loose:
             key.append(("tensors.grads", tuple(t.grad is None for t in self.loose)))
             key.append(("tensors.requires_grad", tuple(t.requires_grad for t in self.loose)))
@@ -197,6 +201,8 @@ class CompiledFunction:
                         was = prev[sub].__name__ if sub in prev else "none"
                         return f"{name[:-len('modules')]}{sub or '(itself)'}: {was} -> {t.__name__}"
                 return f"{name[:-len('.modules')]}: a submodule was removed"
+            if o[name] != v and name.endswith(".state_tensors"):
+                return f"{name[:-len('_tensors')]}: its tensors were replaced (load_state_dict?)"
             if o[name] != v and name.endswith(".hooks"):
                 return f"{name[:-len('.hooks')]}: a forward, pre-forward or gradient hook was added or removed"
             if o[name] != v and name in self._value_labels():

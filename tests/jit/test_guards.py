@@ -699,3 +699,32 @@ def test_a_submodule_swapped_for_another_without_parameters_retraces():
     m[1] = nn.Sigmoid()                    # same parameters, same attributes: only the type tells
     with pytest.warns(UserWarning, match=r"Sequential\.1: Tanh -> Sigmoid"):
         np.testing.assert_array_equal(f(x).detach().numpy(), m(x).detach().numpy())
+
+
+def test_optimizer_state_loaded_between_calls_retraces():
+    # load_state_dict puts new state tensors in: the replay kept updating the old ones
+    import copy
+
+    def scenario(compiled):
+        ember.manual_seed(0)
+        m = nn.Linear(2, 2)
+        opt = ember.optim.Adam(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            m(x).pow(2).sum().backward()
+            opt.step()
+        f = ember.compile(step) if compiled else step
+        x = ember.ones(3, 2)
+        for _ in range(3):
+            f(x)
+        saved = copy.deepcopy(m.state_dict()), copy.deepcopy(opt.state_dict())
+        f(x); f(x)
+        m.load_state_dict(saved[0])
+        opt.load_state_dict(saved[1])
+        f(x); f(x)
+        return m.weight.detach().numpy()
+    want = scenario(False)
+    with pytest.warns(UserWarning, match=r"Adam\.state: its tensors were replaced"):
+        got = scenario(True)
+    np.testing.assert_array_equal(got, want)
