@@ -447,6 +447,7 @@ class Capture:
         self.args_leaves = []
         self.arg_spec = None
         self.out_devices = []
+        self.out_requires_grad = False
 
 
 def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
@@ -539,6 +540,7 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
     for path, t in out_leaves:
         g.outputs.append(tracer.value_of(t))
     cap.out_devices = [t._device for _, t in out_leaves]
+    cap.out_requires_grad = any(t.requires_grad for _, t in out_leaves)   # eagerly, they had a graph
     out_ids = {id(t) for _, t in out_leaves}
 
     # escapes: live tensors holding a computed value that the caller can still reach; a parameter's

@@ -91,6 +91,7 @@ class CompiledFunction:
         self._stats = {"traces": 0, "hits": 0, "retraces": 0, "eager_calls": 0}
         self._reasons = []
         self._full_warned = False
+        self._graphless_warned = False
         self._argnames = None
         functools.update_wrapper(self, fn, updated=())
         if not hasattr(self, "__name__"):
@@ -420,6 +421,12 @@ class CompiledFunction:
                 t._data = a
         for slot in cap.cleared_grads:
             slot.clear()
+        if cap.out_requires_grad and not self._graphless_warned and \
+                not any(isinstance(ref, _cap.GradOf) for ref in cap.escape_refs):   # (a step's loss: backward ran)
+            self._graphless_warned = True
+            _warn(f"ember.compile({self.__name__}): a compiled call's outputs carry no autograd graph (eagerly "
+                  f"they would require grad), so .backward() on them fails; compile the whole step, "
+                  f"forward, loss.backward() and the optimizer step, or call the model eagerly")
         return _build(cap.out_spec, outs, reads, cap.out_devices)
 
     # --- introspection -------------------------------------------------------------------------------

@@ -201,3 +201,33 @@ def test_jit_trace_takes_passes():
     assert "Fused" not in str(traced.graph) and traced(ember.ones(3)).tolist() == [3.0] * 3
     fused = ember.jit.trace(lambda x: (x * 2).relu() + 1, ember.ones(3))
     assert "Fused" in str(fused.graph)
+
+
+def test_graphless_outputs_are_announced_once_and_a_whole_step_is_quiet():
+    m = nn.Linear(2, 1)
+    f = ember.compile(lambda x: m(x))
+    x = ember.ones(3, 2)
+    f(x)                                         # the trace: eager, with a graph
+    with pytest.warns(UserWarning, match="outputs carry no autograd graph"):
+        out = f(x)
+    assert not out.requires_grad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # once per compiled function
+        f(x)
+        with ember.no_grad():
+            g = ember.compile(lambda x: m(x))
+            g(x); g(x)                           # no graph eagerly either: nothing to announce
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    s = ember.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s(x)
+        for _ in range(3):                       # the steady-state retrace says nothing either
+            s(x)
