@@ -447,7 +447,7 @@ class Capture:
         self.args_leaves = []
         self.arg_spec = None
         self.out_devices = []
-        self.out_requires_grad = False
+        self.graphless = False   # eagerly its outputs had an autograd graph, and no backward ran
 
 
 def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
@@ -540,7 +540,6 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
     for path, t in out_leaves:
         g.outputs.append(tracer.value_of(t))
     cap.out_devices = [t._device for _, t in out_leaves]
-    cap.out_requires_grad = any(t.requires_grad for _, t in out_leaves)   # eagerly, they had a graph
     out_ids = {id(t) for _, t in out_leaves}
 
     # escapes: live tensors holding a computed value that the caller can still reach; a parameter's
@@ -572,6 +571,10 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
             continue
         g.escapes.append(v)
         cap.escape_refs.append(weakref.ref(t))
+
+    # outputs that would require grad eagerly, from a call that ran no backward: the caller may want one
+    cap.graphless = any(t.requires_grad for _, t in out_leaves) and \
+        not any(isinstance(ref, GradOf) for ref in cap.escape_refs)
 
     # value reads are guards (except those only returned)
     for i, (v, kind, value, where) in enumerate(tracer.reads):

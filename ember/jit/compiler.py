@@ -184,24 +184,19 @@ class CompiledFunction:
         for name, v in new:
             if name not in o:
                 return f"{name}: new ({v!r:.80})"
-            if o[name] != v and name.endswith(".attributes"):
+            if o[name] != v and name.endswith((".attributes", ".modules")):   # (name, value) records
+                prefix = name[:name.rindex(".") + 1]
+                show = _show_py if name.endswith(".attributes") else (lambda t: t.__name__)
                 prev = dict(o[name])
-                for attr, pv in v:
-                    if prev.get(attr) != pv:
-                        return f"{name[:-len('attributes')]}{attr}: " + \
-                            (f"{_show_py(prev[attr])} -> {_show_py(pv)}" if attr in prev else "new")
+                for k, x in v:
+                    if k not in prev or prev[k] != x:
+                        change = f"{show(prev[k])} -> {show(x)}" if k in prev else "new"
+                        return f"{prefix}{k or '(itself)'}: {change}"
                 return f"{name}: {_show(o[name])} -> {_show(v)}"
             if o[name] != v and name.endswith(".requires_grad") and len(o[name]) == len(v):
                 names = self._param_names(name[:-len(".requires_grad")])
                 i = next(i for i, (a, b) in enumerate(zip(o[name], v)) if a != b)
                 return f"{names[i] if i < len(names) else f'parameter {i}'}.requires_grad: {o[name][i]} -> {v[i]}"
-            if o[name] != v and name.endswith(".modules"):
-                prev = dict(o[name])
-                for sub, t in v:
-                    if prev.get(sub) is not t:
-                        was = prev[sub].__name__ if sub in prev else "none"
-                        return f"{name[:-len('modules')]}{sub or '(itself)'}: {was} -> {t.__name__}"
-                return f"{name[:-len('.modules')]}: a submodule was removed"
             if o[name] != v and name.endswith(".state_tensors"):
                 return f"{name[:-len('_tensors')]}: its tensors were replaced (load_state_dict?)"
             if o[name] != v and name.endswith(".hooks"):
@@ -421,8 +416,7 @@ class CompiledFunction:
                 t._data = a
         for slot in cap.cleared_grads:
             slot.clear()
-        if cap.out_requires_grad and not self._graphless_warned and \
-                not any(isinstance(ref, _cap.GradOf) for ref in cap.escape_refs):   # (a step's loss: backward ran)
+        if cap.graphless and not self._graphless_warned:
             self._graphless_warned = True
             _warn(f"ember.compile({self.__name__}): a compiled call's outputs carry no autograd graph (eagerly "
                   f"they would require grad), so .backward() on them fails; compile the whole step, "

@@ -5,7 +5,8 @@ Two traces of one program at batch sizes B0 and B1 have the same nodes; where an
 a value's shape or a constant's shape) differs, it must be one multiple of the batch in both (a = k*B0,
 a' = k*B1: `Reshape(B*T, C)`, `Random(shape=(B, T, C))`, `ConvInputGrad(x_shape=(B, ...))`). That is the
 template (`unify`). A constant's value that differs must be an element count, k*B + c with c in -1, 0, 1
-(a mean's divisor `B * T`, an unbiased variance's `B - 1`), or its reciprocal (a mean's gradient). `specialize` fills it in for a new B, recomputes dropout's counter offsets from the
+(a mean's divisor `B * T`, an unbiased variance's `B - 1`), or its reciprocal (a mean's gradient).
+`specialize` fills the template in for a new B, recomputes dropout's counter offsets from the
 new draw sizes and checks every node with its `infer`. Anything else (different nodes, a non-linear size,
 a constant of dynamic size that is not a fill, several independent dynamic sizes) raises `NotSymbolic`
 and the compiler retraces for that size instead, naming the reason: never a wrong shape.
@@ -40,18 +41,20 @@ class Lin:
         return int(v)
 
 
-class Count(Lin):
+class Count:
     """A constant's value that is an element count of the batch, n = k*B + c (c in -1, 0, 1: the `B` or
     `B * T` a mean divides by, an unbiased variance's `B - 1`), or with `recip` its reciprocal 1/n (a
-    mean's gradient, folded into a constant)."""
-    __slots__ = ("c", "recip")
+    mean's gradient, folded into a constant). Not a `Lin`: it lives in `Template.consts` only."""
+    __slots__ = ("k", "c", "recip")
 
     def __init__(self, k, c, recip):
-        super().__init__(k)
-        self.c, self.recip = c, recip
+        self.k, self.c, self.recip = k, c, recip
 
     def value(self, b, dtype):
-        n = dtype.type(super().at(b) + self.c)
+        n = self.k * b + self.c
+        if n.denominator != 1:
+            raise NotSymbolic(f"a count {self.k} x batch {self.c:+d} is not an integer at batch {b}")
+        n = dtype.type(int(n))
         return dtype.type(1) / n if self.recip else n   # 1/n rounded once in dtype, as eager divides
 
 
