@@ -89,6 +89,9 @@ class DispatchMode:
     def __ember_dispatch__(self, prim, inputs, attrs):
         return prim.apply(*inputs, **attrs)
 
+    def backward_started(self):
+        """Called when a backward pass starts in this thread while the mode is open. A no-op here."""
+
     def __enter__(self):
         _stack().append(self)
         ACTIVE.append(None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from . import anomaly, function
+from . import anomaly, dispatch, function
 from .. import _debug
 from .grad_mode import set_enabled
 from . import profile_hooks as _profile_hooks
@@ -50,6 +50,9 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
     With `inputs` given, returns their gradients (autograd.grad) and, unless `accumulate`,
     leaves every `.grad` untouched. Otherwise accumulates into the leaves' `.grad`.
     """
+    if dispatch.mode_open():
+        for mode in dispatch.current_modes():
+            mode.backward_started()
     capture = None
     if inputs is not None:
         capture = {}

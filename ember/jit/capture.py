@@ -291,6 +291,10 @@ class Tracer(DispatchMode):
         self.initial = {}      # leaf value id -> copy made before the first in-place write into it
         self.thread = threading.get_ident()
         self.epoch = next(_EPOCHS)   # stamped on the tensors made while the call runs (Tensor._born)
+        self.ran_backward = False
+
+    def backward_started(self):
+        self.ran_backward = True
 
     def __ember_dispatch__(self, prim, inputs, attrs):
         ins = [self.value_of(t) for t in inputs]
@@ -573,8 +577,7 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
         cap.escape_refs.append(weakref.ref(t))
 
     # outputs that would require grad eagerly, from a call that ran no backward: the caller may want one
-    cap.graphless = any(t.requires_grad for _, t in out_leaves) and \
-        not any(isinstance(ref, GradOf) for ref in cap.escape_refs)
+    cap.graphless = any(t.requires_grad for _, t in out_leaves) and not tracer.ran_backward
 
     # value reads are guards (except those only returned)
     for i, (v, kind, value, where) in enumerate(tracer.reads):

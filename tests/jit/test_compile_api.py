@@ -231,3 +231,21 @@ def test_graphless_outputs_are_announced_once_and_a_whole_step_is_quiet():
         s(x)
         for _ in range(3):                       # the steady-state retrace says nothing either
             s(x)
+
+
+def test_a_step_whose_backward_accumulates_into_existing_grads_is_quiet():
+    w = ember.ones(2, 1).requires_grad_()
+    w.grad = ember.zeros(2, 1)                   # .grad already there: backward writes into it
+
+    def step(x):
+        loss = x.mm(w).sum()
+        loss.backward()
+        with ember.no_grad():
+            w.sub_(0.1 * w.grad)
+            w.grad.zero_()
+        return loss
+    s = ember.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(4):
+            s(ember.ones(3, 2))
