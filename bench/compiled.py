@@ -126,13 +126,13 @@ def run(names, pass_table, clock=time.perf_counter):
 
 def passes_table(name):
     """Time of the compiled step with the pipeline cut after each pass (alternating, medians)."""
-    cuts = [[], ["dce"], ["dce", "fold"], ["dce", "fold", "simplify"], ["dce", "fold", "simplify", "cse", "dce"],
-            ["dce", "fold", "simplify", "cse", "dce", "fuse"], None]
-    steps = [(("none" if c == [] else "+".join(c)) if c is not None else "default (+memplan)",
+    from ember.jit.passes import DEFAULT
+    cuts = [DEFAULT[:i] for i in range(len(DEFAULT))] + [None]    # each prefix of the default pipeline
+    steps = [(("none" if c == [] else "+".join(c)) if c is not None else "default (" + "+".join(DEFAULT) + ")",
               compiled_step(name, c)[0]) for c in cuts]
     import statistics
     times = {k: [] for k, _ in steps}
-    for _ in range(5):
+    for _ in range(9):
         for k, s in steps:
             t0 = time.perf_counter()
             for _ in range(ITERS[name]):

@@ -54,6 +54,7 @@ class Generator:
         self._seed = _fresh_seed()
         self._offset = 0
         self._host = None        # the NumPy generator numpy_generator() handed out, while still valid
+        self._handouts = 0       # numpy_generator() calls (ember.compile: host draws it cannot replay)
         self._lock = threading.Lock()   # two threads drawing at once must not get the same offset
 
     def manual_seed(self, seed: int) -> "Generator":
@@ -96,6 +97,7 @@ class Generator:
 
         >>> ember.manual_seed(0); u = ember.default_generator.numpy_generator().random()
         """
+        self._handouts += 1
         if self._host is None:
             ss = np.random.SeedSequence([self._seed, self._offset, 0x686F7374])   # 'host'
             self._host = np.random.Generator(np.random.PCG64(ss))

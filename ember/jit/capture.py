@@ -20,6 +20,7 @@ from .. import random as _random
 from .._errors import user_frame
 from .._tensor import Tensor
 from ..autograd.dispatch import DispatchMode
+from .entropy import RNG_TYPES, Watch
 from .ir import Graph
 
 __all__ = ["Tracer", "Capture", "capture", "discover", "flatten", "mutated_inputs", "Spec"]
@@ -69,13 +70,14 @@ def scalars(spec: Spec, path: str, out: list):
 
 
 # --- discovery of the modules and optimizers a function touches ---------------------------------
-def discover(fn, args=(), kwargs=None, values=None):
+def discover(fn, args=(), kwargs=None, values=None, rngs=None):
     """The nn.Modules, optimizers and loose leaf tensors that require grad (whose `.grad` backward may
     set) reachable from `fn` (itself, its bound `self`, its closure, the globals its code names, one
     level of attributes of those objects) and from the arguments. With a list `values`, also the
     Python values the trace may have baked in as constants: `(label, read)` pairs, `read()` giving the
     value now (see `python_value`), for the globals and closure cells the functions read and the
-    attributes of plain objects (a `cfg`, `self`) whose names their code uses. The compiler guards them."""
+    attributes of plain objects (a `cfg`, `self`) whose names their code uses. The compiler guards them.
+    With a list `rngs`, also the random generators found, as (generator, label) (entropy.py)."""
     from ..nn import Module
     from ..optim import Optimizer
     mods, opts, loose, seen = [], [], [], set()
@@ -98,6 +100,10 @@ def discover(fn, args=(), kwargs=None, values=None):
             return
         if isinstance(obj, Optimizer):
             opts.append(obj)
+            return
+        if isinstance(obj, RNG_TYPES):
+            if rngs is not None:
+                rngs.append((obj, label))
             return
         if isinstance(obj, (types.ModuleType, type)):
             return
@@ -178,12 +184,16 @@ def _cell(cell):
 
 def python_value(v):
     """What a guard keeps of a Python value a traced function may have baked into its graph: a number,
-    string, bool or None, or a list or tuple of up to 64 of them (as a tuple); None for anything else
-    (tensors, modules and functions are guarded otherwise)."""
+    string, bool or None, a list or tuple of up to 64 of them (as a tuple), or a dict of up to 64 of
+    them under such keys (a config: `CFG["scale"]`); None for anything else (tensors, modules and
+    functions are guarded otherwise)."""
     if type(v) in _SCALARS:
         return (type(v).__name__, _nan(v))
     if type(v) in (list, tuple) and len(v) <= 64 and all(type(x) in _SCALARS for x in v):
         return (type(v).__name__, tuple(_nan(x) for x in v))
+    if type(v) is dict and len(v) <= 64 and all(type(k) in _SCALARS and type(x) in _SCALARS
+                                                 for k, x in v.items()):
+        return ("dict", tuple((k, _nan(x)) for k, x in v.items()))
     return None
 
 
@@ -452,10 +462,13 @@ class Capture:
         self.arg_spec = None
         self.out_devices = []
         self.graphless = False   # eagerly its outputs had an autograd graph, and no backward ran
+        self.entropy = []        # generators drawn from outside ember's random primitives (entropy.py)
 
 
-def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
-    """Run fn(*args, **kwargs) eagerly under a Tracer; build the graph and its bindings."""
+def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capture:
+    """Run fn(*args, **kwargs) eagerly under a Tracer; build the graph and its bindings. `rngs`: the
+    random generators the function reads ((generator, label) from discover), watched with the global ones
+    (entropy.py)."""
     namer = namer or _arg_name
     cap = Capture()
     g = cap.graph
@@ -481,9 +494,10 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=()) -> Capture:
     for t in loose:
         before.setdefault(id(t._data), (t, loose_names[id(t)], t._data))
     grad_leaf = {id(g._data): (p, n) for p, n, g in grads_before if g is not None}
-    with tracer:
+    with tracer, Watch(rngs) as watch:
         result = fn(*args, **kwargs)
     cap.result = result
+    cap.entropy = watch.found
     cap.arg_grads = [namer(path) + ".grad" for path, t in arg_leaves
                      if t.requires_grad and t._node is None and t.grad is not None]
     gc.collect(1)   # so that only tensors something really holds count as state or escapes (young

@@ -85,6 +85,7 @@ class CompiledFunction:
         self.cache_size = cache_size
         self.mods, self.opts, self.loose = [], [], []
         self.values = []          # (label, read): Python values the function reads (capture.discover)
+        self.rngs = []            # (generator, label): the random generators it reads (discover, entropy.py)
         self._cache = {}          # key -> [Entry], most recent first
         self._entries = []        # every entry, in trace order
         self._last = None
@@ -274,8 +275,9 @@ class CompiledFunction:
         return {label for label, _ in self.values}
 
     def _trace(self, args, kwargs):
-        values = []
-        mods, opts, loose = _cap.discover(self.fn, args, kwargs, values)
+        values, rngs = [], []
+        mods, opts, loose = _cap.discover(self.fn, args, kwargs, values, rngs)
+        self.rngs += [(r, label) for r, label in rngs if all(r is not x for x, _ in self.rngs)]
         labels = self._value_labels()
         self.values += [(label, read) for label, read in values if label not in labels]
         for t in loose:
@@ -290,7 +292,7 @@ class CompiledFunction:
         _cap.sync_lr(self.opts)
         key, _, sizes = self._key(args, kwargs)
         lrs = [[g["lr"] for g in o.param_groups] for o in self.opts]
-        cap = _cap.capture(self.fn, args, kwargs, self.mods, self.opts, self._name, self.loose)
+        cap = _cap.capture(self.fn, args, kwargs, self.mods, self.opts, self._name, self.loose, self.rngs)
         self._stats["traces"] += 1
         entry = Entry(key, cap)
         entry.sizes = sizes
@@ -314,6 +316,15 @@ class CompiledFunction:
                 raise GuardError(msg + f" (at {user_frame()})")
             _warn(msg)
             entry.eager, entry.why_eager = True, "side effect"
+        if cap.entropy and not entry.eager:
+            msg = (f"ember.compile({self.__name__}): the function drew random numbers outside ember's random "
+                   f"primitives ({'; '.join(cap.entropy)}); a replay would reuse "
+                   f"this call's values, so this function runs eagerly. Draw with ember.rand, randn or randint "
+                   f"(replayed with fresh numbers), or pass the value in as an argument")
+            if self.strict:
+                raise GuardError(msg)
+            _warn(msg)
+            entry.eager, entry.why_eager = True, "random numbers drawn outside ember"
         devs = {v.device for v in cap.graph.values}
         if not entry.eager and devs - {"cpu"}:
             entry.eager, entry.why_eager = True, f"device {sorted(devs - {'cpu'})}"
@@ -459,7 +470,9 @@ def _show(v):
 
 def _show_py(pv):
     """A guarded Python value (capture.python_value) as the user wrote it."""
-    return "unset" if pv is None else f"{pv[1]!r:.60}"
+    if pv is None:
+        return "unset"
+    return f"{(dict(pv[1]) if pv[0] == 'dict' else pv[1])!r:.60}"
 
 
 def _structure(spec):

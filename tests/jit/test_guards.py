@@ -517,6 +517,27 @@ def test_a_closure_value_and_a_list_in_it_are_guarded():
         assert f(ember.ones(1)).tolist() == [6.5]
 
 
+def test_a_dict_of_settings_is_guarded_and_one_the_function_fills_runs_eagerly():
+    cfg, seen = {"scale": 2.0, "shift": 0}, {}
+
+    def g(x):
+        return x * cfg["scale"] + cfg["shift"]
+    f = ember.compile(g)
+    assert f(ember.ones(1)).tolist() == [2.0]
+    cfg["scale"] = 3.0                     # the trace's constant was 2.0: a stale replay said 2.0
+    with pytest.warns(UserWarning, match=r"cfg \(closure of g\): \{'scale': 2\.0, 'shift': 0\} -> \{'scale': 3\.0"):
+        assert f(ember.ones(1)).tolist() == [3.0]
+
+    def h(x):
+        seen["calls"] = seen.get("calls", 0) + 1
+        return x * 2
+    f = ember.compile(h)
+    with pytest.warns(UserWarning, match=r"changed seen \(closure of h\) while it ran"):
+        f(ember.ones(1))
+    f(ember.ones(1))
+    assert seen["calls"] == 2
+
+
 def test_a_python_attribute_of_a_module_or_submodule_is_guarded():
     class Scaled(nn.Module):
         def __init__(self):
