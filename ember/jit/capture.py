@@ -15,6 +15,8 @@ import threading
 import types
 import weakref
 
+import numpy as np
+
 from .. import _tensor as _tensor_mod
 from .. import random as _random
 from .._errors import user_frame
@@ -184,9 +186,10 @@ def _cell(cell):
 
 def python_value(v):
     """What a guard keeps of a Python value a traced function may have baked into its graph: a number,
-    string, bool or None, a list or tuple of up to 64 of them (as a tuple), or a dict of up to 64 of
-    them under such keys (a config: `CFG["scale"]`); None for anything else (tensors, modules and
-    functions are guarded otherwise)."""
+    string, bool or None, a list or tuple of up to 64 of them (as a tuple), a dict of up to 64 of them
+    under such keys (a config: `CFG["scale"]`), a NumPy array (up to 64 elements by value, a larger one
+    by identity: rebinding `cfg.mask` retraces); None for anything else (tensors, modules and functions
+    are guarded otherwise)."""
     if type(v) in _SCALARS:
         return (type(v).__name__, _nan(v))
     if type(v) in (list, tuple) and len(v) <= 64 and all(type(x) in _SCALARS for x in v):
@@ -194,7 +197,29 @@ def python_value(v):
     if type(v) is dict and len(v) <= 64 and all(type(k) in _SCALARS and type(x) in _SCALARS
                                                  for k, x in v.items()):
         return ("dict", tuple((k, _nan(x)) for k, x in v.items()))
+    if type(v) is np.ndarray:   # small: by value (a copy made by ember.tensor is a constant); large: which one
+        if v.size <= 64:
+            return ("ndarray", (v.dtype.str, v.shape, tuple(_nan(x) for x in v.ravel().tolist())))
+        return ("ndarray", Same(v))
     return None
+
+
+class Same:
+    """A guard value equal only to one for the same object (kept alive, so its id is not reused)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, Same) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __repr__(self):
+        o = self.obj
+        return f"<{type(o).__name__} {getattr(o, 'shape', '')} at {id(o):#x}>"
 
 
 def _nan(x):

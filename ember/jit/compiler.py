@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import warnings
 
+import numpy as np
+
 from .._errors import user_frame, _is_internal
 from .._tensor import Tensor
 from ..backends import host as _host
@@ -472,6 +474,8 @@ def _show_py(pv):
     """A guarded Python value (capture.python_value) as the user wrote it."""
     if pv is None:
         return "unset"
+    if pv[0] == "ndarray" and isinstance(pv[1], tuple):
+        return f"array({list(pv[1][2])!r:.50}, dtype={np.dtype(pv[1][0]).name})"
     return f"{(dict(pv[1]) if pv[0] == 'dict' else pv[1])!r:.60}"
 
 

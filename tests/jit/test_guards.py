@@ -538,6 +538,32 @@ def test_a_dict_of_settings_is_guarded_and_one_the_function_fills_runs_eagerly()
     assert seen["calls"] == 2
 
 
+def test_numpy_arrays_read_by_name_are_guarded():
+    weights = np.ones(3, np.float32)              # small: by value (ember.tensor copies it: a constant)
+    cfg = type("Cfg", (), {})()
+    cfg.mask = np.ones(100, np.float32)           # large: by identity
+
+    def g(x):
+        return x * ember.tensor(weights)
+    f = ember.compile(g)
+    f(ember.ones(3))
+    weights[:] = 7.0                              # a stale replay said [1, 1, 1]
+    with pytest.warns(UserWarning, match=r"weights \(closure of g\): array\(\[1\.0, 1\.0, 1\.0\], dtype=float32\) "
+                                         r"-> array\(\[7\.0"):
+        assert f(ember.ones(3)).tolist() == [7.0] * 3
+
+    def h(x):
+        return x * ember.tensor(cfg.mask).sum()
+    f = ember.compile(h)
+    f(ember.ones(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f(ember.ones(1)).tolist() == [100.0] and f.cache_info().hits == 1
+    cfg.mask = np.zeros(100, np.float32)          # rebound: a stale replay said 100
+    with pytest.warns(UserWarning, match=r"cfg.mask: <ndarray \(100,\) at 0x[0-9a-f]+> -> <ndarray"):
+        assert f(ember.ones(1)).tolist() == [0.0]
+
+
 def test_a_python_attribute_of_a_module_or_submodule_is_guarded():
     class Scaled(nn.Module):
         def __init__(self):
