@@ -58,7 +58,6 @@ class Watch:
         for r, label in rngs:
             if all(r is not x for x, _ in self.rngs):
                 self.rngs.append((r, f"{label} (a {type(r).__module__}.{type(r).__name__})"))
-        self.found = []
 
     def __enter__(self):
         self.before = [_state(r) for r, _ in self.rngs]
