@@ -131,3 +131,44 @@ def test_modules_found_through_globals_are_numbered_alike_in_every_process():
         outs.add(r.stdout)
     assert len(outs) == 1
     assert "state  # m0.weight" in outs.pop()
+
+
+def test_what_a_python_value_guard_keeps_and_where_it_stops():
+    import numpy as np
+    from ember.jit.capture import Same, module_values, python_value
+    assert python_value([1.0] * 64) == ("list", (1.0,) * 64) and python_value([1.0] * 65) is None
+    assert python_value((1.0,)) != python_value([1.0])          # a list turned tuple retraces
+    assert python_value((1, [2])) is None                       # not flat: not a guard by value
+    d64 = {i: float(i) for i in range(64)}
+    assert python_value(d64) == ("dict", tuple(d64.items()))
+    assert python_value({i: 0 for i in range(65)}) is None
+    assert python_value({(1, 2): 0.5}) is None and python_value({"a": [1]}) is None
+    small, big = np.arange(64.0), np.arange(65.0)
+    assert python_value(small) == ("ndarray", ("<f8", (64,), tuple(range(64))))
+    kind, same = python_value(big)
+    assert kind == "ndarray" and same == Same(big) and same != Same(big.copy()) and hash(same) == id(big)
+    assert repr(Same(big)) == f"<ndarray (65,) at {id(big):#x}>"
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.size, self.widths, self.scale, self.table = (3, 3), [4, 5], 2.0, {"a": 1}
+    names = dict(module_values(list(M().named_modules())))
+    assert names == {"size": ("tuple", (3, 3)), "widths": ("list", (4, 5)), "scale": ("float", 2.0)}
+
+
+def test_a_submodule_is_found_through_its_root_and_an_empty_cell_stops_nothing():
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    head = model[0]
+    mods, _, _ = discover(lambda x: head(model(x)))
+    assert mods == [model]                       # not model and model[0]: one key prefix, one name space
+
+    def outer():
+        def f(x):
+            return late(other(x))                # `late` is an empty cell when f is made
+        other = nn.Linear(2, 2)
+        found = discover(f)[0]
+        late = nn.Identity()
+        return found, other
+    found, other = outer()
+    assert found == [other]
