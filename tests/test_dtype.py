@@ -61,6 +61,27 @@ def test_true_division_and_comparison_dtypes(name):
     assert ember.result_type(e, 1.5).name == str(torch.result_type(t, 1.5)).replace("torch.", "")
 
 
+INTEGERS = ["bool", "uint8", "int8", "int16", "int32", "int64"]
+
+
+@pytest.mark.parametrize("other", [-1, 200, -300, True, "0-dim -1", "0-dim 200"])
+@pytest.mark.parametrize("name", INTEGERS)
+def test_integer_operands_become_floats_from_their_own_values(name, other):
+    # true division and the float-valued binary ops: uint8 / -1 was 6 / 255, int8 / 200 was 6 / -56
+    vals = [0, 1, 6] if name == "bool" else [0, 1, 6, 100]
+    e = ember.tensor(vals, dtype=getattr(ember, name)) if name != "bool" else ember.tensor([False, True, True])
+    t = torch.tensor(e.tolist(), dtype=getattr(torch, name))
+    if isinstance(other, str):
+        eo, to = ember.tensor(int(other.split()[1])), torch.tensor(int(other.split()[1]))
+    else:
+        eo = to = other
+    for f in (lambda L, x, y: x / y, lambda L, x, y: y / x, lambda L, x, y: L.true_divide(x, y),
+              lambda L, x, y: L.atan2(x, y if not isinstance(y, (int, bool)) else L.tensor(y)),
+              lambda L, x, y: L.div(x, y)):
+        np.testing.assert_allclose(np.array(f(ember, e, eo).tolist(), dtype=np.float64),
+                                   np.array(f(torch, t, to).tolist(), dtype=np.float64), rtol=1e-6)
+
+
 @pytest.mark.parametrize("src,dst", list(itertools.product(NAMES, NAMES)))
 def test_to_dtype_values(src, dst):
     data = [0.0, 1.0, 3.7, 100.0] if src not in ("bool",) else [0.0, 1.0, 1.0, 0.0]

@@ -187,7 +187,10 @@ REDUCTIONS = {   # name -> (fn, args)
     "F.normalize": (lambda L, x, **k: L.nn.functional.normalize(x, **k), _dim_args),
     "sort": (lambda L, x, **k: L.sort(x, **k), _dim_args),
     "argsort": (lambda L, x, **k: L.argsort(x, stable=True, **k), _dim_args),
-    "topk": (lambda L, x, **k: L.topk(x, 1, **k), _dim_args),
+    # values, and the input at the indices: which of equal elements topk picks is not specified (torch
+    # returns index 2 of [3, 3, 3, 3]; Ember the first)
+    "topk": (lambda L, x, **k: (lambda r: (r[0], x.gather(k.get("dim", -1), r[1]) if x.ndim else r[1]))(
+        L.topk(x, 1, **k)), _dim_args),
 }
 
 

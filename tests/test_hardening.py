@@ -158,6 +158,16 @@ def test_huge_outputs_raise_at_once_naming_op_shape_bytes(op, limit_1tb):
     assert issubclass(ember.OutOfMemoryError, RuntimeError)
 
 
+@pytest.mark.parametrize("op", ["exp", "sin", "div", "atan2", "clamp", "where", "sum"])
+def test_a_huge_integer_input_cast_first_is_reported_as_the_op_called(op, limit_1tb):
+    # the int -> float (or bool -> int64) cast is the op's first step: its error named "cast" (seeded fuzz)
+    x = ember.tensor([3], dtype=ember.int8).expand(2, HUGE, HUGE)   # 2 TB even as bool
+    calls = {"exp": x.exp, "sin": x.sin, "div": lambda: x / 2, "atan2": lambda: ember.atan2(x, x),
+             "clamp": lambda: x.clamp(0.5), "where": lambda: ember.where(x, 1.0, 0.0), "sum": x.sum}
+    with pytest.raises(ember.OutOfMemoryError, match=rf"^{op}: not enough memory: .*test_hardening"):
+        calls[op]()
+
+
 def test_memory_limit_is_checked_before_any_work():
     # softmax reduces before it allocates: it is checked against the limit first
     x = ember.ones(1000)

@@ -112,17 +112,9 @@ atanh = M._unary(Atanh, "atanh")
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 
 
-def _float_pair(input, other, op):
-    a, b = M.binary_operands(input, other, op)
-    if not a.dtype.is_floating_point:
-        dt = _dtype.get_default_dtype().np
-        a, b = P.Cast.apply(a, dtype=dt), P.Cast.apply(b, dtype=dt)
-    return a, b
-
-
 def atan2(input, other):
     """The angle of the point (other, input) in (-pi, pi], elementwise (broadcasting)."""
-    a, b = _float_pair(input, other, "atan2")
+    a, b = M._float_operands(input, other, "atan2")
     return M._binary(Atan2, a, b, "atan2")
 
 
@@ -131,25 +123,25 @@ arctan2 = atan2
 
 def hypot(input, other):
     """sqrt(input^2 + other^2), elementwise."""
-    a, b = _float_pair(input, other, "hypot")
+    a, b = M._float_operands(input, other, "hypot")
     return M.sqrt(a * a + b * b)
 
 
 def logaddexp(input, other):
     """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|))."""
-    a, b = _float_pair(input, other, "logaddexp")
+    a, b = M._float_operands(input, other, "logaddexp")
     return M.maximum(a, b) + M.log1p(M.exp(-M.abs(a - b)))
 
 
 def logaddexp2(input, other):
     """log2(2^input + 2^other), computed as logaddexp in natural units."""
-    a, b = _float_pair(input, other, "logaddexp2")
+    a, b = M._float_operands(input, other, "logaddexp2")
     return logaddexp(a * _math.log(2), b * _math.log(2)) / _math.log(2)
 
 
 def copysign(input, other):
     """|input| with the sign of other (a signed zero's sign counts, as torch)."""
-    a, b = _float_pair(input, other, "copysign")
+    a, b = M._float_operands(input, other, "copysign")
     neg = signbit(b)
     return M.where(neg, -M.abs(a), M.abs(a))
 

@@ -66,10 +66,16 @@ def _as_tensor(x, dtype, device, op):
             raise op_error(op, f"expected all tensors to be on the same device, but found at least two "
                                f"devices, {device} and {x._device}")
     if x._data.dtype != dtype.np:
-        if x._data.size > 1 << 20:
-            _memory.check(op, x.shape, dtype.np)
-        x = P.Cast.apply(x, dtype=dtype.np)
+        x = cast_for(op, x, dtype.np)
     return x
+
+
+def cast_for(op: str, x, dtype):
+    """`x` cast to `dtype` (a NumPy dtype) as a step of `op`: an output too large for memory is reported
+    as op's (the user called exp on an int tensor, not cast)."""
+    if x._data.size > 1 << 20:
+        _memory.check(op, x.shape, dtype)
+    return P.Cast.apply(x, dtype=dtype)
 
 
 def binary_operands(a, b, op):
@@ -96,12 +102,22 @@ def _binary(prim, a, b, op):
 
 
 def _float_operands(a, b, op):
-    """Operands for true division: integers become the default float dtype."""
-    a, b = binary_operands(a, b, op)
-    if not a.dtype.is_floating_point:
-        dt = _dtype.get_default_dtype().np
-        a, b = P.Cast.apply(a, dtype=dt), P.Cast.apply(b, dtype=dt)
-    return a, b
+    """Operands for true division (and atan2, hypot, ...): integers become the default float dtype, each
+    from its own value, as torch: `uint8_tensor / -1` is -6.0, not 6 / 255 (the integer promotion would
+    first wrap the -1 into uint8, and `int8_tensor / 200` would divide by -56)."""
+    if not _dtype.result_type(a, b).is_floating_point:
+        f = _dtype.get_default_dtype()
+        a, b = _as_float(a, f, op), _as_float(b, f, op)
+    return binary_operands(a, b, op)
+
+
+def _as_float(x, f, op):
+    """An integer or bool operand (tensor or number) as float dtype `f`; anything else unchanged."""
+    if isinstance(x, Tensor):
+        return x if x.dtype.is_floating_point else cast_for(op, x, f.np)
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return float(x)
+    return x
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -147,7 +163,7 @@ def div(input, other, *, rounding_mode=None):
         if _is_float(input, other):
             return _binary(P.Div, input, other, "div").trunc()
         a, b = binary_operands(input, other, "div")
-        _check_int_divisor(b, "div")   # torch raises; NumPy would give int64's minimum
+        _check_int_divisor(a, b, "div")   # torch raises; NumPy would give int64's minimum
         return _binary_nondiff(P.DivMod, a, b, "div", op="trunc_div")
     if rounding_mode == "floor":
         return floor_divide(input, other)
@@ -169,15 +185,16 @@ def _binary_nondiff(prim, a, b, name, **attrs):
                              f"together") from None
 
 
-def _check_int_divisor(b, op):
-    """torch raises for integer division by zero (NumPy would warn and give 0)."""
-    if b.dtype.category < 2 and not P.AnyAll.apply(b, op="all", axis=None, keepdims=False).item():
+def _check_int_divisor(a, b, op):
+    """torch raises for integer division by zero (NumPy would warn and give 0); as torch, not when there
+    is nothing to divide (an empty dividend: the output is empty, or the shapes do not broadcast)."""
+    if b.dtype.category < 2 and a._data.size and not P.AnyAll.apply(b, op="all", axis=None, keepdims=False).item():
         raise op_error(op, f"ZeroDivisionError: integer division by zero (divisor {describe(b)})")
 
 
 def floor_divide(input, other):
     a, b = binary_operands(input, other, "floor_divide")
-    _check_int_divisor(b, "floor_divide")
+    _check_int_divisor(a, b, "floor_divide")
     out = _binary_nondiff(P.DivMod, a, b, "floor_divide", op="floor_divide")
     if STATE.enabled:   # torch keeps the graph of a float floor division, with a zero gradient
         never = out.new_zeros((), dtype=_dtype.bool)
@@ -190,7 +207,7 @@ def floor_divide(input, other):
 def _modulo(input, other, name, xp_fn, rounding):
     """a - rounding(a / b) * b, computed exactly by `xp_fn`; gradients 1 and -rounding(a / b) (torch's)."""
     a, b = binary_operands(input, other, name)
-    _check_int_divisor(b, name)
+    _check_int_divisor(a, b, name)
     out = _binary_nondiff(P.DivMod, a, b, name, op=xp_fn)
     if STATE.enabled and (a.requires_grad or b.requires_grad):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -244,7 +261,7 @@ def float_power(input, exponent):
 def _unary(prim, name):
     def fn(input):
         if not input.dtype.is_floating_point:
-            input = P.Cast.apply(input, dtype=_dtype.get_default_dtype().np)
+            input = cast_for(name, input, _dtype.get_default_dtype().np)
         return prim.apply(input)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} (integer inputs are computed in the default float dtype)."
@@ -287,7 +304,7 @@ def reciprocal(input):
 
 def square(input):
     if input.dtype.name == "bool":   # as torch: bool squares are int64
-        input = P.Cast.apply(input, dtype=np.dtype(np.int64))
+        input = cast_for("square", input, np.dtype(np.int64))
     return input * input
 
 
@@ -349,7 +366,7 @@ def clamp(input, min=None, max=None):
         return _clamp_tensor(input, min, max)
     dt = _dtype.result_type(input, *[b for b in (min, max) if b is not None])
     if dt.np != input._data.dtype:
-        input = P.Cast.apply(input, dtype=dt.np)
+        input = cast_for("clamp", input, dt.np)
     for v in (min, max):
         if v is not None:
             check_scalar_fits("clamp", v, dt)
@@ -441,7 +458,7 @@ def where(condition, input=None, other=None):
         condition = tensor(condition, device=a._device)
     cond = condition
     if cond.dtype.name != "bool":
-        cond = P.Cast.apply(cond, dtype=np.dtype(np.bool_))
+        cond = cast_for("where", cond, np.dtype(np.bool_))
     try:
         return P.Where.apply(cond, a, b)
     except ValueError:
@@ -546,7 +563,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     elif input.dtype.category < 2:   # integer and bool sums accumulate in int64, as torch
-        input = P.Cast.apply(input, dtype=np.dtype(np.int64))
+        input = cast_for("sum", input, np.dtype(np.int64))
     return _keep_dtype(P.Sum.apply(input, axis=axis, keepdims=keepdim), input)
 
 
@@ -748,7 +765,11 @@ def cumprod(input, dim, *, dtype=None):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """Vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
+    """Vector p-norm over `dim` (all elements by default); 'fro' over at most two dims is the 2-norm.
+    As torch.norm, any other string p ('nuc', or 'fro' over more dims) is linalg.matrix_norm's."""
+    if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
+        from ..linalg import matrix_norm
+        return matrix_norm(input, p, tuple(range(input.ndim)) if dim is None else dim, keepdim, dtype=dtype)
     if dtype is not None:
         input = input.to(dtype)
     _axes(dim, input.ndim, "norm")

@@ -205,6 +205,8 @@ def cat(tensors, dim=0):
     dt = _dtype.result_type(*tensors)
     dev = nonempty[0]._device
     ts = [_as_tensor(t, dt, dev, "cat") for t in nonempty]
+    if len(nonempty) == 1 and nonempty[0] is tensors[0] and ts[0].ndim == 1 and ts[0].shape[0] == 0:
+        return P.Cat.apply(*ts, axis=0)   # only legacy empty tensors: torch checks no dim
     ref = ts[0]
     if ref.ndim == 0:
         raise op_error("cat", "zero-dimensional tensor cannot be concatenated")
@@ -320,10 +322,16 @@ def flipud(input):
 
 
 def roll(input, shifts, dims=None):
-    if dims is None:
-        return reshape(roll(flatten(input), shifts, 0), input.shape)
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = () if dims is None else (dims,) if isinstance(dims, int) else tuple(dims)
+    if not shifts:
+        raise op_error("roll", "`shifts` required")
+    if len(shifts) != len(dims) and (dims or len(shifts) != 1):   # no pairing up by broadcasting
+        raise op_error("roll", f"shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    if not dims:   # the flattened tensor, rolled
+        return reshape(roll(flatten(input), shifts, 0), input.shape)
+    if input._data.size == 0:   # as torch: nothing to move, the dims unchecked
+        return input.clone()
     return P.Roll.apply(input, shifts=shifts, axes=tuple(_dim(d, input.ndim, "roll") for d in dims))
 
 

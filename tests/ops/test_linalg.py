@@ -73,6 +73,9 @@ CASES = [   # (id, fn(lib, *inputs), input shapes)
     ("norm_matrix_ord", lambda L, a: L.linalg.norm(a, "nuc"), [(3, 4)]),
     ("norm_vector_dim", lambda L, a: L.linalg.norm(a, 3, dim=1), [(3, 4)]),
     ("norm_matrix_dim", lambda L, a: L.linalg.norm(a, 1, dim=(0, 1)), [(3, 4, 2)]),
+    # torch.norm with a string p other than 'fro' over <= 2 dims is linalg.matrix_norm's (it was a TypeError)
+    ("torch_norm_nuc", lambda L, a: L.norm(a, p="nuc"), [(3, 4)]),
+    ("torch_norm_nuc_dim", lambda L, a: a.norm(p="nuc", dim=(0, 2), keepdim=True), [(3, 2, 4)]),
 ]
 
 

@@ -97,6 +97,23 @@ def test_division_by_an_integer_zero_exactly():
                    "remainder: ZeroDivisionError: integer division by zero (divisor () int64 cpu)")
 
 
+def test_an_empty_dividend_divides_by_zero_quietly_as_torch():
+    e = ember.ones(0, 3, dtype=ember.int64)
+    for out in (ember.div(e, 0, rounding_mode="floor"), ember.div(e, 0, rounding_mode="trunc"),
+                ember.remainder(e, ember.zeros(3, dtype=ember.int64)), ember.fmod(e, 0)):
+        assert out.shape == (0, 3) and out.dtype == ember.int64
+
+
+def test_roll_shifts_and_dims_must_align_as_in_torch():
+    x = ember.arange(6.0).reshape(2, 3)
+    # NumPy pairs them up by broadcasting: (shifts [1, 2], dims [0]) rolled dim 0 by 3, silently
+    for shifts, dims, n in (([1, 2], [0], (2, 1)), ([1, 2], None, (2, 0)), (1, [0, 1], (1, 2))):
+        raises_exactly(lambda: ember.roll(x, shifts, dims), RuntimeError,
+                       f"roll: shifts and dimensions must align. shifts: {n[0]}, dims: {n[1]}")
+    raises_exactly(lambda: x.roll((), ()), RuntimeError, "roll: `shifts` required")
+    assert ember.roll(ember.ones(0, 2), 1, 5).shape == (0, 2)        # empty: torch checks no dim
+
+
 def test_reduction_errors_exactly():
     e = ember.ones(0, 3)
     i2 = ember.tensor([1, 2])

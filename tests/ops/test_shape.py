@@ -43,6 +43,8 @@ MOVEMENT = {
     "roll": lambda L, a: a.roll(1, 2),
     "roll_multi": lambda L, a: L.roll(a, (1, -2), (0, 2)),
     "roll_flat": lambda L, a: a.roll(5),
+    "roll_flat_empty_dims": lambda L, a: L.roll(a, [5], []),    # an empty dims list is None (was a no-op)
+    "roll_same_dim_twice": lambda L, a: a.roll((1, 1), (2, 2)),
     "repeat": lambda L, a: a.repeat(2, 1, 3),
     "repeat_more_dims": lambda L, a: a.repeat(2, 1, 1, 2),
     "tile": lambda L, a: a.tile((2,)),
@@ -126,6 +128,8 @@ def test_cat_mixed_sizes_and_dtypes():
     check_op(lambda L, a, b: L.cat([a, b]), (2, 3), np.arange(6).reshape(2, 3))   # promotes
     check_op(lambda L, a, b: L.cat([a, b, a]), (3,), (0,))
     check_op(lambda L, a, b: L.concat([a, b], dim=-1), (2, 3), (2, 1))
+    # only legacy empty 1-D tensors: torch checks no dim and promotes (an IndexError before)
+    check_op(lambda L, a, b: L.cat([a, b.double()], dim=-2), (0,), (0,), grad=False)
 
 
 def test_hstack_vstack():
