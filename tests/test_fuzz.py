@@ -18,7 +18,7 @@ import torch
 import ember
 
 SEED = 20240608
-CASES_PER_OP = 40
+CASES_PER_OP = 120
 HUGE = 10 ** 6          # a (HUGE, HUGE) expanded view: 1e12 elements, no memory until an op copies it
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
