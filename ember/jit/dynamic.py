@@ -178,7 +178,8 @@ def unify(capA, sizesA, capB, sizesB) -> Template:
             raise NotSymbolic(f"the state tensor {va.src} has a dynamic size")
         if va.kind == "const" and va.shape != vb.shape:
             a, b = A.consts[va.id].reshape(-1), B.consts[vb.id].reshape(-1)
-            if a.size and (a == a[0]).all() and (b == a[0]).all():
+            fill = array_module(a).full_like
+            if a.size and _equal(a, fill(a, a[0])) and _equal(b, fill(b, a[0])):
                 consts[va.id] = a[0]
             else:
                 consts[va.id] = _count(a, b, B0, B1)
@@ -281,7 +282,8 @@ def specialize(tpl: Template, b: int):
 
 
 def _equal(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and bool(array_module(a).array_equal(a, b))
+    """Same shape, dtype and values, NaN equal to NaN (a loss's NaN for an empty mean is one constant)."""
+    return a.shape == b.shape and a.dtype == b.dtype and bool(array_module(a).array_equal(a, b, equal_nan=True))
 
 
 def _blocks(rp, attrs):

@@ -96,6 +96,11 @@ def test_functional_conv3d_and_conv_transpose1d():
     check_op(lambda lib, x, w, b: lib.nn.functional.conv3d(x, w, b, stride=2, padding=1), (2, 3, 5, 4, 4), (2, 3, 2, 2, 3), (2,))
     check_op(lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1), (2, 3, 5), (3, 4, 3))
     check_op(lambda lib, x, w, b: lib.nn.functional.conv_transpose1d(x, w, b, groups=2, dilation=2), (1, 4, 6), (4, 1, 2), (2,))
+    # output_padding >= stride (allowed below the dilation): a reshape error, or a gradient of the wrong shape
+    check_op(lambda lib, x, w: lib.nn.functional.conv_transpose1d(x, w, padding=2, output_padding=1, groups=2,
+                                                                  dilation=2), (2, 2, 3), (2, 2, 2))
+    check_op(lambda lib, x, w, b: lib.nn.functional.conv_transpose2d(x, w, b, output_padding=1, groups=2, dilation=2),
+             (2, 2, 1, 1), (2, 1, 3, 3), (2,))
 
 
 BAD_CONV_ARGS = {   # the same bad argument must raise the same exception type as torch
@@ -136,7 +141,7 @@ def test_functional_conv_errors_name_the_op_and_shapes():
         (ValueError, "conv2d: padding='same' is not supported for strided", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), stride=2, padding="same")),
         (ValueError, "padding must be 'valid', 'same', an int or a tuple, got 'full'", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), padding="full")),
         (ValueError, r"stride must be an int or a tuple of 2 ints, got \(1, 1, 1\)", lambda: F.conv2d(x, ember.randn(2, 4, 3, 3), stride=(1, 1, 1))),
-        (RuntimeError, r"conv2d: padded input size \(5, 5\) is smaller than the \(dilated\) kernel size \(7, 7\)",
+        (RuntimeError, r"conv2d: padded input size \(5, 5\) is smaller than the kernel size \(7, 7\) \(dilated: \(7, 7\)\)",
          lambda: F.conv2d(x, ember.randn(2, 4, 7, 7))),
         (RuntimeError, r"conv_transpose2d: input \(1, 4, 5, 5\) has 4 channels but weight \(3, 2, 3, 3\) expects 3",
          lambda: F.conv_transpose2d(x, ember.randn(3, 2, 3, 3))),

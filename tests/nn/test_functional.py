@@ -34,6 +34,8 @@ CASES = [
     ("normalize_p1_dim", lambda lib, x: lib.nn.functional.normalize(x, p=1.0, dim=-1), [(3, 4, 5)]),
     ("cosine_similarity", lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b), [(4, 5), (4, 5)]),
     ("cosine_similarity_bcast", lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b, dim=-1), [(3, 4, 5), (4, 5)]),
+    # along the broadcast dim: x2's norm is over its 3 broadcast copies (it was over the one row)
+    ("cosine_similarity_bcast_dim", lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b, dim=0), [(3, 4), (1, 4)]),
     ("pairwise_distance", lambda lib, a, b: lib.nn.functional.pairwise_distance(a, b), [(4, 5), (4, 5)]),
     ("unfold", lambda lib, x: lib.nn.functional.unfold(x, 3), [(2, 3, 5, 6)]),
     ("unfold_args", lambda lib, x: lib.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=2), [(2, 2, 6, 7)]),

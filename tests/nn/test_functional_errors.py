@@ -99,7 +99,7 @@ def test_module_forward_error_ends_with_user_line(fn):
 MESSAGES = {   # the message before ' (at file:line)', and the exception type
     'conv2d channels': (RuntimeError, 'conv2d: input (1, 3, 8, 8) has 3 channels but weight (4, 2, 3, 3) with groups=1 expects 2'),
     'conv2d weight dim': (ValueError, 'conv2d: expected a 4-D weight, got shape (4, 3, 3)'),
-    'conv2d too small': (RuntimeError, 'conv2d: padded input size (2, 2) is smaller than the (dilated) kernel size (3, 3)'),
+    'conv2d too small': (RuntimeError, 'conv2d: padded input size (2, 2) is smaller than the kernel size (3, 3) (dilated: (3, 3))'),
     'conv2d same strided': (ValueError, "conv2d: padding='same' is not supported for strided convolutions"),
     'conv2d bad padding': (ValueError, "conv: padding must be 'valid', 'same', an int or a tuple, got 'full'"),
     'conv2d stride tuple': (ValueError, 'stride must be an int or a tuple of 2 ints, got (1, 1, 1)'),
@@ -144,7 +144,7 @@ MESSAGES = {   # the message before ' (at file:line)', and the exception type
     'pad reflect': (ValueError, 'pad: reflect padding (3, 3) must be smaller than the dim size 3'),
     'interpolate both': (ValueError, 'interpolate: give exactly one of size and scale_factor'),
     'interpolate align_corners': (ValueError, 'align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear'),
-    'interpolate mode': (NotImplementedError, "interpolate: mode 'cubic' is not supported (nearest, linear, bilinear)"),
+    'interpolate mode': (NotImplementedError, "interpolate: mode 'cubic' is not supported (nearest, nearest-exact, area, linear, bilinear, trilinear)"),
 }
 
 

@@ -209,6 +209,15 @@ def test_binary_cross_entropy_at_zero_and_one_as_torch():
     check_op(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction="sum"), p, NoGrad(t))
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_a_mean_over_no_counted_target_is_nan_with_a_zero_gradient_as_torch(smoothing):
+    # every target ignored: the loss is 0 / 0 = NaN in both; the gradient was 1/0 * 0 = NaN, torch's is 0
+    check_op(lambda L, x, t: L.nn.functional.cross_entropy(x, t, label_smoothing=smoothing), (3, 2),
+             NoGrad(np.full(3, -100)))
+    check_op(lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w), (2, 3), NoGrad(np.array([1, 1])),
+             NoGrad(np.array([1.0, 0.0, 1.0])))   # every counted target of weight 0
+
+
 def test_binary_cross_entropy_double_backward():
     def fn(lib, p, t):
         g, = lib.autograd.grad(lib.nn.functional.binary_cross_entropy(p, t), p, create_graph=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-
+from ..._dims import wrap_dim
 from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M
@@ -94,6 +94,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
+    if dim is not None:
+        wrap_dim(dim, input.ndim, "softmin")   # its errors name softmin, not the softmax it calls
     return softmax(-input, dim, dtype=dtype)
 
 

@@ -59,8 +59,8 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
     padded = tuple(n + b + a for n, (b, a) in zip(input.shape[2:], pads))
     for i in range(nd):
         if padded[i] < dilation[i] * (k[i] - 1) + 1:
-            raise op_error(op, f"padded input size {padded} is smaller than the "
-                           f"(dilated) kernel size {k}")
+            raise op_error(op, f"padded input size {padded} is smaller than the kernel size {k} (dilated: "
+                           f"{tuple(d * (kk - 1) + 1 for d, kk in zip(dilation, k))})")
     x, weight = M.binary_operands(input, weight, op)
     # zero padding and a bias of the same dtype happen inside the primitive (no padded copy, no extra pass)
     zero_pad = tuple(pads) if any(b or a for b, a in pads) else None
@@ -109,12 +109,24 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     k = weight.shape[2:]
     N = input.shape[0]
     C_out = weight.shape[1] * groups
-    full = tuple((n - 1) * s + d * (kk - 1) + 1 + o
-                 for n, s, d, kk, o in zip(input.shape[2:], stride, dilation, k, output_padding))
+    reach = tuple((n - 1) * s + d * (kk - 1) + 1 for n, s, d, kk in zip(input.shape[2:], stride, dilation, k))
+    full = tuple(r + o for r, o in zip(reach, output_padding))
+    if any(f - 2 * p < 1 for f, p in zip(full, padding)):
+        raise op_error(op, f"the output would have size {tuple(f - 2 * p for f, p in zip(full, padding))} for "
+                           f"input {tuple(input.shape)}, weight {tuple(weight.shape)}, stride {stride}, padding "
+                           f"{padding}, output_padding {output_padding}, dilation {dilation}: output size is too "
+                           f"small")
     x, weight = M.binary_operands(input, weight, op)
-    # the transpose of a conv whose weight (O=C_in, C_out/groups, *k) maps C_out -> C_in channels
-    out = ConvInputGrad.apply(x, weight, x_shape=(N, C_out) + full, stride=stride, dilation=dilation,
-                              groups=groups)
+    # the transpose of a conv whose weight (O=C_in, C_out/groups, *k) maps C_out -> C_in channels. The
+    # last output_padding positions get no contribution: zeros. The conv gradient places them itself
+    # while output_padding < stride (a conv over `full` still has the input's size); past the stride
+    # (output_padding < dilation) that conv would be longer, so they are padded on afterwards.
+    extra = tuple(o if o >= s else 0 for o, s in zip(output_padding, stride))
+    out = ConvInputGrad.apply(x, weight, x_shape=(N, C_out) + tuple(f - e for f, e in zip(full, extra)),
+                              stride=stride, dilation=dilation, groups=groups)
+    if any(extra):
+        from .vision import pad
+        out = pad(out, [w for e in reversed(extra) for w in (0, e)])
     if any(padding):
         key = (slice(None), slice(None)) + tuple(slice(p, f - p) for p, f in zip(padding, full))
         out = out[key]
@@ -141,7 +153,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     C_in = input.shape[1]
     K = C_in * k[0] * k[1]
     eye = C.eye(K, dtype=input.dtype, device=input.device).reshape(K, C_in, *k)
-    out = conv2d(input, eye, None, stride, padding, dilation)    # (N, C*K, oh, ow)
+    out = _convnd(input, eye, None, stride, padding, dilation, 1, 2, "unfold")    # (N, C*K, oh, ow)
     return out.reshape(out.shape[0], K, -1)
 
 

@@ -107,10 +107,19 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     safe, valid = _safe_target(target, ignore_index, n_cls, "nll_loss")
     picked = M.neg(input.gather(1, safe.unsqueeze(1)).squeeze(1))   # (N, ...)
     w = _class_weights(weight, safe, valid, input)
-    loss = picked * w
     if reduction == "mean":
-        return loss.sum() / w.sum()
-    return _reduce(loss, reduction, "nll_loss")
+        return _weighted_mean(picked, w, w.sum(), valid)
+    return _reduce(picked * w, reduction, "nll_loss")
+
+
+def _weighted_mean(values, per, total, valid):
+    """sum(values * per) / total over the entries `valid`: the means of nll_loss (per: the target's class
+    weight, total: their sum) and of cross_entropy's smoothing term (per: 1), with torch's gradient:
+    per / total for the targets counted (0/0 = NaN where the weights sum to 0 and the target is counted)
+    and exactly 0 for the ignored ones (not 1/0 * 0 = NaN when every target is ignored). The value is
+    NaN when total is 0, as torch."""
+    out = (values * M.where(valid, per / total, 0.0)).sum()
+    return out + M.where(M.eq(total, 0), float("nan"), 0.0).to(out.dtype)
 
 
 def _safe_target(target, ignore_index, n_cls, op):
@@ -175,15 +184,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     terms = logp * weight.reshape(wshape) if weight is not None else logp
     smooth = -terms.sum(dim)
     safe, valid = _safe_target(target, ignore_index, n_cls, "cross_entropy")
-    smooth = smooth * valid.to(input.dtype)
-    if reduction == "mean":
-        if weight is not None:
-            denom = _class_weights(weight, safe, valid, input).sum()
-        else:
-            denom = valid.sum().to(input.dtype)
-        smooth = smooth.sum() / denom
+    if reduction == "mean":   # over the targets counted, each by its class weight, as the nll term
+        smooth = _weighted_mean(smooth, 1.0, _class_weights(weight, safe, valid, input).sum(), valid)
     else:
-        smooth = _reduce(smooth, reduction, "cross_entropy")
+        smooth = _reduce(smooth * valid.to(input.dtype), reduction, "cross_entropy")
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_cls)
 
 

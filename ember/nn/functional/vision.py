@@ -26,6 +26,11 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
         pads[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
     if mode == "constant":
         out = input
+        short = [d for d, (b, a) in enumerate(pads) if input.shape[d] + b + a < 0]
+        if short:
+            d = short[0]
+            raise op_error("pad", f"padding {pads[d]} would leave dim {d} of input {tuple(input.shape)} with "
+                                  f"size {input.shape[d] + sum(pads[d])}")
         if any(b < 0 or a < 0 for b, a in pads):   # negative padding crops
             key = tuple(slice(-b if b < 0 else None, a if a < 0 else None) for b, a in pads)
             out = out[key]
@@ -52,6 +57,9 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
         elif mode == "replicate":
             idx = xp.clip(idx, 0, size - 1)
         else:
+            if b > size or a > size:
+                raise op_error("pad", f"circular padding ({b}, {a}) of dim {d} (size {size}) would wrap around "
+                                      f"more than once")
             idx = idx % size
         out = out[(slice(None),) * d + (Tensor._make(idx, input._device),)]
     return out
@@ -70,7 +78,8 @@ def _interp_indices_linear(xp, n_in, n_out, scale, align_corners):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Tensor:
-    """Resize the spatial dims of (N, C, ...) by `size` or `scale_factor`: nearest, (bi)linear."""
+    """Resize the spatial dims of (N, C, ...) by `size` or `scale_factor`: nearest, nearest-exact, area,
+    (bi/tri)linear."""
     nd = input.ndim - 2
     if nd < 1:
         raise op_error("interpolate", f"expected (N, C, ...) input, got {tuple(input.shape)}", ValueError)
@@ -84,16 +93,28 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * nd
         out_sizes = tuple(int(math.floor(i * f)) for i, f in zip(in_sizes, sf))
         scales = [1.0 / f if not recompute_scale_factor else i / o for f, i, o in zip(sf, in_sizes, out_sizes)]
-    if mode in ("nearest",):
-        if align_corners is not None:
-            raise ValueError("align_corners option can only be set with the interpolating modes: "
-                             f"linear | bilinear | bicubic | trilinear (at {user_frame()})")
+    if min(in_sizes) < 1 or min(out_sizes) < 1:
+        raise op_error("interpolate", f"input and output sizes should be greater than 0, but got input "
+                                      f"{tuple(in_sizes)} and output {tuple(out_sizes)}")
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         f"linear | bilinear | bicubic | trilinear (at {user_frame()})")
+    if mode in ("nearest", "nearest-exact"):
+        # source index floor(dst * scale) ('nearest', torch's legacy rule) or of the pixel centres,
+        # floor((dst + 0.5) * scale) ('nearest-exact', as PIL and scikit-image)
+        half = 0.5 if mode == "nearest-exact" else 0.0
         out = input
         for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
             xp = array_module(input)
-            idx = xp.minimum(xp.floor(xp.arange(n_out) * sc).astype(np.int64), n_in - 1)
+            idx = xp.minimum(xp.floor((xp.arange(n_out) + half) * sc).astype(np.int64), n_in - 1)
             out = out[(slice(None),) * (2 + i) + (Tensor._make(idx, input._device),)]
         return out
+    if mode == "area":   # torch's 'area' is adaptive average pooling to the output size
+        from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+        if nd > 2:
+            raise op_error("interpolate", f"mode 'area' supports 3-D and 4-D inputs, got {tuple(input.shape)}",
+                           NotImplementedError)
+        return (adaptive_avg_pool1d if nd == 1 else adaptive_avg_pool2d)(input, tuple(out_sizes))
     if mode in ("linear", "bilinear", "trilinear"):
         if {"linear": 1, "bilinear": 2, "trilinear": 3}[mode] != nd:
             raise op_error("interpolate", f"mode {mode!r} needs a {2 + {'linear': 1, 'bilinear': 2}.get(mode, 3)}-D "
@@ -109,8 +130,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             b = out[lead + (Tensor._make(i1, input._device),)]
             out = a + (b - a) * w1
         return out
-    raise op_error("interpolate", f"mode {mode!r} is not supported (nearest, linear, bilinear)",
-                   NotImplementedError)
+    raise op_error("interpolate", f"mode {mode!r} is not supported (nearest, nearest-exact, area, linear, "
+                                  f"bilinear, trilinear)", NotImplementedError)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12) -> Tensor:
@@ -123,6 +144,13 @@ def normalize(input, p=2.0, dim=1, eps=1e-12) -> Tensor:
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8) -> Tensor:
+    # broadcast first: a (1, 4) x2 beside a (3, 4) x1 has norm sqrt(3)|x2| over dim 0, not |x2|
+    from ...ops.shape import broadcast_tensors
+    try:
+        x1, x2 = broadcast_tensors(x1, x2)
+    except (ValueError, RuntimeError):
+        raise op_error("cosine_similarity", f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} cannot be "
+                                            f"broadcast together") from None
     n1 = M.clamp(M.norm(x1, 2, dim, keepdim=True), min=eps)
     n2 = M.clamp(M.norm(x2, 2, dim, keepdim=True), min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
