@@ -480,9 +480,10 @@ class MaxPoolIndex(Primitive):
             base = (xp.arange(out[i]) * self.stride[i]).reshape((-1,) + (1,) * (nd - 1 - i))
             pos.append(base + offs[i] * self.dilation[i])
         spatial = x.shape[2:]
-        if self.pads is not None:
-            pos = [p - b for p, (b, _) in zip(pos, self.pads)]
-            spatial = tuple(n - b - a for n, (b, a) in zip(spatial, self.pads))
+        if self.pads is not None:   # a window wholly in the padding (dilation > padding) has no input
+            pos = [p - b for p, (b, _) in zip(pos, self.pads)]   # position: the nearest one (torch's is
+            spatial = tuple(n - b - a for n, (b, a) in zip(spatial, self.pads))   # out of range)
+            return xp.ravel_multi_index(pos, spatial, mode="clip").astype(np.int64)
         return xp.ravel_multi_index(pos, spatial).astype(np.int64)
 
     def infer(self, x):

@@ -16,6 +16,8 @@ from helpers import Const, NoGrad, check_op
 
 SEED = 20261124
 CASES = 25
+# torch's float64 hardsigmoid/hardswish gradients use 1/6 rounded to float32 (relative error 3e-8)
+GRAD_RTOL = {"hardsigmoid": 1e-7, "hardswish": 1e-7}
 
 
 def _pick(rng, *options):
@@ -88,7 +90,7 @@ def _interpolate(rng):
     # not 'bicubic': Ember has no bicubic mode yet, and says so (NotImplementedError)
     mode = _pick(rng, "nearest", "nearest-exact", "area", "linear" if nd == 1 else "bilinear")
     kw = {"mode": mode}
-    if rng.integers(2):
+    if rng.integers(2) or mode == "area":   # area by a scale < 1 can pool to size 0: torch's backward fails
         kw["size"] = _pick(rng, int(rng.integers(1, 9)), _spatial(rng, nd, 1, 9))
     else:
         kw["scale_factor"] = _pick(rng, 0.5, 1.5, 2, 3, 0.75)
@@ -291,9 +293,12 @@ def _torch_raises(fn, inputs):
             x = np.ones(x)
         args.append(torch.as_tensor(x) if isinstance(x, np.ndarray) else x)
     try:
-        fn(torch, *args)
+        out = fn(torch, *args)
     except Exception as e:   # noqa: BLE001  (the fuzz compares what each library raises)
         return e
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(o.dtype.is_floating_point and bool(torch.isneginf(o).any()) for o in outs):
+        return "undefined"   # a max-pool window wholly in the padding: torch's index there is out of range
     return None
 
 
@@ -319,6 +324,8 @@ def test_functional_fuzz_against_torch(family):
         fn, inputs, name, kw = GENERATORS[family](rng)
         where = f"{name} case {i} {kw} inputs {[getattr(x, 'shape', x) if not isinstance(x, NoGrad) else 'fixed' for x in inputs]}"
         t_err = _torch_raises(fn, inputs)
+        if t_err == "undefined":
+            continue
         if t_err is not None:
             e_err = _ember_error(fn, inputs)
             if e_err is None:
@@ -327,7 +334,7 @@ def test_functional_fuzz_against_torch(family):
                 failures.append(f"{where}: ember's error does not name {name}: {type(e_err).__name__}: {e_err}")
             continue
         try:
-            check_op(fn, *inputs, dtypes=("float64",), seed=i)
+            check_op(fn, *inputs, dtypes=("float64",), seed=i, grad_rtol=GRAD_RTOL.get(name))
         except Exception as e:   # noqa: BLE001
             failures.append(f"{where}: {type(e).__name__}: {' '.join(str(e).split())[:400]}")
     assert not failures, f"{len(failures)} divergences from torch:\n" + "\n".join(failures[:12])

@@ -234,3 +234,14 @@ def test_maxpool_one_element_window_as_torch_and_keeps_the_layout(pool, x):
     y = getattr(ember.nn.functional, pool)(ember.from_numpy(cl), 1, stride=2)
     np.testing.assert_array_equal(y.numpy(), x.astype(np.float32)[(slice(None),) * 2 + (slice(None, None, 2),) * (x.ndim - 2)])
     assert np.moveaxis(y.numpy(), 1, -1).flags.c_contiguous
+
+
+def test_a_max_pool_window_wholly_in_the_padding():
+    # dilation 2 > padding 1 on a length-1 input: the window holds only padding. return_indices failed
+    # ("invalid entry in coordinates array"); torch returns -inf and an index out of range
+    x = ember.randn(2, 2, 1, requires_grad=True)
+    out, idx = ember.nn.functional.max_pool1d(x, 2, padding=1, dilation=2, return_indices=True)
+    assert out.shape == (2, 2, 1) and bool((out == float("-inf")).all())
+    assert idx.tolist() == [[[0], [0]], [[0], [0]]]          # in range: the nearest input position
+    out.sum().backward()
+    assert x.grad.tolist() == [[[0.0], [0.0]], [[0.0], [0.0]]]

@@ -93,7 +93,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * nd
         out_sizes = tuple(int(math.floor(i * f)) for i, f in zip(in_sizes, sf))
         scales = [1.0 / f if not recompute_scale_factor else i / o for f, i, o in zip(sf, in_sizes, out_sizes)]
-    if min(in_sizes) < 1 or min(out_sizes) < 1:
+    if mode != "area" and (min(in_sizes) < 1 or min(out_sizes) < 1):   # area pools to any size, as torch
         raise op_error("interpolate", f"input and output sizes should be greater than 0, but got input "
                                       f"{tuple(in_sizes)} and output {tuple(out_sizes)}")
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
