@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d, LayerNorm, GroupNorm."""
+"""BatchNorm1d/2d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm."""
 from __future__ import annotations
 
 from .. import _dtype
@@ -8,7 +8,8 @@ from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm",
+           "GroupNorm"]
 
 
 def _affine(module, shape, affine, bias, device, dtype):
@@ -82,6 +83,51 @@ class BatchNorm2d(_BatchNorm):
     (4, 3, 5, 5)
     """
     _dims = (4,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel normalisation over the spatial dims (F.instance_norm); torch's defaults:
+    no affine parameters and no running stats."""
+    _spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input):
+        name = type(self).__name__
+        if input.ndim not in (self._spatial + 1, self._spatial + 2):
+            raise op_error(name, f"expected {self._spatial + 1}D or {self._spatial + 2}D input (got "
+                                 f"{input.ndim}D input of shape {tuple(input.shape)})", ValueError)
+        unbatched = input.ndim == self._spatial + 1
+        channels = input.shape[0 if unbatched else 1]
+        if channels != self.num_features and self.affine:
+            raise op_error(name, f"expected input's size at dim={0 if unbatched else 1} to match num_features "
+                                 f"({self.num_features}), but got: {channels}.", ValueError)
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.0 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or (C, L)."""
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or (C, H, W) (style transfer, GAN generators)."""
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or (C, D, H, W)."""
+    _spatial = 3
 
 
 class LayerNorm(Module):

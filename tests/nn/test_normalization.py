@@ -21,6 +21,13 @@ CASES = [
     ("groupnorm", lambda lib: lib.nn.GroupNorm(2, 4), [(3, 4, 5)]),
     ("groupnorm_4d", lambda lib: lib.nn.GroupNorm(3, 6), [(2, 6, 3, 3)]),
     ("groupnorm_noaffine", lambda lib: lib.nn.GroupNorm(1, 4, affine=False), [(2, 4, 3, 3)]),
+    ("instancenorm1d", lambda lib: lib.nn.InstanceNorm1d(3), [(2, 3, 5)]),
+    ("instancenorm1d_unbatched_affine", lambda lib: lib.nn.InstanceNorm1d(3, affine=True), [(3, 5)]),
+    ("instancenorm2d_tracked", lambda lib: lib.nn.InstanceNorm2d(3, affine=True, track_running_stats=True,
+                                                                 momentum=0.3), [(2, 3, 4, 5)]),
+    ("instancenorm2d_unbatched_tracked", lambda lib: lib.nn.InstanceNorm2d(2, track_running_stats=True),
+     [(2, 3, 3)]),
+    ("instancenorm3d", lambda lib: lib.nn.InstanceNorm3d(2, affine=True, eps=1e-3), [(2, 2, 2, 3, 2)]),
 ]
 
 
@@ -214,3 +221,12 @@ def test_batch_norm_double_backward_with_one_channel():
         gx, gw = lib.autograd.grad((y * y * y).sum(), (x, w), create_graph=True)
         return (gx * gx).sum() + (gw * gw).sum()
     check_op(fn, (4, 1, 3), (1,), (1,), dtypes=("float64",))
+
+
+def test_instance_norm_errors_as_torch():
+    with pytest.raises(ValueError, match=r"InstanceNorm2d: expected 3D or 4D input \(got 2D input"):
+        ember.nn.InstanceNorm2d(3)(ember.ones(3, 4))
+    with pytest.raises(ValueError, match="match num_features \\(3\\), but got: 4"):
+        ember.nn.InstanceNorm1d(3, affine=True)(ember.ones(2, 4, 5))
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        ember.nn.InstanceNorm1d(3)(ember.ones(2, 3, 1))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .linear import linear, bilinear
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, unfold, fold
 from .pooling import max_pool1d, max_pool2d, avg_pool1d, avg_pool2d, adaptive_avg_pool1d, adaptive_avg_pool2d
-from .normalization import batch_norm, layer_norm, group_norm
+from .normalization import batch_norm, layer_norm, group_norm, instance_norm
 from .dropout import dropout, dropout1d, dropout2d, dropout3d, alpha_dropout, feature_alpha_dropout
 from .embedding import embedding, one_hot
 from .activation import relu, relu6, hardtanh, leaky_relu, elu, selu, gelu, silu, softplus, mish, tanh, sigmoid, logsigmoid, softmax, log_softmax, softmin
@@ -23,7 +23,7 @@ from .conv import _conv_padding  # noqa: F401
 __all__ = [
     "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "batch_norm", "layer_norm", "group_norm", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    "batch_norm", "layer_norm", "group_norm", "instance_norm", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
     "feature_alpha_dropout", "embedding",
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
     "hardtanh", "logsigmoid", "softmax", "log_softmax", "softmin", "hardshrink", "softshrink", "tanhshrink",

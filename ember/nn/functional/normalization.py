@@ -95,3 +95,27 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:
     if bias is not None:
         out = out + bias.reshape(shape)
     return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5) -> Tensor:
+    """Normalise each (sample, channel) over its spatial dims, as torch: batch_norm on the input seen as
+    (1, N*C, ...), with the running stats and the affine parameters repeated N times; the running
+    stats then take the mean of their N updated copies."""
+    if input.ndim < 3:
+        raise op_error("instance_norm", f"expected (N, C, *spatial) input, got {tuple(input.shape)}", ValueError)
+    N, C_ = input.shape[:2]
+    if use_input_stats and input.numel() // max(N * C_, 1) <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{tuple(input.shape)} (at {user_frame()})")
+    rep = (lambda t: None if t is None else t.repeat(N))
+    rm, rv = rep(running_mean), rep(running_var)
+    out = batch_norm(input.reshape((1, N * C_) + tuple(input.shape[2:])), rm, rv, rep(weight), rep(bias),
+                     use_input_stats, momentum, eps)
+    if use_input_stats:
+        with no_grad():
+            for mine, copies in ((running_mean, rm), (running_var, rv)):
+                if mine is not None:
+                    mine.copy_(copies.reshape(N, C_).mean(0))
+    return out.reshape(input.shape)
+
