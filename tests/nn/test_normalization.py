@@ -230,3 +230,13 @@ def test_instance_norm_errors_as_torch():
         ember.nn.InstanceNorm1d(3, affine=True)(ember.ones(2, 4, 5))
     with pytest.raises(ValueError, match="more than 1 spatial element"):
         ember.nn.InstanceNorm1d(3)(ember.ones(2, 3, 1))
+
+
+def test_functional_instance_norm_with_running_stats():
+    from helpers import NoGrad, check_op
+    import numpy as np
+    mean, var = np.zeros(3), np.ones(3)
+    check_op(lambda L, x, w, b: L.nn.functional.instance_norm(
+        x, L.tensor(mean, dtype=x.dtype, device=x.device), L.tensor(var, dtype=x.dtype, device=x.device), w, b,
+        momentum=0.2), (2, 3, 4), (3,), (3,))
+    check_op(lambda L, x: L.nn.functional.instance_norm(x, eps=1e-3), (2, 3, 2, 2))
