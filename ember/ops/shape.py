@@ -516,7 +516,113 @@ def _key_inputs(key, input):
     return tuple(out), tuple(idx)
 
 
+def _kind(k):
+    """'int' (an integer, or a 0-d integer tensor or array), 'adv' (an index tensor, array or list, or a
+    mask) or 'basic' (a slice, None, Ellipsis)."""
+    if isinstance(k, (bool, np.bool_)):
+        return "adv"
+    if isinstance(k, (int, np.integer)):
+        return "int"
+    if isinstance(k, Tensor):
+        return "int" if k.ndim == 0 and k.dtype.category == 1 else "adv"
+    if isinstance(k, np.ndarray):
+        return "int" if k.ndim == 0 and k.dtype.kind in "iu" else "adv"
+    return "adv" if isinstance(k, list) else "basic"
+
+
+def _adv_dims(k):
+    """(input dims consumed, output dims made) by an advanced index: a mask consumes its ndim and makes
+    one; an index array consumes one and makes its ndim."""
+    if isinstance(k, (bool, np.bool_)):
+        return 0, 1
+    a = k if isinstance(k, (Tensor, np.ndarray)) else host.asarray(k)
+    return (a.ndim, 1) if a.dtype == np.bool_ or getattr(a.dtype, "name", "") == "bool" else (1, a.ndim)
+
+
+def _ints_first(key, input):
+    """torch applies integer indices before the advanced ones; NumPy counts them among the advanced:
+    x[0, :, [1, 2]] is (3, 2) in torch and (2, 3) in NumPy, and x[:, [0, 1], 1, [0, 1]] keeps the
+    advanced dims in place in torch only. For a key with both kinds: (the NumPy key with each integer as
+    a length-1 slice, the NumPy result's dims those slices leave, the permutation of the others into
+    torch's order); None for any other key (NumPy's layout is torch's)."""
+    key = key if isinstance(key, tuple) else (key,)
+    kinds = [_kind(k) for k in key]
+    if "int" not in kinds or "adv" not in kinds:
+        return None
+
+    def used(k, kind):   # input dims a component consumes
+        if kind != "adv":
+            return 0 if k is None or k is Ellipsis else 1
+        return _adv_dims(k)[0]
+    rest = input.ndim - builtins.sum(used(k, kind) for k, kind in zip(key, kinds) if k is not Ellipsis)
+    new, labels, d, block = [], [], 0, 0   # labels: one per output dim of a basic component, then "A"s
+    for k, kind in zip(key, kinds):
+        if kind == "int":
+            n = input.shape[d] if d < input.ndim else 0
+            v = int(k.item()) if isinstance(k, Tensor) else int(k)
+            if not -n <= v < n:
+                raise op_error("index", f"index {v} is out of bounds for dimension {d} with size {n}", IndexError)
+            v %= n
+            new.append(slice(v, v + 1))
+            labels.append(("int", d))
+            d += 1
+        elif kind == "adv":
+            new.append(k)
+            labels.append("A")
+            block = builtins.max(block, _adv_dims(k)[1])
+            d += used(k, kind)
+        elif k is Ellipsis:
+            new.append(k)
+            labels += [("dim", d + i) for i in range(rest)]
+            d += rest
+        else:
+            new.append(k)
+            labels.append(("new", len(labels)) if k is None else ("dim", d))
+            d += 0 if k is None else 1
+    labels += [("dim", i) for i in range(d, input.ndim)]
+    pos = [i for i, lab in enumerate(labels) if lab == "A"]
+    basic = [lab for lab in labels if lab != "A"]
+    adv = [("adv", j) for j in range(block)]
+
+    def layout(together, first):   # the output dims: the advanced block in place or in front
+        before = builtins.sum(1 for lab in labels[:first] if lab != "A")
+        return basic[:before] + adv + basic[before:] if together else adv + basic
+    numpy_order = layout(pos == list(range(pos[0], pos[-1] + 1)), pos[0])
+    no_ints = [lab for lab in labels if lab == "A" or lab[0] != "int"]   # torch: the integers are gone
+    torch_pos = [i for i, lab in enumerate(no_ints) if lab == "A"]
+    torch_order = [lab for lab in layout(torch_pos == list(range(torch_pos[0], torch_pos[-1] + 1)),
+                                         labels.index("A")) if lab[0] != "int"]
+    drop = tuple(i for i, lab in enumerate(numpy_order) if lab[0] == "int")
+    kept = [lab for lab in numpy_order if lab[0] != "int"]
+    return tuple(new), drop, tuple(kept.index(lab) for lab in torch_order)
+
+
+def _to_torch_layout(out, drop, perm):
+    """A NumPy-layout result of _ints_first's key in torch's layout: its integer dims gone, permuted."""
+    out = reshape(out, tuple(n for i, n in enumerate(out.shape) if i not in drop))
+    return out if perm == tuple(range(len(perm))) else permute(out, perm)
+
+
+def _to_numpy_layout(value, drop, perm):
+    """A value for the torch-layout region, for the NumPy-layout one (the inverse of _to_torch_layout;
+    the value broadcast against it, not expanded)."""
+    if not isinstance(value, Tensor) or value.ndim == 0:
+        return value
+    n = len(perm)
+    v = reshape(value, (1,) * (n - value.ndim) + tuple(value.shape)) if value.ndim < n else value
+    if perm != tuple(range(n)):
+        v = permute(v, tuple(perm.index(i) for i in range(n)))
+    shape = list(v.shape)
+    for i in drop:
+        shape.insert(i, 1)
+    return reshape(v, tuple(shape))
+
+
 def getitem(input, key):
+    torch_key = _ints_first(key, input)
+    if torch_key is not None:
+        key, drop, perm = torch_key
+        return _to_torch_layout(getitem(input, key), drop, perm)
     k, idx = _key_inputs(key, input)
     try:
         out = P.Index.apply(input, *idx, key=k)
@@ -528,8 +634,12 @@ def getitem(input, key):
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place x[indices] = values (or += with accumulate)."""
     from .math import _as_tensor
-    k, idx = _key_inputs(indices, input)
     v = _as_tensor(values, input.dtype, input._device, "index_put")
+    torch_key = _ints_first(indices, input)
+    if torch_key is not None:
+        indices, drop, perm = torch_key
+        v = _to_numpy_layout(v, drop, perm)
+    k, idx = _key_inputs(indices, input)
     try:
         return P.IndexPut.apply(input, v, *idx, key=k, accumulate=accumulate)
     except (IndexError, ValueError) as e:   # NumPy's ValueError (values that do not broadcast): torch's RuntimeError
@@ -544,6 +654,14 @@ def setitem(input, key, value):
         return
     from .inplace import INDEX, assign
     check_leaf(input, "setitem")
+    torch_key = _ints_first(key, input)
+    if torch_key is not None:
+        key, drop, perm = torch_key
+        if isinstance(value, Tensor):
+            value = _to_numpy_layout(value, drop, perm)
+        elif not isinstance(value, (int, float, bool, np.generic)):
+            from .creation import tensor
+            value = _to_numpy_layout(tensor(value, dtype=input.dtype, device=input.device), drop, perm)
     k, index = [], []
     for e in _key(key, input):   # index arrays and masks are inputs of Assign; the rest is its key
         if isinstance(e, (int, slice, np.integer)) or e is None or e is Ellipsis:
