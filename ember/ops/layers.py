@@ -794,9 +794,11 @@ class Normalize(Primitive):
 
 
 class Embedding(Primitive):
-    """weight[idx] for an integer index tensor `idx` (rows of the table)."""
-    attrs = {"padding_idx": OPT_INT}
+    """weight[idx] for an integer index tensor `idx` (rows of the table); with `freq`, each row's
+    gradient is divided by how often its index occurs in idx (torch's scale_grad_by_freq)."""
+    attrs = {"padding_idx": OPT_INT, "freq": bool}
     saves_inputs = True
+    freq = False
 
     def forward(self, w, idx):
         return w[idx]
@@ -807,15 +809,18 @@ class Embedding(Primitive):
 
     def backward(self, g):
         idx, = self.saved_tensors
-        return EmbeddingGrad.apply(g, idx, num=self.num, padding_idx=self.padding_idx), None
+        extra = {"freq": True} if self.freq else {}
+        return EmbeddingGrad.apply(g, idx, num=self.num, padding_idx=self.padding_idx, **extra), None
 
     def infer(self, w, idx): return tuple(idx.shape) + tuple(w.shape[1:]), w.dtype
 
 
 class EmbeddingGrad(Primitive):
-    """The adjoint of Embedding: sum the rows of g that share an index (sort + reduceat, not add.at);
-    the padding_idx row gets nothing."""
-    attrs = {"num": int, "padding_idx": OPT_INT}
+    """The adjoint of Embedding: sum the rows of g that share an index (sort + reduceat, not add.at),
+    divided by the index's count with `freq`; the padding_idx row gets nothing. Its own gradient in g
+    looks the rows up again, without the counts (as torch's: the scaled gradient is not a derivative)."""
+    attrs = {"num": int, "padding_idx": OPT_INT, "freq": bool}
+    freq = False
 
     saves_inputs = True
 
@@ -832,6 +837,9 @@ class EmbeddingGrad(Primitive):
         elif flat.size:
             from .primitives import _add_at
             _add_at(xp, out, flat, vals)
+        if self.freq and flat.size:
+            counts = xp.bincount(flat, minlength=self.num)
+            out /= xp.maximum(counts, 1).astype(out.dtype)[:, None]
         if self.padding_idx is not None:
             out[self.padding_idx] = 0
         return out.reshape((self.num,) + g.shape[idx.ndim:])

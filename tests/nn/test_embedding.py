@@ -11,6 +11,9 @@ CASES = [
     ("embedding", lambda lib: lib.nn.Embedding(10, 3)),
     ("embedding_padding_idx", lambda lib: lib.nn.Embedding(10, 3, padding_idx=2)),
     ("embedding_negative_padding_idx", lambda lib: lib.nn.Embedding(10, 3, padding_idx=-1)),
+    ("embedding_scale_grad_by_freq", lambda lib: lib.nn.Embedding(10, 3, scale_grad_by_freq=True)),
+    ("embedding_scale_grad_by_freq_padding", lambda lib: lib.nn.Embedding(10, 3, padding_idx=4,
+                                                                         scale_grad_by_freq=True)),
 ]
 
 
@@ -105,9 +108,17 @@ def test_embedding_with_meta_indices():
     assert out.device.type == "meta" and out.shape == (2, 3, 4)
 
 
-def test_embedding_scale_grad_by_freq_is_refused():
-    with pytest.raises(NotImplementedError, match="^embedding: scale_grad_by_freq and sparse are not supported"):
-        ember.nn.functional.embedding(ember.tensor([1]), ember.zeros(5, 2), scale_grad_by_freq=True)
+def test_embedding_sparse_is_refused_and_scale_grad_by_freq_differentiates_twice():
+    with pytest.raises(NotImplementedError, match="^embedding: sparse gradients are not supported"):
+        ember.nn.functional.embedding(ember.tensor([1]), ember.zeros(5, 2), sparse=True)
+    from helpers import check_op
+
+    def fn(lib, w):   # the double backward as torch's: the rows looked up again, not divided
+        y = lib.nn.functional.embedding(lib.tensor([[0, 2, 2], [1, 0, 0]], device=w.device), w,
+                                        scale_grad_by_freq=True)
+        g, = lib.autograd.grad((y * y * y).sum(), w, create_graph=True)
+        return (g * g).sum()
+    check_op(fn, (4, 3), dtypes=("float64",))
 
 
 @pytest.mark.parametrize("padding_idx", [None, 2])

@@ -11,12 +11,13 @@ from ...ops.layers import Embedding as EmbeddingLookup
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False) -> Tensor:
-    """Rows of `weight` picked by the integer tensor `input`; the padding_idx row gets no gradient."""
+    """Rows of `weight` picked by the integer tensor `input`; the padding_idx row gets no gradient;
+    with scale_grad_by_freq each row's gradient is divided by its index's count in `input`."""
     if input.dtype.is_floating_point:
         raise op_error("embedding", f"expected an integer index tensor, got {input.dtype.name}")
     check_same_device("embedding", weight, input, "indices", "weight")
-    if scale_grad_by_freq or sparse:
-        raise op_error("embedding", "scale_grad_by_freq and sparse are not supported", NotImplementedError)
+    if sparse:
+        raise op_error("embedding", "sparse gradients are not supported", NotImplementedError)
     if max_norm is not None:
         with no_grad():
             rows = input.unique()
@@ -34,6 +35,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
                        IndexError)
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
+    if scale_grad_by_freq:   # each row's gradient divided by its index's count in `input`
+        return EmbeddingLookup.apply(weight, idx, padding_idx=padding_idx, freq=True)
     return EmbeddingLookup.apply(weight, idx, padding_idx=padding_idx)
 
 
