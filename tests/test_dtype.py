@@ -122,3 +122,13 @@ def test_mixed_dtype_grad_flows_back_in_each_dtype():
     y = ember.ones(3, dtype=ember.float64, requires_grad=True)
     (x * y).sum().backward()
     assert x.grad.dtype is ember.float32 and y.grad.dtype is ember.float64
+
+
+@pytest.mark.parametrize("data", [np.float64(1.5), np.float16(1.5), np.int32(3), np.bool_(True), [np.float64(1.5)],
+                                  [1.5, np.float64(2)], [1, np.int32(2)], [np.int32(1), np.int8(2)],
+                                  [[np.float16(1.0)], [2.0]], [np.float32(1.0), 2.5], [True, np.int8(1)], [1.5]],
+                         ids=repr)
+def test_tensor_from_numpy_scalars_keeps_their_dtypes_as_torch(data):
+    # np.float64 scalars made float32 tensors (torch: float64), so computations silently lost precision
+    assert ember.tensor(data).dtype.name == str(torch.tensor(data).dtype).replace("torch.", "")
+    assert ember.as_tensor(data).dtype.name == str(torch.as_tensor(data).dtype).replace("torch.", "")

@@ -26,8 +26,35 @@ def _from_host(arr: np.ndarray, device) -> Tensor:
     return Tensor._make(backends.get(device.type).to_device(arr, device), device)
 
 
+def _scalar_dtype(x):
+    """The dtype torch.tensor gives one scalar: a NumPy scalar's own, bool, int64 or the default float."""
+    if isinstance(x, np.generic) and (x.dtype.kind in "biuf" or x.dtype.name == "bfloat16"):
+        return _dtype.from_np(x.dtype)
+    if isinstance(x, (bool, np.bool_)):
+        return _dtype.bool
+    if isinstance(x, (int, np.integer)):
+        return _dtype.int64
+    return _dtype.get_default_dtype()
+
+
 def _infer_np_dtype(data):
-    """torch.tensor's dtype for nested Python data: bool, int64 or the default float."""
+    """torch.tensor's dtype for nested Python data: bool, int64 or the default float; with NumPy scalars
+    (np.float64(1.5), [np.int32(1), 2]) each scalar's own dtype, promoted with the others', as torch."""
+    if isinstance(data, np.generic):
+        return _scalar_dtype(data).np
+    if isinstance(data, (list, tuple)):
+        leaves, stack = [], [data]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (list, tuple)):
+                stack.extend(x)
+            else:
+                leaves.append(x)
+        if any(isinstance(x, np.generic) for x in leaves):
+            dt = _scalar_dtype(leaves[0])
+            for x in leaves[1:]:
+                dt = _dtype.promote_types(dt, _scalar_dtype(x))
+            return dt.np
     try:
         a = host.asarray(data)
     except ValueError:

@@ -470,11 +470,24 @@ def lerp(input, end, weight):
     return input + weight * (end - input)
 
 
+def _promoted(op, *xs):
+    """The tensors among xs in their common result dtype (torch computes addcmul/addcdiv in it: two uint8
+    factors of a float64 input are multiplied as float64, not wrapped in uint8)."""
+    dt = _dtype.result_type(*xs)
+    return [x.to(dt) if isinstance(x, Tensor) and x.dtype is not dt else x for x in xs]
+
+
 def addcmul(input, tensor1, tensor2, *, value=1):
+    input, tensor1, tensor2 = _promoted("addcmul", input, tensor1, tensor2)
     return input + value * tensor1 * tensor2
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
+    if builtins.all(isinstance(t, Tensor) and not t.dtype.is_floating_point for t in (tensor1, tensor2)):
+        raise op_error("addcdiv", "Integer division with addcdiv is no longer supported: use "
+                                  "(input + value * tensor1 / tensor2) for a true division, or "
+                                  "(input + value * trunc(tensor1 / tensor2)).to(input.dtype)")
+    input, tensor1, tensor2 = _promoted("addcdiv", input, tensor1, tensor2)
     return input + value * tensor1 / tensor2
 
 

@@ -131,7 +131,7 @@ MESSAGES = {   # the message before ' (at file:line)', and the exception type
     'group_norm groups': (RuntimeError, 'group_norm: 6 channels are not divisible into 4 groups'),
     'embedding float index': (RuntimeError, 'embedding: expected an integer index tensor, got float32'),
     'embedding range': (IndexError, 'embedding: index out of range: indices must be in [0, 5), got [7, 7]'),
-    'embedding sparse': (NotImplementedError, 'embedding: scale_grad_by_freq and sparse are not supported'),
+    'embedding sparse': (NotImplementedError, 'embedding: sparse gradients are not supported'),
     'one_hot float': (RuntimeError, 'one_hot is only applicable to index tensor'),
     'one_hot range': (RuntimeError, 'one_hot: class values must be in [0, 2), got [3, 3]'),
     'dropout p': (ValueError, 'dropout: probability has to be between 0 and 1, but got 1.5'),

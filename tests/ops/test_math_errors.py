@@ -336,3 +336,12 @@ def test_division_ops_name_themselves_in_device_errors(fake_cuda):
     # a list condition goes to the operands' device
     out = ember.where([True, False], c, c * 0)
     assert out.device.type == "cuda" and out.tolist() == [4, 0]
+
+
+def test_addcmul_computes_in_the_promoted_dtype_and_addcdiv_refuses_integer_division():
+    x, t = ember.zeros(3, dtype=ember.float64), ember.tensor([254, 3, 2], dtype=ember.uint8)
+    assert ember.addcmul(x, t, t).tolist() == [64516.0, 9.0, 4.0]     # was 254 * 254 wrapped in uint8: 4
+    assert x.clone().addcmul_(t, t, value=2).tolist() == [129032.0, 18.0, 8.0]
+    raises_exactly(lambda: ember.addcdiv(x, t, t), RuntimeError,
+                   "addcdiv: Integer division with addcdiv is no longer supported: use (input + value * tensor1 / "
+                   "tensor2) for a true division, or (input + value * trunc(tensor1 / tensor2)).to(input.dtype)")
