@@ -132,3 +132,14 @@ def test_tensor_from_numpy_scalars_keeps_their_dtypes_as_torch(data):
     # np.float64 scalars made float32 tensors (torch: float64), so computations silently lost precision
     assert ember.tensor(data).dtype.name == str(torch.tensor(data).dtype).replace("torch.", "")
     assert ember.as_tensor(data).dtype.name == str(torch.as_tensor(data).dtype).replace("torch.", "")
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_precision_cumsum_and_cumprod_run_in_float32_as_torch(dt):
+    # in bfloat16 a running sum of 4096 values in [0, 1) stalls: it was 87% off, torch's 0.4%
+    x = np.random.default_rng(0).random(4096)
+    for f, data in ((lambda v: v.cumsum(0), x), (lambda v: v.cumprod(0), 1 + (x - 0.5) * 0.01)):
+        t = f(torch.tensor(data).to(getattr(torch, dt))).double().numpy()
+        e = f(ember.tensor(data).to(getattr(ember, dt)))
+        assert e.dtype.name == dt
+        np.testing.assert_allclose(e.double().numpy(), t, rtol=2e-3 if dt == "float16" else 1e-2)   # an ulp
