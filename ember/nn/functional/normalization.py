@@ -82,6 +82,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:
+    if input.dtype.itemsize == 2 and input.dtype.is_floating_point:   # float16/bfloat16: in float32, as
+        up = (lambda t: None if t is None else t.float())            # torch (half the error of bfloat16)
+        return group_norm(input.float(), num_groups, up(weight), up(bias), eps).to(input.dtype)
     N, C_ = input.shape[:2]
     if C_ % num_groups:
         raise op_error("group_norm", f"{C_} channels are not divisible into {num_groups} groups")
