@@ -285,15 +285,20 @@ GENERATORS = {
 }
 
 
-def _torch_raises(fn, inputs):
+def _args(lib, inputs):
+    """The inputs as lib's tensors (shapes as ones), without gradients: for the raise-or-not check."""
     args = []
     for x in inputs:
         x = x.value if isinstance(x, (NoGrad, Const)) else x
         if isinstance(x, tuple) and all(isinstance(s, int) for s in x):
             x = np.ones(x)
-        args.append(torch.as_tensor(x) if isinstance(x, np.ndarray) else x)
+        args.append(lib.tensor(x) if isinstance(x, np.ndarray) else x)
+    return args
+
+
+def _torch_raises(fn, inputs):
     try:
-        out = fn(torch, *args)
+        out = fn(torch, *_args(torch, inputs))
     except Exception as e:   # noqa: BLE001  (the fuzz compares what each library raises)
         return e
     outs = out if isinstance(out, tuple) else (out,)
@@ -303,14 +308,8 @@ def _torch_raises(fn, inputs):
 
 
 def _ember_error(fn, inputs):
-    args = []
-    for x in inputs:
-        x = x.value if isinstance(x, (NoGrad, Const)) else x
-        if isinstance(x, tuple) and all(isinstance(s, int) for s in x):
-            x = np.ones(x)
-        args.append(ember.tensor(x) if isinstance(x, np.ndarray) else x)
     try:
-        fn(ember, *args)
+        fn(ember, *_args(ember, inputs))
     except Exception as e:   # noqa: BLE001
         return e
     return None
