@@ -107,3 +107,9 @@ def test_integers_are_applied_before_advanced_indices_as_torch():
     e[0, :, [1, 2]] = ember.arange(6.0).reshape(3, 2, 1)   # torch's region is (3, 2, 5), NumPy's (2, 3, 5)
     assert np.array_equal(e.numpy(), t.numpy())
     assert e[ember.tensor(1), :, [0, 1]].shape == (3, 2, 5)   # a 0-d integer tensor is an integer
+    # an Ellipsis standing for no dims does not separate advanced indices in torch; in NumPy it does,
+    # and moved the advanced dims to the front
+    y = np.arange(2 * 3 * 4.0).reshape(2, 3, 4)
+    k = (slice(None), [0, 1], Ellipsis, [[0, 0], [1, 1]])
+    assert ember.tensor(y)[k].shape == tuple(torch.tensor(y)[k].shape) == (2, 2, 2)
+    assert np.array_equal(ember.tensor(y)[k].numpy(), torch.tensor(y)[k].numpy())

@@ -539,6 +539,19 @@ def _adv_dims(k):
     return (a.ndim, 1) if a.dtype == np.bool_ or getattr(a.dtype, "name", "") == "bool" else (1, a.ndim)
 
 
+def _without_empty_ellipsis(key, input):
+    """The key without an Ellipsis that stands for no dims: NumPy counts it as separating two advanced
+    indices (moving their dims to the front), torch does not."""
+    if not isinstance(key, tuple) or not builtins.any(k is Ellipsis for k in key):
+        return key
+    kinds = [_kind(k) for k in key]
+    if "adv" not in kinds:
+        return key
+    used = builtins.sum(_adv_dims(k)[0] if kind == "adv" else (0 if k is None or k is Ellipsis else 1)
+                        for k, kind in zip(key, kinds))
+    return tuple(k for k in key if k is not Ellipsis) if used == input.ndim else key
+
+
 def _ints_first(key, input):
     """torch applies integer indices before the advanced ones; NumPy counts them among the advanced:
     x[0, :, [1, 2]] is (3, 2) in torch and (2, 3) in NumPy, and x[:, [0, 1], 1, [0, 1]] keeps the
@@ -619,6 +632,7 @@ def _to_numpy_layout(value, drop, perm):
 
 
 def getitem(input, key):
+    key = _without_empty_ellipsis(key, input)
     torch_key = _ints_first(key, input)
     if torch_key is not None:
         key, drop, perm = torch_key
@@ -635,6 +649,7 @@ def index_put(input, indices, values, accumulate=False):
     """Out-of-place x[indices] = values (or += with accumulate)."""
     from .math import _as_tensor
     v = _as_tensor(values, input.dtype, input._device, "index_put")
+    indices = _without_empty_ellipsis(indices, input)
     torch_key = _ints_first(indices, input)
     if torch_key is not None:
         indices, drop, perm = torch_key
@@ -654,6 +669,7 @@ def setitem(input, key, value):
         return
     from .inplace import INDEX, assign
     check_leaf(input, "setitem")
+    key = _without_empty_ellipsis(key, input)
     torch_key = _ints_first(key, input)
     if torch_key is not None:
         key, drop, perm = torch_key
