@@ -37,24 +37,27 @@ def _scalar_dtype(x):
     return _dtype.get_default_dtype()
 
 
+def _leaves(data):
+    """The non-sequence items of nested lists and tuples."""
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        else:
+            yield x
+
+
 def _infer_np_dtype(data):
     """torch.tensor's dtype for nested Python data: bool, int64 or the default float; with NumPy scalars
     (np.float64(1.5), [np.int32(1), 2]) each scalar's own dtype, promoted with the others', as torch."""
     if isinstance(data, np.generic):
         return _scalar_dtype(data).np
-    if isinstance(data, (list, tuple)):
-        leaves, stack = [], [data]
-        while stack:
-            x = stack.pop()
-            if isinstance(x, (list, tuple)):
-                stack.extend(x)
-            else:
-                leaves.append(x)
-        if any(isinstance(x, np.generic) for x in leaves):
-            dt = _scalar_dtype(leaves[0])
-            for x in leaves[1:]:
-                dt = _dtype.promote_types(dt, _scalar_dtype(x))
-            return dt.np
+    if isinstance(data, (list, tuple)) and any(isinstance(x, np.generic) for x in _leaves(data)):
+        dt = None
+        for x in _leaves(data):
+            dt = _scalar_dtype(x) if dt is None else _dtype.promote_types(dt, _scalar_dtype(x))
+        return dt.np
     try:
         a = host.asarray(data)
     except ValueError:

@@ -105,7 +105,9 @@ def _float_operands(a, b, op):
     """Operands for true division (and atan2, hypot, ...): integers become the default float dtype, each
     from its own value, as torch: `uint8_tensor / -1` is -6.0, not 6 / 255 (the integer promotion would
     first wrap the -1 into uint8, and `int8_tensor / 200` would divide by -56)."""
-    if not _dtype.result_type(a, b).is_floating_point:
+    floating = (isinstance(a, Tensor) and a.dtype.is_floating_point) or \
+        (isinstance(b, Tensor) and b.dtype.is_floating_point)   # the usual case, without result_type
+    if not floating and not _dtype.result_type(a, b).is_floating_point:
         f = _dtype.get_default_dtype()
         a, b = _as_float(a, f, op), _as_float(b, f, op)
     return binary_operands(a, b, op)
@@ -470,7 +472,7 @@ def lerp(input, end, weight):
     return input + weight * (end - input)
 
 
-def _promoted(op, *xs):
+def _promoted(*xs):
     """The tensors among xs in their common result dtype (torch computes addcmul/addcdiv in it: two uint8
     factors of a float64 input are multiplied as float64, not wrapped in uint8)."""
     dt = _dtype.result_type(*xs)
@@ -478,7 +480,7 @@ def _promoted(op, *xs):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    input, tensor1, tensor2 = _promoted("addcmul", input, tensor1, tensor2)
+    input, tensor1, tensor2 = _promoted(input, tensor1, tensor2)
     return input + value * tensor1 * tensor2
 
 
@@ -487,7 +489,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
         raise op_error("addcdiv", "Integer division with addcdiv is no longer supported: use "
                                   "(input + value * tensor1 / tensor2) for a true division, or "
                                   "(input + value * trunc(tensor1 / tensor2)).to(input.dtype)")
-    input, tensor1, tensor2 = _promoted("addcdiv", input, tensor1, tensor2)
+    input, tensor1, tensor2 = _promoted(input, tensor1, tensor2)
     return input + value * tensor1 / tensor2
 
 

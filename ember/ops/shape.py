@@ -201,12 +201,12 @@ def cat(tensors, dim=0):
     from .math import _as_tensor
     from .. import _dtype
     # torch skips legacy empty 1-D tensors, but their dtypes still take part in the promotion
-    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
     dt = _dtype.result_type(*tensors)
+    if not nonempty:   # only legacy empty tensors: torch checks no dim
+        return P.Cat.apply(_as_tensor(tensors[0], dt, tensors[0]._device, "cat"), axis=0)
     dev = nonempty[0]._device
     ts = [_as_tensor(t, dt, dev, "cat") for t in nonempty]
-    if len(nonempty) == 1 and nonempty[0] is tensors[0] and ts[0].ndim == 1 and ts[0].shape[0] == 0:
-        return P.Cat.apply(*ts, axis=0)   # only legacy empty tensors: torch checks no dim
     ref = ts[0]
     if ref.ndim == 0:
         raise op_error("cat", "zero-dimensional tensor cannot be concatenated")
@@ -539,35 +539,48 @@ def _adv_dims(k):
     return (a.ndim, 1) if a.dtype == np.bool_ or getattr(a.dtype, "name", "") == "bool" else (1, a.ndim)
 
 
-def _without_empty_ellipsis(key, input):
-    """The key without an Ellipsis that stands for no dims: NumPy counts it as separating two advanced
-    indices (moving their dims to the front), torch does not."""
-    if not isinstance(key, tuple) or not builtins.any(k is Ellipsis for k in key):
-        return key
+def _dims_used(k, kind):
+    """The input dims one key component consumes (an Ellipsis: none of its own)."""
+    if kind == "adv":
+        return _adv_dims(k)[0]
+    return 0 if k is None or k is Ellipsis else 1
+
+
+_ADVANCED = (Tensor, list, np.ndarray, bool, np.bool_)
+
+
+def _torch_key(key, input):
+    """(NumPy key, layout) for a user's key: layout is None where NumPy's result is torch's, else the
+    (drop, perm) that _to_torch_layout applies. Keys with no index tensor, list or mask (basic slicing,
+    the hot path) return at once."""
+    if not isinstance(key, tuple):
+        return key, None
+    for k in key:   # a loop, not any(...): this runs at every slicing
+        if isinstance(k, _ADVANCED):
+            break
+    else:
+        return key, None
     kinds = [_kind(k) for k in key]
     if "adv" not in kinds:
-        return key
-    used = builtins.sum(_adv_dims(k)[0] if kind == "adv" else (0 if k is None or k is Ellipsis else 1)
-                        for k, kind in zip(key, kinds))
-    return tuple(k for k in key if k is not Ellipsis) if used == input.ndim else key
+        return key, None
+    used = builtins.sum(_dims_used(k, kind) for k, kind in zip(key, kinds))
+    if used == input.ndim and builtins.any(k is Ellipsis for k in key):
+        # an Ellipsis for no dims: NumPy counts it as separating two advanced indices (their dims go
+        # first), torch does not
+        key = tuple(k for k in key if k is not Ellipsis)
+        kinds = [_kind(k) for k in key]
+    if "int" not in kinds:
+        return key, None
+    key, drop, perm = _ints_first(key, kinds, input.ndim - used, input)
+    return key, (drop, perm)
 
 
-def _ints_first(key, input):
+def _ints_first(key, kinds, rest, input):
     """torch applies integer indices before the advanced ones; NumPy counts them among the advanced:
     x[0, :, [1, 2]] is (3, 2) in torch and (2, 3) in NumPy, and x[:, [0, 1], 1, [0, 1]] keeps the
     advanced dims in place in torch only. For a key with both kinds: (the NumPy key with each integer as
     a length-1 slice, the NumPy result's dims those slices leave, the permutation of the others into
-    torch's order); None for any other key (NumPy's layout is torch's)."""
-    key = key if isinstance(key, tuple) else (key,)
-    kinds = [_kind(k) for k in key]
-    if "int" not in kinds or "adv" not in kinds:
-        return None
-
-    def used(k, kind):   # input dims a component consumes
-        if kind != "adv":
-            return 0 if k is None or k is Ellipsis else 1
-        return _adv_dims(k)[0]
-    rest = input.ndim - builtins.sum(used(k, kind) for k, kind in zip(key, kinds) if k is not Ellipsis)
+    torch's order). `kinds`: each component's _kind; `rest`: the dims an Ellipsis stands for."""
     new, labels, d, block = [], [], 0, 0   # labels: one per output dim of a basic component, then "A"s
     for k, kind in zip(key, kinds):
         if kind == "int":
@@ -583,7 +596,7 @@ def _ints_first(key, input):
             new.append(k)
             labels.append("A")
             block = builtins.max(block, _adv_dims(k)[1])
-            d += used(k, kind)
+            d += _dims_used(k, kind)
         elif k is Ellipsis:
             new.append(k)
             labels += [("dim", d + i) for i in range(rest)]
@@ -632,11 +645,9 @@ def _to_numpy_layout(value, drop, perm):
 
 
 def getitem(input, key):
-    key = _without_empty_ellipsis(key, input)
-    torch_key = _ints_first(key, input)
-    if torch_key is not None:
-        key, drop, perm = torch_key
-        return _to_torch_layout(getitem(input, key), drop, perm)
+    key, layout = _torch_key(key, input)
+    if layout is not None:
+        return _to_torch_layout(getitem(input, key), *layout)
     k, idx = _key_inputs(key, input)
     try:
         out = P.Index.apply(input, *idx, key=k)
@@ -649,11 +660,9 @@ def index_put(input, indices, values, accumulate=False):
     """Out-of-place x[indices] = values (or += with accumulate)."""
     from .math import _as_tensor
     v = _as_tensor(values, input.dtype, input._device, "index_put")
-    indices = _without_empty_ellipsis(indices, input)
-    torch_key = _ints_first(indices, input)
-    if torch_key is not None:
-        indices, drop, perm = torch_key
-        v = _to_numpy_layout(v, drop, perm)
+    indices, layout = _torch_key(indices, input)
+    if layout is not None:
+        v = _to_numpy_layout(v, *layout)
     k, idx = _key_inputs(indices, input)
     try:
         return P.IndexPut.apply(input, v, *idx, key=k, accumulate=accumulate)
@@ -669,15 +678,13 @@ def setitem(input, key, value):
         return
     from .inplace import INDEX, assign
     check_leaf(input, "setitem")
-    key = _without_empty_ellipsis(key, input)
-    torch_key = _ints_first(key, input)
-    if torch_key is not None:
-        key, drop, perm = torch_key
+    key, layout = _torch_key(key, input)
+    if layout is not None:
         if isinstance(value, Tensor):
-            value = _to_numpy_layout(value, drop, perm)
+            value = _to_numpy_layout(value, *layout)
         elif not isinstance(value, (int, float, bool, np.generic)):
             from .creation import tensor
-            value = _to_numpy_layout(tensor(value, dtype=input.dtype, device=input.device), drop, perm)
+            value = _to_numpy_layout(tensor(value, dtype=input.dtype, device=input.device), *layout)
     k, index = [], []
     for e in _key(key, input):   # index arrays and masks are inputs of Assign; the rest is its key
         if isinstance(e, (int, slice, np.integer)) or e is None or e is Ellipsis:
