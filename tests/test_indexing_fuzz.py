@@ -4,6 +4,7 @@ input's gradient) and setitem (a scalar or a broadcast value). Both raise, or bo
 and values. It found torch's integer-first layout (x[0, :, [1, 2]] is (3, 2) in torch, (2, 3) in NumPy).
 """
 import numpy as np
+import pytest
 import torch
 
 import ember
@@ -113,3 +114,23 @@ def test_integers_are_applied_before_advanced_indices_as_torch():
     k = (slice(None), [0, 1], Ellipsis, [[0, 0], [1, 1]])
     assert ember.tensor(y)[k].shape == tuple(torch.tensor(y)[k].shape) == (2, 2, 2)
     assert np.array_equal(ember.tensor(y)[k].numpy(), torch.tensor(y)[k].numpy())
+
+
+def test_an_empty_mask_must_match_its_dims_as_torch():
+    # NumPy takes an empty bool array for an empty integer index: x[empty mask] of a (3, 2, 3) x was a
+    # (0, 2, 3) result where torch raises (found by the indexing fuzz at seed 135)
+    x = np.zeros((3, 2, 3))
+    empty = np.array([], dtype=bool)
+    for key in [(torch.tensor(empty),), (slice(None), slice(None), torch.tensor(empty)),
+                (Ellipsis, torch.tensor(empty))]:
+        with pytest.raises(IndexError, match="shape of the mask"):
+            torch.tensor(x)[key]
+        ekey = tuple(ember.tensor(empty) if isinstance(k, torch.Tensor) else k for k in key)
+        for e_k in (ekey, tuple(empty if isinstance(k, ember.Tensor) else k for k in ekey)):
+            with pytest.raises(IndexError, match=r"index: the shape of the mask \[0\] does not match"):
+                ember.tensor(x)[e_k]
+            with pytest.raises(IndexError, match="shape of the mask"):
+                ember.tensor(x)[e_k] = 1.0
+    y = np.zeros((3, 0, 2))   # an empty mask over an empty dim is fine
+    k = (slice(None), np.array([], dtype=bool))
+    assert ember.tensor(y)[k].shape == tuple(torch.tensor(y)[slice(None), torch.tensor(k[1])].shape) == (3, 0, 2)

@@ -617,6 +617,10 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
     axis = _axes(dim, input.ndim, _op)
     if not input.dtype.is_floating_point:
         raise op_error(_op, f"std and var only support floating point dtypes, got {describe(input)}")
+    if input.dtype in (_dtype.float16, _dtype.bfloat16):
+        # in float32, rounded once (as torch): in float16 the mean of three 3.3s is not 3.3, and the
+        # variance of a constant came out 5.7e-06 instead of 0
+        return var(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op).to(input.dtype)
     _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
     n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
@@ -626,6 +630,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     # torch's gradient is 0 where the std is 0 (constant values), not sqrt's 0 * inf = NaN
+    if input.dtype in (_dtype.float16, _dtype.bfloat16):   # the root in float32 too: one rounding
+        return std(input.float(), dim, unbiased, keepdim, correction=correction).to(input.dtype)
     return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op="std"), 2)
 
 

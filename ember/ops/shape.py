@@ -471,10 +471,14 @@ def _key(key, input):
             if a.dtype.kind not in "biu":   # floats, incl. bfloat16 (NumPy kind 'V')
                 raise op_error("index", f"tensors used as indices must be long, int, byte or bool "
                                         f"tensors, got {k.dtype.name}", IndexError)
+            if a.size == 0 and a.dtype.kind == "b":
+                _check_empty_mask(key, k, input)
             out.append(a)
         elif isinstance(k, (list, np.ndarray)):   # host data from the user: copied to the device
             a = host.asarray(k)
-            if a.size == 0:
+            if a.size == 0 and a.dtype.kind == "b":
+                _check_empty_mask(key, k, input)
+            elif a.size == 0:
                 a = a.astype(np.int64)
             if a.dtype.kind not in "biu":
                 raise op_error("index", "lists used as indices must hold integers or bools", IndexError)
@@ -500,12 +504,16 @@ def _key_inputs(key, input):
             if k.dtype.category not in (0, 1):   # floats, incl. bfloat16
                 raise op_error("index", f"tensors used as indices must be long, int, byte or bool "
                                         f"tensors, got {k.dtype.name}", IndexError)
+            if k.dtype.name == "bool" and 0 in k.shape:
+                _check_empty_mask(key, k, input)
             idx.append(to_device(k.detach(), input._device))
             out.append(P.SLOT)
         elif isinstance(k, (list, np.ndarray)):   # host data from the user: an input on the device
             from .creation import tensor
             a = host.asarray(k)
-            if a.size == 0:
+            if a.size == 0 and a.dtype.kind == "b":
+                _check_empty_mask(key, k, input)
+            elif a.size == 0:
                 a = a.astype(np.int64)
             if a.dtype.kind not in "biu":
                 raise op_error("index", "lists used as indices must hold integers or bools", IndexError)
@@ -514,6 +522,23 @@ def _key_inputs(key, input):
         else:
             out.append(k)
     return tuple(out), tuple(idx)
+
+
+def _check_empty_mask(key, mask, input):
+    """An empty bool mask must still match the dims it covers, as in torch (NumPy takes an empty bool
+    array for an empty integer index: x[empty_mask] of a (3, 2) x was (0, 2), not an error)."""
+    key = key if isinstance(key, tuple) else (key,)
+    kinds = [_kind(k) for k in key]
+    rest = input.ndim - builtins.sum(_dims_used(k, kind) for k, kind in zip(key, kinds))
+    d = 0
+    for k, kind in zip(key, kinds):
+        if k is mask:
+            break
+        d += rest if k is Ellipsis else _dims_used(k, kind)
+    shape = tuple(mask.shape)
+    if shape != tuple(input.shape[d:d + len(shape)]):
+        raise op_error("index", f"the shape of the mask {list(shape)} does not match the shape of the "
+                                f"indexed tensor {list(input.shape)} at index {d}", IndexError)
 
 
 def _kind(k):

@@ -1203,6 +1203,16 @@ def test_std_of_constant_values_has_gradient_zero_as_torch():
     check_op(lambda L, a: L.std_mean(a, 0, correction=0), np.array([[1.0, 3.0], [1.0, 2.0]]))
 
 
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_half_var_and_std_in_float32_as_torch(name):
+    # a constant 3.3 in float16: its float16 mean is not 3.3, and the variance was 5.7e-06, std 0.0024
+    x = np.full((3, 4), 3.3)
+    check_op(lambda L, a: getattr(L, name)(a.expand(3, 3, 4), 0), x[:1], dtypes=("float16", "bfloat16"),
+             atol=0, rtol=0)
+    check_op(lambda L, a: getattr(L, name)(a, 1), np.array([[1.0, 2.0, 4.0], [0.1, 0.2, 0.3]]),
+             dtypes=("float16", "bfloat16"))
+
+
 def test_reductions_over_one_element_and_past_the_correction_as_torch():
     x = np.array([[1.5], [-2.0], [0.25]])
     check_op(lambda L, a: L.mean(a, 1), x)
