@@ -248,6 +248,10 @@ def pow(input, exponent):
             return input * input
     if isinstance(input, Tensor) and not input.dtype.is_floating_point and isinstance(exponent, float):
         input = input.float()
+    if isinstance(input, Tensor) and input.dtype.category < 2 and isinstance(exponent, (int, np.integer)) \
+            and not isinstance(exponent, bool) and exponent < 0:
+        raise op_error("pow", f"integers to negative integer powers are not allowed: {describe(input)} "
+                              f"** {exponent} (as torch; a tensor exponent gives torch's integer results)")
     return _binary(P.Pow, input, exponent, "pow")
 
 

@@ -307,7 +307,10 @@ class Div(Primitive):
 class Pow(Primitive):
     attrs = {}
     saves_inputs = True
-    def forward(self, a, b): return a ** b
+    def forward(self, a, b):
+        if b.dtype.kind == "i" and a.dtype.kind in "iu":
+            return _int_pow(a, b)
+        return a ** b
     def backward(self, g):
         a, b = self.saved_tensors
         ga = gb = None
@@ -320,6 +323,16 @@ class Pow(Primitive):
             gb = sum_to(g * where((a == 0) & (b >= 0), 0.0, y * a.log()), b.shape)
         return ga, gb
     def infer(self, a, b): return _broadcast(self, a, b)
+
+
+def _int_pow(a, b):
+    """Integer a ** b with torch's rule for negative exponents (NumPy refuses them): 1 ** -n is 1,
+    (-1) ** -n is +-1 by n's parity, every other base gives 0 (the integer part of 1 / a ** n)."""
+    xp = array_module(a)
+    neg = b < 0
+    r = a ** xp.maximum(b, 0).astype(b.dtype)
+    inv = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
+    return xp.where(neg, inv, r).astype(r.dtype)
 
 
 class Maximum(Primitive):

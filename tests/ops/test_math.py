@@ -203,6 +203,20 @@ def test_pow_int():
     check_op(lambda L, a: 2 ** a, np.array([0, 1, 5], dtype=np.int64))
 
 
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int32", "int64"])
+def test_pow_int_negative_tensor_exponents_as_torch(dt):
+    # NumPy refuses negative integer powers (a raw ValueError); torch gives 1 ** -n = 1, (-1) ** -n = +-1
+    # and 0 for every other base
+    base = np.array([2, 1, 0, 3, 1, 7, 4, 0, 9]) if dt == "uint8" else np.array([2, 1, -1, 0, 3, -2, 1, -1, 5])
+    exp = np.array([-1, -1, -1, -1, -2, -3, 3, -4, 2], dtype=np.int32)
+    check_op(lambda L, a, b: a ** b, base.astype(dt), exp, dtypes=(None,), grad=False)
+    check_op(lambda L, b: L.pow(3, b), exp.astype(np.int64), dtypes=(None,), grad=False)
+    check_op(lambda L, a, b: a.pow_(b), base.astype(dt).astype(np.int64), exp, dtypes=(None,), grad=False)
+    raises_exactly(lambda: ember.tensor(base.astype(dt)) ** -1, RuntimeError,
+                   f"pow: integers to negative integer powers are not allowed: (9,) {dt} cpu ** -1 (as torch; "
+                   f"a tensor exponent gives torch's integer results)")
+
+
 # ------------------------------------------------------------------ unary
 UNARY = {  # name: (fn, positive inputs, extra grad tolerance)
     "neg": (lambda L, a: L.neg(a), False),
