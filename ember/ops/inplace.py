@@ -124,6 +124,10 @@ def needs_graph(self: Tensor, other) -> bool:
 def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
     """The no-graph path of add_/sub_/mul_/div_: one `Assign(op=...)`, a ufunc into `self`'s memory."""
     check_leaf(self, op)
+    if op == "sub_" and (self._data.dtype == bool or isinstance(other, bool) or
+                         (isinstance(other, Tensor) and other._data.dtype == bool)):
+        from .math import sub
+        sub(self, other)   # its error: subtraction with a bool tensor
     if isinstance(other, Tensor):
         if other._data.dtype != self._data.dtype:   # same dtype (the usual case): nothing to promote
             rt = _check_result_type(self, other, op)

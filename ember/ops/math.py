@@ -234,6 +234,9 @@ def true_divide(input, other):
 
 
 def neg(input):
+    if input.dtype.name == "bool":
+        raise op_error("neg", "negation, the `-` operator, on a bool tensor is not supported; to invert "
+                              "a mask use the `~` or `logical_not()` operator instead")
     return P.Neg.apply(input)
 
 
@@ -485,6 +488,8 @@ def _promoted(*xs):
 
 def addcmul(input, tensor1, tensor2, *, value=1):
     input, tensor1, tensor2 = _promoted(input, tensor1, tensor2)
+    if input.dtype.category < 2 and isinstance(value, (float, np.floating)):
+        value = int(value)   # torch casts the scalar to the integer dtype: value=2.5 multiplies by 2
     return input + value * tensor1 * tensor2
 
 

@@ -36,8 +36,11 @@ def test_result_type_that_does_not_fit_is_refused(name):
         raises_exactly(lambda: getattr(ember.ones(2, dtype=ember.int64), name)(other), RuntimeError,
                        f"{name}: result type float32 can't be cast to the desired output type int64")
     rt = "float32" if name == "div_" else "int64"
-    raises_exactly(lambda: getattr(ember.ones(2, dtype=ember.bool), name)(2), RuntimeError,
-                   f"{name}: result type {rt} can't be cast to the desired output type bool")
+    message = f"{name}: result type {rt} can't be cast to the desired output type bool"
+    if name == "sub_":   # torch: bool.sub_(2) is the error of any subtraction with a bool tensor
+        message = ("sub: subtraction, the `-` operator, with a bool tensor is not supported; to invert a mask "
+                   "use the `~` or `logical_not()` operator instead")
+    raises_exactly(lambda: getattr(ember.ones(2, dtype=ember.bool), name)(2), RuntimeError, message)
 
 
 @pytest.mark.parametrize("name", OPS)

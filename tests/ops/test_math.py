@@ -1263,6 +1263,11 @@ def test_isclose_lerp_and_tensordot_forms_as_torch():
     check_op(lambda L, x, y: L.lerp(x, y, 0.25), (2, 3), (3,))
     check_op(lambda L, x, y, z: L.addcmul(x, y, z, value=-0.5), (2, 3), (2, 3), (3,))
     check_op(lambda L, x, y, z: L.addcdiv(x, y, z, value=2), (2, 3), (2, 3), (3,), positive=True)
+    # integer tensors: torch truncates a float value to the integer dtype (2.5 multiplies by 2)
+    i = np.array([1, 2, -3], dtype=np.int64)
+    for v in (2.5, 0.5, -1.7):
+        check_op(lambda L, x, y, z: L.addcmul(x, y, z, value=v), i, i, i.astype(np.int32), dtypes=(None,), grad=False)
+        check_op(lambda L, x, y, z: x.addcmul_(y, z, value=v), i.astype(np.int8), i, i, dtypes=(None,), grad=False)
     x, y = np.random.default_rng(3).standard_normal((3, 4)), np.random.default_rng(4).standard_normal((4, 3))
     # a pair of ints for `dims` (torch wants lists)
     got = ember.tensordot(ember.tensor(x), ember.tensor(y), (1, 0)).numpy()

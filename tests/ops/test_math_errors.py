@@ -6,6 +6,7 @@ Ember's memory limit (or by a primitive that raises MemoryError) on small arrays
 """
 import numpy as np
 import pytest
+import torch
 
 import ember
 from ember import _memory
@@ -53,8 +54,14 @@ def test_argument_errors_exactly():
     sub_bool = ("sub: subtraction, the `-` operator, with a bool tensor is not supported; to invert a mask use "
                 "the `~` or `logical_not()` operator instead")
     for call in (lambda: ember.sub(mask, mask), lambda: ember.sub(f2, mask), lambda: ember.sub(f2, True),
-                 lambda: ember.sub(False, f2), lambda: mask - 1):
+                 lambda: ember.sub(False, f2), lambda: mask - 1, lambda: i2.clone().sub_(mask),
+                 lambda: i2.clone().sub_(True), lambda: mask.clone().sub_(1)):   # sub_: the no-graph path too
         raises_exactly(call, RuntimeError, sub_bool)
+    for call in (lambda: -mask, lambda: mask.neg(), lambda: ember.neg(mask)):
+        raises_exactly(call, RuntimeError, "neg: negation, the `-` operator, on a bool tensor is not supported; "
+                                           "to invert a mask use the `~` or `logical_not()` operator instead")
+        with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor is not supported"):
+            -torch.tensor([True])
     raises_exactly(lambda: ember.add(i2, f2 > 0, alpha=0.5), RuntimeError,
                    "add: for integral input tensors, argument alpha must not be a floating point number, got "
                    "alpha=0.5 for (2,) int64 cpu and (2,) int64 cpu")
