@@ -369,6 +369,8 @@ def test_rms_and_local_response_norm_reprs():
 RMS_ERRORS = [
     (lambda F: F.rms_norm(ember.zeros(3, 4), (5,)), RuntimeError,
      "rms_norm: expected input with trailing shape (5,), got (3, 4)"),
+    (lambda F: F.rms_norm(ember.zeros(4), []), RuntimeError,
+     "rms_norm: expected normalized_shape to have at least one element, got ()"),
     (lambda F: F.rms_norm(ember.zeros(4), (2, 4)), RuntimeError,
      "rms_norm: expected input with trailing shape (2, 4), got (4,)"),
     (lambda F: F.rms_norm(ember.zeros(3, 4), (4,), ember.ones(3)), RuntimeError,

@@ -94,7 +94,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None) -> Tensor:
     """
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     nd = len(normalized_shape)
-    if nd == 0 or input.ndim < nd or tuple(input.shape[-nd:]) != normalized_shape:
+    if nd == 0:
+        raise op_error("rms_norm", "expected normalized_shape to have at least one element, got ()")
+    if input.ndim < nd or tuple(input.shape[-nd:]) != normalized_shape:
         raise op_error("rms_norm", f"expected input with trailing shape {normalized_shape}, got "
                                    f"{tuple(input.shape)}")
     if weight is not None and tuple(weight.shape) != normalized_shape:
