@@ -1,12 +1,14 @@
 """Activation modules: thin wrappers over ember.nn.functional."""
 from __future__ import annotations
 
+from .._errors import op_error
 from . import functional as F
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid",
            "Softplus", "Hardtanh", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin", "Hardshrink", "Softshrink",
-           "Tanhshrink", "Softsign", "Threshold", "CELU", "GLU", "Hardsigmoid", "Hardswish", "PReLU"]
+           "Tanhshrink", "Softsign", "Threshold", "CELU", "GLU", "Hardsigmoid", "Hardswish", "PReLU", "Softmax2d",
+           "RReLU"]
 
 
 class _Inplace(Module):
@@ -150,6 +152,19 @@ class Softmin(_DimModule):
         return F.softmin(input, self.dim)
 
 
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W), at every pixel (dim -3).
+
+    >>> ember.nn.Softmax2d()(ember.zeros(2, 1, 1)).flatten()
+    tensor([0.5000, 0.5000])
+    """
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise op_error("Softmax2d", f"expected input to be 3D or 4D, got {input.ndim}D instead (shape "
+                                        f"{tuple(input.shape)})", ValueError)
+        return F.softmax(input, -3)
+
+
 class Hardshrink(Module):
     def __init__(self, lambd: float = 0.5):
         super().__init__()
@@ -238,3 +253,20 @@ class PReLU(Module):
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Randomised leaky ReLU: a slope drawn from [lower, upper) per element in training, their mean in eval.
+
+    >>> ember.nn.RReLU(0.25, 0.75).eval()(ember.tensor([-4.0, 2.0]))
+    tensor([-2.,  2.])
+    """
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm."""
+"""BatchNorm1d/2d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm."""
 from __future__ import annotations
 
 from .. import _dtype
@@ -9,7 +9,7 @@ from .module import Module
 from .parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm",
-           "GroupNorm"]
+           "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
 def _affine(module, shape, affine, bias, device, dtype):
@@ -162,3 +162,50 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.has_bias}"
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the last dims `normalized_shape`, with an elementwise weight
+    (LLaMA-style models); eps=None is the machine epsilon, as F.rms_norm.
+
+    >>> nn.RMSNorm(4)
+    RMSNorm((4,), eps=None, elementwise_affine=True)
+    >>> nn.RMSNorm(2)(ember.tensor([[3.0, 4.0]])).shape
+    (1, 2)
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.register_parameter("weight", Parameter(C.ones(*self.normalized_shape, device=device, dtype=dtype))
+                                if elementwise_affine else None)   # no bias, as torch
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel by its `size` neighbouring channels (F.local_response_norm); no parameters.
+
+    >>> nn.LocalResponseNorm(2)
+    LocalResponseNorm(2, alpha=0.0001, beta=0.75, k=1.0)
+    """
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

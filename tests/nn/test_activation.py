@@ -291,3 +291,97 @@ def test_gelu_on_the_fake_device_larger_than_a_cache_block(fake_cuda):
     # a block goes to the device's own erf in one call
     from helpers import check_op
     check_op(lambda lib, x: lib.nn.functional.gelu(x), (301, 257), low=-4, high=4, device="cuda")
+
+
+# ------------------------------------------------------------------ Softmax2d, RReLU, the in-place functional forms
+def test_softmax2d_over_channels_batched_and_unbatched():
+    check_module(lambda lib: lib.nn.Softmax2d(), (2, 3, 4, 5), modes=("train",))
+    check_module(lambda lib: lib.nn.Softmax2d(), (3, 4, 5), modes=("train",))
+    for lib in (torch, ember):
+        assert repr(lib.nn.Softmax2d()) == "Softmax2d()"
+    raises_exactly(lambda: ember.nn.Softmax2d()(ember.zeros(2, 3)), ValueError,
+                   "Softmax2d: expected input to be 3D or 4D, got 2D instead (shape (2, 3))")
+
+
+@pytest.mark.parametrize("lower,upper", [(1.0 / 8, 1.0 / 3), (0.1, 0.6), (0.3, 0.3)])
+def test_rrelu_eval_is_leaky_relu_with_the_mean_slope(lower, upper):
+    build = (lambda lib: lib.nn.RReLU()) if lower == 1.0 / 8 else (lambda lib: lib.nn.RReLU(lower, upper))
+    check_module(build, KINKS, modes=("eval",))
+    check_op(lambda L, x: L.nn.functional.rrelu(x, lower, upper), KINKS)   # training=False by default
+    check_op(lambda L, x: L.nn.functional.rrelu(x, lower, upper, False), (3, 4, 5))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rrelu_training_draws_one_slope_per_negative_element(dtype):
+    lower, upper = 0.1, 0.6
+    x = ember.tensor(np.random.default_rng(0).uniform(-3, 3, (200, 100)), dtype=getattr(ember, dtype))
+    x[0, :3] = 0.0
+    x.requires_grad_(True)
+    ember.manual_seed(1)
+    y = ember.nn.RReLU(lower, upper)(x)
+    assert y.dtype == x.dtype
+    y.sum().backward()
+    xs, ys, g = x.detach().numpy(), y.detach().numpy(), x.grad.numpy()
+    neg, pos = xs < 0, xs > 0
+    np.testing.assert_array_equal(ys[pos], xs[pos])
+    np.testing.assert_array_equal(g[pos], 1.0)
+    slope = ys[neg] / xs[neg]
+    assert lower <= slope.min() and slope.max() < upper
+    np.testing.assert_allclose(g[neg], slope, rtol=1e-6)    # the gradient is the drawn slope
+    np.testing.assert_array_equal(ys[0, :3], 0.0)
+    assert ((lower <= g[0, :3]) & (g[0, :3] < upper)).all()   # x = 0 takes a drawn slope too, as torch
+    # uniform on [lower, upper): mean and variance as torch's draws (different streams, same law)
+    t = torch.nn.functional.rrelu(torch.tensor(xs, dtype=torch.float64), lower, upper, training=True).numpy()
+    t_slope = t[neg] / xs[neg]
+    for s in (slope, t_slope):
+        assert abs(s.mean() - (lower + upper) / 2) < 0.005
+        assert abs(s.var() - (upper - lower) ** 2 / 12) < 0.001
+    assert len(np.unique(slope)) > 0.99 * slope.size    # one draw per element, not one per tensor
+    # the seed decides the draws; a new call draws new slopes
+    ember.manual_seed(1)
+    np.testing.assert_array_equal(ember.nn.functional.rrelu(x.detach(), lower, upper, True).numpy(), ys)
+    assert not np.array_equal(ember.nn.functional.rrelu(x.detach(), lower, upper, True).numpy(), ys)
+
+
+def test_rrelu_inplace_reprs_and_errors():
+    for lib in (torch, ember):
+        assert repr(lib.nn.RReLU()) == "RReLU(lower=0.125, upper=0.3333333333333333)"
+        assert repr(lib.nn.RReLU(0.1, 0.3, True)) == "RReLU(lower=0.1, upper=0.3, inplace=True)"
+    x = ember.tensor(KINKS.copy())
+    assert ember.nn.RReLU(inplace=True).eval()(x) is x
+    np.testing.assert_allclose(x.numpy(), torch.nn.functional.rrelu(torch.tensor(KINKS)).numpy(), rtol=1e-12)
+    x = ember.tensor(KINKS.copy())
+    assert ember.nn.functional.rrelu_(x, 0.2, 0.4, training=True) is x
+    neg = KINKS < 0
+    assert (x.numpy()[neg] / KINKS[neg] >= 0.2).all() and (x.numpy()[neg] / KINKS[neg] < 0.4).all()
+    raises_exactly(lambda: ember.nn.functional.rrelu(ember.zeros(3), 0.5, 0.2), RuntimeError,
+                   "rrelu: lower bound should be less than or equal to the upper bound, got lower=0.5, upper=0.2")
+    raises_exactly(lambda: ember.nn.functional.rrelu(ember.arange(3), training=True), NotImplementedError,
+                   "rrelu: expected a floating point input, got int64")
+
+
+INPLACE_F = [   # (in-place function, extra arguments): against torch's out-of-place form, values and gradients
+    ("relu_", ()), ("elu_", ()), ("elu_", (0.5,)), ("leaky_relu_", ()), ("leaky_relu_", (0.2,)), ("hardtanh_", ()),
+    ("hardtanh_", (-2.0, 0.5)), ("selu_", ()), ("celu_", ()), ("celu_", (2.0,)), ("threshold_", (0.5, -3.0)),
+    ("rrelu_", ()), ("rrelu_", (0.1, 0.5)),
+]
+
+
+@pytest.mark.parametrize("name,args", INPLACE_F, ids=[f"{n}{a}" for n, a in INPLACE_F])
+def test_inplace_functional_forms(name, args):
+    # x * 1: torch refuses an in-place op on a leaf that requires grad; on a non-leaf it records it
+    check_op(lambda L, x: getattr(L.nn.functional, name)(x * 1, *args), KINKS)
+    x = ember.tensor(KINKS.copy())
+    assert getattr(ember.nn.functional, name)(x, *args) is x
+    out_of_place = getattr(torch.nn.functional, name[:-1])
+    np.testing.assert_allclose(x.numpy(), out_of_place(torch.tensor(KINKS), *args).numpy(), rtol=1e-12)
+
+
+def test_inplace_functional_forms_refuse_a_leaf_that_requires_grad():
+    x = ember.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="relu_: a leaf Variable that requires grad"):
+        ember.nn.functional.relu_(x)
+    with pytest.raises(RuntimeError, match="threshold_: a leaf Variable that requires grad"):
+        ember.nn.functional.threshold_(x, 0.0, 1.0)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        torch.nn.functional.relu_(torch.ones(3, requires_grad=True))

@@ -251,3 +251,139 @@ def test_group_norm_of_half_precision_inputs_computes_in_float32_as_torch(dt):
     e = ember.nn.functional.group_norm(ember.tensor(x).to(getattr(ember, dt)), 2)
     assert e.dtype.name == dt   # statistics in bfloat16 gave twice torch's error (1.2 against 0.67 relative)
     np.testing.assert_allclose(e.double().numpy(), t, atol=4e-3)
+
+
+# ------------------------------------------------------------------ RMSNorm and LocalResponseNorm
+import numpy as np
+import torch
+
+from helpers import NoGrad, check_op, raises_exactly
+
+RMS_CASES = [
+    ("rmsnorm", lambda lib: lib.nn.RMSNorm(6), [(3, 6)]),
+    ("rmsnorm_2d_shape", lambda lib: lib.nn.RMSNorm((4, 5)), [(2, 3, 4, 5)]),
+    ("rmsnorm_list_shape_eps", lambda lib: lib.nn.RMSNorm([5], eps=1e-3), [(2, 3, 5)]),
+    ("rmsnorm_noaffine", lambda lib: lib.nn.RMSNorm(6, elementwise_affine=False), [(3, 6)]),
+    ("rmsnorm_empty_batch", lambda lib: lib.nn.RMSNorm(4), [(0, 4)]),
+    ("rmsnorm_unbatched", lambda lib: lib.nn.RMSNorm(4), [(4,)]),
+    ("lrn_3d", lambda lib: lib.nn.LocalResponseNorm(2), [(2, 5, 7)]),
+    ("lrn_4d", lambda lib: lib.nn.LocalResponseNorm(3, alpha=0.5, beta=0.6, k=2.0), [(2, 6, 3, 4)]),
+    ("lrn_5d_wide", lambda lib: lib.nn.LocalResponseNorm(5, alpha=1.0), [(1, 3, 2, 3, 2)]),
+    ("lrn_size1", lambda lib: lib.nn.LocalResponseNorm(1, alpha=0.3), [(2, 3, 4)]),
+    ("lrn_empty", lambda lib: lib.nn.LocalResponseNorm(2), [(0, 3, 4)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in RMS_CASES], ids=[c[0] for c in RMS_CASES])
+def test_rms_and_local_response_norm_layers(build, inputs):
+    check_module(build, *inputs, low=-3, high=3)
+
+
+def test_functional_rms_norm():
+    check_op(lambda L, x: L.nn.functional.rms_norm(x, (4,)), (3, 4))
+    check_op(lambda L, x, w: L.nn.functional.rms_norm(x, [3, 4], w, 1e-2), (2, 3, 4), (3, 4))
+    check_op(lambda L, x, w: L.nn.functional.rms_norm(x, [4], w), (2, 4), (4,))
+    check_op(lambda L, x, w: L.nn.functional.rms_norm(x, (4,), w, eps=None), (2, 4), NoGrad((4,)))
+
+
+def test_rms_norm_double_backward():
+    def fn(lib, x, w):
+        y = lib.nn.functional.rms_norm(x, (4,), w)
+        gx, gw = lib.autograd.grad((y * y * y).sum(), (x, w), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum()
+    check_op(fn, (3, 4), (4,), dtypes=("float64",))
+
+
+def test_rms_norm_default_eps_is_torch_machine_epsilon_of_the_computation_dtype():
+    # mean(x^2) = 1e-6 is below float16's and bfloat16's own eps: torch adds float32's eps for them (it computes
+    # in float32), float64's for float64; a wrong eps moves the result from ~0.9 to ~0.03
+    x = np.full((2, 4), 1e-3)
+    for dt in ("float16", "bfloat16", "float32", "float64"):
+        check_op(lambda L, a: L.nn.functional.rms_norm(a, (4,)), x, dtypes=(dt,))
+        check_module(lambda lib: lib.nn.RMSNorm(4), x, dtypes=(dt,), modes=("train",))
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_rms_norm_in_half_precision_computes_in_float32_as_torch(dt):
+    check_op(lambda L, x, w: L.nn.functional.rms_norm(x, (64,), w), (8, 64), (64,), dtypes=(dt,), low=-4, high=4)
+    check_module(lambda lib: lib.nn.RMSNorm(64), (8, 64), dtypes=(dt,), low=-4, high=4)
+    # a float32 weight: torch's result keeps input's dtype (the product rounded once)
+    x = np.random.default_rng(0).uniform(-2, 2, (5, 8))
+    w = np.random.default_rng(1).uniform(-2, 2, (8,))
+    t = torch.nn.functional.rms_norm(torch.tensor(x).to(getattr(torch, dt)), (8,), torch.tensor(w, dtype=torch.float32))
+    e = ember.nn.functional.rms_norm(ember.tensor(x).to(getattr(ember, dt)), (8,), ember.tensor(w, dtype=ember.float32))
+    assert e.dtype.name == dt
+    np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())
+
+
+def test_rms_norm_under_compile_matches_eager_values_and_gradients():
+    # a whole training step compiled (forward, backward, SGD) against the same step run eagerly
+    rng = np.random.default_rng(0)
+
+    def make():
+        ember.manual_seed(0)
+        model = ember.nn.Sequential(ember.nn.Linear(8, 8), ember.nn.RMSNorm(8))
+        opt = ember.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            y = model(x)
+            loss = (y * y * y).sum()
+            loss.backward()
+            opt.step()
+            return y.detach()
+        return model, step
+    eager_model, eager_step = make()
+    model, step = make()
+    compiled = ember.compile(step, strict=True)
+    for _ in range(4):    # traced, then replayed
+        x = ember.tensor(rng.standard_normal((4, 8)), dtype=ember.float32)
+        np.testing.assert_allclose(compiled(x).numpy(), eager_step(x).numpy(), rtol=1e-5, atol=1e-5)
+        for p, q in zip(model.parameters(), eager_model.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.cache_info()["hits"] >= 2   # the second call retraces: .grad exists from then on
+
+
+def test_functional_local_response_norm():
+    check_op(lambda L, x: L.nn.functional.local_response_norm(x, 3), (2, 4, 5))
+    check_op(lambda L, x: L.nn.functional.local_response_norm(x, 4, 0.2, 1.5, 0.5), (2, 5, 2, 3), low=-2, high=2)
+    check_op(lambda L, x: L.nn.functional.local_response_norm(x, 8, 1.0), (1, 3, 4))   # wider than C
+
+
+def test_rms_and_local_response_norm_reprs():
+    for lib in (torch, ember):
+        assert repr(lib.nn.RMSNorm(4)) == "RMSNorm((4,), eps=None, elementwise_affine=True)"
+        assert repr(lib.nn.RMSNorm([3, 4], 1e-5, False)) == "RMSNorm((3, 4), eps=1e-05, elementwise_affine=False)"
+        assert lib.nn.RMSNorm(4, elementwise_affine=False).weight is None
+        assert [k for k, _ in lib.nn.RMSNorm(4).named_parameters()] == ["weight"]
+        assert repr(lib.nn.LocalResponseNorm(3)) == "LocalResponseNorm(3, alpha=0.0001, beta=0.75, k=1.0)"
+    m = ember.nn.RMSNorm(3, dtype=ember.float64)
+    assert m.weight.dtype == ember.float64
+    with ember.no_grad():
+        m.weight.fill_(2.0)
+    m.reset_parameters()
+    np.testing.assert_array_equal(m.weight.detach().numpy(), 1.0)
+
+
+RMS_ERRORS = [
+    (lambda F: F.rms_norm(ember.zeros(3, 4), (5,)), RuntimeError,
+     "rms_norm: expected input with trailing shape (5,), got (3, 4)"),
+    (lambda F: F.rms_norm(ember.zeros(4), []), RuntimeError,
+     "rms_norm: expected normalized_shape to have at least one element, got ()"),
+    (lambda F: F.rms_norm(ember.zeros(4), (2, 4)), RuntimeError,
+     "rms_norm: expected input with trailing shape (2, 4), got (4,)"),
+    (lambda F: F.rms_norm(ember.zeros(3, 4), (4,), ember.ones(3)), RuntimeError,
+     "rms_norm: expected weight of shape normalized_shape (4,), got (3,)"),
+    (lambda F: F.rms_norm(ember.arange(4), (4,)), RuntimeError, "rms_norm: expected a floating point input, got int64"),
+    (lambda F: F.local_response_norm(ember.zeros(2, 3), 2), ValueError,
+     "local_response_norm: expected 3D or higher dimensionality input (got 2 dimensions, shape (2, 3))"),
+    (lambda F: F.local_response_norm(ember.zeros(2, 3, 4), 0), RuntimeError,
+     "local_response_norm: size must be a positive int, got 0"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(RMS_ERRORS)))
+def test_rms_and_local_response_norm_errors(k):
+    call, exc, message = RMS_ERRORS[k]
+    raises_exactly(lambda: call(ember.nn.functional), exc, message, located=False)

@@ -9,13 +9,15 @@ from __future__ import annotations
 from .linear import linear, bilinear
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, unfold, fold
 from .pooling import max_pool1d, max_pool2d, avg_pool1d, avg_pool2d, adaptive_avg_pool1d, adaptive_avg_pool2d
-from .normalization import batch_norm, layer_norm, group_norm, instance_norm
+from .normalization import batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm
 from .dropout import dropout, dropout1d, dropout2d, dropout3d, alpha_dropout, feature_alpha_dropout
 from .embedding import embedding, one_hot
 from .activation import relu, relu6, hardtanh, leaky_relu, elu, selu, gelu, silu, softplus, mish, tanh, sigmoid, logsigmoid, softmax, log_softmax, softmin
 from .activation import hardshrink, softshrink, tanhshrink, softsign, threshold, celu, glu, hardsigmoid, hardswish, prelu
+from .activation import rrelu, relu_, elu_, leaky_relu_, hardtanh_, selu_, celu_, threshold_, rrelu_
 from .attention import scaled_dot_product_attention
-from .vision import pad, interpolate, normalize, cosine_similarity, pairwise_distance
+from .vision import (pad, interpolate, normalize, cosine_similarity, pairwise_distance, pixel_shuffle,
+                     pixel_unshuffle, channel_shuffle)
 from .loss import mse_loss, l1_loss, smooth_l1_loss, huber_loss, nll_loss, cross_entropy, binary_cross_entropy, binary_cross_entropy_with_logits, kl_div, multi_margin_loss, margin_ranking_loss, cosine_embedding_loss, triplet_margin_loss
 from ._utils import _ntuple, _check_dim  # noqa: F401  (used by the layer modules)
 from .conv import _conv_padding  # noqa: F401
@@ -23,13 +25,14 @@ from .conv import _conv_padding  # noqa: F401
 __all__ = [
     "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "batch_norm", "layer_norm", "group_norm", "instance_norm", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-    "feature_alpha_dropout", "embedding",
+    "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "embedding",
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
     "hardtanh", "logsigmoid", "softmax", "log_softmax", "softmin", "hardshrink", "softshrink", "tanhshrink",
-    "softsign", "threshold", "celu", "glu", "hardsigmoid", "hardswish", "prelu",
+    "softsign", "threshold", "celu", "glu", "hardsigmoid", "hardswish", "prelu", "rrelu",
+    "relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_",
     "scaled_dot_product_attention", "one_hot", "pad", "interpolate", "normalize", "cosine_similarity",
-    "pairwise_distance", "unfold", "fold",
+    "pairwise_distance", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "multi_margin_loss",
     "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss",

@@ -7,6 +7,7 @@ from ..._dims import wrap_dim
 from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M
+from ...ops.inplace import inplace as _inplace
 from ...ops.layers import Gelu
 from ._utils import _apply_inplace
 
@@ -165,3 +166,72 @@ def prelu(input, weight) -> Tensor:
                                 f"{n} and channel size = {channels}.")
     w = weight.reshape((1, n) + (1,) * (input.ndim - 2)) if input.ndim >= 2 and n > 1 else weight.reshape(())
     return M.where(input > 0, input, w * input)   # at 0 the gradient is the weight, as torch
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False) -> Tensor:
+    """Randomised leaky ReLU: x where x > 0, else a * x with a slope a drawn uniformly from [lower, upper)
+    for each element while training (its gradient is that slope), and (lower + upper) / 2 in eval.
+
+    >>> F.rrelu(ember.tensor([-4.0, 2.0]), 0.25, 0.75)   # eval: slope 0.5
+    tensor([-2.,  2.])
+    """
+    if lower > upper:
+        raise op_error("rrelu", f"lower bound should be less than or equal to the upper bound, got lower={lower}, "
+                                f"upper={upper}")
+    if not input.dtype.is_floating_point:
+        raise op_error("rrelu", f"expected a floating point input, got {input.dtype.name}", NotImplementedError)
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    from ... import random as R
+    r = R.rand(*input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+    slope = M.where(input.detach() <= 0, r, 1.0)   # torch's noise: the drawn slope, 1 where input > 0
+    return _apply_inplace(input, input * slope, inplace)
+
+
+# ------------------------------------------------------------------ in-place forms (torch.nn.functional.relu_ ...)
+def _inplace_doc(fn):
+    fn.__doc__ = f"In-place {fn.__name__[:-1]}: writes the result into `input` and returns it."
+    return fn
+
+
+@_inplace_doc
+def relu_(input) -> Tensor:
+    return _inplace(input, relu, "relu_")
+
+
+@_inplace_doc
+def elu_(input, alpha=1.0) -> Tensor:
+    return _inplace(input, lambda x: elu(x, alpha), "elu_")
+
+
+@_inplace_doc
+def leaky_relu_(input, negative_slope=0.01) -> Tensor:
+    return _inplace(input, lambda x: leaky_relu(x, negative_slope), "leaky_relu_")
+
+
+@_inplace_doc
+def hardtanh_(input, min_val=-1.0, max_val=1.0) -> Tensor:
+    return _inplace(input, lambda x: hardtanh(x, min_val, max_val), "hardtanh_")
+
+
+@_inplace_doc
+def selu_(input) -> Tensor:
+    return _inplace(input, selu, "selu_")
+
+
+@_inplace_doc
+def celu_(input, alpha=1.0) -> Tensor:
+    return _inplace(input, lambda x: celu(x, alpha), "celu_")
+
+
+_threshold = threshold   # threshold_'s argument `threshold` hides the function
+
+
+@_inplace_doc
+def threshold_(input, threshold, value) -> Tensor:
+    return _inplace(input, lambda x: _threshold(x, threshold, value), "threshold_")
+
+
+@_inplace_doc
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False) -> Tensor:
+    return _inplace(input, lambda x: rrelu(x, lower, upper, training), "rrelu_")

@@ -1,5 +1,7 @@
-"""Batch, layer and group normalisation."""
+"""Batch, layer, group, RMS and local response normalisation."""
 from __future__ import annotations
+
+import numpy as np
 
 from ..._errors import op_error, user_frame
 from ..._tensor import Tensor
@@ -79,6 +81,63 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
     if bias is not None:
         out = out + bias
     return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None) -> Tensor:
+    """input / sqrt(mean(input^2) + eps) over the last len(normalized_shape) dims, times `weight`.
+
+    As torch: float16 and bfloat16 are computed in float32 and the result has input's dtype; eps=None
+    is the machine epsilon of that computation dtype (float32's for float16/bfloat16, not theirs).
+
+    >>> F.rms_norm(ember.tensor([[3.0, 4.0]]), (2,), eps=0.0)
+    tensor([[0.8485, 1.1314]])
+    """
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    nd = len(normalized_shape)
+    if nd == 0:
+        raise op_error("rms_norm", "expected normalized_shape to have at least one element, got ()")
+    if input.ndim < nd or tuple(input.shape[-nd:]) != normalized_shape:
+        raise op_error("rms_norm", f"expected input with trailing shape {normalized_shape}, got "
+                                   f"{tuple(input.shape)}")
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise op_error("rms_norm", f"expected weight of shape normalized_shape {normalized_shape}, got "
+                                   f"{tuple(weight.shape)}")
+    if not input.dtype.is_floating_point:
+        raise op_error("rms_norm", f"expected a floating point input, got {input.dtype.name}")
+    x = input.float() if input.dtype.itemsize == 2 else input   # float16/bfloat16: in float32, as torch
+    if eps is None:
+        eps = float(np.finfo(x.dtype.np).eps)
+    dims = tuple(range(-nd, 0))
+    out = x * M.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out if out.dtype is input.dtype else out.to(input.dtype)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0) -> Tensor:
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels)^beta (AlexNet's LRN).
+
+    The window of channel c is c - size//2 .. c + (size-1)//2, zero beyond the channel ends, and the mean
+    always divides by `size` (torch's avg_pool with count_include_pad).
+
+    >>> F.local_response_norm(ember.ones(1, 3, 2), 2, alpha=1.0, beta=1.0, k=1.0)[0, :, 0]
+    tensor([0.6667, 0.5000, 0.5000])
+    """
+    if input.ndim < 3:
+        raise op_error("local_response_norm", f"expected 3D or higher dimensionality input (got {input.ndim} "
+                                              f"dimensions, shape {tuple(input.shape)})", ValueError)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise op_error("local_response_norm", f"size must be a positive int, got {size!r}")
+    if input.numel() == 0:
+        return input
+    from .vision import pad
+    C_ = input.shape[1]
+    sq = pad(input * input, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))   # (N, C + size - 1, ...)
+    window = sq[:, 0:C_]
+    for i in range(1, size):
+        window = window + sq[:, i:i + C_]
+    div = (window * (alpha / size) + k) ** beta
+    return input / div
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:

@@ -1,4 +1,5 @@
-"""Padding, interpolation, and the distances normalize, cosine_similarity, pairwise_distance."""
+"""Padding, interpolation, pixel and channel shuffles, and the distances normalize, cosine_similarity,
+pairwise_distance."""
 from __future__ import annotations
 
 import math
@@ -41,6 +42,10 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
     if mode not in ("reflect", "replicate", "circular"):
         raise op_error("pad", f"mode {mode!r} is not supported (constant, reflect, replicate, circular)",
                        NotImplementedError)
+    if not 1 <= n <= 3 or input.ndim not in (n + 1, n + 2):   # torch's rule for the non-constant modes
+        raise op_error("pad", f"{mode} padding of length {len(pad)} needs a {n + 1}-D or {n + 2}-D input, got "
+                              f"shape {tuple(input.shape)} (padding size 2, 4 or 6 pads the last 1, 2 or 3 dims "
+                              f"of a batched or unbatched input)", NotImplementedError)
     out = input
     for d, (b, a) in enumerate(pads):
         if not (b or a):
@@ -57,10 +62,13 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
         elif mode == "replicate":
             idx = xp.clip(idx, 0, size - 1)
         else:
-            if b > size or a > size:
-                raise op_error("pad", f"circular padding ({b}, {a}) of dim {d} (size {size}) would wrap around "
+            # as torch: a negative side crops first, and the other side wraps around the cropped dim
+            start, kept = max(-b, 0), size - max(-b, 0) - max(-a, 0)
+            b, a = max(b, 0), max(a, 0)
+            if b > kept or a > kept:
+                raise op_error("pad", f"circular padding ({b}, {a}) of dim {d} (size {kept}) would wrap around "
                                       f"more than once")
-            idx = idx % size
+            idx = start + xp.arange(-b, kept + a) % kept
         out = out[(slice(None),) * d + (Tensor._make(idx, input._device),)]
     return out
 
@@ -158,3 +166,74 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8) -> Tensor:
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False) -> Tensor:
     return M.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
+
+
+def _check_factor(op, what, factor):
+    if isinstance(factor, bool) or not isinstance(factor, int):
+        raise op_error(op, f"{what} must be an int, got {factor!r}", TypeError)
+    if factor <= 0:
+        raise op_error(op, f"expects a positive {what}, but got {factor}")
+
+
+def pixel_shuffle(input, upscale_factor) -> Tensor:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r): each group of r*r channels becomes an r x r block of pixels.
+
+    >>> F.pixel_shuffle(ember.arange(4.0).reshape(1, 4, 1, 1), 2)
+    tensor([[[[0., 1.],
+              [2., 3.]]]])
+    """
+    _check_factor("pixel_shuffle", "upscale_factor", upscale_factor)
+    if input.ndim < 3:
+        raise op_error("pixel_shuffle", f"expects input to have at least 3 dimensions, but got shape "
+                                        f"{tuple(input.shape)}")
+    r = upscale_factor
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise op_error("pixel_shuffle", f"expects its input's 'channel' dimension to be divisible by the square "
+                                        f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    nb = len(batch)
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)                       # (*, C, r, r, H, W)
+    x = x.permute(*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2)            # (*, C, H, r, W, r)
+    return x.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W): the inverse of pixel_shuffle.
+
+    >>> F.pixel_unshuffle(ember.arange(4.0).reshape(1, 1, 2, 2), 2).flatten()
+    tensor([0., 1., 2., 3.])
+    """
+    _check_factor("pixel_unshuffle", "downscale_factor", downscale_factor)
+    if input.ndim < 3:
+        raise op_error("pixel_unshuffle", f"expects input to have at least 3 dimensions, but got shape "
+                                          f"{tuple(input.shape)}")
+    r = downscale_factor
+    *batch, c, h, w = input.shape
+    for what, size, d in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise op_error("pixel_unshuffle", f"expects {what} to be divisible by downscale_factor, but "
+                                              f"input.size({d})={size} is not divisible by {r}")
+    nb = len(batch)
+    x = input.reshape(*batch, c, h // r, r, w // r, r)                       # (*, C, H, r, W, r)
+    x = x.permute(*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3)            # (*, C, r, r, H, W)
+    return x.reshape(*batch, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups) -> Tensor:
+    """(N, C, *) seen as (N, groups, C/groups, *), the two channel dims swapped (ShuffleNet).
+
+    >>> F.channel_shuffle(ember.arange(6.0).reshape(1, 6, 1), 2).flatten()
+    tensor([0., 3., 1., 4., 2., 5.])
+    """
+    if isinstance(groups, bool) or not isinstance(groups, int):
+        raise op_error("channel_shuffle", f"groups must be an int, got {groups!r}", TypeError)
+    if input.ndim <= 2:
+        raise op_error("channel_shuffle", f"expects input with > 2 dims, but got shape {tuple(input.shape)}")
+    if groups <= 0:
+        raise op_error("channel_shuffle", f"number of groups to divide channels in must be positive, got {groups}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise op_error("channel_shuffle", f"number of channels must be divisible by groups. Got {c} channels and "
+                                          f"{groups} groups.")
+    x = input.reshape(n, groups, c // groups, *rest)                         # (N, g, C/g, *)
+    return x.transpose(1, 2).reshape(input.shape)
