@@ -218,6 +218,16 @@ def test_a_mean_over_no_counted_target_is_nan_with_a_zero_gradient_as_torch(smoo
              NoGrad(np.array([1.0, 0.0, 1.0])))   # every counted target of weight 0
 
 
+@pytest.mark.parametrize("pos_weight", [None, np.array([1.0, 2.0, 0.5])])
+def test_binary_cross_entropy_with_logits_gradient_at_zero_logits_as_torch(pos_weight):
+    """A zero-initialised head gives logits of exactly 0: the gradient is sigmoid(0) - t (it was 1 - t)."""
+    pw = NoGrad(pos_weight) if pos_weight is not None else None
+    check_op(lambda L, x, t, pw: L.nn.functional.binary_cross_entropy_with_logits(x, t, pos_weight=pw, reduction="sum"),
+             np.zeros((5, 3)), NoGrad(Y01), pw)
+    check_op(lambda L, x, t: L.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none"),
+             np.array([[0.0, -30.0, 30.0], [-100.0, 100.0, 0.0]]), Y01[:2].copy())
+
+
 def test_binary_cross_entropy_double_backward():
     def fn(lib, p, t):
         g, = lib.autograd.grad(lib.nn.functional.binary_cross_entropy(p, t), p, create_graph=True)

@@ -248,8 +248,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction="mean", pos_weight=None) -> Tensor:
     """Sigmoid + binary cross-entropy in one stable expression; pos_weight scales the positive term."""
     _same_shape(input, target, "binary_cross_entropy_with_logits")
-    # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0): never overflows
-    softplus_neg = M.log1p(M.exp(-M.abs(input))) + M.relu(-input)
+    # log(1 + exp(-x)) by softplus: never overflows, and its gradient at x = 0 is -1/2 (log1p(exp(-|x|)) +
+    # max(-x, 0) has the kinks of |x| and max there, whose gradients give 0)
+    softplus_neg = softplus(-input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus_neg
