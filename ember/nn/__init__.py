@@ -24,7 +24,8 @@ from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, Fea
 from .embedding import Embedding
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
                    BCEWithLogitsLoss, KLDivLoss, MultiMarginLoss, MarginRankingLoss, CosineEmbeddingLoss,
-                   TripletMarginLoss)
+                   TripletMarginLoss, GaussianNLLLoss, PoissonNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss,
+                   MultiLabelMarginLoss, HingeEmbeddingLoss, TripletMarginWithDistanceLoss)
 from . import functional, init, utils
 
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
@@ -48,7 +49,8 @@ __all__ = [
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "Embedding",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
-    "TripletMarginLoss",
+    "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+    "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerDecoder", "Transformer",

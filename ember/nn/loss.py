@@ -6,16 +6,11 @@ from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
-           "TripletMarginLoss"]
+           "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+           "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss"]
 
 
-def _legacy(size_average, reduce, reduction):
-    """torch's deprecated size_average/reduce flags, folded into `reduction`."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return ("mean" if size_average else "sum") if reduce else "none"
+_legacy = F.loss._legacy_reduction   # torch's deprecated size_average/reduce flags -> reduction
 
 
 class _Loss(Module):
@@ -152,3 +147,97 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
                                      swap=self.swap, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """Gaussian negative log-likelihood of target under N(input, var); see F.gaussian_nll_loss.
+
+    >>> round(nn.GaussianNLLLoss()(ember.zeros(3), ember.ones(3), ember.ones(3)).item(), 4)
+    0.5
+    """
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """Poisson negative log-likelihood of target given the rate (its log with log_input); see F.poisson_nll_loss.
+
+    >>> nn.PoissonNLLLoss()(ember.zeros(3), ember.ones(3)).item()
+    1.0
+    """
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
+                                  reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """log(1 + exp(-target input)) for targets 1 or -1.
+
+    >>> round(nn.SoftMarginLoss()(ember.zeros(2), ember.tensor([1.0, -1.0])).item(), 4)
+    0.6931
+    """
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Per-class logistic loss averaged over the classes, for multi-hot targets; optional class weights.
+
+    >>> nn.MultiLabelSoftMarginLoss(reduction="none")(ember.zeros(2, 3), ember.ones(2, 3)).shape
+    (2,)
+    """
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-class multi-label hinge loss; target rows list class indices, padded with -1.
+
+    >>> x = ember.tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> round(nn.MultiLabelMarginLoss()(x, ember.tensor([[3, 0, -1, 1]])).item(), 4)
+    0.85
+    """
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """input where target is 1, max(0, margin - input) where it is -1.
+
+    >>> nn.HingeEmbeddingLoss(margin=1.0)(ember.tensor([0.25, 0.5]), ember.tensor([1.0, -1.0])).item()
+    0.375
+    """
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet margin loss for any distance function (default F.pairwise_distance).
+
+    >>> loss = nn.TripletMarginWithDistanceLoss(distance_function=lambda x, y: (x - y).abs().sum(-1))
+    >>> loss(ember.zeros(2, 3), ember.zeros(2, 3), ember.ones(2, 3)).item()
+    0.0
+    """
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"{type(self).__name__}: expected margin to be greater than 0, got {margin} instead")
+        self.distance_function = distance_function if distance_function is not None else F.pairwise_distance
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                   distance_function=self.distance_function, margin=self.margin,
+                                                   swap=self.swap, reduction=self.reduction)

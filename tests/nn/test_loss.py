@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from helpers import check_op, NoGrad, raises_exactly
+from helpers import check_op, Const, NoGrad, raises_exactly
 from .nn_helpers import check_module
 
 RNG = np.random.default_rng(3)
@@ -216,6 +216,16 @@ def test_a_mean_over_no_counted_target_is_nan_with_a_zero_gradient_as_torch(smoo
              NoGrad(np.full(3, -100)))
     check_op(lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w), (2, 3), NoGrad(np.array([1, 1])),
              NoGrad(np.array([1.0, 0.0, 1.0])))   # every counted target of weight 0
+
+
+@pytest.mark.parametrize("pos_weight", [None, np.array([1.0, 2.0, 0.5])])
+def test_binary_cross_entropy_with_logits_gradient_at_zero_logits_as_torch(pos_weight):
+    """A zero-initialised head gives logits of exactly 0: the gradient is sigmoid(0) - t (it was 1 - t)."""
+    pw = NoGrad(pos_weight) if pos_weight is not None else None
+    check_op(lambda L, x, t, pw: L.nn.functional.binary_cross_entropy_with_logits(x, t, pos_weight=pw, reduction="sum"),
+             np.zeros((5, 3)), NoGrad(Y01), pw)
+    check_op(lambda L, x, t: L.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none"),
+             np.array([[0.0, -30.0, 30.0], [-100.0, 100.0, 0.0]]), Y01[:2].copy())
 
 
 def test_binary_cross_entropy_double_backward():
@@ -457,3 +467,341 @@ def test_smooth_l1_with_beta_zero_checks_the_reduction():
 @pytest.mark.parametrize("reduction", ["sum", "mean"])
 def test_nll_loss_unbatched_with_weight(reduction):
     check_op(lambda lib, x, t, w: lib.nn.functional.nll_loss(x, t, w, reduction=reduction), (4,), np.array(2), NoGrad(W4))
+
+
+# ------------------------------------------------------------------ the losses added after the first set
+# gaussian_nll_loss, poisson_nll_loss, soft_margin_loss, multilabel_soft_margin_loss, multilabel_margin_loss,
+# hinge_embedding_loss, triplet_margin_with_distance_loss and their modules, against torch.
+VAR43 = RNG.uniform(0.3, 2.0, (4, 3))
+VAR_SMALL = np.array([[0.0, 1e-8, 0.5], [2.0, 1e-3, 1.0], [0.7, 0.0, 3.0], [1e-7, 0.2, 0.9]])   # some under eps
+COUNTS = np.array([[0.0, 1.0, 1.5], [3.0, 0.5, 7.0], [2.0, 0.0, 4.0], [1.0, 12.0, 0.25]])   # 0, 1, >1
+COUNTS_POS = np.where(COUNTS == 0, 0.5, COUNTS)     # torch's target gradient with full=True is NaN at 0
+SIGN43 = np.where(RNG.uniform(size=(4, 3)) > 0.5, 1.0, -1.0)
+HINGE_T = np.array([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0], [0.0, 2.0, -1.0], [1.0, -1.0, -1.0]])   # 0, 2: both terms
+ML_T = np.array([[3, 0, -1, 1], [1, -1, 2, 2], [2, 2, 0, -1], [-1, 0, 1, 2], [0, 1, 2, 3]])   # padding, duplicates
+ML_T1 = np.array([2, 0, -1, 3])
+W3 = np.array([0.5, 2.0, 1.25])
+
+
+def _cos_dist(lib):
+    return lambda x, y: 1 - lib.nn.functional.cosine_similarity(x, y)
+
+
+NEW_LOSSES = [   # (id, build(lib, reduction), inputs): each runs with every reduction
+    ("gaussian_nll", lambda L, r: L.nn.GaussianNLLLoss(reduction=r), [(4, 3), (4, 3), VAR43]),
+    ("gaussian_nll_full_var_per_row", lambda L, r: L.nn.GaussianNLLLoss(full=True, reduction=r), [(4, 3), (4, 3), VAR43[:, 0].copy()]),
+    ("gaussian_nll_var_col", lambda L, r: L.nn.GaussianNLLLoss(reduction=r), [(4, 3), (4, 3), VAR43[:, :1].copy()]),
+    ("gaussian_nll_var_row", lambda L, r: L.nn.GaussianNLLLoss(reduction=r), [(4, 3), (4, 3), VAR43[:1].copy()]),
+    ("gaussian_nll_float_var", lambda L, r: L.nn.GaussianNLLLoss(eps=0.1, reduction=r), [(4, 3), (4, 3), Const(0.05)]),
+    ("gaussian_nll_clamped_var", lambda L, r: L.nn.GaussianNLLLoss(eps=0.01, reduction=r), [(4, 3), (4, 3), VAR_SMALL]),
+    ("gaussian_nll_1d", lambda L, r: L.nn.GaussianNLLLoss(reduction=r), [(3,), (3,), VAR43[0].copy()]),
+    ("gaussian_nll_1d_var_0d", lambda L, r: L.nn.GaussianNLLLoss(reduction=r), [(3,), (3,), np.array(0.7)]),
+    ("gaussian_nll_target_broadcast", lambda L, r: L.nn.GaussianNLLLoss(reduction=r), [(4, 3), (3,), VAR43]),
+    ("poisson_nll", lambda L, r: L.nn.PoissonNLLLoss(reduction=r), [(4, 3), NoGrad(COUNTS)]),
+    ("poisson_nll_full", lambda L, r: L.nn.PoissonNLLLoss(full=True, reduction=r), [(4, 3), NoGrad(COUNTS)]),
+    ("poisson_nll_full_target_grad", lambda L, r: L.nn.PoissonNLLLoss(full=True, reduction=r), [(4, 3), COUNTS_POS]),
+    ("poisson_nll_rate", lambda L, r: L.nn.PoissonNLLLoss(log_input=False, reduction=r), [VAR43, COUNTS]),
+    ("poisson_nll_rate_full_eps", lambda L, r: L.nn.PoissonNLLLoss(log_input=False, full=True, eps=0.3, reduction=r), [VAR_SMALL, NoGrad(COUNTS)]),
+    ("poisson_nll_1d", lambda L, r: L.nn.PoissonNLLLoss(full=True, reduction=r), [(3,), COUNTS_POS[1]]),
+    ("soft_margin", lambda L, r: L.nn.SoftMarginLoss(reduction=r), [(4, 3), NoGrad(SIGN43)]),
+    ("soft_margin_target_broadcast", lambda L, r: L.nn.SoftMarginLoss(reduction=r), [(4, 3), NoGrad(SIGN43[0])]),
+    ("soft_margin_1d", lambda L, r: L.nn.SoftMarginLoss(reduction=r), [(5,), NoGrad(SIGN)]),
+    ("soft_margin_0d", lambda L, r: L.nn.SoftMarginLoss(reduction=r), [(), NoGrad(np.array(-1.0))]),
+    ("multilabel_soft_margin", lambda L, r: L.nn.MultiLabelSoftMarginLoss(reduction=r), [(5, 3), Y01]),
+    ("multilabel_soft_margin_weight", lambda L, r: L.nn.MultiLabelSoftMarginLoss(weight=_w(L, W3), reduction=r), [(5, 3), NoGrad(Y01)]),
+    ("multilabel_soft_margin_1d", lambda L, r: L.nn.MultiLabelSoftMarginLoss(reduction=r), [(3,), NoGrad(Y01[0])]),
+    ("multilabel_soft_margin_3d", lambda L, r: L.nn.MultiLabelSoftMarginLoss(reduction=r), [(2, 4, 3), NoGrad(RNG.uniform(0, 1, (2, 4, 3)))]),
+    ("multilabel_margin", lambda L, r: L.nn.MultiLabelMarginLoss(reduction=r), [(5, 4), ML_T]),
+    ("multilabel_margin_1d", lambda L, r: L.nn.MultiLabelMarginLoss(reduction=r), [(4,), ML_T1]),
+    ("hinge_embedding", lambda L, r: L.nn.HingeEmbeddingLoss(reduction=r), [(4, 3), NoGrad(HINGE_T)]),
+    ("hinge_embedding_margin", lambda L, r: L.nn.HingeEmbeddingLoss(margin=0.5, reduction=r), [(4, 3), NoGrad(SIGN43)]),
+    ("hinge_embedding_target_broadcast", lambda L, r: L.nn.HingeEmbeddingLoss(margin=2.0, reduction=r), [(4, 3), NoGrad(SIGN43[1])]),
+    ("hinge_embedding_1d", lambda L, r: L.nn.HingeEmbeddingLoss(reduction=r), [(5,), NoGrad(SIGN)]),
+    ("triplet_distance", lambda L, r: L.nn.TripletMarginWithDistanceLoss(reduction=r), [(5, 3), (5, 3), (5, 3)]),
+    ("triplet_distance_swap_margin", lambda L, r: L.nn.TripletMarginWithDistanceLoss(margin=2.5, swap=True, reduction=r), [(5, 3), (5, 3), (5, 3)]),
+    ("triplet_distance_cosine", lambda L, r: L.nn.TripletMarginWithDistanceLoss(distance_function=_cos_dist(L), margin=0.4, reduction=r), [(5, 3), (5, 3), (5, 3)]),
+    ("triplet_distance_1d", lambda L, r: L.nn.TripletMarginWithDistanceLoss(margin=3.0, reduction=r), [(3,), (3,), (3,)]),
+    ("triplet_distance_broadcast", lambda L, r: L.nn.TripletMarginWithDistanceLoss(margin=3.0, swap=True, reduction=r), [(5, 3), (1, 3), (5, 3)]),
+]
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in NEW_LOSSES], ids=[c[0] for c in NEW_LOSSES])
+def test_new_losses_every_reduction(build, inputs, reduction):
+    check_module(lambda lib: build(lib, reduction), *inputs, modes=("train",), return_buffers=False)
+
+
+F_NEW = [   # the functional forms, with torch's defaults and the legacy size_average/reduce flags
+    ("gaussian_nll_loss", lambda L, x, t, v: L.nn.functional.gaussian_nll_loss(x, t, v), [(4, 3), (4, 3), VAR43]),
+    ("gaussian_nll_loss_full_eps", lambda L, x, t, v: L.nn.functional.gaussian_nll_loss(x, t, v, True, 0.01, "sum"), [(4, 3), (4, 3), VAR_SMALL]),
+    ("poisson_nll_loss", lambda L, x, t: L.nn.functional.poisson_nll_loss(x, t), [(4, 3), COUNTS]),
+    ("poisson_nll_loss_positional", lambda L, x, t: L.nn.functional.poisson_nll_loss(x, t, False, True, None, 0.1, None, "none"), [VAR43, COUNTS_POS]),
+    ("poisson_nll_loss_size_average_false", lambda L, x, t: L.nn.functional.poisson_nll_loss(x, t, size_average=False), [(4, 3), COUNTS]),
+    ("poisson_nll_loss_reduce_false", lambda L, x, t: L.nn.functional.poisson_nll_loss(x, t, reduce=False, reduction="sum"), [(4, 3), COUNTS]),
+    ("poisson_nll_loss_int_target", lambda L, x, t: L.nn.functional.poisson_nll_loss(x, t, full=True), [(4, 3), COUNTS.astype(np.int64)]),
+    ("soft_margin_loss", lambda L, x, t: L.nn.functional.soft_margin_loss(x, t), [(4, 3), NoGrad(SIGN43)]),
+    ("soft_margin_loss_reduce_false", lambda L, x, t: L.nn.functional.soft_margin_loss(x, t, reduce=False), [(4, 3), NoGrad(SIGN43)]),
+    ("multilabel_soft_margin_loss", lambda L, x, t: L.nn.functional.multilabel_soft_margin_loss(x, t), [(5, 3), Y01]),
+    ("multilabel_soft_margin_loss_weight_bcast", lambda L, x, t, w: L.nn.functional.multilabel_soft_margin_loss(x, t, w, reduction="none"), [(5, 3), Y01[0].copy(), NoGrad(W53)]),
+    ("multilabel_soft_margin_loss_size_average_false", lambda L, x, t: L.nn.functional.multilabel_soft_margin_loss(x, t, size_average=False), [(5, 3), Y01]),
+    ("multilabel_margin_loss", lambda L, x, t: L.nn.functional.multilabel_margin_loss(x, t), [(5, 4), ML_T]),
+    ("multilabel_margin_loss_reduce_false", lambda L, x, t: L.nn.functional.multilabel_margin_loss(x, t, reduce=False), [(5, 4), ML_T]),
+    ("multilabel_margin_loss_0d", lambda L, x, t: L.nn.functional.multilabel_margin_loss(x, t, reduction="none"), [(), np.array(0)]),
+    ("multilabel_margin_loss_empty_batch_none", lambda L, x, t: L.nn.functional.multilabel_margin_loss(x, t, reduction="none"), [(0, 4), np.zeros((0, 4), np.int64)]),
+    ("hinge_embedding_loss", lambda L, x, t: L.nn.functional.hinge_embedding_loss(x, t), [(4, 3), NoGrad(HINGE_T)]),
+    ("hinge_embedding_loss_int_target", lambda L, x, t: L.nn.functional.hinge_embedding_loss(x, t, 0.7, reduction="none"), [(4, 3), SIGN43.astype(np.int64)]),
+    ("hinge_embedding_loss_outer_broadcast", lambda L, x, t: L.nn.functional.hinge_embedding_loss(x, t, reduction="none"), [(4,), NoGrad(SIGN43[:, :1].copy())]),
+    ("hinge_embedding_loss_size_average_false", lambda L, x, t: L.nn.functional.hinge_embedding_loss(x, t, size_average=False), [(4, 3), NoGrad(HINGE_T)]),
+    ("triplet_margin_with_distance_loss", lambda L, a, p, n: L.nn.functional.triplet_margin_with_distance_loss(a, p, n), [(5, 3), (5, 3), (5, 3)]),
+    ("triplet_margin_with_distance_loss_l1_swap", lambda L, a, p, n: L.nn.functional.triplet_margin_with_distance_loss(a, p, n, distance_function=lambda x, y: (x - y).abs().sum(-1), margin=2.0, swap=True, reduction="none"), [(5, 3), (5, 3), (5, 3)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in F_NEW], ids=[c[0] for c in F_NEW])
+def test_new_functional_losses(fn, inputs):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "size_average and reduce args will be deprecated")   # torch's
+        check_op(fn, *inputs)
+
+
+def test_new_losses_legacy_flags_change_the_reduction():
+    """size_average/reduce override `reduction` (a loss that ignored them would give the mean)."""
+    F = ember.nn.functional
+    x, t = ember.tensor(RNG.standard_normal((4, 3))), ember.tensor(SIGN43)
+    for name in ["poisson_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss"]:
+        fn = getattr(F, name)
+        np.testing.assert_allclose(fn(x, t, size_average=False).item(), fn(x, t, reduction="sum").item(), rtol=1e-12)
+        assert fn(x, t, reduce=False, reduction="sum").shape == fn(x, t, reduction="none").shape
+    for cls in [ember.nn.PoissonNLLLoss, ember.nn.SoftMarginLoss, ember.nn.MultiLabelSoftMarginLoss,
+                ember.nn.MultiLabelMarginLoss, ember.nn.HingeEmbeddingLoss]:
+        assert cls(size_average=False).reduction == "sum" and cls(reduce=False).reduction == "none"
+
+
+@pytest.mark.parametrize("x,t", [([1.0, 0.5, 1.5], [-1.0, -1.0, -1.0]), ([0.0, 2.0, -1.0], [1.0, 0.0, -1.0])])
+def test_hinge_embedding_gradient_at_the_margin_as_torch(x, t):
+    """torch's clamp_min passes the gradient where margin - input is exactly 0 (a relu would not)."""
+    check_op(lambda L, x, t: L.nn.functional.hinge_embedding_loss(x, t, reduction="sum"), np.array(x), NoGrad(np.array(t)))
+
+
+def test_multilabel_margin_loss_of_an_empty_batch():
+    """torch returns uninitialised memory for 'sum' and 'mean' of an empty batch (1.7e21 one run, 0 the next):
+    here the sum is 0 and the mean 0 / 0 = NaN, as the other losses."""
+    x, t = ember.zeros(0, 4, requires_grad=True), ember.zeros(0, 4, dtype=ember.int64)
+    F = ember.nn.functional
+    assert F.multilabel_margin_loss(x, t, reduction="sum").item() == 0.0
+    with np.errstate(all="ignore"):
+        assert np.isnan(F.multilabel_margin_loss(x, t).item())
+    F.multilabel_margin_loss(x, t, reduction="sum").backward()
+    assert x.grad is None or x.grad.shape == (0, 4)
+
+
+def test_multilabel_margin_gradient_at_a_zero_margin_as_torch():
+    """torch counts a pair only where 1 - (x[j] - x[i]) > 0: exactly 0 gives no gradient."""
+    check_op(lambda L, x, t: L.nn.functional.multilabel_margin_loss(x, t, reduction="sum"),
+             np.array([[2.0, 1.0, 0.5, 1.25]]), np.array([[0, 3, -1, 1]]))
+
+
+def test_soft_margin_loss_is_stable_for_large_margins():
+    """Ember's log(1 + exp(z)) does not overflow (torch's gives inf from z = 89 in float32); same gradient."""
+    x, t = ember.tensor([-100.0, 100.0], requires_grad=True), ember.tensor([1.0, 1.0])
+    loss = ember.nn.functional.soft_margin_loss(x, t, reduction="none")
+    np.testing.assert_allclose(loss.detach().numpy(), [100.0, 0.0], atol=1e-6)
+    loss.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [-1.0, 0.0], atol=1e-6)
+
+
+def test_gaussian_nll_loss_double_backward():
+    def fn(lib, x, t, v):
+        g = lib.autograd.grad(lib.nn.functional.gaussian_nll_loss(x, t, v, full=True), (x, v), create_graph=True)
+        return (g[0] * g[0]).sum() + (g[1] * g[1].detach().sin()).sum()
+    check_op(fn, (4, 3), NoGrad((4, 3)), VAR43, dtypes=("float64",))
+
+
+@pytest.mark.parametrize("name,args", [
+    ("gaussian_nll_loss", lambda: (ember.randn(4, 3), ember.randn(4, 3), ember.rand(4) + 0.5)),
+    ("poisson_nll_loss", lambda: (ember.randn(4, 3), ember.tensor(COUNTS, dtype=ember.float32))),
+    ("soft_margin_loss", lambda: (ember.randn(4, 3), ember.tensor(SIGN43, dtype=ember.float32))),
+    ("multilabel_soft_margin_loss", lambda: (ember.randn(5, 3), ember.tensor(Y01, dtype=ember.float32))),
+    ("multilabel_margin_loss", lambda: (ember.randn(5, 4), ember.tensor(ML_T))),
+    ("hinge_embedding_loss", lambda: (ember.randn(4, 3), ember.tensor(HINGE_T, dtype=ember.float32))),
+    ("triplet_margin_with_distance_loss", lambda: (ember.randn(5, 3), ember.randn(5, 3), ember.randn(5, 3))),
+])
+def test_new_losses_compile_with_their_backward(name, args):
+    """ember.compile replays the loss and its gradient (composites of traced ops, no Python-side state)."""
+    fn = getattr(ember.nn.functional, name)
+
+    def step(x, *rest):
+        x = x.detach().requires_grad_(True)
+        loss = fn(x, *rest)
+        loss.backward()
+        return loss.detach(), x.grad
+
+    compiled = ember.compile(step)
+    for _ in range(2):   # trace, then replay on new values
+        a = args()
+        want, got = step(*a), compiled(*a)
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.cache_info()["hits"] == 1
+
+
+NEW_NAMES = ["gaussian_nll_loss", "poisson_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+             "multilabel_margin_loss", "hinge_embedding_loss", "triplet_margin_with_distance_loss",
+             "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+             "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss"]
+
+
+@pytest.mark.parametrize("name", NEW_NAMES)
+def test_new_losses_have_torchs_signature(name):
+    import torch
+    where = (ember.nn, torch.nn) if name[0].isupper() else (ember.nn.functional, torch.nn.functional)
+    fns = [getattr(m, name) for m in where]
+    if name[0].isupper():
+        fns = [f.__init__ for f in fns] + [getattr(m, name).forward for m in where]
+        pairs = [(fns[0], fns[1]), (fns[2], fns[3])]
+    else:
+        pairs = [tuple(fns)]
+    for mine, theirs in pairs:
+        ps = [(p.name, p.kind, p.default) for p in inspect.signature(mine).parameters.values()]
+        want = [(p.name, p.kind, p.default) for p in inspect.signature(theirs).parameters.values()]
+        assert ps == want
+
+
+def _new_error_cases(L):
+    """(id, call, torch's exception type, Ember's exception type, Ember's message)."""
+    F, z, i64 = L.nn.functional, L.zeros, L.int64
+    return [
+        ("gaussian_negative_float_var", lambda: F.gaussian_nll_loss(z(4, 3), z(4, 3), -1.0), ValueError,
+         "gaussian_nll_loss: var has negative entry/entries: got var = -1.0"),
+        ("gaussian_negative_var", lambda: F.gaussian_nll_loss(z(4, 3), z(4, 3), L.full((4, 3), -0.5)), ValueError,
+         "gaussian_nll_loss: var has negative entry/entries (min -0.5)"),
+        ("gaussian_var_last_dim", lambda: F.gaussian_nll_loss(z(4, 3), z(4, 3), L.ones(3)), ValueError,
+         "gaussian_nll_loss: var is of incorrect size: (3,) for input (4, 3) (expected (4, 3), (4,), or (4, 3) "
+         "with one dimension of size 1)"),
+        ("gaussian_var_two_ones", lambda: F.gaussian_nll_loss(z(4, 3), z(4, 3), L.ones(1, 1)), ValueError,
+         "gaussian_nll_loss: var is of incorrect size: (1, 1) for input (4, 3) (expected (4, 3), (4,), or (4, 3) "
+         "with one dimension of size 1)"),
+        ("gaussian_var_0d", lambda: F.gaussian_nll_loss(z(4, 3), z(4, 3), L.ones(())), ValueError,
+         "gaussian_nll_loss: var is of incorrect size: () for input (4, 3) (expected (4, 3), (4,), or (4, 3) "
+         "with one dimension of size 1)"),
+        ("gaussian_var_extra_dim", lambda: F.gaussian_nll_loss(z(4, 3), z(4, 3), L.ones(4, 3, 1)), ValueError,
+         "gaussian_nll_loss: var is of incorrect size: (4, 3, 1) for input (4, 3) (expected (4, 3), (4,), or "
+         "(4, 3) with one dimension of size 1)"),
+        ("gaussian_target", lambda: F.gaussian_nll_loss(z(4, 3), z(4), L.ones(4, 3)), RuntimeError,
+         "gaussian_nll_loss: target shape (4,) and input shape (4, 3) cannot be broadcast together"),
+        ("gaussian_reduction", lambda: F.gaussian_nll_loss(z(4, 3), z(4, 3), 1.0, reduction="avg"), ValueError,
+         "gaussian_nll_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        ("poisson_target", lambda: F.poisson_nll_loss(z(4, 3), z(4)), RuntimeError,
+         "poisson_nll_loss: target shape (4,) and input shape (4, 3) cannot be broadcast together"),
+        ("poisson_reduction", lambda: F.poisson_nll_loss(z(4, 3), z(4, 3), reduction="avg"), ValueError,
+         "poisson_nll_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        ("soft_margin_target", lambda: F.soft_margin_loss(z(4, 3), z(4)), RuntimeError,
+         "soft_margin_loss: target shape (4,) does not broadcast to input shape (4, 3)"),
+        ("soft_margin_wider_target", lambda: F.soft_margin_loss(z(4, 1), z(4)), RuntimeError,
+         "soft_margin_loss: target shape (4,) does not broadcast to input shape (4, 1)"),
+        ("soft_margin_target_grad", lambda: F.soft_margin_loss(z(3), z(3, requires_grad=True)), RuntimeError,
+         "soft_margin_loss: is not differentiable with respect to target; pass target.detach()"),
+        ("soft_margin_reduction", lambda: F.soft_margin_loss(z(3), z(3), reduction="avg"), ValueError,
+         "soft_margin_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        ("multilabel_soft_margin_target", lambda: F.multilabel_soft_margin_loss(z(4, 3), z(4)), RuntimeError,
+         "multilabel_soft_margin_loss: target shape (4,) and input shape (4, 3) cannot be broadcast together"),
+        ("multilabel_soft_margin_weight", lambda: F.multilabel_soft_margin_loss(z(4, 3), z(4, 3), L.ones(4)),
+         RuntimeError, "multilabel_soft_margin_loss: weight shape (4,) and loss shape (4, 3) cannot be broadcast "
+                       "together"),
+        ("multilabel_soft_margin_0d", lambda: F.multilabel_soft_margin_loss(z(()), z(())), IndexError,
+         "multilabel_soft_margin_loss: expected a (C,) or (N, C) input, got a 0-d tensor"),
+        ("multilabel_soft_margin_reduction", lambda: F.multilabel_soft_margin_loss(z(4, 3), z(4, 3), reduction="avg"),
+         ValueError, "multilabel_soft_margin_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        ("multilabel_margin_target_shape", lambda: F.multilabel_margin_loss(z(2, 4), z(2, 3, dtype=i64)), RuntimeError,
+         "multilabel_margin_loss: inconsistent target size: (2, 3) for input of size: (2, 4)"),
+        ("multilabel_margin_flat_target", lambda: F.multilabel_margin_loss(z(2, 4), z(8, dtype=i64)), RuntimeError,
+         "multilabel_margin_loss: inconsistent target size: (8,) for input of size: (2, 4)"),
+        ("multilabel_margin_1d_target", lambda: F.multilabel_margin_loss(z(4), z(3, dtype=i64)), RuntimeError,
+         "multilabel_margin_loss: inconsistent target size: (3,) for input of size: (4,)"),
+        ("multilabel_margin_2d_target_1d_input", lambda: F.multilabel_margin_loss(z(4), z(1, 4, dtype=i64)),
+         RuntimeError, "multilabel_margin_loss: inconsistent target size: (1, 4) for input of size: (4,)"),
+        ("multilabel_margin_3d", lambda: F.multilabel_margin_loss(z(2, 4, 1), z(2, 4, 1, dtype=i64)), RuntimeError,
+         "multilabel_margin_loss: expected a non-empty (C,) or (N, C) input (N may be 0), got shape (2, 4, 1)"),
+        ("multilabel_margin_no_classes", lambda: F.multilabel_margin_loss(z(2, 0), z(2, 0, dtype=i64)), RuntimeError,
+         "multilabel_margin_loss: expected a non-empty (C,) or (N, C) input (N may be 0), got shape (2, 0)"),
+        ("multilabel_margin_float_target", lambda: F.multilabel_margin_loss(z(2, 4), z(2, 4)), RuntimeError,
+         "multilabel_margin_loss: expected an integer (int64) target, got float32"),
+        ("multilabel_margin_target_too_big", lambda: F.multilabel_margin_loss(z(2, 4), L.tensor([[4, -1, 0, 0], [0] * 4])),
+         RuntimeError, "multilabel_margin_loss: target index 4 is out of range for 4 classes (-1 ends a row's targets)"),
+        ("multilabel_margin_target_below_minus_one", lambda: F.multilabel_margin_loss(z(1, 4), L.tensor([[3, -2, 0, 1]])),
+         RuntimeError, "multilabel_margin_loss: target index -2 is out of range for 4 classes (-1 ends a row's "
+                       "targets)"),
+        ("multilabel_margin_reduction", lambda: F.multilabel_margin_loss(z(1, 4), z(1, 4, dtype=i64), reduction="avg"),
+         ValueError, "multilabel_margin_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        ("hinge_target", lambda: F.hinge_embedding_loss(z(4, 3), z(4)), RuntimeError,
+         "hinge_embedding_loss: target shape (4,) and input shape (4, 3) cannot be broadcast together"),
+        ("hinge_reduction", lambda: F.hinge_embedding_loss(z(4, 3), z(4, 3), reduction="avg"), ValueError,
+         "hinge_embedding_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        ("triplet_ndim", lambda: F.triplet_margin_with_distance_loss(z(4, 3), z(4, 3), z(3)), RuntimeError,
+         "triplet_margin_with_distance_loss: the anchor, positive, and negative tensors are expected to have the "
+         "same number of dimensions, but got: anchor 2D (4, 3), positive 2D (4, 3), and negative 1D (3,) inputs"),
+        ("triplet_shapes", lambda: F.triplet_margin_with_distance_loss(z(4, 3), z(4, 3), z(4, 2)), RuntimeError,
+         "triplet_margin_with_distance_loss: anchor (4, 3) and negative (4, 2) cannot be broadcast together"),
+        ("triplet_swap_shapes", lambda: F.triplet_margin_with_distance_loss(z(1, 3), z(4, 3), z(2, 3), swap=True),
+         RuntimeError, "triplet_margin_with_distance_loss: positive (4, 3) and negative (2, 3) cannot be broadcast "
+                       "together"),
+        ("triplet_margin", lambda: F.triplet_margin_with_distance_loss(z(4, 3), z(4, 3), z(4, 3), margin=0), ValueError,
+         "triplet_margin_with_distance_loss: margin must be greater than 0, got 0"),
+        ("triplet_reduction", lambda: F.triplet_margin_with_distance_loss(z(4, 3), z(4, 3), z(4, 3), margin=-1,
+                                                                          reduction="avg"), ValueError,
+         "triplet_margin_with_distance_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+    ]
+
+
+NEW_ERRORS = _new_error_cases(ember)
+
+
+@pytest.mark.parametrize("k", range(len(NEW_ERRORS)), ids=[c[0] for c in NEW_ERRORS])
+def test_new_loss_errors_exactly_where_torch_raises(k):
+    """Each bad call raises in torch too (the same exception type), and here with the op and the shapes."""
+    import torch
+    name, call, exc, message = NEW_ERRORS[k]
+    torch_call = _new_error_cases(torch)[k][1]
+    with pytest.raises(exc):
+        torch_call()
+    raises_exactly(call, exc, message)
+
+
+def test_triplet_margin_with_distance_module_refuses_a_margin_of_zero_as_torch():
+    import torch
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+                                             "got 0 instead"):
+            lib.nn.TripletMarginWithDistanceLoss(margin=0)
+
+
+def test_triplet_margin_with_distance_module_keeps_a_distance_module_as_a_submodule():
+    class Scaled(ember.nn.Module):   # a learned distance: its parameters are the loss's
+        def __init__(self):
+            super().__init__()
+            self.scale = ember.nn.Parameter(ember.ones(3))
+
+        def forward(self, x, y):
+            return ((x - y) * self.scale).norm(dim=-1)
+
+    loss = ember.nn.TripletMarginWithDistanceLoss(distance_function=Scaled())
+    assert [n for n, _ in loss.named_parameters()] == ["distance_function.scale"]
+    out = loss(ember.zeros(2, 3), ember.ones(2, 3), ember.zeros(2, 3))
+    out.backward()
+    assert loss.distance_function.scale.grad is not None and out.item() > 0
+
+
+def test_new_losses_on_two_devices_name_the_operand(fake_cuda):
+    F = ember.nn.functional
+    x = ember.zeros(4, 3, device="cuda")
+    cases = [(lambda: F.gaussian_nll_loss(x, x, ember.ones(4, 3)), "var"),
+             (lambda: F.poisson_nll_loss(x, ember.zeros(4, 3)), "target"),
+             (lambda: F.soft_margin_loss(x, ember.zeros(4, 3)), "target"),
+             (lambda: F.multilabel_soft_margin_loss(x, x, ember.ones(3)), "weight"),
+             (lambda: F.multilabel_margin_loss(x, ember.zeros(4, 3, dtype=ember.int64)), "target"),
+             (lambda: F.hinge_embedding_loss(x, ember.zeros(4, 3)), "target"),
+             (lambda: F.triplet_margin_with_distance_loss(x, x, ember.zeros(4, 3)), "negative")]
+    for call, what in cases:
+        with pytest.raises(RuntimeError, match=rf"expected all tensors to be on the same device, .* cuda:0 and cpu "
+                                               rf"\(\w+ \(4, 3\) float32 cuda:0, {what} "):
+            call()

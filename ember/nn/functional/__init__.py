@@ -19,6 +19,8 @@ from .attention import scaled_dot_product_attention
 from .vision import (pad, interpolate, normalize, cosine_similarity, pairwise_distance, pixel_shuffle,
                      pixel_unshuffle, channel_shuffle)
 from .loss import mse_loss, l1_loss, smooth_l1_loss, huber_loss, nll_loss, cross_entropy, binary_cross_entropy, binary_cross_entropy_with_logits, kl_div, multi_margin_loss, margin_ranking_loss, cosine_embedding_loss, triplet_margin_loss
+from .loss import (gaussian_nll_loss, poisson_nll_loss, soft_margin_loss, multilabel_soft_margin_loss,
+                   multilabel_margin_loss, hinge_embedding_loss, triplet_margin_with_distance_loss)
 from ._utils import _ntuple, _check_dim  # noqa: F401  (used by the layer modules)
 from .conv import _conv_padding  # noqa: F401
 
@@ -35,5 +37,7 @@ __all__ = [
     "pairwise_distance", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "multi_margin_loss",
-    "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss",
+    "poisson_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multilabel_margin_loss",
+    "hinge_embedding_loss", "triplet_margin_with_distance_loss",
 ]

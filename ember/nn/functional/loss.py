@@ -1,14 +1,31 @@
 """The loss functions; each checks its target's device, dtype and shape as torch does."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...ops import math as M, creation as C, primitives as P
-from .activation import log_softmax
+from .activation import log_softmax, logsigmoid, softplus
 from .vision import pairwise_distance
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """torch's deprecated size_average/reduce flags, folded into `reduction` (either one overrides it)."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _check_reduction(reduction, op):
+    """The reduction check of `_reduce`, up front (for the losses where torch checks it before the rest)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise op_error(op, f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}", ValueError)
 
 
 def _reduce(loss, reduction, op):
@@ -231,8 +248,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction="mean", pos_weight=None) -> Tensor:
     """Sigmoid + binary cross-entropy in one stable expression; pos_weight scales the positive term."""
     _same_shape(input, target, "binary_cross_entropy_with_logits")
-    # log(1 + exp(-x)) computed as log1p(exp(-|x|)) + max(-x, 0): never overflows
-    softplus_neg = M.log1p(M.exp(-M.abs(input))) + M.relu(-input)
+    # log(1 + exp(-x)) by softplus: never overflows, and its gradient at x = 0 is -1/2 (log1p(exp(-|x|)) +
+    # max(-x, 0) has the kinks of |x| and max there, whose gradients give 0)
+    softplus_neg = softplus(-input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus_neg
@@ -320,3 +338,214 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_an = M.minimum(d_an, pairwise_distance(positive, negative, p, eps))
     return _reduce(M.relu(d_ap - d_an + margin), reduction, "triplet_margin_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean") -> Tensor:
+    """0.5 (log v + (input - target)^2 / v), v = var clamped at eps (+ 0.5 log(2 pi) with `full`).
+
+    var: a float, or one variance per input entry (input's shape), or one per row (input's shape without
+    the last dim, or with one dim of size 1). The clamp is torch's: outside autograd, so var's gradient is
+    that at the clamped value.
+
+    >>> round(F.gaussian_nll_loss(ember.zeros(3), ember.ones(3), ember.ones(3)).item(), 4)
+    0.5
+    >>> F.gaussian_nll_loss(ember.zeros(4, 3), ember.zeros(4, 3), ember.ones(4), reduction="none").shape
+    (4, 3)
+    """
+    op = "gaussian_nll_loss"
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise op_error(op, f"var has negative entry/entries: got var = {var}", ValueError)
+        var = C.full_like(input, var)
+    else:
+        check_same_device(op, input, var, "var")
+        v = var.detach()
+        if not v.is_meta and v.numel() and M.any(M.lt(v, 0)).item():
+            raise op_error(op, f"var has negative entry/entries (min {M.amin(v).item()})", ValueError)
+    shape, v_shape = tuple(input.shape), tuple(var.shape)
+    if v_shape != shape:
+        if v_shape == shape[:-1]:   # one variance per row: (N, ..., D) input, (N, ...) var
+            var = var.unsqueeze(-1)
+        elif not (len(v_shape) == len(shape) and sum(v for i, v in zip(shape, v_shape) if i != v) == 1):
+            raise op_error(op, f"var is of incorrect size: {v_shape} for input {shape} (expected {shape}, "
+                               f"{shape[:-1]}, or {shape} with one dimension of size 1)", ValueError)
+    _broadcast_target(input, target, op, warn_if_different=False)
+    _check_reduction(reduction, op)
+    v = var.detach()
+    var = var + (M.clamp(v, min=eps) - v)   # the clamped value, var's gradient passed through unchanged
+    loss = 0.5 * (M.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, op)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean") -> Tensor:
+    """exp(input) - target input (log_input), else input - target log(input + eps); `full` adds
+    Stirling's approximation of log(target!) where target > 1. The target broadcasts silently, as torch.
+
+    >>> round(F.poisson_nll_loss(ember.zeros(3), ember.ones(3)).item(), 4)   # exp(0) - 1 * 0
+    1.0
+    """
+    op = "poisson_nll_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, op)
+    _broadcast_target(input, target, op, warn_if_different=False)
+    if log_input:
+        loss = M.exp(input) - target * input
+    else:
+        loss = input - target * M.log(input + eps)
+    if full:
+        big = target > 1
+        t = M.where(big, target, 2.0)   # the term is 0 where target <= 1: no log(0) there, nor NaN gradient
+        stirling = t * M.log(t) - t + 0.5 * M.log(2 * math.pi * t)
+        loss = loss + M.where(big, stirling, 0.0).to(loss.dtype)   # torch adds it in place: loss's dtype
+    return _reduce(loss, reduction, op)
+
+
+def _target_fits(input, target, op):
+    """A target that broadcasts to input's shape (torch's rule for the losses whose output has input's shape)."""
+    check_same_device(op, input, target, "target")
+    shape, t_shape = tuple(input.shape), tuple(target.shape)
+    try:
+        fits = np.broadcast_shapes(shape, t_shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise op_error(op, f"target shape {t_shape} does not broadcast to input shape {shape}")
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
+    """log(1 + exp(-target input)), targets being 1 or -1; the target broadcasts to input's shape.
+
+    >>> round(F.soft_margin_loss(ember.zeros(2), ember.tensor([1.0, -1.0])).item(), 4)   # log 2
+    0.6931
+    """
+    op = "soft_margin_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _target_fits(input, target, op)
+    if target.requires_grad:   # as torch: an error, not a silent zero gradient
+        raise op_error(op, "is not differentiable with respect to target; pass target.detach()")
+    return _reduce(softplus(-input * target), reduction, op)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean") -> Tensor:
+    """-(t logsigmoid(x) + (1 - t) logsigmoid(-x)), times weight, averaged over the classes (last dim):
+    one loss per sample. The target and weight broadcast silently, as torch.
+
+    >>> F.multilabel_soft_margin_loss(ember.zeros(2, 3), ember.ones(2, 3), reduction="none").shape
+    (2,)
+    """
+    op = "multilabel_soft_margin_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input.ndim == 0:
+        raise op_error(op, "expected a (C,) or (N, C) input, got a 0-d tensor", IndexError)
+    _broadcast_target(input, target, op, warn_if_different=False)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        check_same_device(op, input, weight, "weight")
+        try:
+            np.broadcast_shapes(tuple(loss.shape), tuple(weight.shape))
+        except ValueError:
+            raise op_error(op, f"weight shape {tuple(weight.shape)} and loss shape {tuple(loss.shape)} "
+                               f"cannot be broadcast together") from None
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1]
+    return _reduce(loss, reduction, op)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
+    """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C, per sample.
+
+    target holds class indices, the same shape as input ((C,) or (N, C)); each row's targets end at its
+    first -1 (the rest is padding). Built on (N, C, C) pairs, as torch's kernel loops over them.
+
+    >>> x = ember.tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> round(F.multilabel_margin_loss(x, ember.tensor([[3, 0, -1, 1]])).item(), 4)
+    0.85
+    """
+    op = "multilabel_margin_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_same_device(op, input, target, "target")
+    shape, t_shape = tuple(input.shape), tuple(target.shape)
+    if input.ndim > 2 or 0 in shape[1:] or (input.ndim == 1 and shape[0] == 0):
+        raise op_error(op, f"expected a non-empty (C,) or (N, C) input (N may be 0), got shape {shape}")
+    if target.dtype.is_floating_point or target.dtype.name == "bool":
+        raise op_error(op, f"expected an integer (int64) target, got {target.dtype.name}")
+    n_cls = shape[-1] if input.ndim else 1
+    fits = t_shape == shape if input.ndim == 2 else (target.ndim <= 1 and target.numel() == n_cls)
+    if not fits:
+        raise op_error(op, f"inconsistent target size: {t_shape} for input of size: {shape}")
+    _check_reduction(reduction, op)
+    x = input.reshape(-1, n_cls)                                   # (N, C)
+    t = target.detach().reshape(-1, n_cls).long()                  # (N, C)
+    if not t.is_meta and t.numel() and M.any(M.logical_or(M.lt(t, -1), M.ge(t, n_cls))).item():
+        bad = t[M.logical_or(M.lt(t, -1), M.ge(t, n_cls))][0].item()
+        raise op_error(op, f"target index {bad} is out of range for {n_cls} classes (-1 ends a row's targets)")
+    valid = M.cumprod(M.ge(t, 0).long(), 1) > 0                    # (N, C): before the row's first -1
+    safe = M.where(valid, t, 0)
+    classes = C.arange(n_cls, device=input.device)
+    hits = M.logical_and(M.eq(safe.unsqueeze(2), classes), valid.unsqueeze(2))   # (N, Cj, Ci)
+    is_target = M.any(hits, 1)                                     # (N, C)
+    x_t = x.gather(1, safe)                                        # (N, Cj): the target classes' scores
+    z = M.relu(1 - x_t.unsqueeze(2) + x.unsqueeze(1))              # (N, Cj, Ci)
+    pairs = M.logical_and(valid.unsqueeze(2), M.logical_not(is_target).unsqueeze(1)).to(z.dtype)
+    loss = (z * pairs).sum((1, 2)) / n_cls                         # (N,)
+    if input.ndim <= 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction, op)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean") -> Tensor:
+    """input where target is 1, max(0, margin - input) where it is -1 (torch's sum of both for other
+    values); target and input broadcast together.
+
+    >>> F.hinge_embedding_loss(ember.tensor([0.3, 2.0]), ember.tensor([1.0, -1.0]), reduction="none")
+    tensor([0.3000, 0.0000])
+    """
+    op = "hinge_embedding_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _broadcast_target(input, target, op, warn_if_different=False)
+    margin_term = M.where(M.ne(target, 1), M.clamp(margin - input, min=0), 0.0)
+    self_term = M.where(M.ne(target, -1), input, 0.0)
+    return _reduce(margin_term + self_term, reduction, op)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean") -> Tensor:
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) for any distance d(x1, x2) -> Tensor
+    (default pairwise_distance); `swap` uses min(d(a, n), d(p, n)) as the negative distance.
+
+    >>> a, p = ember.zeros(2, 3), ember.ones(2, 3)
+    >>> cos = lambda x, y: 1 - F.cosine_similarity(x, y)
+    >>> F.triplet_margin_with_distance_loss(a, p, -p, distance_function=cos, margin=0.5).item()
+    0.5
+    """
+    op = "triplet_margin_with_distance_loss"
+    _check_reduction(reduction, op)
+    if margin <= 0:
+        raise op_error(op, f"margin must be greater than 0, got {margin}", ValueError)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise op_error(op, f"the anchor, positive, and negative tensors are expected to have the same number "
+                           f"of dimensions, but got: anchor {anchor.ndim}D {tuple(anchor.shape)}, positive "
+                           f"{positive.ndim}D {tuple(positive.shape)}, and negative {negative.ndim}D "
+                           f"{tuple(negative.shape)} inputs")
+    check_same_device(op, anchor, positive, "positive", "anchor")
+    check_same_device(op, anchor, negative, "negative", "anchor")
+    if distance_function is None:   # a distance of the caller's may take shapes that do not broadcast
+        pairs = [("anchor", anchor, "positive", positive), ("anchor", anchor, "negative", negative)]
+        if swap:
+            pairs.append(("positive", positive, "negative", negative))
+        for name1, x1, name2, x2 in pairs:
+            try:
+                np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+            except ValueError:
+                raise op_error(op, f"{name1} {tuple(x1.shape)} and {name2} {tuple(x2.shape)} cannot be "
+                                   f"broadcast together") from None
+    distance = pairwise_distance if distance_function is None else distance_function
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
+    if swap:
+        d_neg = M.minimum(d_neg, distance(positive, negative))
+    return _reduce(M.clamp(margin + d_pos - d_neg, min=0), reduction, op)
