@@ -805,3 +805,31 @@ def test_new_losses_on_two_devices_name_the_operand(fake_cuda):
         with pytest.raises(RuntimeError, match=rf"expected all tensors to be on the same device, .* cuda:0 and cpu "
                                                rf"\(\w+ \(4, 3\) float32 cuda:0, {what} "):
             call()
+
+
+P43 = np.abs(np.random.default_rng(7).standard_normal((4, 3))) % 1 * 0.9 + 0.05   # probabilities in (0, 1)
+OLD_LOSSES = {   # the older functional losses: (call with legacy flags, inputs)
+    "mse_loss": (lambda L, kw, x, t: L.nn.functional.mse_loss(x, t, **kw), [(4, 3), (4, 3)]),
+    "l1_loss": (lambda L, kw, x, t: L.nn.functional.l1_loss(x, t, **kw), [(4, 3), (4, 3)]),
+    "smooth_l1_loss": (lambda L, kw, x, t: L.nn.functional.smooth_l1_loss(x, t, **kw), [(4, 3), (4, 3)]),
+    "nll_loss": (lambda L, kw, x, t: L.nn.functional.nll_loss(x, t, **kw), [(4, 3), np.array([0, 2, 1, 2])]),
+    "cross_entropy": (lambda L, kw, x, t: L.nn.functional.cross_entropy(x, t, **kw), [(4, 3), np.array([0, 2, 1, 2])]),
+    "binary_cross_entropy": (lambda L, kw, x, t: L.nn.functional.binary_cross_entropy(x, t, **kw), [P43, NoGrad(P43[::-1].copy())]),
+    "binary_cross_entropy_with_logits": (lambda L, kw, x, t: L.nn.functional.binary_cross_entropy_with_logits(x, t, **kw), [(4, 3), NoGrad(P43)]),
+    "kl_div": (lambda L, kw, x, t: L.nn.functional.kl_div(x, t, **kw), [(4, 3), NoGrad(P43)]),
+    "multi_margin_loss": (lambda L, kw, x, t: L.nn.functional.multi_margin_loss(x, t, **kw), [(4, 3), np.array([0, 2, 1, 2])]),
+    "margin_ranking_loss": (lambda L, kw, a, b, t: L.nn.functional.margin_ranking_loss(a, b, t, **kw), [(4,), (4,), NoGrad(np.array([1.0, -1.0, 1.0, -1.0]))]),
+    "cosine_embedding_loss": (lambda L, kw, a, b, t: L.nn.functional.cosine_embedding_loss(a, b, t, **kw), [(4, 3), (4, 3), NoGrad(np.array([1.0, -1.0, 1.0, -1.0]))]),
+    "triplet_margin_loss": (lambda L, kw, a, p, n: L.nn.functional.triplet_margin_loss(a, p, n, **kw), [(4, 3), (4, 3), (4, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OLD_LOSSES))
+@pytest.mark.parametrize("kw", [dict(size_average=False), dict(reduce=False), dict(size_average=True, reduce=True),
+                                dict(size_average=False, reduce=True, reduction="none")], ids=str)
+def test_legacy_size_average_and_reduce_flags_as_torch(name, kw):
+    # the functional forms took the flags and ignored them: F.mse_loss(x, t, size_average=False) was the mean
+    fn, inputs = OLD_LOSSES[name]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "size_average and reduce args will be deprecated")   # torch's
+        check_op(lambda L, *a: fn(L, kw, *a), *inputs)

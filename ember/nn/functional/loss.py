@@ -66,17 +66,20 @@ def _broadcast_target(input, target, op, warn_if_different=True):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
     """Mean squared error; a target of another shape broadcasts, with a warning (as torch)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _broadcast_target(input, target, "mse_loss")
     d = input - target
     return _reduce(d * d, reduction, "mse_loss")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _broadcast_target(input, target, "l1_loss")
     return _reduce(M.abs(input - target), reduction, "l1_loss")
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _broadcast_target(input, target, "smooth_l1_loss")
     d = M.abs(input - target)
     if beta == 0.0:
@@ -116,6 +119,7 @@ def _class_target(input, target, op, weight=None):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean") -> Tensor:
     """-input[n, target[n]] (input holds log-probabilities (N, C, ...)), weighted, ignoring ignore_index."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _class_target(input, target, "nll_loss", weight)
     if input.ndim == 1:   # unbatched (C,): reduction='none' gives a 0-d loss, as torch
         out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight, None, ignore_index, None, reduction)
@@ -165,6 +169,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> round(F.cross_entropy(ember.zeros(2, 4), ember.tensor([0, 3])).item(), 4)   # log(4)
     1.3863
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise op_error("cross_entropy", f"label_smoothing must be in [0, 1], got {label_smoothing}", ValueError)
     probs = target.dtype.is_floating_point   # class probabilities (same shape as input), else indices
@@ -234,6 +239,7 @@ class _BinaryCrossEntropy(Function):
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy")
     x = input.detach()
     if x.numel() and M.any(M.logical_or(M.lt(x, 0), M.gt(x, 1))).item():
@@ -247,6 +253,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None) -> Tensor:
     """Sigmoid + binary cross-entropy in one stable expression; pos_weight scales the positive term."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy_with_logits")
     # log(1 + exp(-x)) by softplus: never overflows, and its gradient at x = 0 is -1/2 (log1p(exp(-|x|)) +
     # max(-x, 0) has the kinks of |x| and max there, whose gradients give 0)
@@ -263,6 +270,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False) -> Tensor:
     """target * (log target - input), input being log-probabilities; reduction 'batchmean' divides by N."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _broadcast_target(input, target, "kl_div", warn_if_different=False)
     if log_target:
         loss = M.exp(target) * (target - input)
@@ -278,6 +286,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean") -> Tensor:
     """Multi-class hinge: sum_{i != y} max(0, margin - x[y] + x[i])^p / C (times weight[y])."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise op_error("multi_margin_loss", f"only p == 1 and p == 2 supported, got {p}", ValueError)
     if input.ndim == 1:
@@ -299,6 +308,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     check_same_device("margin_ranking_loss", input1, input2, "input2")
     check_same_device("margin_ranking_loss", input1, target, "target")
     if not input1.ndim == input2.ndim == target.ndim:   # torch checks the dims and then broadcasts
@@ -311,6 +321,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean") -> Tensor:
     """1 - cos(x1, x2) where target is 1; max(0, cos - margin) where it is -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if input1.shape != input2.shape:
         raise op_error("cosine_embedding_loss", f"input shapes {tuple(input1.shape)} and "
                        f"{tuple(input2.shape)} differ", ValueError)
@@ -329,6 +340,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if not (anchor.shape == positive.shape == negative.shape):
         raise op_error("triplet_margin_loss", f"anchor {tuple(anchor.shape)}, positive "
                        f"{tuple(positive.shape)} and negative {tuple(negative.shape)} must have one shape",
