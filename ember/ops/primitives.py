@@ -305,6 +305,7 @@ class Div(Primitive):
 
 
 class Pow(Primitive):
+    """`a ** b`; integers to negative integer powers as torch (`_int_pow`)."""
     attrs = {}
     saves_inputs = True
     def forward(self, a, b):
