@@ -1,5 +1,7 @@
-"""Reductions that skip NaN, aminmax, and diff, as torch's: composites of ember.ops.math and shape
-(no backward of their own). Re-exported by `ember` and bound as Tensor methods."""
+"""Reductions as torch's: those that skip NaN, aminmax, diff; order statistics (median, quantile, mode);
+running scans (cummax, cummin, logcumsumexp); counting (bincount, histc); renorm and Tensor.sum_to_size.
+Composites of ember.ops.math, shape and creation (no backward of their own). Re-exported by `ember` and
+bound as Tensor methods."""
 from __future__ import annotations
 
 import collections
@@ -336,8 +338,9 @@ def _log_add_exp(a, b):
     a_big = a >= b                                   # False with a NaN: then hi or lo is the NaN
     hi, lo = M.where(a_big, a, b), M.where(a_big, b, a)
     same_inf = (hi == lo) & M.isinf(hi)
-    gap = M.where(same_inf, 0.0, lo) - M.where(same_inf, 0.0, hi)   # never inf - inf: no NaN in the gradient
-    return M.where(same_inf, hi, M.log1p(M.exp(gap)) + hi)
+    # gap 0 there, not inf - inf: log(2) + inf is the infinity itself, and no NaN enters the gradient
+    gap = M.where(same_inf, 0.0, lo) - M.where(same_inf, 0.0, hi)
+    return M.log1p(M.exp(gap)) + hi
 
 
 @numpy_names

@@ -213,7 +213,7 @@ def test_quantile_of_0d_all_nan_and_empty_q():
     check_op(lambda L, x: L.quantile(x, 0.4, dim=0, keepdim=True), ())
     check_op(lambda L, x, q: L.nanquantile(x, q, keepdim=True), (), np.array([0.2, 0.9]))
     check_op(lambda L, x: L.nanquantile(x, 0.5, dim=1), np.array([[nan, nan, nan], [nan, 1.0, 2.0]]))
-    check_op(lambda L, x: L.quantile(x, L.tensor([], dtype=x.dtype), dim=0), (3, 2))
+    check_op(lambda L, x: L.quantile(x, L.tensor([], dtype=x.dtype, device=x.device), dim=0), (3, 2))
 
 
 def test_quantile_errors():
