@@ -348,6 +348,8 @@ from .ops import reductions as _Red  # noqa: E402
 
 for _name in _Red.__all__:
     setattr(Tensor, _name, getattr(_Red, _name))
+Tensor.sum_to_size = _Red.sum_to_size
+Tensor.renorm_ = _make_inplace("renorm_", _Red.renorm)
 
 from .ops import stacking as _St  # noqa: E402
 

@@ -1,15 +1,24 @@
-"""Reductions that skip NaN, aminmax, and diff, as torch's: composites of ember.ops.math and shape
-(no backward of their own). Re-exported by `ember` and bound as Tensor methods."""
+"""Reductions as torch's: those that skip NaN, aminmax, diff; order statistics (median, quantile, mode);
+running scans (cummax, cummin, logcumsumexp); counting (bincount, histc); renorm and Tensor.sum_to_size.
+Composites of ember.ops.math, shape and creation (no backward of their own). Re-exported by `ember` and
+bound as Tensor methods."""
 from __future__ import annotations
 
 import collections
+import math
 
-from .._errors import describe, op_error
-from .._dims import numpy_names
+import numpy as np
+
+from .. import _dtype
+from .._errors import check_same_device, describe, op_error
+from .._dims import numpy_names, wrap_dim
+from .._tensor import Tensor
+from . import creation as C
 from . import math as M
 from . import shape as S
 
-__all__ = ["nansum", "nanmean", "aminmax", "diff"]
+__all__ = ["nansum", "nanmean", "aminmax", "diff", "median", "nanmedian", "quantile", "nanquantile", "mode",
+           "cummax", "cummin", "logcumsumexp", "bincount", "histc", "renorm"]
 
 _MinMax = collections.namedtuple("aminmax", ["min", "max"])
 
@@ -56,3 +65,407 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         a, b = S.narrow(x, dim, 1, length - 1), S.narrow(x, dim, 0, length - 1)
         x = M.logical_xor(a, b) if x.dtype.name == "bool" else a - b
     return x
+
+
+# ------------------------------------------------------------------ order statistics: median, quantile, mode
+# All are composites of a stable sort (NaN last, ties in index order) and gathers, so the gradient flows to
+# the selected elements as torch's does, with no backward of their own.
+
+_Median = collections.namedtuple("median", ["values", "indices"])
+_NanMedian = collections.namedtuple("nanmedian", ["values", "indices"])
+_Mode = collections.namedtuple("mode", ["values", "indices"])
+_CumMax = collections.namedtuple("cummax", ["values", "indices"])
+_CumMin = collections.namedtuple("cummin", ["values", "indices"])
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _no_bool(op, input):
+    if input.dtype.name == "bool":
+        raise op_error(op, f"is not implemented for bool input {describe(input)} (as torch); convert it "
+                           f"with .int() first", NotImplementedError)
+
+
+def _check_nonempty_dim(op, input, d):
+    if input.ndim and input.shape[d] == 0:
+        raise op_error(op, f"Expected reduction dim {d} to have non-zero size (input shape "
+                           f"{tuple(input.shape)})", IndexError)
+
+
+def _median_position(sorted_x, ignore_nan):
+    """The position, along the last dim of `sorted_x` (ascending, NaN last), of torch's median: the lower
+    middle of the values; median: the first NaN if there is one; nanmedian: the lower middle of the non-NaN
+    values (the first NaN when all are NaN). int64, keeps the last dim as 1."""
+    n = sorted_x.shape[-1]
+    if not sorted_x.dtype.is_floating_point:
+        return C.full(sorted_x.shape[:-1] + (1,), (n - 1) // 2, dtype=_dtype.int64, device=sorted_x.device)
+    nans = M.sum(M.isnan(sorted_x), -1, keepdim=True)                      # (..., 1)
+    if ignore_nan:
+        m = n - nans
+        return M.where(m > 0, M.floor_divide(m - 1, 2), 0)
+    return M.where(nans > 0, n - nans, (n - 1) // 2)
+
+
+def _evenly_shared(input, value):
+    """`value` (the median of all of `input`, exact) whose gradient is shared evenly among the elements equal
+    to it (the NaNs when it is NaN), as torch's median() and nanmedian() without a dim."""
+    x = input.reshape(-1)
+    mask = M.where(M.isnan(value), M.isnan(x), x == value)
+    share = M.sum(M.where(mask, x, 0.0) / M.sum(mask))   # == value up to rounding, with the gradient wanted
+    # the exact value plus share's gradient; where value is inf or NaN, share is exact itself
+    finite = M.isfinite(value)
+    tied = M.where(finite, share, 0.0)                  # no inf - inf below
+    return M.where(finite, value + (tied - tied.detach()), share)
+
+
+def _median(op, input, dim, keepdim, ignore_nan):
+    _no_bool(op, input)
+    if dim is None:
+        if input.numel() == 0:   # torch: NaN (an integer input gets NaN's cast, the type's minimum)
+            fill = float("nan") if input.dtype.is_floating_point else int(np.iinfo(input.dtype.np).min)
+            return C.full((), fill, dtype=input.dtype, device=input.device)
+        flat = input.detach().reshape(-1)
+        s = S.sort(flat).values
+        value = S.gather(s, 0, _median_position(s, ignore_nan)).reshape(())
+        if not (input.requires_grad and input.dtype.is_floating_point):
+            return value
+        return _evenly_shared(input, value)
+    d = wrap_dim(dim, input.ndim, op)
+    result = _NanMedian if ignore_nan else _Median
+    if input.ndim == 0:
+        return result(S.clone(input), C.zeros((), dtype=_dtype.int64, device=input.device))
+    _check_nonempty_dim(op, input, d)
+    s = S.sort(S.movedim(input.detach(), d, -1))
+    index = S.gather(s.indices, -1, _median_position(s.values, ignore_nan))   # (..., 1)
+    return _select(result, input, d, S.movedim(index, -1, d), keepdim)
+
+
+def _select(result, input, d, index, keepdim):
+    """(values, indices) of the elements of `input` at `index` (size 1 along d): the values by a gather, so
+    the gradient reaches exactly those elements (torch's rule for median, mode, kthvalue with a dim)."""
+    values = S.gather(input, d, index)
+    if not keepdim:
+        values, index = S.squeeze(values, d), S.squeeze(index, d)
+    return result(values, index)
+
+
+@numpy_names
+def median(input, dim=None, keepdim=False):
+    """The lower median: of all values (a 0-d tensor; NaN if there is a NaN), or along `dim` as a named
+    (values, indices) pair, the index being that of the median in a stable sort (the first NaN, if any).
+
+    >>> ember.median(ember.tensor([3.0, 1.0, 2.0, 4.0])).item()
+    2.0
+    >>> ember.median(ember.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 5.0]]), dim=1).indices.tolist()
+    [2, 1]
+    """
+    return _median("median", input, dim, keepdim, ignore_nan=False)
+
+
+@numpy_names
+def nanmedian(input, dim=None, keepdim=False):
+    """median ignoring NaN: the lower median of the non-NaN values (NaN where all are NaN).
+
+    >>> ember.nanmedian(ember.tensor([float("nan"), 3.0, 1.0])).item()
+    1.0
+    """
+    return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
+
+
+def _quantile_checks(op, input, q, interpolation):
+    """torch's checks, in torch's order; returns q as a 1-D tensor of input's dtype and whether it was a scalar."""
+    scalar = not isinstance(q, Tensor)
+    if scalar and not 0 <= q <= 1:   # NaN fails too
+        raise op_error(op, f"q must be in the range [0, 1] but got {q:g}")
+    if interpolation not in _INTERPOLATIONS:
+        raise op_error(op, f"interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
+                           f"{interpolation!r}")
+    if input.numel() == 0:
+        raise op_error(op, f"input tensor must be non-empty, got {describe(input)}")
+    if not scalar and q.ndim > 1:
+        raise op_error(op, f"q must be a scalar or 1D tensor, got shape {tuple(q.shape)}")
+    if input.dtype.name not in ("float32", "float64"):
+        raise op_error(op, f"input tensor must be either float or double dtype, got {describe(input)}")
+    if scalar:
+        return C.tensor([float(q)], dtype=input.dtype, device=input.device), True
+    if q.dtype is not input.dtype:
+        raise op_error(op, f"q tensor must be same dtype as the input tensor: q {q.dtype.name}, input "
+                           f"{input.dtype.name}")
+    check_same_device(op, input, q, "q")
+    return q.reshape(-1), q.ndim == 0
+
+
+def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
+    qs, scalar = _quantile_checks(op, input, q, interpolation)
+    if dim is None:
+        x = input.reshape(-1)
+    else:
+        d = wrap_dim(dim, input.ndim, op)
+        x = S.movedim(input, d, -1) if input.ndim else input.reshape(1)
+    if qs.numel() and not bool(M.all((qs >= 0) & (qs <= 1)).item()):
+        raise op_error(op, f"q values must be in the range [0, 1], got {qs.tolist()}")
+    s = S.sort(x).values                                     # (..., n), NaN last
+    n = s.shape[-1]
+    if ignore_nan:   # ranks among the non-NaN values; all NaN: rank 0, a NaN
+        ranks = qs * (M.sum(~M.isnan(s.detach()), -1, keepdim=True) - 1)   # (..., m)
+        ranks = M.where(ranks < 0, 0.0, ranks)
+    else:            # a NaN in the row: the last rank, a NaN
+        ranks = M.where(M.any(M.isnan(s.detach()), -1, keepdim=True), float(n - 1), qs * (n - 1))
+    if interpolation in ("lower", "higher", "nearest"):
+        rounded = {"lower": M.floor, "higher": M.ceil, "nearest": M.round}[interpolation](ranks.detach())
+        out = S.gather(s, -1, rounded.long())
+    else:
+        below = ranks.detach().long()
+        if interpolation == "linear":
+            weights = ranks - below                      # q's gradient flows here, as torch's
+        else:
+            weights = (ranks.detach() > below).to(s.dtype) * 0.5
+        lo, hi = S.gather(s, -1, below), S.gather(s, -1, M.ceil(ranks.detach()).long())
+        # torch's lerp, from the nearer end (values equal to its to the last bit)
+        out = M.where(weights < 0.5, lo + weights * (hi - lo), hi - (hi - lo) * (1 - weights))
+    out = S.movedim(out, -1, 0)                              # (m, ...)
+    if keepdim:
+        if dim is None:
+            out = out.reshape(out.shape[:1] + (1,) * input.ndim)
+        elif input.ndim:
+            out = S.unsqueeze(out, d + 1)
+    return out.reshape(out.shape[1:]) if scalar else out
+
+
+@numpy_names
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles of `input` (flattened, or along `dim`): a float q gives the reduced shape, a 1-D
+    tensor q a leading dim of len(q). Between two values, `interpolation` picks 'linear', 'lower',
+    'higher', 'midpoint' or 'nearest' (ties to even). A NaN in a row makes its quantiles NaN.
+
+    >>> ember.quantile(ember.tensor([1.0, 2.0, 3.0, 4.0]), 0.5).item()
+    2.5
+    >>> ember.quantile(ember.tensor([1.0, 2.0, 3.0, 4.0]), ember.tensor([0.0, 1.0])).tolist()
+    [1.0, 4.0]
+    """
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+@numpy_names
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile of the non-NaN values (NaN where a row is all NaN).
+
+    >>> ember.nanquantile(ember.tensor([1.0, float("nan"), 3.0]), 0.5).item()
+    2.0
+    """
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True)
+
+
+@numpy_names
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along `dim` and its index, as a named (values, indices) pair. Of values
+    equally frequent, the smallest; its index is that of its last occurrence (torch's CPU kernel gives
+    that for rows of up to 16 elements, and any occurrence for longer ones). Each NaN counts once.
+
+    >>> ember.mode(ember.tensor([2.0, 1.0, 2.0, 1.0, 3.0])).values.item()
+    1.0
+    """
+    d = wrap_dim(dim, input.ndim, "mode")
+    if input.ndim == 0:
+        return _Mode(S.clone(input), C.zeros((), dtype=_dtype.int64, device=input.device))
+    _check_nonempty_dim("mode", input, d)
+    s = S.sort(S.movedim(input.detach(), d, -1))             # (..., n), equal values side by side
+    v, n = s.values, s.values.shape[-1]
+    edge = C.ones(v.shape[:-1] + (1,), dtype=_dtype.bool, device=v.device)
+    changes = S.narrow(v, -1, 1, n - 1) != S.narrow(v, -1, 0, n - 1)        # NaN != NaN: each its own run
+    starts, ends = S.cat([edge, changes], -1), S.cat([changes, edge], -1)
+    pos = C.arange(n, device=v.device).expand(v.shape)
+    first = cummax(M.where(starts, pos, 0), -1).values      # where each position's run starts
+    counts = M.where(ends, pos - first + 1, 0)              # a run's length, at its last element
+    best = M.argmax(counts, -1, keepdim=True)                # the first longest run: the smallest value
+    return _select(_Mode, input, d, S.movedim(S.gather(s.indices, -1, best), -1, d), keepdim)
+
+
+# ------------------------------------------------------------------ scans: cummax, cummin, logcumsumexp
+# Hillis-Steele scans along the last dim: log2(n) steps, each combining every element with the one k
+# places before it (k = 1, 2, 4, ...), written with whole-tensor ops.
+
+def _running_extreme_index(x, is_max):
+    """int64 indices (along the last dim of x, no gradient) of torch's cummax (cummin) element: the
+    largest (smallest) so far, the later one among equals; a NaN wins and stays, the later among NaNs."""
+    n = x.shape[-1]
+    v, index = x, C.arange(n, device=x.device).expand(x.shape)
+    k = 1
+    while k < n:
+        a, b = S.narrow(v, -1, 0, n - k), S.narrow(v, -1, k, n - k)        # a: k places earlier
+        keep_a = a > b if is_max else a < b                                  # False with a NaN on either side
+        if x.dtype.is_floating_point:
+            keep_a = keep_a | (M.isnan(a) & ~M.isnan(b))
+        v = S.cat([S.narrow(v, -1, 0, k), M.where(keep_a, a, b)], -1)
+        index = S.cat([S.narrow(index, -1, 0, k),
+                       M.where(keep_a, S.narrow(index, -1, 0, n - k), S.narrow(index, -1, k, n - k))], -1)
+        k *= 2
+    return index
+
+
+def _cum_extreme(op, result, input, dim, is_max):
+    d = wrap_dim(dim, input.ndim, op)
+    if input.ndim == 0:
+        return result(S.clone(input), C.zeros((), dtype=_dtype.int64, device=input.device))
+    index = _running_extreme_index(S.movedim(input.detach(), d, -1), is_max)
+    index = S.movedim(index, -1, d)
+    return result(S.gather(input, d, index), index)   # the gradient adds up at each selected element
+
+
+@numpy_names
+def cummax(input, dim):
+    """The running maximum along `dim` and where it was found, as a named (values, indices) pair (the
+    later index among equal values; a NaN propagates, with the index of the latest NaN).
+
+    >>> ember.cummax(ember.tensor([1.0, 3.0, 2.0, 3.0]), 0).indices.tolist()
+    [0, 1, 1, 3]
+    """
+    return _cum_extreme("cummax", _CumMax, input, dim, is_max=True)
+
+
+@numpy_names
+def cummin(input, dim):
+    """The running minimum along `dim` and where it was found (as cummax).
+
+    >>> ember.cummin(ember.tensor([2.0, 3.0, 1.0, 1.0]), 0).values.tolist()
+    [2.0, 2.0, 1.0, 1.0]
+    """
+    return _cum_extreme("cummin", _CumMin, input, dim, is_max=False)
+
+
+def _log_add_exp(a, b):
+    """log(exp(a) + exp(b)) as torch's scan computes it: equal infinities give themselves, NaN propagates."""
+    a_big = a >= b                                   # False with a NaN: then hi or lo is the NaN
+    hi, lo = M.where(a_big, a, b), M.where(a_big, b, a)
+    same_inf = (hi == lo) & M.isinf(hi)
+    # gap 0 there, not inf - inf: log(2) + inf is the infinity itself, and no NaN enters the gradient
+    gap = M.where(same_inf, 0.0, lo) - M.where(same_inf, 0.0, hi)
+    return M.log1p(M.exp(gap)) + hi
+
+
+@numpy_names
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along `dim`, without overflow or underflow.
+
+    >>> [round(v, 4) for v in ember.logcumsumexp(ember.tensor([0.0, 0.0, 0.0]), 0).tolist()]
+    [0.0, 0.6931, 1.0986]
+    """
+    d = wrap_dim(dim, input.ndim, "logcumsumexp")
+    if not input.dtype.is_floating_point:
+        raise op_error("logcumsumexp", f"is not implemented for {describe(input)} (as torch); convert it "
+                                       f"with .float() first", NotImplementedError)
+    if input.ndim == 0:
+        return S.clone(input)
+    y = S.movedim(input, d, -1)
+    n = y.shape[-1]
+    k = 1
+    while k < n:
+        y = S.cat([S.narrow(y, -1, 0, k), _log_add_exp(S.narrow(y, -1, 0, n - k), S.narrow(y, -1, k, n - k))], -1)
+        k *= 2
+    return S.movedim(y, -1, d)
+
+
+# ------------------------------------------------------------------ counting, sum_to_size, renorm
+def bincount(input, weights=None, minlength=0):
+    """How many times each value 0, 1, ..., max(input) occurs in the 1-D non-negative integer `input`
+    (at least `minlength` bins); with `weights`, their sum per value instead (float32 weights give
+    float32, any other dtype float64, as torch).
+
+    >>> ember.bincount(ember.tensor([0, 1, 1, 3])).tolist()
+    [1, 2, 0, 1]
+    """
+    if input.dtype.category != 1:   # integer dtypes only: not bool, not float
+        raise op_error("bincount", f"is not implemented for {describe(input)}; it counts integers",
+                       NotImplementedError)
+    if isinstance(minlength, bool) or not isinstance(minlength, int):
+        raise TypeError(f"bincount: minlength must be an int, got {type(minlength).__name__} {minlength!r}")
+    if minlength < 0:
+        raise op_error("bincount", f"minlength should be >= 0, got {minlength}")
+    if input.ndim != 1 or (input.numel() and int(M.amin(input).item()) < 0):
+        raise op_error("bincount", f"only supports 1-d non-negative integral inputs, got {describe(input)}")
+    if weights is not None:
+        check_same_device("bincount", input, weights, "weights")
+        if weights.ndim != 1 or weights.shape[0] != input.shape[0]:
+            raise op_error("bincount", f"weights should be 1-d and have the same length as input: weights "
+                                       f"{tuple(weights.shape)}, input {tuple(input.shape)}")
+    if input.numel() == 0:   # torch: int64 zeros, with weights too
+        return C.zeros(minlength, dtype=_dtype.int64, device=input.device)
+    size = max(int(M.amax(input).item()) + 1, minlength)
+    if weights is None:
+        src = C.ones(input.shape, dtype=_dtype.int64, device=input.device)
+    else:
+        src = weights.to(_dtype.float32 if weights.dtype.name == "float32" else _dtype.float64)
+    return S.scatter_add(C.zeros(size, dtype=src.dtype, device=input.device), 0, input.long(), src)
+
+
+def histc(input, bins=100, min=0, max=0):
+    """A histogram of `bins` equal bins over [min, max] (the data's range when min == max, widened by 1
+    each side if that is a point); values outside it, and NaN, are left out. Not differentiable.
+
+    >>> ember.histc(ember.tensor([1.0, 2.0, 1.0, 4.0]), bins=3, min=1, max=4).tolist()
+    [2.0, 1.0, 1.0]
+    """
+    if not input.dtype.is_floating_point:
+        raise op_error("histc", f"is not implemented for {describe(input)}; convert it with .float() first",
+                       NotImplementedError)
+    if isinstance(bins, bool) or not isinstance(bins, int):
+        raise TypeError(f"histc: bins must be an int, got {type(bins).__name__} {bins!r}")
+    if bins <= 0:
+        raise op_error("histc", f"bins must be > 0, but got {bins}")
+    x = input.detach().reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi and x.numel():
+        lo, hi = float(M.amin(x).item()), float(M.amax(x).item())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise op_error("histc", f"range of [{lo:g}, {hi:g}] is not finite")
+    if lo > hi:
+        raise op_error("histc", f"max must be larger than min, got min={lo:g}, max={hi:g}")
+    left, right = C.tensor(lo, dtype=x.dtype, device=x.device), C.tensor(hi, dtype=x.dtype, device=x.device)
+    x = S.masked_select(x, (x >= left) & (x <= right))     # NaN fails both
+    pos = ((x - left) * bins / (right - left)).long()        # in the input's dtype, as torch's kernel
+    pos = M.where(pos >= bins, bins - 1, pos)               # max itself falls in the last bin
+    return bincount(pos, minlength=bins).to(input.dtype)
+
+
+def sum_to_size(input, *size):
+    """This tensor summed down to `size` (which must broadcast to its shape): the reverse of expand, as
+    torch's Tensor.sum_to_size. Returns the tensor itself when the shape is already `size`.
+
+    >>> ember.ones(2, 3).sum_to_size(1, 3).tolist()
+    [[2.0, 2.0, 2.0]]
+    """
+    if not size:
+        raise TypeError("sum_to_size() missing 1 required positional argument: 'size'")
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    size, shape = tuple(int(s) for s in size), tuple(input.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != 1 and s != n for s, n in zip(size, shape[lead:])):
+        raise op_error("sum_to_size", f"size {list(size)} is not expandable to size {list(shape)}")
+    if size == shape:
+        return input
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1)
+    return M.sum(input, dims, keepdim=True).reshape(size)
+
+
+def renorm(input, p, dim, maxnorm):
+    """Each slice of `input` along `dim` rescaled so its p-norm is at most `maxnorm` (slices with a larger
+    norm are multiplied by maxnorm / (norm + 1e-7), the others left as they are).
+
+    >>> ember.renorm(ember.tensor([[6.0, 8.0], [0.5, 0.0]]), 2, 0, 5.0).tolist()
+    [[3.0, 4.0], [0.5, 0.0]]
+    """
+    if input.ndim < 2:
+        raise op_error("renorm", f"input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = wrap_dim(dim, input.ndim, "renorm")
+    if not p > 0:
+        raise op_error("renorm", f"non-positive-norm not supported, got p={p}")
+    if maxnorm < 0:
+        raise op_error("renorm", f"expected maxnorm to be >= 0 but got {maxnorm}")
+    if not input.dtype.is_floating_point:
+        raise op_error("renorm", f"expected a floating point input, got {describe(input)}")
+    others = tuple(i for i in range(input.ndim) if i != d)
+    norm = M.norm(input, p, others, keepdim=True)
+    return input * M.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)

@@ -1,10 +1,11 @@
-"""ember/ops/reductions.py against torch: nansum, nanmean, aminmax, diff."""
+"""ember/ops/reductions.py against torch: nansum, nanmean, aminmax, diff, median, nanmedian, quantile,
+nanquantile, mode, cummax, cummin, logcumsumexp, bincount, histc, renorm and Tensor.sum_to_size."""
 import numpy as np
 import pytest
 import torch
 
 import ember
-from helpers import check_op, raises_exactly
+from helpers import NoGrad, check_op, raises_exactly
 
 
 def with_nans(L, x):
@@ -137,3 +138,314 @@ def test_diff_of_order_zero_is_a_copy():
     d.add_(1.0)
     assert x.tolist() == [1.0, 4.0, 9.0]
     check_op(lambda L, x: L.diff(x, n=0, dim=0), (3, 2))
+
+
+# ------------------------------------------------------------------ median, nanmedian, quantile, mode
+def ties(shape, values=3, seed=1):
+    """Floats drawn from a few integers: many ties (passed to check_op as fixed values that require grad)."""
+    return np.random.default_rng(seed).integers(0, values, shape).astype(np.float64)
+
+
+@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": 0}, {"axis": 2, "keepdims": True}])
+def test_median_and_nanmedian(kw):
+    check_op(lambda L, x: L.median(x, **kw), (3, 4, 5))
+    check_op(lambda L, x: L.median(x, **kw), (3, 4, 6))   # an even count: the lower of the two middles
+    check_op(lambda L, x: with_nans(L, x).median(**kw), (3, 4, 5))
+    check_op(lambda L, x: L.nanmedian(with_nans(L, x), **kw), (3, 4, 5))
+    check_op(lambda L, x: x.nanmedian(**kw), (3, 4, 6))
+    check_op(lambda L, x: L.median(x, **kw), ties((3, 4, 5)))   # the index of the stable sort's middle
+    check_op(lambda L, x: L.nanmedian(with_nans(L, x), **kw), ties((3, 4, 5)))
+
+
+def test_median_without_dim_shares_the_gradient_among_ties_and_nans():
+    nan = float("nan")
+    for data in ([1.0, 2.0, 2.0, 3.0, 2.0], [1.0, nan, 2.0, nan, 2.0], [nan, nan], [2.0, -1.0], [5.0],
+                 [[0.0, 1.0, 1.0], [1.0, 3.0, -2.0]], [1.0, float("inf"), float("inf")]):
+        check_op(lambda L, x: L.median(x), np.array(data))
+        check_op(lambda L, x: L.nanmedian(x), np.array(data))
+    check_op(lambda L, x: L.median(x), ())
+    check_op(lambda L, x: x.nanmedian(), (7,))
+
+
+def test_median_of_0d_empty_and_integer_inputs():
+    check_op(lambda L, x: L.median(x, 0), ())
+    check_op(lambda L, x: L.nanmedian(x, -1, keepdim=True), ())
+    check_op(lambda L, x: L.median(x, 1), (0, 3))
+    check_op(lambda L, x: L.median(x, 1, True), (0, 3))
+    for lib in (torch, ember):
+        assert np.isnan(lib.median(lib.zeros(0)).item()) and np.isnan(lib.nanmedian(lib.zeros(2, 0)).item())
+    ints = np.array([[3, 1, 2, 5], [7, 7, 0, 7]])
+    check_op(lambda L, x: (L.median(x), L.median(x, 1), L.nanmedian(x, 0, True)), ints)
+    for lib in (torch, ember):
+        with pytest.raises(IndexError, match=r"median\(?\)?: Expected reduction dim 1 to have non-zero size"):
+            lib.median(lib.zeros(2, 0), 1)
+        with pytest.raises(NotImplementedError, match="median"):
+            lib.median(lib.tensor([True, False]))
+        with pytest.raises(NotImplementedError, match="nanmedian|median_out"):
+            lib.nanmedian(lib.tensor([True, False]), 0)
+    raises_exactly(lambda: ember.nanmedian(ember.zeros(2, 0), -1), IndexError,
+                   "nanmedian: Expected reduction dim 1 to have non-zero size (input shape (2, 0))")
+    raises_exactly(lambda: ember.median(ember.tensor([True]), 0), NotImplementedError,
+                   "median: is not implemented for bool input (1,) bool cpu (as torch); convert it with .int() first")
+    raises_exactly(lambda: ember.median(ember.ones(2), 1), IndexError,
+                   "median: Dimension out of range (expected to be in range of [-1, 0], but got 1); the tensor has 1 dims")
+
+
+QS = [0.3, 0.0, 1.0, np.array([0.0, 0.1, 0.5, 2 / 3, 1.0]), np.array(0.25)]
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"keepdim": True}, {"axis": 0}])
+def test_quantile_and_nanquantile(interpolation, kw):
+    for q in QS:
+        check_op(lambda L, x, q: L.quantile(x, q, interpolation=interpolation, **kw), (3, 4, 5), q)
+        check_op(lambda L, x, q: x.nanquantile(q, interpolation=interpolation, **kw), (2, 7), q)
+        check_op(lambda L, x, q: L.quantile(with_nans(L, x), q, interpolation=interpolation, **kw), (4, 3), q)
+        check_op(lambda L, x, q: L.nanquantile(with_nans(L, x), q, interpolation=interpolation, **kw), (4, 5), q)
+    # ranks on exact halves: 'nearest' rounds them to even; ties in the data
+    check_op(lambda L, x, q: L.quantile(x, q, -1, interpolation=interpolation),
+             ties((3, 5)), np.array([0.125, 0.375, 0.5, 0.625, 0.875]))
+
+
+def test_quantile_of_0d_all_nan_and_empty_q():
+    nan = float("nan")
+    check_op(lambda L, x: L.quantile(x, 0.4), ())
+    check_op(lambda L, x: L.quantile(x, 0.4, dim=0, keepdim=True), ())
+    check_op(lambda L, x, q: L.nanquantile(x, q, keepdim=True), (), np.array([0.2, 0.9]))
+    check_op(lambda L, x: L.nanquantile(x, 0.5, dim=1), np.array([[nan, nan, nan], [nan, 1.0, 2.0]]))
+    check_op(lambda L, x: L.quantile(x, L.tensor([], dtype=x.dtype, device=x.device), dim=0), (3, 2))
+
+
+def test_quantile_errors():
+    x = ember.arange(6.0)
+    calls = [  # (call on a library, error torch gives, error Ember gives)
+        (lambda L: L.quantile(L.arange(6.0), 1.5), "q must be in the range \\[0, 1\\] but got 1.5"),
+        (lambda L: L.quantile(L.arange(6.0), float("nan")), "q must be in the range \\[0, 1\\] but got nan"),
+        (lambda L: L.nanquantile(L.arange(6.0), -0.5), "q must be in the range \\[0, 1\\] but got -0.5"),
+        (lambda L: L.quantile(L.arange(6.0), L.tensor([0.5, 1.5])), "q values must be in the range \\[0, 1\\]"),
+        (lambda L: L.quantile(L.arange(6.0), 0.5, interpolation="cubic"),
+         "interpolation must be one of linear, lower, higher, midpoint or nearest, but got '?cubic'?"),
+        (lambda L: L.quantile(L.zeros(0), 0.5), "input tensor must be non-empty"),
+        (lambda L: L.quantile(L.arange(6.0), L.tensor([[0.5]])), "q must be a scalar or 1D tensor"),
+        (lambda L: L.quantile(L.arange(6), 0.5), "input tensor must be either float or double dtype"),
+        (lambda L: L.quantile(L.arange(6.0).half(), 0.5), "input tensor must be either float or double dtype"),
+        (lambda L: L.quantile(L.arange(6.0), L.tensor([0.5], dtype=L.float64)),
+         "q tensor must be same dtype as the input tensor"),
+    ]
+    for call, message in calls:
+        for lib in (torch, ember):
+            with pytest.raises(RuntimeError, match=message):
+                call(lib)
+    for lib in (torch, ember):
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            lib.quantile(lib.arange(6.0), 0.5, dim=1)
+    raises_exactly(lambda: ember.quantile(x, 2.0), RuntimeError, "quantile: q must be in the range [0, 1] but got 2")
+    raises_exactly(lambda: ember.nanquantile(x, ember.tensor([0.5, -1.0])), RuntimeError,
+                   "nanquantile: q values must be in the range [0, 1], got [0.5, -1.0]")
+    raises_exactly(lambda: ember.quantile(ember.arange(3), 0.5), RuntimeError,
+                   "quantile: input tensor must be either float or double dtype, got (3,) int64 cpu")
+    raises_exactly(lambda: ember.quantile(x, 0.5, interpolation="cubic"), RuntimeError,
+                   "quantile: interpolation must be one of linear, lower, higher, midpoint or nearest, but got 'cubic'")
+
+
+@pytest.mark.parametrize("kw", [{}, {"dim": 0}, {"dim": -2, "keepdim": True}, {"axis": 1, "keepdims": True}])
+def test_mode(kw):
+    check_op(lambda L, x: L.mode(x, **kw), ties((5, 6, 4)))   # rows of at most 16: torch's index is the last
+    check_op(lambda L, x: x.mode(**kw), ties((5, 6, 4), values=6, seed=2))
+    check_op(lambda L, x: L.mode(x, **kw), (3, 4, 5))         # no repeats: the smallest value
+
+
+def test_mode_of_nans_0d_empty_integer_and_bool():
+    nan = float("nan")
+    check_op(lambda L, x: L.mode(x), np.array([[nan, nan, 1.0, 1.0, nan], [nan, 2.0, 0.0, 2.0, 0.0]]))
+    check_op(lambda L, x: L.mode(x), ())
+    check_op(lambda L, x: L.mode(x, 0, True), ())
+    check_op(lambda L, x: L.mode(x, -1), (0, 2))
+    check_op(lambda L, x: L.mode(x, 1), np.array([[3, 1, 3, 1, 7], [5, 5, 5, 0, 0]]))
+    check_op(lambda L, x: L.mode(x, 0), np.array([[True, False], [True, True], [False, False]]))
+    for lib in (torch, ember):
+        with pytest.raises(IndexError, match=r"mode\(?\)?: Expected reduction dim 0 to have non-zero size"):
+            lib.mode(lib.zeros(0, 2), 0)
+    raises_exactly(lambda: ember.mode(ember.zeros(2, 0)), IndexError,
+                   "mode: Expected reduction dim 1 to have non-zero size (input shape (2, 0))")
+
+
+# ------------------------------------------------------------------ cummax, cummin, logcumsumexp
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cummax_and_cummin(dim):
+    for op in ("cummax", "cummin"):
+        check_op(lambda L, x: getattr(L, op)(x, dim), (5, 17))
+        check_op(lambda L, x: getattr(x, op)(dim), ties((6, 9)))   # among equal values the later index
+        check_op(lambda L, x: getattr(L, op)(with_nans(L, x), dim), (9, 6))   # a NaN stays, the latest one's index
+        check_op(lambda L, x: getattr(L, op)(x, axis=dim), ties((4, 3), values=2))
+
+
+def test_cummax_and_cummin_of_special_inputs():
+    nan, inf = float("nan"), float("inf")
+    data = np.array([1.0, 3.0, 2.0, 3.0, nan, 5.0, nan, 1.0, -inf, inf])
+    for op in ("cummax", "cummin"):
+        check_op(lambda L, x: getattr(L, op)(x, 0), data)
+        check_op(lambda L, x: getattr(L, op)(x, 0), np.array([-inf, -inf, 2.0, inf, inf, -0.0, 0.0]))
+        check_op(lambda L, x: getattr(L, op)(x, 0), ())
+        check_op(lambda L, x: getattr(L, op)(x, -1), ())
+        check_op(lambda L, x: getattr(L, op)(x, 0), (0, 3))
+        check_op(lambda L, x: getattr(L, op)(x, 1), (0, 3))
+        check_op(lambda L, x: getattr(L, op)(x, 0), np.array([3, 1, 2, 1, 5, 5]))
+        check_op(lambda L, x: getattr(L, op)(x, 0), np.array([True, False, True, False]))
+        for lib in (torch, ember):
+            with pytest.raises(IndexError, match="Dimension out of range"):
+                getattr(lib, op)(lib.ones(3), 1)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_logcumsumexp(dim):
+    check_op(lambda L, x: L.logcumsumexp(x, dim), (5, 17))
+    check_op(lambda L, x: x.logcumsumexp(dim=dim), (33, 2), low=-50, high=50)
+    check_op(lambda L, x: L.logcumsumexp(x, axis=dim), ties((3, 4)))   # equal terms
+
+
+def test_logcumsumexp_of_special_inputs():
+    nan, inf = float("nan"), float("inf")
+    # far apart (a cumsum of exp(x - max) would underflow to log(0) at the first); infinities; NaN
+    check_op(lambda L, x: L.logcumsumexp(x, 0), np.array([-1000.0, 0.0, -30.0, 5.0]))
+    check_op(lambda L, x: L.logcumsumexp(x, 0), np.array([-1000.0, 0.0, -inf, inf, nan, 1.0]), grad=False)
+    check_op(lambda L, x: L.logcumsumexp(x, 0), np.array([-inf, -inf, 1.0, inf, inf]), grad=False)
+    check_op(lambda L, x: L.logcumsumexp(x, 0), ())
+    check_op(lambda L, x: L.logcumsumexp(x, 1), (2, 0))
+    for lib in (torch, ember):
+        with pytest.raises(NotImplementedError, match="logcumsumexp"):
+            lib.logcumsumexp(lib.tensor([1, 2]), 0)
+    raises_exactly(lambda: ember.logcumsumexp(ember.tensor([1, 2]), 0), NotImplementedError,
+                   "logcumsumexp: is not implemented for (2,) int64 cpu (as torch); convert it with .float() first")
+
+
+def test_order_statistics_double_backward():
+    """The composites' gradients are differentiable ops: a second derivative matches torch's."""
+    def second(L, x, op):
+        y = op(L, x)
+        g, = L.autograd.grad((y * y).sum(), x, create_graph=True)
+        return (g * g).sum()
+    for op in (lambda L, x: L.median(x, 1).values, lambda L, x: L.quantile(x, 0.3, dim=0),
+               lambda L, x: L.cummax(x, 1).values, lambda L, x: L.logcumsumexp(x, 1), lambda L, x: L.median(x)):
+        check_op(lambda L, x: second(L, x, op), (4, 5))
+
+
+# ------------------------------------------------------------------ bincount, histc, sum_to_size, renorm
+def test_bincount():
+    data = np.array([0, 1, 1, 3, 7, 3, 3])
+    check_op(lambda L, i: L.bincount(i), data)
+    check_op(lambda L, i: i.bincount(minlength=10), data)
+    check_op(lambda L, i: L.bincount(i, minlength=3), data.astype(np.int32))
+    check_op(lambda L, i: L.bincount(i), data.astype(np.uint8))
+    # float32 weights give float32 (float64 weights float64); integer and bool weights float64; torch has no
+    # gradient for the weights (its backward raises), so none is compared
+    check_op(lambda L, i, w: L.bincount(i, w), data, (7,), grad=False)
+    check_op(lambda L, i, w: L.bincount(i, weights=w, minlength=9), data, (7,), grad=False)
+    check_op(lambda L, i, w: L.bincount(i, w), data, np.array([1, 5, -2, 0, 3, 3, 9]), grad=False)
+    check_op(lambda L, i, w: L.bincount(i, w), data, np.array([True, False, True, True, False, True, True]),
+             grad=False)
+    check_op(lambda L, i: L.bincount(i, minlength=4), np.zeros(0, np.int64))
+    check_op(lambda L, i, w: L.bincount(i, w, minlength=2), np.zeros(0, np.int64), NoGrad((0,)))
+
+
+def test_bincount_errors():
+    for lib in (torch, ember):
+        for bad in ([0, -1], [[0, 1]]):
+            with pytest.raises(RuntimeError, match="bincount.*only supports 1-d non-negative integral inputs"):
+                lib.bincount(lib.tensor(bad))
+        with pytest.raises(NotImplementedError, match="bincount"):
+            lib.bincount(lib.tensor([0.0, 1.0]))
+        with pytest.raises(NotImplementedError, match="bincount"):
+            lib.bincount(lib.tensor([True, False]))
+        with pytest.raises(RuntimeError, match="minlength should be >= 0"):
+            lib.bincount(lib.tensor([0, 1]), minlength=-1)
+        with pytest.raises(RuntimeError, match="weights should be 1-d and have the same length as input"):
+            lib.bincount(lib.tensor([0, 1]), lib.tensor([1.0, 2.0, 3.0]))
+        with pytest.raises(TypeError, match="minlength"):
+            lib.bincount(lib.tensor([0, 1]), minlength=True)
+    raises_exactly(lambda: ember.bincount(ember.tensor([0, -1])), RuntimeError,
+                   "bincount: only supports 1-d non-negative integral inputs, got (2,) int64 cpu")
+    raises_exactly(lambda: ember.bincount(ember.tensor([0, 1]), ember.ones(3)), RuntimeError,
+                   "bincount: weights should be 1-d and have the same length as input: weights (3,), input (2,)")
+
+
+def test_histc():
+    check_op(lambda L, x: L.histc(x), (50,), grad=False)
+    check_op(lambda L, x: x.histc(bins=7), (3, 20), grad=False)
+    check_op(lambda L, x: L.histc(x, bins=5, min=-1, max=1.5), (6, 11), grad=False)   # some left out
+    check_op(lambda L, x: L.histc(x, 4, 0, 3), np.array([1.0, 2.0, 1.0, 4.0, 2.5, np.nan, 3.0, 0.0]), grad=False)
+    check_op(lambda L, x: L.histc(x, bins=4), np.array([1.0, 1.0, 1.0]), grad=False)   # a point: widened by 1
+    check_op(lambda L, x: L.histc(x, bins=3, min=2, max=2), np.array([1.0, 5.0, 2.0]), grad=False)
+    check_op(lambda L, x: L.histc(x, bins=3, min=0, max=0.3), np.full(10, 0.1), grad=False)   # bins by rounding
+    check_op(lambda L, x: L.histc(x, bins=4), np.zeros(0), grad=False)
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="bins must be > 0, but got 0"):
+            lib.histc(lib.ones(2), bins=0)
+        with pytest.raises(RuntimeError, match="max must be larger than min"):
+            lib.histc(lib.ones(2), bins=4, min=3, max=1)
+        with pytest.raises(RuntimeError, match=r"range of \[1, inf\] is not finite"):
+            lib.histc(lib.tensor([1.0, float("inf")]), bins=4)
+        with pytest.raises(RuntimeError, match=r"range of \[-?nan, -?nan\] is not finite"):   # the data's range
+            lib.histc(lib.tensor([1.0, float("nan")]), bins=4)
+        with pytest.raises(NotImplementedError, match="histc|histogram"):
+            lib.histc(lib.tensor([1, 2]))
+    raises_exactly(lambda: ember.histc(ember.ones(2), bins=4, min=3, max=1), RuntimeError,
+                   "histc: max must be larger than min, got min=3, max=1")
+
+
+@pytest.mark.parametrize("size", [(3, 1), (1, 3, 1), (2, 3, 4), (), (4,), (1, 1, 4), (2, 1, 1)])
+def test_sum_to_size(size):
+    if size:   # x.sum_to_size() with no size is a TypeError, as torch's
+        check_op(lambda L, x: x.sum_to_size(*size), (2, 3, 4))
+    check_op(lambda L, x: x.sum_to_size(size), (2, 3, 4))
+
+
+def test_sum_to_size_dtypes_identity_and_errors():
+    check_op(lambda L, x: x.sum_to_size(2, 1), np.array([[1, 2, 3], [4, 5, 6]]))
+    check_op(lambda L, x: x.sum_to_size(1, 3), np.array([[True, False, True], [True, True, False]]))
+    x = ember.ones(2, 3)
+    assert x.sum_to_size(2, 3) is x
+    for lib in (torch, ember):
+        with pytest.raises(TypeError, match="sum_to_size"):
+            lib.ones(2).sum_to_size()
+    for lib in (torch, ember):
+        for bad in ((5, 3), (1, 2, 3), (0,)):
+            with pytest.raises(RuntimeError, match=r"is not expandable to size"):
+                lib.ones(2, 3).sum_to_size(*bad)
+    raises_exactly(lambda: x.sum_to_size(1, 2, 3), RuntimeError,
+                   "sum_to_size: size [1, 2, 3] is not expandable to size [2, 3]")
+
+
+@pytest.mark.parametrize("p,dim,maxnorm", [(2, 0, 1.0), (1, -1, 2.5), (float("inf"), 1, 0.5), (0.5, 2, 10.0),
+                                            (3, 1, 100.0), (2, 0, 0.0)])
+def test_renorm(p, dim, maxnorm):
+    check_op(lambda L, x: L.renorm(x, p, dim, maxnorm), (3, 4, 2))
+    check_op(lambda L, x: x.renorm(p, dim % 2, maxnorm), (5, 3))
+    check_op(lambda L, x: (x * 1).renorm_(p, dim % 2, maxnorm), (5, 3))
+
+
+def test_renorm_of_empty_and_errors():
+    check_op(lambda L, x: L.renorm(x, 2, 0, 1.0), (0, 3))
+    x = ember.ones(2, 2)
+    assert x.renorm_(2, 0, 1.0) is x and np.allclose(x.numpy(), 0.5 ** 0.5 / (1 + 1e-7 / 2 ** 0.5))
+    for lib in (torch, ember):
+        for p in (0, -1):
+            with pytest.raises(RuntimeError, match="renorm: non-positive-norm not supported"):
+                lib.renorm(lib.ones(2, 2), p, 1, 5)
+        with pytest.raises(RuntimeError, match="renorm: expected maxnorm to be >= 0 but got -5"):
+            lib.renorm(lib.ones(2, 2), 2, 1, -5)
+        with pytest.raises(RuntimeError, match="renorm: input needs at least 2 dimensions, got 1 dimensions"):
+            lib.renorm(lib.ones(2), 2, 0, 1)
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            lib.renorm(lib.ones(2, 2), 2, 2, 1)
+    raises_exactly(lambda: ember.renorm(ember.ones(2, 2), 0, 1, 5), RuntimeError,
+                   "renorm: non-positive-norm not supported, got p=0")
+    raises_exactly(lambda: ember.renorm(ember.ones(2, 2, dtype=ember.int64), 2, 0, 1), RuntimeError,
+                   "renorm: expected a floating point input, got (2, 2) int64 cpu")
+
+
+def test_docstring_examples():
+    import doctest
+    import math
+    result = doctest.testmod(ember.ops.reductions, extraglobs={"ember": ember, "math": math})
+    assert result.attempted > 10 and result.failed == 0
