@@ -363,6 +363,38 @@ def test_tensor_lr_matches_torch(name, kwargs):
     np.testing.assert_allclose(actual, expected, **TOL["float64"])
 
 
+SCHEDULED = [  # a real scheduler between steps; OneCycleLR also cycles beta1 of the optimizers that have betas
+    ("NAdam", dict(weight_decay=0.1, decoupled_weight_decay=True), "OneCycleLR"),
+    ("RAdam", dict(), "OneCycleLR"), ("Adamax", dict(), "OneCycleLR"), ("NAdam", dict(), "CosineAnnealingLR"),
+    ("RAdam", dict(weight_decay=0.1), "CosineAnnealingLR"), ("ASGD", dict(t0=3), "CosineAnnealingLR"),
+    ("ASGD", dict(t0=3), "OneCycleLR-no-momentum"), ("Rprop", dict(), "CosineAnnealingLR"),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,scheduler", SCHEDULED, ids=[f"{n}-{s}" for n, _, s in SCHEDULED])
+def test_lr_scheduler_drives_the_newer_optimizers_like_torch(name, kwargs, scheduler):
+    steps = 20
+
+    def make(lib, params):
+        opt = getattr(lib.optim, name)(params, **dict(kwargs, lr=0.05))
+        S = lib.optim.lr_scheduler
+        if scheduler == "CosineAnnealingLR":
+            opt.sched = S.CosineAnnealingLR(opt, T_max=8, eta_min=0.001)
+        else:
+            opt.sched = S.OneCycleLR(opt, max_lr=0.1, total_steps=steps + 1,
+                                     cycle_momentum=scheduler == "OneCycleLR")
+        return opt
+
+    def hook(lib, opt, step):
+        if step > 0:
+            opt.sched.step()
+
+    expected, opt_t = _run_with_hook(torch, make, steps, hook)
+    actual, opt_e = _run_with_hook(ember, make, steps, hook)
+    assert [g["lr"] for g in opt_e.param_groups] == pytest.approx([g["lr"] for g in opt_t.param_groups], rel=1e-12)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
+
+
 @pytest.mark.parametrize("name,kwargs", LR_CASES, ids=[n for n, _ in LR_CASES])
 def test_float32_and_float64_parameters_in_one_group_match_torch(name, kwargs):
     # the lr tensor is cast once per dtype in a step: a float32 and a float64 parameter share one group
