@@ -244,8 +244,9 @@ class Optimizer:
         new_groups = []
         for ours, saved in zip(self.param_groups, saved_groups):
             group = {k: copy.deepcopy(v) for k, v in saved.items() if k != "params"}
-            if isinstance(group.get("betas"), list):  # tuples come back from JSON as lists
-                group["betas"] = tuple(group["betas"])
+            for key in ("betas", "etas", "step_sizes"):   # tuples come back from JSON as lists
+                if isinstance(group.get(key), list):
+                    group[key] = tuple(group[key])
             group["params"] = ours["params"]
             new_groups.append(group)
         self.param_groups[:] = new_groups
@@ -292,6 +293,24 @@ def scalar_as(t: Tensor, like: Tensor, cache: dict) -> Tensor:
     if out is None:
         out = cache[key] = t.to(like.device).to(like.dtype)
     return out
+
+
+def on_device(t: Tensor, like: Tensor) -> Tensor:
+    """0-d `t` (lr) on `like`'s device, keeping its dtype (float64): for factors computed with a parameter's
+    own step tensor, which lives on that parameter's device."""
+    return t if t.device == like.device else t.to(like.device)
+
+
+def cast_scalar(t: Tensor, like: Tensor) -> Tensor:
+    """0-d `t` (a factor computed from a step, in float64) in `like`'s dtype and on its device, as torch
+    casts a Python scalar to a tensor's dtype before using it."""
+    return t.to(like.device).to(like.dtype)
+
+
+def scalar_dtype():
+    """The dtype of torch's 0-d scalar state (NAdam's mu_product, ASGD's eta and mu): float64 when the
+    default dtype is float64, else float32 (torch's `_get_scalar_dtype`); torch rounds these values to it."""
+    return _dtype.float64 if _dtype.get_default_dtype() == _dtype.float64 else _dtype.float32
 
 
 def check_arg(optimizer: str, ok: bool, what: str, value) -> None:

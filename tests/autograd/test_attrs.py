@@ -134,6 +134,11 @@ EXTRA = {
     "rmsprop": (_optim_step(ember.optim.RMSprop, momentum=0.5, centered=True), lambda r: [_f(r, 5)]),
     "adagrad": (_optim_step(ember.optim.Adagrad, lr_decay=0.1), lambda r: [_f(r, 5)]),
     "adadelta": (_optim_step(ember.optim.Adadelta, weight_decay=0.1), lambda r: [_f(r, 5)]),
+    "nadam": (_optim_step(ember.optim.NAdam, weight_decay=1, decoupled_weight_decay=True), lambda r: [_f(r, 5)]),
+    "radam": (_optim_step(ember.optim.RAdam, betas=(0, 0.9), weight_decay=1), lambda r: [_f(r, 5)]),
+    "adamax": (_optim_step(ember.optim.Adamax, eps=0, weight_decay=1), lambda r: [_f(r, 5)]),
+    "asgd": (_optim_step(ember.optim.ASGD, lambd=1, alpha=1, t0=0, weight_decay=1), lambda r: [_f(r, 5)]),
+    "rprop": (_optim_step(ember.optim.Rprop, etas=(0.5, 2), step_sizes=(0, 1)), lambda r: [_f(r, 5)]),
 }
 
 

@@ -87,7 +87,13 @@ def test_sgd_momentum_two_steps_replay_bit_for_bit():
 @pytest.mark.parametrize("make", [lambda ps: optim.Adam(ps, lr=1e-2, amsgrad=True),
                                   lambda ps: optim.Adagrad(ps, lr=1e-2, lr_decay=0.1),
                                   lambda ps: optim.Adadelta(ps, lr=1.0),
-                                  lambda ps: optim.RMSprop(ps, lr=1e-2, momentum=0.9, centered=True)])
+                                  lambda ps: optim.RMSprop(ps, lr=1e-2, momentum=0.9, centered=True),
+                                  lambda ps: optim.NAdam(ps, lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True),
+                                  lambda ps: optim.RAdam(ps, lr=1e-2, betas=(0.9, 0.6), weight_decay=0.1),
+                                  lambda ps: optim.RAdam(ps, lr=1e-2, betas=(0.9, 0.9)),
+                                  lambda ps: optim.Adamax(ps, lr=1e-2, weight_decay=0.1),
+                                  lambda ps: optim.ASGD(ps, lr=1e-2, t0=1),
+                                  lambda ps: optim.Rprop(ps, lr=1e-2)])
 def test_other_optimizers_replay_bit_for_bit(make):
     model, x, y = mlp_and_batch()
     opt = make(model.parameters())

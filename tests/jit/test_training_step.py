@@ -46,6 +46,44 @@ def test_n_compiled_steps_equal_n_eager_steps(kind):
             np.testing.assert_allclose(o1.state[p1][k].numpy(), o0.state[p0][k].numpy(), rtol=1e-5, atol=1e-6)
 
 
+NEWER_OPTIMIZERS = [("NAdam", dict(weight_decay=0.1, decoupled_weight_decay=True)), ("NAdam", dict(weight_decay=0.1)),
+                    ("RAdam", dict()),   # rho_t > 5 from step 6: both of its updates within the 8 steps
+                    ("RAdam", dict(weight_decay=0.1, decoupled_weight_decay=True)), ("Adamax", dict(weight_decay=0.1)),
+                    ("ASGD", dict(t0=3, lambd=0.01)),   # the average copies the weights, then blends them in
+                    ("Rprop", dict())]
+
+
+@pytest.mark.parametrize("name,kwargs", NEWER_OPTIMIZERS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(NEWER_OPTIMIZERS)])
+def test_compiled_steps_with_the_newer_optimizers_equal_eager(name, kwargs):
+    # their step-dependent factors (bias corrections, RAdam's rectification, NAdam's mu product, ASGD's eta
+    # and mu) are computed from state tensors, so one replayed graph serves every step, the scheduler's too
+    def run(compiled):
+        model, _, x, y = make("mlp")
+        opt = getattr(ember.optim, name)(model.parameters(), lr=1e-2, **kwargs)
+        sched = ember.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        step = step_fn(model, opt)
+        if compiled:
+            step = ember.compile(step)
+        ember.manual_seed(123)
+        losses = []
+        for _ in range(8):
+            losses.append(step(x, y).item())
+            sched.step()
+        return model, opt, losses, step
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m1, o1, l1, step = run(True)
+    m0, o0, l0, _ = run(False)
+    assert step.cache_info()["hits"] >= 6
+    assert l1 == l0
+    for (pname, p0), (_, p1) in zip(m0.named_parameters(), m1.named_parameters()):
+        np.testing.assert_array_equal(p1.detach().numpy(), p0.detach().numpy(), err_msg=pname)
+        for key, value in o0.state[p0].items():
+            np.testing.assert_array_equal(o1.state[p1][key].numpy(), value.numpy(), err_msg=f"{pname} {key}")
+    assert o1.state[next(m1.parameters())]["step"].item() == 8
+
+
 def test_dropout_is_fresh_every_call_and_reproducible():
     model, opt, x, y = make("mlp")
     model.eval()
@@ -162,7 +200,9 @@ def _split_run(compiled, accum, opt_name, clip):
 
 
 @pytest.mark.parametrize("accum", [1, 2])
-@pytest.mark.parametrize("opt_name,clip", [("SGD", False), ("AdamW", True), ("Adam-amsgrad", False)])
+@pytest.mark.parametrize("opt_name,clip", [("SGD", False), ("AdamW", True), ("Adam-amsgrad", False),
+                                           ("NAdam-decoupled_weight_decay", True), ("RAdam", False),
+                                           ("Adamax", False), ("ASGD", True), ("Rprop", False)])
 def test_backward_and_update_compiled_apart_equal_eager(accum, opt_name, clip):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # the retraces while the gradients and Adam's state appear

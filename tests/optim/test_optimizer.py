@@ -246,6 +246,8 @@ def test_load_state_dict_from_json_like_dicts():
     assert opt2.state[w2]["exp_avg"].tolist() == opt.state[w]["exp_avg"].tolist()
 
 
+NEWER = {"NAdam", "RAdam", "Adamax", "ASGD", "Rprop"}
+
 # Every checked argument of every optimizer: a bad value raises exactly this message (the optimizer's
 # name, the option, the value as given), and the boundary value, which torch accepts, is accepted.
 EXACT_MESSAGES = [
@@ -280,6 +282,28 @@ EXACT_MESSAGES = [
     (optim.Adadelta, dict(rho=1.5), "Adadelta: invalid rho value: 1.5"),
     (optim.Adadelta, dict(eps=-1), "Adadelta: invalid epsilon value: -1"),
     (optim.Adadelta, dict(weight_decay=-1), "Adadelta: invalid weight_decay value: -1"),
+    (optim.NAdam, dict(lr=-0.1), "NAdam: invalid learning rate: -0.1"),
+    (optim.NAdam, dict(eps=-1e-8), "NAdam: invalid epsilon value: -1e-08"),
+    (optim.NAdam, dict(betas=(1.0, 0.999)), "NAdam: invalid beta parameter at index 0: 1.0"),
+    (optim.NAdam, dict(betas=(0.9, -0.1)), "NAdam: invalid beta parameter at index 1: -0.1"),
+    (optim.NAdam, dict(weight_decay=-0.01), "NAdam: invalid weight_decay value: -0.01"),
+    (optim.NAdam, dict(momentum_decay=-0.004), "NAdam: invalid momentum_decay value: -0.004"),
+    (optim.RAdam, dict(lr=-0.1), "RAdam: invalid learning rate: -0.1"),
+    (optim.RAdam, dict(eps=-1e-8), "RAdam: invalid epsilon value: -1e-08"),
+    (optim.RAdam, dict(betas=(-0.1, 0.999)), "RAdam: invalid beta parameter at index 0: -0.1"),
+    (optim.RAdam, dict(betas=(0.9, 1.0)), "RAdam: invalid beta parameter at index 1: 1.0"),
+    (optim.RAdam, dict(weight_decay=-0.01), "RAdam: invalid weight_decay value: -0.01"),
+    (optim.Adamax, dict(lr=-0.1), "Adamax: invalid learning rate: -0.1"),
+    (optim.Adamax, dict(eps=-1e-8), "Adamax: invalid epsilon value: -1e-08"),
+    (optim.Adamax, dict(betas=(1.5, 0.999)), "Adamax: invalid beta parameter at index 0: 1.5"),
+    (optim.Adamax, dict(betas=(0.9, -0.5)), "Adamax: invalid beta parameter at index 1: -0.5"),
+    (optim.Adamax, dict(weight_decay=-0.01), "Adamax: invalid weight_decay value: -0.01"),
+    (optim.ASGD, dict(lr=-0.1), "ASGD: invalid learning rate: -0.1"),
+    (optim.ASGD, dict(weight_decay=-0.01), "ASGD: invalid weight_decay value: -0.01"),
+    (optim.Rprop, dict(lr=-0.1), "Rprop: invalid learning rate: -0.1"),
+    (optim.Rprop, dict(etas=(0.0, 1.2)), "Rprop: invalid eta values: 0.0, 1.2"),
+    (optim.Rprop, dict(etas=(1.0, 1.2)), "Rprop: invalid eta values: 1.0, 1.2"),
+    (optim.Rprop, dict(etas=(0.5, 1.0)), "Rprop: invalid eta values: 0.5, 1.0"),
     (optim.LBFGS, dict(lr=-1), "LBFGS: invalid learning rate: -1"),
     (optim.LBFGS, dict(max_iter=0), "LBFGS: invalid max_iter: 0"),
     (optim.LBFGS, dict(max_iter=2.0), "LBFGS: invalid max_iter: 2.0"),
@@ -299,6 +323,15 @@ def test_invalid_arguments_exact_message(cls, kwargs, message):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("cls,kwargs,message", [c for c in EXACT_MESSAGES if c[0].__name__ in NEWER],
+                         ids=[m for c, _, m in EXACT_MESSAGES if c.__name__ in NEWER])
+def test_invalid_arguments_rejected_by_torch_too(cls, kwargs, message):
+    # torch's message, after our "Name: " prefix and lower-case first letter
+    with pytest.raises(ValueError) as info:
+        getattr(torch.optim, cls.__name__)([torch.zeros(1, requires_grad=True)], **kwargs)
+    assert message == f"{cls.__name__}: {str(info.value)[0].lower()}{str(info.value)[1:]}"
+
+
 BOUNDARIES = [   # the edge of every valid range, each accepted by torch too
     ("SGD", dict(lr=0.0, momentum=0.0, dampening=0.0, weight_decay=0.0)),
     ("SGD", dict(lr=0.1, momentum=1e-3, nesterov=True)),
@@ -309,6 +342,11 @@ BOUNDARIES = [   # the edge of every valid range, each accepted by torch too
     ("Adadelta", dict(lr=0.0, rho=0.0, eps=0.0, weight_decay=0.0)),
     ("Adadelta", dict(rho=1.0)),
     ("LBFGS", dict(lr=0.0, max_iter=1, max_eval=1, history_size=1, line_search_fn="strong_wolfe")),
+    ("NAdam", dict(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0, momentum_decay=0.0)),
+    ("RAdam", dict(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0)),
+    ("Adamax", dict(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0)),
+    ("ASGD", dict(lr=0.0, weight_decay=0.0, lambd=-1.0, alpha=-2.0, t0=-5.0)),   # torch checks only lr and wd
+    ("Rprop", dict(lr=0.0, etas=(1e-9, 1.0 + 1e-9), step_sizes=(0.0, 0.0))),
 ]
 
 
@@ -321,7 +359,8 @@ def test_boundary_arguments_are_accepted_like_torch(name, kwargs):
 
 
 DEFAULTS = [("SGD", dict(lr=0.1)), ("Adam", {}), ("AdamW", {}), ("RMSprop", {}), ("Adagrad", {}), ("Adadelta", {}),
-            ("LBFGS", {}), ("LBFGS", dict(max_iter=4)), ("LBFGS", dict(max_iter=7))]
+            ("LBFGS", {}), ("LBFGS", dict(max_iter=4)), ("LBFGS", dict(max_iter=7)), ("NAdam", {}), ("RAdam", {}),
+            ("Adamax", {}), ("ASGD", {}), ("Rprop", {})]
 
 
 @pytest.mark.parametrize("name,kwargs", DEFAULTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(DEFAULTS)])
@@ -521,7 +560,7 @@ def test_load_state_dict_step_as_python_number_or_int_tensor(step):
     assert s.dtype == ember.float64 and s.shape == () and s.item() == 7.0
 
 
-@pytest.mark.parametrize("name", ["SGD", "RMSprop", "Adagrad", "Adadelta", "Adam"])
+@pytest.mark.parametrize("name", ["SGD", "RMSprop", "Adagrad", "Adadelta", "Adam", "NAdam", "RAdam", "Adamax", "ASGD"])
 def test_lr_tensor_lives_on_the_parameters_device(fake_cuda, name):
     # the 0-d lr input is made on the group's device once, not copied from the host at every step
     w = ember.tensor([1.0, 2.0], device="cuda", requires_grad=True)
@@ -529,3 +568,16 @@ def test_lr_tensor_lives_on_the_parameters_device(fake_cuda, name):
     (w * w).sum().backward()
     opt.step()
     assert [e[2].device.type for e in opt._lr.values()] == ["cuda"]
+
+
+@pytest.mark.parametrize("name", sorted(NEWER))
+def test_constructor_signature_is_torchs_without_its_implementation_flags(name):
+    # the same options, in the same order, with the same defaults; torch's foreach/capturable/differentiable
+    # are implementation switches Ember's optimizers do not take (ASGD's maximize is keyword-only here, after
+    # the dropped foreach, so a positional call written for torch fails instead of setting the wrong option)
+    import inspect
+    flags = {"foreach", "capturable", "differentiable", "fused"}
+    theirs = [(p.name, p.default) for p in inspect.signature(getattr(torch.optim, name)).parameters.values()
+              if p.name not in flags]
+    ours = [(p.name, p.default) for p in inspect.signature(getattr(optim, name)).parameters.values()]
+    assert ours == theirs

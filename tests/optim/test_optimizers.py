@@ -90,6 +90,22 @@ CASES = [
     ("Adadelta", dict()),
     ("Adadelta", dict(lr=0.5, rho=0.5, weight_decay=0.1)),
     ("Adadelta", dict(lr=0.1, eps=1e-4, maximize=True)),
+    ("NAdam", dict(lr=0.05)),
+    ("NAdam", dict(lr=0.03, betas=(0.8, 0.9), weight_decay=0.1, momentum_decay=0.1)),
+    ("NAdam", dict(lr=0.02, weight_decay=0.3, decoupled_weight_decay=True, maximize=True)),
+    ("RAdam", dict(lr=0.05)),    # rho_t > 5 from step 6 on: both of torch's branches
+    ("RAdam", dict(lr=0.05, betas=(0.5, 0.9), eps=1e-3, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.02, weight_decay=0.3, decoupled_weight_decay=True, maximize=True)),
+    ("RAdam", dict(lr=0.05, betas=(0.9, 0.6))),    # rho_inf = 4: never rectified
+    ("Adamax", dict(lr=0.05)),
+    ("Adamax", dict(lr=0.05, betas=(0.5, 0.9), eps=1e-3, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01, maximize=True)),
+    ("ASGD", dict(lr=0.05)),     # t0 = 1e6: the average copies the parameter
+    ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=5, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.005, t0=2, maximize=True)),
+    ("Rprop", dict(lr=0.05)),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.1))),
+    ("Rprop", dict(lr=0.01, maximize=True)),
 ]
 
 
@@ -99,11 +115,39 @@ def test_trajectory_matches_torch(name, kwargs, dtype):
     check_trajectory(name, kwargs, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name,kwargs", CASES[26:], ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES[26:], 26)])
+def test_steps_from_the_same_gradients_match_torch(name, kwargs, dtype):
+    # the update alone, without the loss: 25 steps from the same given gradients (so a float32 difference
+    # in the forward is not amplified along a trajectory), within a few units in the last place of the
+    # parameters' scale (torch's CPU kernels fuse some multiply-adds, and NumPy's pow is not libm's)
+    rng = np.random.default_rng(5)
+    p0 = rng.standard_normal(500).astype(dtype)
+    grads = [(rng.standard_normal(500) * (1 + i % 3)).astype(dtype) for i in range(25)]
+    results = []
+    for lib in (torch, ember):
+        p = lib.tensor(p0, requires_grad=True)
+        opt = getattr(lib.optim, name)([p], **kwargs)
+        for g in grads:
+            p.grad = lib.tensor(g)
+            opt.step()
+        results.append(p.detach().numpy())
+    expected, actual = results
+    assert actual.dtype == expected.dtype and np.isfinite(expected).all()
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=32 * np.spacing(np.abs(expected).max()))
+    assert not np.allclose(expected, p0, rtol=0, atol=1e-3)   # the steps moved the parameters
+
+
 GROUP_CASES = [
     ("SGD", dict(lr=0.1, momentum=0.9), [dict(lr=0.05), dict(nesterov=True, weight_decay=0.1)]),
     ("Adam", dict(lr=0.01), [dict(lr=0.05, amsgrad=True), dict(betas=(0.5, 0.9))]),
     ("RMSprop", dict(lr=0.01), [dict(centered=True), dict(momentum=0.9)]),
     ("Adagrad", dict(lr=0.1), [dict(lr_decay=0.1), dict(lr=0.2)]),
+    ("NAdam", dict(lr=0.02), [dict(weight_decay=0.1, decoupled_weight_decay=True), dict(lr=0.05, momentum_decay=0.05)]),
+    ("RAdam", dict(lr=0.02), [dict(betas=(0.8, 0.9)), dict(weight_decay=0.1, decoupled_weight_decay=True)]),
+    ("Adamax", dict(lr=0.02), [dict(lr=0.05), dict(betas=(0.5, 0.9), weight_decay=0.1)]),
+    ("ASGD", dict(lr=0.05, t0=4), [dict(lambd=0.01), dict(lr=0.02, t0=2, alpha=0.5)]),
+    ("Rprop", dict(lr=0.02), [dict(etas=(0.4, 1.3)), dict(lr=0.01, step_sizes=(1e-4, 0.05))]),
 ]
 
 
@@ -114,7 +158,11 @@ def test_param_groups_match_torch(name, kwargs, groups):
 
 RESUME_CASES = [("SGD", dict(lr=0.05, momentum=0.9)), ("Adam", dict(lr=0.05, amsgrad=True)),
                 ("AdamW", dict(lr=0.05)), ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
-                ("Adagrad", dict(lr=0.1, lr_decay=0.01)), ("Adadelta", dict(lr=0.5))]
+                ("Adagrad", dict(lr=0.1, lr_decay=0.01)), ("Adadelta", dict(lr=0.5)),
+                ("RAdam", dict(lr=0.05)), ("Adamax", dict(lr=0.05)), ("ASGD", dict(lr=0.05, t0=5)),
+                ("Rprop", dict(lr=0.05))]
+# NAdam is not here: its 0-d "mu_product" is float32 until a load casts it to the parameter's dtype (torch's
+# load_state_dict does the same), so a resumed float64 run rounds it differently; see the next test
 
 
 @pytest.mark.parametrize("name,kwargs", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
@@ -128,6 +176,47 @@ def test_state_dict_resume_continues_identically(name, kwargs):
     start = (w.detach().numpy().copy(), b.detach().numpy().copy())
     rest, _, _ = trajectory(ember, make, "float64", steps=10, start=start, opt_state=state)
     np.testing.assert_array_equal(np.concatenate([first, rest]), full)
+
+
+def _to_ember(value):
+    """A torch state dict's values as Ember's (tensors through NumPy; lists, dicts and numbers as they are)."""
+    if isinstance(value, torch.Tensor):
+        return ember.from_numpy(value.detach().numpy().copy())
+    if isinstance(value, dict):
+        return {k: _to_ember(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_ember(v) for v in value]
+    return value
+
+
+NEW_RESUME_CASES = [("NAdam", dict(lr=0.05)), ("NAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
+                    ("RAdam", dict(lr=0.05)), ("Adamax", dict(lr=0.05)), ("ASGD", dict(lr=0.05, t0=5)),
+                    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5)))]
+
+
+@pytest.mark.parametrize("name,kwargs", NEW_RESUME_CASES, ids=[c[0] for c in NEW_RESUME_CASES])
+def test_state_dict_resume_matches_torch_resume(name, kwargs):
+    # torch's state dict loaded into Ember, and Ember's own, both continue as torch continues after loading
+    # its state dict (which casts the 0-d mu_product, eta and mu to the parameter's dtype)
+    def make(optim, params):
+        return getattr(optim, name)(params, **kwargs)
+
+    _, opt_t, (w_t, b_t) = trajectory(torch, make, "float64", steps=8)
+    _, opt_e, (w_e, b_e) = trajectory(ember, make, "float64", steps=8)
+    start_t = (w_t.detach().numpy().copy(), b_t.detach().numpy().copy())
+    start_e = (w_e.detach().numpy().copy(), b_e.detach().numpy().copy())
+    torch_sd = copy.deepcopy(opt_t.state_dict())
+    # torch's load keeps the "step" tensor it is given (no copy) and counts on in it: load a copy
+    expected, opt_t2, _ = trajectory(torch, make, "float64", steps=8, start=start_t, opt_state=copy.deepcopy(torch_sd))
+    from_torch, opt_e2, _ = trajectory(ember, make, "float64", steps=8, start=start_t, opt_state=_to_ember(torch_sd))
+    from_ember, _, _ = trajectory(ember, make, "float64", steps=8, start=start_e,
+                                  opt_state=copy.deepcopy(opt_e.state_dict()))
+    np.testing.assert_allclose(from_torch, expected, **TOL["float64"])
+    np.testing.assert_allclose(from_ember, expected, **TOL["float64"])
+    assert_state_matches_torch(opt_e2.state_dict(), opt_t2.state_dict())
+    for ours, theirs in zip(opt_e2.state.values(), opt_t2.state.values()):   # the scalar state's dtype too
+        assert {k: str(v.dtype)[-7:] for k, v in ours.items() if k != "step"} == \
+            {k: str(v.dtype)[-7:] for k, v in theirs.items() if k != "step"}
 
 
 @pytest.mark.cuda
@@ -216,7 +305,8 @@ def test_gradients_zeroed_in_place_match_torch(name, kwargs):
 
 # one case per optimizer and option set whose step reads the learning rate (issue 17: lr is a 0-d tensor
 # input of the update, rewritten in place only when group["lr"] changes)
-LR_CASES = [c for i, c in enumerate(CASES) if i in (1, 3, 5, 7, 11, 16, 18, 19, 21, 23)]
+LR_CASES = [c for i, c in enumerate(CASES) if i in (1, 3, 5, 7, 11, 16, 18, 19, 21, 23, 27, 28, 29, 31, 33, 34, 37,
+                                                    39)]
 
 
 def _run_with_hook(lib, make_opt, steps, hook, dtypes=("float64", "float64")):
@@ -256,7 +346,9 @@ def test_lr_changed_between_steps_matches_torch(name, kwargs):
 
 
 @pytest.mark.parametrize("name,kwargs", [("SGD", dict(momentum=0.9)), ("Adam", dict()), ("RMSprop", dict()),
-                                         ("Adagrad", dict()), ("Adadelta", dict())])
+                                         ("Adagrad", dict()), ("Adadelta", dict()), ("NAdam", dict()),
+                                         ("RAdam", dict()), ("Adamax", dict()), ("ASGD", dict(t0=2)),
+                                         ("Rprop", dict())])
 def test_tensor_lr_matches_torch(name, kwargs):
     # torch accepts a 0-d tensor as lr and reads its current value at every step
     def make(lib, params):
@@ -268,6 +360,38 @@ def test_tensor_lr_matches_torch(name, kwargs):
 
     expected, _ = _run_with_hook(torch, make, 6, hook)
     actual, _ = _run_with_hook(ember, make, 6, hook)
+    np.testing.assert_allclose(actual, expected, **TOL["float64"])
+
+
+SCHEDULED = [  # a real scheduler between steps; OneCycleLR also cycles beta1 of the optimizers that have betas
+    ("NAdam", dict(weight_decay=0.1, decoupled_weight_decay=True), "OneCycleLR"),
+    ("RAdam", dict(), "OneCycleLR"), ("Adamax", dict(), "OneCycleLR"), ("NAdam", dict(), "CosineAnnealingLR"),
+    ("RAdam", dict(weight_decay=0.1), "CosineAnnealingLR"), ("ASGD", dict(t0=3), "CosineAnnealingLR"),
+    ("ASGD", dict(t0=3), "OneCycleLR-no-momentum"), ("Rprop", dict(), "CosineAnnealingLR"),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,scheduler", SCHEDULED, ids=[f"{n}-{s}" for n, _, s in SCHEDULED])
+def test_lr_scheduler_drives_the_newer_optimizers_like_torch(name, kwargs, scheduler):
+    steps = 20
+
+    def make(lib, params):
+        opt = getattr(lib.optim, name)(params, **dict(kwargs, lr=0.05))
+        S = lib.optim.lr_scheduler
+        if scheduler == "CosineAnnealingLR":
+            opt.sched = S.CosineAnnealingLR(opt, T_max=8, eta_min=0.001)
+        else:
+            opt.sched = S.OneCycleLR(opt, max_lr=0.1, total_steps=steps + 1,
+                                     cycle_momentum=scheduler == "OneCycleLR")
+        return opt
+
+    def hook(lib, opt, step):
+        if step > 0:
+            opt.sched.step()
+
+    expected, opt_t = _run_with_hook(torch, make, steps, hook)
+    actual, opt_e = _run_with_hook(ember, make, steps, hook)
+    assert [g["lr"] for g in opt_e.param_groups] == pytest.approx([g["lr"] for g in opt_t.param_groups], rel=1e-12)
     np.testing.assert_allclose(actual, expected, **TOL["float64"])
 
 
