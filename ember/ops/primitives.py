@@ -786,10 +786,16 @@ class Compare(Primitive):
         op = self.op
         if op == "isclose":
             return array_module(a).isclose(a, b, self.rtol, self.atol, self.equal_nan)
-        return (a == b if op == "eq" else a != b if op == "ne" else a < b if op == "lt" else
-                a <= b if op == "le" else a > b if op == "gt" else a >= b)
+        if a.dtype.kind == "V" and op not in ("eq", "ne"):
+            with np.errstate(invalid="ignore"):   # bfloat16's ordering ufuncs warn at NaN; torch is silent
+                return _order(op, a, b)
+        return (a == b if op == "eq" else a != b if op == "ne" else _order(op, a, b))
 
     def infer(self, a, b): return _bcast(a, b), _BOOL
+
+
+def _order(op, a, b):
+    return a < b if op == "lt" else a <= b if op == "le" else a > b if op == "gt" else a >= b
 
 
 class Logic(Primitive):
@@ -901,12 +907,19 @@ class ArgSort(Primitive):
         xp = array_module(x)
         if x.ndim == 0:
             return xp.zeros((), np.int64)
-        if self.descending:
-            key = ~x if x.dtype == np.bool_ else -x
-            if x.dtype.kind == "u":   # -x wraps: sort the reversed order instead
-                key = xp.iinfo(x.dtype).max - x
-            return xp.argsort(key, axis=self.axis, kind="stable").astype(np.int64)
-        return xp.argsort(x, axis=self.axis, kind="stable").astype(np.int64)
+        if x.dtype.kind == "V":   # bfloat16: its own sort misplaces NaN (and everything after it)
+            x = x.astype(np.float32)
+        if not self.descending:
+            return xp.argsort(x, axis=self.axis, kind="stable").astype(np.int64)   # NaN last, as torch
+        key = ~x if x.dtype == np.bool_ else -x
+        if x.dtype.kind == "u":   # -x wraps: sort the reversed order instead
+            key = xp.iinfo(x.dtype).max - x
+        order = xp.argsort(key, axis=self.axis, kind="stable")
+        if x.dtype.kind == "f" and (xp is not np or np.isnan(x).any()):
+            # descending, NaN counts as the largest value (torch): the NaNs, last so far, go first
+            nan_last = xp.isnan(xp.take_along_axis(x, order, axis=self.axis))
+            order = xp.take_along_axis(order, xp.argsort(~nan_last, axis=self.axis, kind="stable"), axis=self.axis)
+        return order.astype(np.int64)
 
     def infer(self, x): return x.shape, _INT64
 
@@ -936,11 +949,15 @@ class Unique(Primitive):
 
     def forward(self, x):
         xp = array_module(x)
+        dtype = x.dtype
+        if dtype.kind == "V":   # bfloat16's own sort misplaces NaN: in float32 (exact), back at the end
+            x = x.astype(np.float32)
+        kw = {"equal_nan": False} if x.dtype.kind == "f" else {}   # each NaN its own value, as torch
         if self.part == "values":
-            return xp.unique(x, axis=self.axis)
+            return xp.unique(x, axis=self.axis, **kw).astype(dtype, copy=False)
         if self.part == "counts":
-            return xp.unique(x, return_counts=True, axis=self.axis)[1].astype(np.int64)
-        inv = xp.unique(x, return_inverse=True, axis=self.axis)[1]
+            return xp.unique(x, return_counts=True, axis=self.axis, **kw)[1].astype(np.int64)
+        inv = xp.unique(x, return_inverse=True, axis=self.axis, **kw)[1]
         return inv.reshape(x.shape if self.axis is None else -1).astype(np.int64)
 
     def infer(self, x):

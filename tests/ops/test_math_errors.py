@@ -352,3 +352,13 @@ def test_addcmul_computes_in_the_promoted_dtype_and_addcdiv_refuses_integer_divi
     raises_exactly(lambda: ember.addcdiv(x, t, t), RuntimeError,
                    "addcdiv: Integer division with addcdiv is no longer supported: use (input + value * tensor1 / "
                    "tensor2) for a true division, or (input + value * trunc(tensor1 / tensor2)).to(input.dtype)")
+
+
+def test_bfloat16_order_comparisons_at_nan_are_silent_as_torch():
+    # ml_dtypes' bfloat16 `<` warns "invalid value encountered" at NaN; torch (and float32) do not
+    x = ember.tensor([float("nan"), 1.0, 2.0], dtype=ember.bfloat16)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [(x < 1).tolist(), (x >= 1).tolist(), (1 > x).tolist(), ember.where(x > 0, x, 0.0).tolist()]
+    assert got == [[False, False, False], [False, True, True], [False, False, False], [0.0, 1.0, 2.0]]

@@ -353,6 +353,21 @@ def test_sort_stable_ties_and_ints():
     check_op(lambda L, a: a.argsort(stable=True), a)
 
 
+NAN_ROW = np.array([1.0, np.nan, 3.0, -2.0, np.nan, np.inf, 3.0, -np.inf])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, a: a.sort(stable=True), lambda L, a: a.sort(descending=True, stable=True),
+    lambda L, a: a.argsort(descending=True), lambda L, a: a.topk(3), lambda L, a: a.topk(3, largest=False),
+    lambda L, a: a.kthvalue(2), lambda L, a: a.reshape(2, 4).sort(dim=0, descending=True, stable=True),
+    lambda L, a: L.unique(a, return_inverse=True, return_counts=True),
+], ids=["sort", "sort-desc", "argsort-desc", "topk", "topk-smallest", "kthvalue", "sort-dim0-desc", "unique"])
+def test_sort_family_puts_nan_where_torch_does(fn):
+    # descending, NaN is the largest value and comes first (it came last); bfloat16's own sort misplaced
+    # NaN and everything after it; unique keeps each NaN (NumPy's merges them)
+    check_op(fn, NAN_ROW, dtypes=("float32", "float64", "float16", "bfloat16"), grad=False)
+
+
 def test_unique():
     a = np.array([3, 1, 2, 1, 3, 0], dtype=np.int64)
     check_op(lambda L, a: L.unique(a), a)
