@@ -42,6 +42,11 @@ def _values(rng, shape, dtype):
         return rng.integers(-6, 7, shape).astype(dtype)
     v = np.asarray(rng.standard_normal(shape) * 2)
     v[np.asarray(rng.random(shape) < 0.05)] = 0.0   # exact zeros: log, div, sign, prod's gradient paths
+    if rng.random() < 0.25:   # NaN and infinities in a quarter of the float inputs (they found the NaN
+        special = np.asarray(rng.random(shape))       # order of descending sorts and topk)
+        v[special < 0.06] = np.nan
+        v[(special >= 0.06) & (special < 0.10)] = np.inf
+        v[(special >= 0.10) & (special < 0.14)] = -np.inf
     return v
 
 
@@ -187,6 +192,8 @@ REDUCTIONS = {   # name -> (fn, args)
     "F.normalize": (lambda L, x, **k: L.nn.functional.normalize(x, **k), _dim_args),
     "sort": (lambda L, x, **k: L.sort(x, **k), _dim_args),
     "argsort": (lambda L, x, **k: L.argsort(x, stable=True, **k), _dim_args),
+    "sort_descending": (lambda L, x, **k: L.sort(x, descending=True, stable=True, **k), _dim_args),
+    "unique": (lambda L, x: L.unique(x, return_inverse=True, return_counts=True), _no_args),
     # values, and the input at the indices: which of equal elements topk picks is not specified (torch
     # returns index 2 of [3, 3, 3, 3]; Ember the first)
     "topk": (lambda L, x, **k: (lambda r: (r[0], x.gather(k.get("dim", -1), r[1]) if x.ndim else r[1]))(
@@ -285,7 +292,7 @@ def _compare(case, t_out, e_out):
 
 def _names(op):
     """The names an Ember error for `op` may carry (its own, or the public op it is written in)."""
-    base = op.split(".")[-1].replace("_alpha", "").replace("_all", "")
+    base = op.split(".")[-1].replace("_alpha", "").replace("_all", "").replace("_descending", "")
     return {base, {"min_all": "min"}.get(op, base)}
 
 
