@@ -308,6 +308,11 @@ def _root(a):
 _EPOCHS = itertools.count(1)
 
 
+# Primitives whose output shape comes from their inputs' values (x[mask] is Index with a bool mask):
+# a replay would keep the traced shape, so a call that records one runs eagerly (compiler.py)
+DATA_SHAPED = {"Nonzero", "Unique"}
+
+
 class Tracer(DispatchMode):
     """Records each primitive call into `graph` while it runs the call eagerly."""
 
@@ -327,6 +332,7 @@ class Tracer(DispatchMode):
         self.thread = threading.get_ident()
         self.epoch = next(_EPOCHS)   # stamped on the tensors made while the call runs (Tensor._born)
         self.ran_backward = False
+        self.data_shaped = []  # "Index at f.py:3": outputs whose shape the input values decide
 
     def backward_started(self):
         self.ran_backward = True
@@ -340,6 +346,9 @@ class Tracer(DispatchMode):
                 if vid not in self.initial:
                     self.initial[vid] = self.leaf_arrays[vid].copy()
         out = prim.apply(*inputs, **attrs)
+        if prim.__name__ in DATA_SHAPED or (prim.__name__ == "Index" and
+                                            any(t._data.dtype == np.bool_ for t in inputs[1:])):
+            self.data_shaped.append(f"{prim.__name__.lower()} at {where}")
         outs = out if isinstance(out, tuple) else (out,)
         vals = []
         for t in outs:
@@ -488,6 +497,7 @@ class Capture:
         self.out_devices = []
         self.graphless = False   # eagerly its outputs had an autograd graph, and no backward ran
         self.entropy = []        # generators drawn from outside ember's random primitives (entropy.py)
+        self.data_shaped = []    # outputs whose shape depends on values ("index at f.py:3"; Tracer)
 
 
 def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capture:
@@ -523,6 +533,7 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
         result = fn(*args, **kwargs)
     cap.result = result
     cap.entropy = watch.found
+    cap.data_shaped = tracer.data_shaped
     cap.arg_grads = [namer(path) + ".grad" for path, t in arg_leaves
                      if t.requires_grad and t._node is None and t.grad is not None]
     gc.collect(1)   # so that only tensors something really holds count as state or escapes (young
@@ -531,6 +542,11 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
     names = state_names(mods, opts)
     for t in loose:
         names.setdefault(id(t._data), (t, loose_names[id(t)]))
+
+    out_leaves = []
+    cap.out_spec = flatten(result, "", out_leaves)
+    for _, t in out_leaves:   # a result no primitive made (a parameter returned as it is) is a leaf too
+        tracer.value_of(t)
 
     # classify leaves
     made_here = []   # tensors the call made that hold a leaf and outlive it
@@ -575,8 +591,6 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
         cap.gen_total[gen] = gen._offset - start
 
     # results: tensors become outputs, read values returned as they are become read outputs
-    out_leaves = []
-    cap.out_spec = flatten(result, "", out_leaves)
     read_ids = {id(r[2]): i for i, r in enumerate(tracer.reads) if r[1] != "numpy"}
     returned_reads = set()
     _mark_reads(cap.out_spec, read_ids, returned_reads, tracer.reads, cap)

@@ -327,6 +327,15 @@ class CompiledFunction:
                 raise GuardError(msg)
             _warn(msg)
             entry.eager, entry.why_eager = True, "random numbers drawn outside ember"
+        if cap.data_shaped and not entry.eager:
+            msg = (f"ember.compile({self.__name__}): the shape of a result depends on tensor values "
+                   f"({'; '.join(cap.data_shaped[:3])}: a boolean mask, nonzero or unique); a replay would "
+                   f"keep this call's shape, so this function runs eagerly. Keep shapes fixed (e.g. "
+                   f"(x * mask).sum() or ember.where(mask, x, 0) instead of x[mask])")
+            if self.strict:
+                raise GuardError(msg)
+            _warn(msg)
+            entry.eager, entry.why_eager = True, "shapes that depend on values"
         devs = {v.device for v in cap.graph.values}
         if not entry.eager and devs - {"cpu"}:
             entry.eager, entry.why_eager = True, f"device {sorted(devs - {'cpu'})}"

@@ -775,3 +775,48 @@ def test_optimizer_state_loaded_between_calls_retraces():
     with pytest.warns(UserWarning, match=r"Adam\.state: its tensors were replaced"):
         got = scenario(True)
     np.testing.assert_array_equal(got, want)
+
+
+def _positive_sum(x):
+    return x[x > 0].sum() * 2
+
+
+@pytest.mark.parametrize("fn,what", [(_positive_sum, "index at"), (lambda x: ember.nonzero(x > 0).float().sum(), "nonzero at"),
+                                     (lambda x: ember.unique(x.round()).sum(), "unique at")])
+def test_a_shape_that_depends_on_values_runs_eagerly(fn, what):
+    # x[x > 0] has as many elements as x has positives: a replay kept the traced shape and raised
+    # CompileError at the first call with another count (or, from the generated code, went on with it)
+    xs = [ember.tensor(np.random.default_rng(i).standard_normal(12)) for i in range(4)]
+    f = ember.compile(fn)
+    with pytest.warns(UserWarning, match=rf"shape of a result depends on tensor values \({what} .*runs eagerly"):
+        got = [f(x).item() for x in xs]
+    np.testing.assert_allclose(got, [fn(x).item() for x in xs], rtol=1e-12)
+    assert f.cache_info().eager_entries == ["shapes that depend on values"]
+    with pytest.raises(GuardError, match=rf"shape of a result depends on tensor values \({what}"):
+        ember.compile(fn, strict=True)(xs[0])
+    with pytest.raises(GuardError, match="depends on tensor values"):
+        ember.jit.trace(fn, xs[0])
+
+
+def test_a_mask_set_and_masked_fill_keep_shapes_and_stay_compiled():
+    def f(x):
+        y = x.clone()
+        y[y < 0] = 0.0            # the result's shape is x's: no value decides it
+        return y.masked_fill(x > 1, 1.0).sum()
+    xs = [ember.tensor(np.random.default_rng(i).standard_normal(12)) for i in range(3)]
+    c = ember.compile(f, strict=True)
+    assert [c(x).item() for x in xs] == [f(x).item() for x in xs]
+    assert c.cache_info().hits == 2
+
+
+def test_a_state_tensor_returned_as_it_is_is_read_at_each_replay():
+    # W.detach() records no primitive: its array became an output leaf that was never classified, and
+    # the first replay failed with KeyError
+    w = ember.ones(3, requires_grad=True)
+    f = ember.compile(lambda x: (w.detach(), x * 2))
+    for k in range(3):
+        a, b = f(ember.ones(2))
+        assert a.tolist() == [1.0 + k] * 3 and b.tolist() == [2.0, 2.0]
+        with ember.no_grad():
+            w.add_(1.0)
+    assert f.cache_info().hits == 2
