@@ -377,3 +377,11 @@ def float_power_(self, exponent):
 
 
 Tensor.float_power_ = float_power_
+
+from .ops import indexing as _Ix  # noqa: E402
+
+for _name in """select select_scatter slice_scatter diagonal_scatter index_copy index_reduce scatter_reduce put
+                unique_consecutive diagflat split_with_sizes unfold fill_diagonal_""".split():
+    setattr(Tensor, _name, getattr(_Ix, _name))
+for _name in "index_copy index_reduce scatter_reduce put".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
