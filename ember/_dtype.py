@@ -6,6 +6,7 @@ A `dtype` is a small immutable object naming a NumPy dtype. bfloat16 comes from 
 from __future__ import annotations
 
 import builtins as _b
+import math as _math
 
 import numpy as np
 
@@ -198,7 +199,7 @@ class finfo:
         self.bits = d.itemsize * 8
         self.eps, self.max, self.min = _py_float(info.eps), _py_float(info.max), _py_float(info.min)
         self.tiny = self.smallest_normal = _py_float(info.tiny)
-        self.resolution = _py_float(10.0 ** -_py_int(np.floor(-np.log10(_py_float(info.eps)))))
+        self.resolution = 10.0 ** -_math.floor(-_math.log10(self.eps))   # NumPy's: 10 ** -decimal digits
         self.dtype = d.name
 
     def __repr__(self):

@@ -410,8 +410,8 @@ def combinations(input, r=2, with_replacement=False):
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
     from .creation import tensor
-    idx = tensor(rows if rows else np.zeros((0, r), np.int64), dtype=_dtype.int64, device=input.device)
-    return S.reshape(S.index_select(input, 0, S.reshape(idx, -1)), (len(rows), r))
+    idx = tensor([i for row in rows for i in row], dtype=_dtype.int64, device=input.device)
+    return S.reshape(S.index_select(input, 0, idx), (len(rows), r))
 
 
 def broadcast_shapes(*shapes):
