@@ -12,7 +12,7 @@ import builtins as _builtins
 
 from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool,
                      half, float, double, short, int, long, get_default_dtype, set_default_dtype,
-                     promote_types, result_type)
+                     promote_types, result_type, finfo, iinfo, can_cast)
 from ._device import device
 from ._memory import OutOfMemoryError
 from ._tensor import Tensor
@@ -25,6 +25,8 @@ from .ops.elementwise import *  # noqa: F401,F403
 from .ops.aliases import *  # noqa: F401,F403
 from .ops.reductions import *  # noqa: F401,F403
 from .ops.stacking import *  # noqa: F401,F403
+from .ops.pointwise import *  # noqa: F401,F403
+from .ops.indexing import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
@@ -46,6 +48,8 @@ from .ops.elementwise import __all__ as _elementwise_all
 from .ops.aliases import __all__ as _aliases_all
 from .ops.reductions import __all__ as _reductions_all
 from .ops.stacking import __all__ as _stacking_all
+from .ops.pointwise import __all__ as _pointwise_all
+from .ops.indexing import __all__ as _indexing_all
 
 __version__ = "0.1.0"
 
@@ -124,6 +128,7 @@ def __getattr__(name):
 __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
+    + _pointwise_all + _indexing_all
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson"]

@@ -6,11 +6,13 @@ A `dtype` is a small immutable object naming a NumPy dtype. bfloat16 comes from 
 from __future__ import annotations
 
 import builtins as _b
+import math as _math
 
 import numpy as np
 
 __all__ = ["dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
-           "int64", "uint8", "bool", "get_default_dtype", "set_default_dtype", "promote_types"]
+           "int64", "uint8", "bool", "get_default_dtype", "set_default_dtype", "promote_types", "finfo", "iinfo",
+           "can_cast"]
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
 _py_float, _py_int, _py_bool = _b.float, _b.int, _b.bool
@@ -175,3 +177,59 @@ def result_type(*operands) -> dtype:
             d, g = scalar_dtype(x), 2
         groups[g] = d if groups[g] is None else promote_types(groups[g], d)
     return _combine(groups[0], _combine(groups[1], groups[2]))
+
+
+class finfo:
+    """Machine limits of a floating-point dtype (the default dtype when none is given), as torch.finfo:
+    `bits`, `eps`, `max`, `min`, `tiny` (= `smallest_normal`), `resolution` and `dtype` (its name).
+
+    >>> ember.finfo(ember.float16).max
+    65504.0
+    """
+
+    def __init__(self, type=None):   # noqa: A002 (torch's name)
+        d = _default if type is None else to_dtype(type)
+        if not d.is_floating_point:
+            raise TypeError(f"finfo: requires a floating point input type, got {d}; use ember.iinfo for it")
+        if d is bfloat16:
+            import ml_dtypes
+            info = ml_dtypes.finfo(d.np)
+        else:
+            info = np.finfo(d.np)
+        self.bits = d.itemsize * 8
+        self.eps, self.max, self.min = _py_float(info.eps), _py_float(info.max), _py_float(info.min)
+        self.tiny = self.smallest_normal = _py_float(info.tiny)
+        self.resolution = 10.0 ** -_math.floor(-_math.log10(self.eps))   # NumPy's: 10 ** -decimal digits
+        self.dtype = d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.tiny:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype, as torch.iinfo: `bits`, `max`, `min` and `dtype` (its name).
+
+    >>> ember.iinfo(ember.uint8).max
+    255
+    """
+
+    def __init__(self, type):   # noqa: A002 (torch's name)
+        d = to_dtype(type)
+        if d.category != _INT:
+            raise TypeError(f"iinfo: requires an integer input type, got {d}; use ember.finfo for floats")
+        info = np.iinfo(d.np)
+        self.bits, self.max, self.min, self.dtype = d.itemsize * 8, _py_int(info.max), _py_int(info.min), d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def can_cast(from_, to) -> _b.bool:
+    """Whether torch's casting rules allow `from_` to `to` in an op's output: not to a lower category
+    (float to integer, or to bool).
+
+    >>> ember.can_cast(ember.float32, ember.int32), ember.can_cast(ember.int64, ember.float16)
+    (False, True)
+    """
+    return to_dtype(from_).category <= to_dtype(to).category

@@ -355,3 +355,35 @@ from .ops import stacking as _St  # noqa: E402
 
 for _name in ("hsplit", "vsplit", "dsplit", "rot90"):
     setattr(Tensor, _name, getattr(_St, _name))
+
+from .ops import pointwise as _Pw  # noqa: E402
+
+for _name in _Pw.__all__:
+    setattr(Tensor, _name, getattr(_Pw, _name))
+for _name in """gcd lcm heaviside ldexp nextafter bitwise_left_shift bitwise_right_shift logit xlogy sinc erfc
+                exp2 log2 log10 frac""".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+Tensor.__lshift__, Tensor.__rlshift__ = _Pw.bitwise_left_shift, _r(_Pw.bitwise_left_shift)
+Tensor.__rshift__, Tensor.__rrshift__ = _Pw.bitwise_right_shift, _r(_Pw.bitwise_right_shift)
+Tensor.__ilshift__ = lambda self, o: _view_safe(self, "bitwise_left_shift_", o)
+Tensor.__irshift__ = lambda self, o: _view_safe(self, "bitwise_right_shift_", o)
+
+
+def float_power_(self, exponent):
+    """In-place float_power: the result is float64, so this tensor must be float64 (as torch)."""
+    if self.dtype is not _dtype.float64:
+        from ._errors import op_error
+        raise op_error("float_power_", f"the base given to float_power_ has dtype {self.dtype.name} but the "
+                                       f"operation's result requires dtype float64")
+    return inplace(self, lambda s: M.float_power(s, exponent), "float_power_")
+
+
+Tensor.float_power_ = float_power_
+
+from .ops import indexing as _Ix  # noqa: E402
+
+for _name in """select select_scatter slice_scatter diagonal_scatter index_copy index_reduce scatter_reduce put
+                unique_consecutive diagflat split_with_sizes unfold fill_diagonal_""".split():
+    setattr(Tensor, _name, getattr(_Ix, _name))
+for _name in "index_copy index_reduce scatter_reduce put".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))

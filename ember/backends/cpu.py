@@ -93,6 +93,12 @@ def scatter_add(out, key, values) -> None:
     np.add.at(out, key, values)
 
 
+def scatter_reduce(out, key, values, ufunc: str) -> None:
+    """out[key] = ufunc(out[key], values) in place, repeated indices combining ('multiply', 'maximum',
+    'minimum': NumPy's `ufunc.at`)."""
+    getattr(np, ufunc).at(out, key, values)
+
+
 _erf = None
 
 

@@ -150,3 +150,18 @@ def scatter_add(out, key, values) -> None:
         return _fake.scatter_add(out, key, values)
     import cupyx
     cupyx.scatter_add(out, key, values)
+
+
+def scatter_reduce(out, key, values, ufunc: str) -> None:
+    """out[key] = ufunc(out[key], values) in place for 'maximum' / 'minimum' (cupyx's scatter kernels);
+    'multiply', which CuPy has no scatter kernel for, on the host."""
+    if FAKE:
+        return _fake.scatter_reduce(out, key, values, ufunc)
+    import cupy
+    import cupyx
+    if ufunc != "multiply":
+        return getattr(cupyx, "scatter_max" if ufunc == "maximum" else "scatter_min")(out, key, values)
+    host = cupy.asnumpy(out)
+    np.multiply.at(host, tuple(cupy.asnumpy(k) if isinstance(k, cupy.ndarray) else k for k in key),
+                   cupy.asnumpy(values))
+    out[...] = cupy.asarray(host)

@@ -25,7 +25,7 @@ import types
 
 import numpy as np
 
-__all__ = ["FakeArray", "xp", "scatter_add"]
+__all__ = ["FakeArray", "xp", "scatter_add", "scatter_reduce"]
 
 _IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. "
              "Please use `.get()` to construct a NumPy array explicitly.")
@@ -357,6 +357,11 @@ xp.random = _Namespace("fake_cupy.random", np.random, missing=("default_rng", "G
 def scatter_add(out: FakeArray, key, values) -> None:
     """`cupyx.scatter_add` (NumPy's `add.at`): out[key] += values, repeated indices accumulating."""
     np.add.at(out._a, _index(key), _operand(values) if not isinstance(values, FakeArray) else values._a)
+
+
+def scatter_reduce(out: FakeArray, key, values, ufunc: str) -> None:
+    """`cupyx.scatter_max` / `scatter_min` (NumPy's `maximum.at` / `minimum.at`), and `multiply.at`."""
+    getattr(np, ufunc).at(out._a, _index(key), _operand(values))
 
 
 def erf(x: FakeArray) -> FakeArray:
