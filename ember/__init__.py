@@ -25,6 +25,7 @@ from .ops.elementwise import *  # noqa: F401,F403
 from .ops.aliases import *  # noqa: F401,F403
 from .ops.reductions import *  # noqa: F401,F403
 from .ops.stacking import *  # noqa: F401,F403
+from .ops.products import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
@@ -46,6 +47,7 @@ from .ops.elementwise import __all__ as _elementwise_all
 from .ops.aliases import __all__ as _aliases_all
 from .ops.reductions import __all__ as _reductions_all
 from .ops.stacking import __all__ as _stacking_all
+from .ops.products import __all__ as _products_all
 
 __version__ = "0.1.0"
 
@@ -124,6 +126,7 @@ def __getattr__(name):
 __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
+    + _products_all
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson"]
