@@ -377,3 +377,8 @@ for _name in ("addmm", "addmv", "addr", "baddbmm", "addbmm", "kron", "cross", "d
     setattr(Tensor, _name, getattr(_Pr, _name))
 for _name in ("addmm", "addmv", "addr", "baddbmm", "addbmm"):
     setattr(Tensor, _name + "_", _product_inplace(_name + "_", getattr(_Pr, _name)))
+
+from . import linalg as _L  # noqa: E402
+
+Tensor.cholesky_solve = _L.cholesky_solve
+Tensor.cholesky_inverse = _L.cholesky_inverse
