@@ -1,5 +1,8 @@
 """`ember.linalg`: torch.linalg's solve, inv, det, slogdet, cholesky, qr, svd, svdvals, eigh, eigvalsh and
-the norms, differentiable (twice: the backward formulas are Tensor ops) and batched over leading dims.
+the norms, differentiable (twice: the backward formulas are Tensor ops) and batched over leading dims; and,
+as composites of those, cross, vecdot, multi_dot, solve_triangular, pinv, cond, the _ex variants (an info
+tensor instead of an error), tensorinv, tensorsolve, vander, with torch's cholesky_solve, cholesky_inverse
+and vander (re-exported by `ember`).
 
 Primitives live in `ember/ops/linalg.py` (forward through NumPy's or CuPy's linalg); the norms and det
 are composites. Inputs are float32 or float64, as torch's CPU kernels (no half precision).
@@ -21,11 +24,8 @@ from .ops import math as M
 from .ops import shape as S
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
-           "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular", "pinv", "cond",
-           "inv_ex", "solve_ex", "cholesky_ex", "tensorinv", "tensorsolve", "vander"]
-
-# torch's names outside torch.linalg, re-exported by `ember` (ember.cholesky_solve, ember.vander)
-TORCH_NAMES = ["cholesky_solve", "cholesky_inverse", "vander"]
+           "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular",
+           "pinv", "cond", "inv_ex", "solve_ex", "cholesky_ex", "tensorinv", "tensorsolve", "vander"]
 
 
 class LinAlgError(RuntimeError):
@@ -435,11 +435,11 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     [[0.25, 0.0], [0.0, 4.0]]
     """
     _check_cholesky_factor("cholesky_inverse", L)
-    zero = (S.diagonal(L.detach(), 0, -2, -1) == 0).numpy().reshape(-1, L.shape[-1])
-    if zero.any():
-        batch = int(np.argmax(zero.any(-1)))
+    zero = (S.diagonal(L.detach(), 0, -2, -1) == 0).reshape(-1, L.shape[-1]).tolist()
+    batch = next((b for b, row in enumerate(zero) if any(row)), None)
+    if batch is not None:
         where = f"(Batch element {batch}): " if L.ndim > 2 else ""
-        raise op_error("cholesky_inverse", f"{where}The diagonal element {int(np.argmax(zero[batch])) + 1} is zero, "
+        raise op_error("cholesky_inverse", f"{where}The diagonal element {zero[batch].index(True) + 1} is zero, "
                                            f"the inversion could not be completed because the input matrix is "
                                            f"singular. (A {describe(L)})", LinAlgError)
     L = _reads_triangle(L, upper)
@@ -525,56 +525,56 @@ _SolveExResult = collections.namedtuple("solve_ex", ["result", "info"])
 _CholeskyExResult = collections.namedtuple("cholesky_ex", ["L", "info"])
 
 
-def _lu_info(a):
-    """LAPACK getrf's info for each matrix of a (batch, n, n) NumPy array: 0, or the 1-based index of the
-    first exactly-zero pivot of the LU factorisation with partial pivoting (computed in a's dtype)."""
-    a = np.array(a, copy=True)
+def _lu_info(xp, a):
+    """LAPACK getrf's info for each matrix of a (batch, n, n) array: 0, or the 1-based index of the first
+    exactly-zero pivot of the LU factorisation with partial pivoting (computed in a's dtype)."""
+    a = a.copy()
     count, n = a.shape[0], a.shape[-1]
-    info = np.zeros(count, np.int32)
-    rows = np.arange(count)
+    info = xp.zeros(count, dtype="int32")
+    rows = xp.arange(count)
     for k in range(n):
-        p = k + np.argmax(np.abs(a[:, k:, k]), axis=1)                 # the pivot row of each matrix
+        p = k + xp.argmax(xp.abs(a[:, k:, k]), axis=1)                 # the pivot row of each matrix
         top = a[rows, k, :].copy()
         a[rows, k, :] = a[rows, p, :]
         a[rows, p, :] = top
         pivot = a[:, k, k]
         zero = pivot == 0
         info[(info == 0) & zero] = k + 1
-        factors = np.where(zero[:, None], 0, a[:, k + 1:, k] / np.where(zero, 1, pivot)[:, None])
+        factors = xp.where(zero[:, None], 0, a[:, k + 1:, k] / xp.where(zero, 1, pivot)[:, None])
         a[:, k + 1:, k + 1:] -= factors[:, :, None] * a[:, k, None, k + 1:]
     return info
 
 
-def _cholesky_info(a):
+def _cholesky_info(xp, a):
     """potrf's info for each (lower-triangle-read) matrix of a (batch, n, n): 0, or the order of the first
     leading minor that is not positive-definite."""
     count, n = a.shape[0], a.shape[-1]
-    L = np.zeros_like(a)
-    info = np.zeros(count, np.int32)
+    L = xp.zeros_like(a)
+    info = xp.zeros(count, dtype="int32")
     for k in range(n):
-        d = a[:, k, k] - np.sum(L[:, k, :k] ** 2, axis=-1)
+        d = a[:, k, k] - (L[:, k, :k] ** 2).sum(-1)
         bad = ~(d > 0)                                                  # NaN counts as not positive
         info[(info == 0) & bad] = k + 1
-        root = np.sqrt(np.where(bad, 1, d))
+        root = xp.sqrt(xp.where(bad, 1, d))
         L[:, k, k] = root
         L[:, k + 1:, k] = (a[:, k + 1:, k] - (L[:, k + 1:, :k] @ L[:, k, :k, None])[..., 0]) / root[:, None]
     return info
 
 
 def _info(A, fn):
-    """fn's info over A's batch, as an int32 tensor of shape A.shape[:-2] on A's device (computed on the host,
-    as torch's check_errors synchronises too)."""
-    from .ops.creation import tensor
-    host = np.asarray(A.detach().cpu().numpy()).reshape((-1,) + tuple(A.shape[-2:]))
-    return tensor(fn(host).reshape(tuple(A.shape[:-2])), device=A.device)
+    """fn's info over A's batch: an int32 tensor of shape A.shape[:-2] on A's device (not differentiable)."""
+    from .backends import array_module
+    data = A.detach()._data
+    info = fn(array_module(data), data.reshape((-1,) + tuple(A.shape[-2:])))
+    return Tensor._make(info.reshape(tuple(A.shape[:-2])), A._device)
 
 
 def _raise_info(op, info, A, message):
-    flat = info.cpu().numpy().reshape(-1)
-    bad = np.nonzero(flat > 0)[0]
-    if bad.size:
-        where = f"(Batch element {int(bad[0])}): " if A.ndim > 2 else ""
-        raise op_error(op, f"{where}{message(int(flat[bad[0]]))} (A {describe(A)})", LinAlgError)
+    flat = info.reshape(-1).tolist()
+    bad = next((i for i, v in enumerate(flat) if v > 0), None)
+    if bad is not None:
+        where = f"(Batch element {bad}): " if A.ndim > 2 else ""
+        raise op_error(op, f"{where}{message(flat[bad])} (A {describe(A)})", LinAlgError)
 
 
 def _nan_where(info, A, X, tail):

@@ -218,14 +218,13 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
         raise op_error("diag_embed", f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     v = input.reshape(1) if input.ndim == 0 else input
     m, k = v.shape[-1], abs(offset)
-    n = m + k
-    if k:   # the values padded with zeros to the full side n
+    if k:   # the values padded with zeros to the result's side m + k
         v = S.cat([v, C.zeros(tuple(v.shape[:-1]) + (k,), dtype=v.dtype, device=v.device)], -1)
-    on = S.diag(C.ones(m, dtype=_dtype.bool, device=v.device), offset)    # (n, n): where the values go
+    on = S.diag(C.ones(m, dtype=_dtype.bool, device=v.device), offset)    # (m + k, m + k): where the values go
     # row i holds v[i] for offset >= 0 (out[i, i + k]); column j holds v[j] for offset < 0 (out[j + k, j])
     values = v.unsqueeze(-1) if offset >= 0 else v.unsqueeze(-2)
     zero = C.zeros((), dtype=v.dtype, device=v.device)
-    out = M.where(on, values, zero)                                       # (..., n, n)
+    out = M.where(on, values, zero)                                       # (..., m + k, m + k)
     return S.movedim(out, (-2, -1), (d1, d2)) if (d1, d2) != (nd - 2, nd - 1) else out
 
 

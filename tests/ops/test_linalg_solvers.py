@@ -244,3 +244,11 @@ def test_singular_inputs_raise_linalg_error():
         ember.linalg.cholesky_ex(ember.stack([ember.eye(2), -ember.eye(2)]), check_errors=True)
     with pytest.raises(ember.linalg.LinAlgError, match="diagonal element 2 is zero"):
         ember.cholesky_inverse(ember.diag(ember.tensor([1.0, 0.0])))
+
+
+@pytest.mark.parametrize("name", ["ember.linalg", "ember.ops.products", "ember.ops.reductions"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), extraglobs={"ember": ember}, report=True)
+    assert result.attempted > 0 and result.failed == 0

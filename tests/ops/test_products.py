@@ -14,7 +14,8 @@ from helpers import check_op, Const, NoGrad
 NAN3 = np.array([np.nan, 1.0, -2.0])
 
 CASES = [   # (id, fn(lib, *inputs), inputs)
-    ("addmm_beta0_nan", lambda L, a, b, c: L.addmm(a, b, c, beta=0, alpha=2), [np.full((2, 4), np.nan), (2, 3), (3, 4)]),
+    ("addmm_beta0_nan", lambda L, a, b, c: L.addmm(a, b, c, beta=0, alpha=2),
+     [np.full((2, 4), np.nan), (2, 3), (3, 4)]),
     ("addmm_broadcast_row", lambda L, a, b, c: L.addmm(a, b, c, beta=-1.5), [(4,), (2, 3), (3, 4)]),
     ("addmm_scalar_input", lambda L, a, b, c: L.addmm(a, b, c), [(), (2, 3), (3, 4)]),
     ("addmv", lambda L, a, b, c: L.addmv(a, b, c), [(3,), (3, 4), (4,)]),
@@ -33,7 +34,8 @@ CASES = [   # (id, fn(lib, *inputs), inputs)
                                                                          (2, 4, 5)]),
     ("baddbmm_method", lambda L, a, b, c: a.baddbmm(b, c, alpha=2), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
     ("addbmm", lambda L, a, b, c: L.addbmm(a, b, c), [(3, 5), (2, 3, 4), (2, 4, 5)]),
-    ("addbmm_beta_alpha_broadcast", lambda L, a, b, c: L.addbmm(a, b, c, beta=2, alpha=0.5), [(5,), (2, 3, 4), (2, 4, 5)]),
+    ("addbmm_beta_alpha_broadcast", lambda L, a, b, c: L.addbmm(a, b, c, beta=2, alpha=0.5),
+     [(5,), (2, 3, 4), (2, 4, 5)]),
     ("addbmm_beta0_nan", lambda L, a, b, c: L.addbmm(a, b, c, beta=0), [np.full((3, 5), np.inf), (2, 3, 4), (2, 4, 5)]),
     ("addbmm_method", lambda L, a, b, c: a.addbmm(b, c), [(3, 5), (4, 3, 2), (4, 2, 5)]),
     ("addbmm_empty_batch", lambda L, a, b, c: L.addbmm(a, b, c), [(3, 5), (0, 3, 4), (0, 4, 5)]),
@@ -100,17 +102,20 @@ def test_cross_without_dim_warns_and_takes_the_first_size_3_dim():
 
 
 def test_block_diag_of_nothing_is_one_empty_row():
-    check_op(lambda L: L.block_diag(), grad=False)
+    check_op(lambda L: L.block_diag(), grad=False, device="cpu")   # no input to take a device from
+
+
+def ones(L, s, *shape):
+    """Ones like s (its dtype and device)."""
+    return L.ones(*shape, dtype=s.dtype, device=s.device)
 
 
 @pytest.mark.parametrize("name,call,shape", [
-    ("addmm_", lambda L, s: s.addmm_(L.ones(3, 2, dtype=s.dtype), L.ones(2, 4, dtype=s.dtype), beta=0.5, alpha=2),
-     (3, 4)),
-    ("addmv_", lambda L, s: s.addmv_(L.ones(4, 2, dtype=s.dtype), L.ones(2, dtype=s.dtype), beta=0), (4,)),
-    ("addr_", lambda L, s: s.addr_(L.arange(3, dtype=s.dtype), L.arange(4, dtype=s.dtype), alpha=-1), (3, 4)),
-    ("baddbmm_", lambda L, s: s.baddbmm_(L.ones(2, 3, 2, dtype=s.dtype), L.ones(2, 2, 4, dtype=s.dtype)), (2, 3, 4)),
-    ("addbmm_", lambda L, s: s.addbmm_(L.ones(5, 3, 2, dtype=s.dtype), L.ones(5, 2, 4, dtype=s.dtype), beta=3),
-     (3, 4)),
+    ("addmm_", lambda L, s: s.addmm_(ones(L, s, 3, 2), ones(L, s, 2, 4), beta=0.5, alpha=2), (3, 4)),
+    ("addmv_", lambda L, s: s.addmv_(ones(L, s, 4, 2), ones(L, s, 2), beta=0), (4,)),
+    ("addr_", lambda L, s: s.addr_(L.arange(3, dtype=s.dtype, device=s.device), ones(L, s, 4), alpha=-1), (3, 4)),
+    ("baddbmm_", lambda L, s: s.baddbmm_(ones(L, s, 2, 3, 2), ones(L, s, 2, 2, 4)), (2, 3, 4)),
+    ("addbmm_", lambda L, s: s.addbmm_(ones(L, s, 5, 3, 2), ones(L, s, 5, 2, 4), beta=3), (3, 4)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_inplace_forms_match_torch(name, call, shape):
     def fn(L, x):
