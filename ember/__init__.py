@@ -27,6 +27,7 @@ from .ops.reductions import *  # noqa: F401,F403
 from .ops.stacking import *  # noqa: F401,F403
 from .ops.pointwise import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
+from .ops.products import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
@@ -38,6 +39,7 @@ from . import backends
 from . import cuda
 from . import accelerator
 from . import linalg
+from .linalg import cholesky_solve, cholesky_inverse, _vander as vander  # noqa: F401  (torch.* names)
 from . import scaling
 from .planner import summary  # noqa: E402  (ember.summary: the hardware planner)
 from ._dtype import __all__ as _dtype_all
@@ -50,6 +52,7 @@ from .ops.reductions import __all__ as _reductions_all
 from .ops.stacking import __all__ as _stacking_all
 from .ops.pointwise import __all__ as _pointwise_all
 from .ops.indexing import __all__ as _indexing_all
+from .ops.products import __all__ as _products_all
 
 __version__ = "0.1.0"
 
@@ -129,6 +132,7 @@ __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + _pointwise_all + _indexing_all
+    + _products_all + ["cholesky_solve", "cholesky_inverse", "vander"]
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson"]

@@ -26,7 +26,7 @@ _METHODS = {
           logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not isnan isinf isfinite
           equal allclose isclose sum mean prod var std amax amin max min argmax argmin all any
           count_nonzero logsumexp softmax log_softmax cumsum cumprod norm dist matmul mm bmm mv dot
-          vdot inner outer ger addmm""",
+          vdot inner outer ger""",
     S: """reshape view contiguous clone permute transpose swapaxes swapdims t squeeze unsqueeze expand
           expand_as broadcast_to flatten unflatten ravel narrow split chunk tensor_split unbind flip
           fliplr flipud roll repeat tile repeat_interleave tril triu diagonal diag trace movedim
@@ -387,3 +387,31 @@ for _name in """select select_scatter slice_scatter diagonal_scatter index_copy 
     setattr(Tensor, _name, getattr(_Ix, _name))
 for _name in "index_copy index_reduce scatter_reduce put".split():
     setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+from .ops import products as _Pr  # noqa: E402
+
+
+def _product_inplace(name, fn):
+    """addmm_ and kin: the result must have self's shape (torch's 'Bad in-place call')."""
+    def same_shape(s, out):
+        if tuple(out.shape) != tuple(s.shape):
+            from ._errors import op_error
+            raise op_error(name, f"Bad in-place call: input tensor size {list(s.shape)} and output tensor size "
+                                 f"{list(out.shape)} should match")
+        return out
+
+    def method(self, *args, **kwargs):
+        return inplace(self, lambda s: same_shape(s, fn(s, *args, **kwargs)), name)
+    method.__name__ = name
+    method.__doc__ = f"In-place {name[:-1]}: writes into this tensor and returns it."
+    return method
+
+
+for _name in ("addmm", "addmv", "addr", "baddbmm", "addbmm", "kron", "cross", "diag_embed", "adjoint"):
+    setattr(Tensor, _name, getattr(_Pr, _name))
+for _name in ("addmm", "addmv", "addr", "baddbmm", "addbmm"):
+    setattr(Tensor, _name + "_", _product_inplace(_name + "_", getattr(_Pr, _name)))
+
+from . import linalg as _L  # noqa: E402
+
+Tensor.cholesky_solve = _L.cholesky_solve
+Tensor.cholesky_inverse = _L.cholesky_inverse

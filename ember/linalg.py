@@ -1,5 +1,8 @@
 """`ember.linalg`: torch.linalg's solve, inv, det, slogdet, cholesky, qr, svd, svdvals, eigh, eigvalsh and
-the norms, differentiable (twice: the backward formulas are Tensor ops) and batched over leading dims.
+the norms, differentiable (twice: the backward formulas are Tensor ops) and batched over leading dims; and,
+as composites of those, cross, vecdot, multi_dot, solve_triangular, pinv, cond, the _ex variants (an info
+tensor instead of an error), tensorinv, tensorsolve, vander, with torch's cholesky_solve, cholesky_inverse
+and vander (re-exported by `ember`).
 
 Primitives live in `ember/ops/linalg.py` (forward through NumPy's or CuPy's linalg); the norms and det
 are composites. Inputs are float32 or float64, as torch's CPU kernels (no half precision).
@@ -18,9 +21,11 @@ from ._errors import describe, op_error
 from ._tensor import Tensor
 from .ops import linalg as P
 from .ops import math as M
+from .ops import shape as S
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
-           "eigvalsh", "norm", "vector_norm", "matrix_norm"]
+           "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular",
+           "pinv", "cond", "inv_ex", "solve_ex", "cholesky_ex", "tensorinv", "tensorsolve", "vander"]
 
 
 class LinAlgError(RuntimeError):
@@ -256,3 +261,454 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
         if A.ndim == 2:
             return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+# ---------------------------------------------------------------- products (composites)
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """The 3-vector cross product along `dim`; input and other have the same number of dims and broadcast."""
+    from .ops.products import _cross
+    return _cross("linalg.cross", input, other, dim)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """The dot product of x and y along `dim`, broadcasting the other dims."""
+    _check_float("vecdot", x, "x", low_precision=True)
+    _check_float("vecdot", y, "y", low_precision=True)
+    if x.dtype is not y.dtype:
+        raise op_error("linalg.vecdot", f"Expected x and y to have the same dtype, but found x of type "
+                                        f"{_TORCH_NAMES[x.dtype.name]} and y of type {_TORCH_NAMES[y.dtype.name]} "
+                                        f"instead (x {describe(x)}, y {describe(y)})")
+    return M.sum(x * y, dim)
+
+
+def multi_dot(tensors) -> Tensor:
+    """The product of a chain of matrices, in the order of fewest multiplications; the first may be a 1-D
+    row vector and the last a 1-D column vector (their dim is dropped from the result)."""
+    tensors = list(tensors)
+    n = len(tensors)
+    if n < 2:
+        raise op_error("linalg.multi_dot", f"multi_dot(): expected at least 2 tensors but got {n}")
+    for k, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"linalg.multi_dot: expected a Tensor for tensor {k}, got {type(t).__name__}")
+    first, last = tensors[0], tensors[-1]
+    if first.ndim not in (1, 2):
+        raise op_error("linalg.multi_dot", f"multi_dot(): the first tensor must be 1D or 2D but got {first.ndim}D")
+    if last.ndim not in (1, 2):
+        raise op_error("linalg.multi_dot", f"multi_dot(): the last tensor must be 1D or 2D but got {last.ndim}D")
+    for k in range(1, n - 1):
+        if tensors[k].ndim != 2:
+            raise op_error("linalg.multi_dot", f"multi_dot(): tensor {k} must be 2D but got {tensors[k].ndim}D")
+    for k, t in enumerate(tensors):
+        if t.dtype is not first.dtype:
+            raise op_error("linalg.multi_dot", f"multi_dot(): all tensors must have be the same dtype but tensor 0 "
+                                               f"is {_C_NAMES.get(first.dtype.name, first.dtype.name)} and "
+                                               f"tensor {k} {_C_NAMES.get(t.dtype.name, t.dtype.name)} "
+                                               f"({describe(first)}, {describe(t)})")
+    mats = [first.unsqueeze(0) if first.ndim == 1 else first] + tensors[1:-1] + \
+        [last.unsqueeze(-1) if last.ndim == 1 else last]
+    for k in range(n - 1):
+        if mats[k].shape[1] != mats[k + 1].shape[0]:
+            raise op_error("linalg.multi_dot", f"multi_dot(): tensors {k} and {k + 1} with shapes "
+                                               f"{list(tensors[k].shape)} and {list(tensors[k + 1].shape)} cannot be "
+                                               f"multiplied")
+    out = _chain(mats, _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]]), 0, n - 1)
+    if first.ndim == 1:
+        out = out.squeeze(0)
+    if last.ndim == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+
+
+def _chain_order(dims):
+    """split[i][j]: where the cheapest product of matrices i..j splits (the textbook dynamic programme)."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(mats, split, i, j):
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return M.matmul(_chain(mats, split, i, k), _chain(mats, split, k + 1, j))
+
+
+# ---------------------------------------------------------------- solvers (composites)
+def _eye_like(A):
+    from .ops.creation import eye
+    return eye(A.shape[-1], dtype=A.dtype, device=A.device)
+
+
+def _same_dtype(op, A, B, a="A", b="B"):
+    if A.dtype is not B.dtype:
+        raise op_error(op, f"Expected {a} and {b} to have the same dtype, but found {a} of type "
+                           f"{_TORCH_NAMES[A.dtype.name]} and {b} of type {_TORCH_NAMES[B.dtype.name]} instead "
+                           f"({a} {describe(A)}, {b} {describe(B)})")
+
+
+def _triangle(A, upper, unitriangular=False):
+    """The triangle of A that a triangular solver reads (with 1s on the diagonal when unitriangular)."""
+    if not unitriangular:
+        return A.triu() if upper else A.tril()
+    return (A.triu(1) if upper else A.tril(-1)) + _eye_like(A)
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """X with A X = B (left=True) or X A = B, reading only A's upper or lower triangle (its diagonal taken
+    as 1s when unitriangular); A's gradient is in that triangle, as torch's. B has at least 2 dims.
+
+    >>> U = ember.tensor([[2.0, 1.0], [0.0, 4.0]])
+    >>> ember.linalg.solve_triangular(U, ember.tensor([[4.0], [8.0]]), upper=True).tolist()
+    [[1.0], [2.0]]
+    """
+    _check_matrix("solve_triangular", A)
+    _check_float("solve_triangular", B, "B")
+    if B.ndim < 2:
+        raise op_error("linalg.solve_triangular", f"The input tensor B must have at least 2 dimensions. "
+                                                  f"(B {describe(B)})")
+    n = A.shape[-1]
+    k = B.shape[-2] if left else B.shape[-1]
+    if k != n:
+        eq = "AX = B" if left else "XA = B"
+        raise op_error("linalg.solve_triangular", f"Incompatible shapes of A and B for the equation {eq} "
+                                                  f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    _same_dtype("linalg.solve_triangular", A, B)
+    return solve(_triangle(A, upper, unitriangular), B, left=left)
+
+
+def _reads_triangle(L, upper):
+    """L with only its (upper or lower) triangle's values, and the gradient of the whole of L: torch's
+    cholesky_solve and cholesky_inverse read one triangle but differentiate A = L L^T in the full L."""
+    tri = L.triu() if upper else L.tril()
+    return L + (tri - L).detach()
+
+
+def _check_cholesky_factor(op, L):
+    _check_float(op, L, "A")
+    if L.ndim < 2:
+        raise op_error(op, f"{op}: The input tensor A must have at least 2 dimensions. (A {describe(L)})")
+    if L.shape[-1] != L.shape[-2]:
+        raise op_error(op, f"{op}: A must be batches of square matrices, but they are {L.shape[-2]} by "
+                           f"{L.shape[-1]} matrices (A {describe(L)})")
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """X with A X = B for A = L L^T (or U^T U with upper=True), given the Cholesky factor L.
+
+    >>> L = ember.tensor([[2.0, 0.0], [1.0, 1.0]])     # A = [[4, 2], [2, 2]]
+    >>> ember.cholesky_solve(ember.tensor([[6.0], [4.0]]), L).tolist()
+    [[1.0], [1.0]]
+    """
+    _check_float("cholesky_solve", B, "B")
+    if B.ndim < 2:
+        raise op_error("cholesky_solve", f"b should have at least 2 dimensions, but has {B.ndim} dimensions "
+                                         f"instead (b {describe(B)})")
+    _check_cholesky_factor("cholesky_solve", L)
+    if B.shape[-2] != L.shape[-1]:
+        raise op_error("cholesky_solve", f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                                         f"{L.shape[-1]} by {L.shape[-1]} but each b matrix is {B.shape[-2]} by "
+                                         f"{B.shape[-1]}")
+    _same_dtype("cholesky_solve", B, L, "b", "A")
+    L = _reads_triangle(L, upper)
+    if upper:   # A = U^T U: X = U^-1 U^-T B
+        return solve(L, solve(L.mT, B))
+    return solve(L.mT, solve(L, B))
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """A^-1 for A = L L^T (or U^T U with upper=True), given the Cholesky factor L.
+
+    >>> ember.cholesky_inverse(ember.tensor([[2.0, 0.0], [0.0, 0.5]])).tolist()
+    [[0.25, 0.0], [0.0, 4.0]]
+    """
+    _check_cholesky_factor("cholesky_inverse", L)
+    zero = (S.diagonal(L.detach(), 0, -2, -1) == 0).reshape(-1, L.shape[-1]).tolist()
+    batch = next((b for b, row in enumerate(zero) if any(row)), None)
+    if batch is not None:
+        where = f"(Batch element {batch}): " if L.ndim > 2 else ""
+        raise op_error("cholesky_inverse", f"{where}The diagonal element {zero[batch].index(True) + 1} is zero, "
+                                           f"the inversion could not be completed because the input matrix is "
+                                           f"singular. (A {describe(L)})", LinAlgError)
+    L = _reads_triangle(L, upper)
+    Linv = inv(L)
+    return Linv @ Linv.mT if upper else Linv.mT @ Linv   # U^-1 U^-T, or L^-T L^-1
+
+
+def _default_rtol(A, atol, rtol):
+    if rtol is not None:
+        return rtol
+    if atol is None or (not isinstance(atol, Tensor) and atol == 0):
+        return float(np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
+    return 0.0
+
+
+def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None) -> Tensor:
+    """The Moore-Penrose pseudoinverse (..., n, m) of A (..., m, n), through the SVD (or eigh with
+    hermitian=True): singular values at or below max(atol, rtol * largest) count as zero. rtol defaults to
+    eps * max(m, n) when atol is not given; `rcond` is torch's older name for rtol. atol and rtol may be
+    tensors broadcasting with A's batch dims.
+
+    >>> ember.linalg.pinv(ember.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.0]]
+    """
+    _check_float("pinv", A)
+    if A.ndim < 2:
+        raise op_error("linalg.pinv", f"linalg.pinv({_TORCH_NAMES[A.dtype.name]}{list(A.shape)}): expected a tensor "
+                                      f"with 2 or more dimensions of float, double, cfloat or cdouble types")
+    if rcond is not None:
+        rtol, atol = rcond, 0.0
+    rtol = _default_rtol(A, atol, rtol)
+    atol = 0.0 if atol is None else atol
+    if hermitian:
+        values, vectors = eigh(A)
+        magnitude = M.abs(values)                                          # (..., n)
+    else:
+        U, magnitude, Vh = svd(A, full_matrices=False)                     # S: (..., k)
+    largest = M.amax(magnitude, -1, keepdim=True) if magnitude.shape[-1] else magnitude.sum(-1, keepdim=True)
+    atol = atol.unsqueeze(-1) if isinstance(atol, Tensor) else atol
+    rtol = rtol.unsqueeze(-1) if isinstance(rtol, Tensor) else rtol
+    cutoff = M.maximum(rtol * largest, atol) if isinstance(atol, Tensor) else M.clamp(rtol * largest, min=atol)
+    keep = magnitude > cutoff
+    if hermitian:
+        inverse = M.where(keep, 1.0 / M.where(keep, values, 1.0), 0.0)
+        return (vectors * inverse.unsqueeze(-2)) @ vectors.mT
+    inverse = M.where(keep, 1.0 / M.where(keep, magnitude, 1.0), 0.0)
+    return (Vh.mT * inverse.unsqueeze(-2)) @ U.mT
+
+
+_COND_ORDS = ("fro", "nuc", float("inf"), float("-inf"), 1, -1)
+
+
+def cond(A: Tensor, p=None) -> Tensor:
+    """The condition number of A in the norm p: smax / smin for p=None or 2 (smin / smax for -2), else
+    norm(A, p) * norm(A^-1, p) for square A, inf where A is singular.
+
+    >>> ember.linalg.cond(ember.tensor([[2.0, 0.0], [0.0, 0.5]])).item()
+    4.0
+    """
+    _check_float("cond", A)
+    if A.ndim < 2:
+        raise op_error("linalg.cond", f"linalg.cond: The input tensor must have at least 2 dimensions. "
+                                      f"(A {describe(A)})")
+    if p is None or p in (2, -2) and not isinstance(p, bool):
+        sv = svdvals(A)
+        big, small = M.amax(sv, -1), M.amin(sv, -1)
+        return small / big if p == -2 else big / small
+    if p not in _COND_ORDS or isinstance(p, bool):
+        raise op_error("linalg.cond", f"linalg.cond got an invalid norm type: {p}")
+    if A.shape[-1] != A.shape[-2]:
+        raise op_error("linalg.cond", f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                                      f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    info = _info(A, _lu_info)
+    singular = bool((info > 0).any())
+    Ainv = inv(_usable(A, info)) if singular else inv(A)
+    out = matrix_norm(A, p) * matrix_norm(Ainv, p)
+    return M.where(info > 0, float("inf"), out) if singular else out
+
+
+# ---------------------------------------------------------------- the _ex variants: an info tensor, no raise
+_ExResult = collections.namedtuple("inv_ex", ["inverse", "info"])
+_SolveExResult = collections.namedtuple("solve_ex", ["result", "info"])
+_CholeskyExResult = collections.namedtuple("cholesky_ex", ["L", "info"])
+
+
+def _lu_info(xp, a):
+    """LAPACK getrf's info for each matrix of a (batch, n, n) array: 0, or the 1-based index of the first
+    exactly-zero pivot of the LU factorisation with partial pivoting (computed in a's dtype)."""
+    a = a.copy()
+    count, n = a.shape[0], a.shape[-1]
+    info = xp.zeros(count, dtype="int32")
+    rows = xp.arange(count)
+    for k in range(n):
+        p = k + xp.argmax(xp.abs(a[:, k:, k]), axis=1)                 # the pivot row of each matrix
+        top = a[rows, k, :].copy()
+        a[rows, k, :] = a[rows, p, :]
+        a[rows, p, :] = top
+        pivot = a[:, k, k]
+        zero = pivot == 0
+        info[(info == 0) & zero] = k + 1
+        factors = xp.where(zero[:, None], 0, a[:, k + 1:, k] / xp.where(zero, 1, pivot)[:, None])
+        a[:, k + 1:, k + 1:] -= factors[:, :, None] * a[:, k, None, k + 1:]
+    return info
+
+
+def _cholesky_info(xp, a):
+    """potrf's info for each (lower-triangle-read) matrix of a (batch, n, n): 0, or the order of the first
+    leading minor that is not positive-definite."""
+    count, n = a.shape[0], a.shape[-1]
+    L = xp.zeros_like(a)
+    info = xp.zeros(count, dtype="int32")
+    for k in range(n):
+        d = a[:, k, k] - (L[:, k, :k] ** 2).sum(-1)
+        bad = ~(d > 0)                                                  # NaN counts as not positive
+        info[(info == 0) & bad] = k + 1
+        root = xp.sqrt(xp.where(bad, 1, d))
+        L[:, k, k] = root
+        L[:, k + 1:, k] = (a[:, k + 1:, k] - (L[:, k + 1:, :k] @ L[:, k, :k, None])[..., 0]) / root[:, None]
+    return info
+
+
+def _info(A, fn):
+    """fn's info over A's batch: an int32 tensor of shape A.shape[:-2] on A's device (not differentiable)."""
+    from .backends import array_module
+    data = A.detach()._data
+    info = fn(array_module(data), data.reshape((-1,) + tuple(A.shape[-2:])))
+    return Tensor._make(info.reshape(tuple(A.shape[:-2])), A._device)
+
+
+def _raise_info(op, info, A, message):
+    flat = info.reshape(-1).tolist()
+    bad = next((i for i, v in enumerate(flat) if v > 0), None)
+    if bad is not None:
+        where = f"(Batch element {bad}): " if A.ndim > 2 else ""
+        raise op_error(op, f"{where}{message(flat[bad])} (A {describe(A)})", LinAlgError)
+
+
+def _nan_where(info, A, X, tail):
+    """X with NaN in the results of the matrices whose info is non-zero (A's batch dims, then `tail` dims)."""
+    failed = (info > 0).reshape(tuple(A.shape[:-2]) + (1,) * tail)
+    return M.where(failed, float("nan"), X)
+
+
+def _usable(A, info):
+    """A with the identity in place of the failed matrices, so that the batched op runs for the others."""
+    failed = (info > 0).reshape(tuple(A.shape[:-2]) + (1, 1))
+    return M.where(failed, _eye_like(A), A)
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False):
+    """(inverse, info) with info (A's batch shape, int32) 0 for an invertible matrix, else the 1-based index
+    of the first zero pivot of its LU factorisation; that matrix's inverse is NaN. check_errors=True raises
+    LinAlgError instead.
+
+    >>> ember.linalg.inv_ex(ember.zeros(2, 2)).info.item()
+    1
+    """
+    _check_matrix("inv_ex", A)
+    info = _info(A, _lu_info)
+    if check_errors:
+        _raise_info("linalg.inv_ex", info, A, lambda k: f"The diagonal element {k} is zero, the inversion could not "
+                                                        f"be completed because the input matrix is singular.")
+    if not bool((info > 0).any()):
+        return _ExResult(inv(A), info)
+    return _ExResult(_nan_where(info, A, inv(_usable(A, info)), 2), info)
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
+    """(result, info) of solve(A, B, left=left), info as inv_ex's (NaN results for singular matrices);
+    check_errors=True raises LinAlgError instead."""
+    _check_matrix("solve_ex", A)
+    info = _info(A, _lu_info)
+    if check_errors:
+        _raise_info("linalg.solve_ex", info, A, lambda k: "The solver failed because the input matrix is singular.")
+    if not bool((info > 0).any()):
+        return _SolveExResult(solve(A, B, left=left), info)
+    X = solve(_usable(A, info), B, left=left)
+    return _SolveExResult(_nan_where(info, A, X, X.ndim - (A.ndim - 2)), info)
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False):
+    """(L, info) with info 0 where A is positive-definite, else the order of its first leading minor that
+    is not (that L is NaN); check_errors=True raises LinAlgError instead.
+
+    >>> ember.linalg.cholesky_ex(-ember.eye(2)).info.item()
+    1
+    """
+    _check_matrix("cholesky_ex", A)
+    info = _info(A, _cholesky_info)
+    if check_errors:
+        _raise_info("linalg.cholesky_ex", info, A, lambda k: f"The factorization could not be completed because the "
+                                                             f"input is not positive-definite (the leading minor of "
+                                                             f"order {k} is not positive-definite).")
+    if not bool((info > 0).any()):
+        return _CholeskyExResult(cholesky(A, upper=upper), info)
+    return _CholeskyExResult(_nan_where(info, A, cholesky(_usable(A, info), upper=upper), 2), info)
+
+
+# ---------------------------------------------------------------- tensor equations, Vandermonde
+def _prod(shape):
+    out = 1
+    for s in shape:
+        out *= s
+    return out
+
+
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of A read as a matrix (prod(shape[:ind]) rows): shape A.shape[ind:] + A.shape[:ind], so that
+    tensordot(tensorinv(A, ind), A, ind) is the identity."""
+    _check_float("tensorinv", A, low_precision=True)
+    if ind <= 0:
+        raise op_error("linalg.tensorinv", f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if _prod(rows) != _prod(cols):
+        raise op_error("linalg.tensorinv", f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                                           f"prod(self.shape[:ind]), but got {_prod(cols)} != {_prod(rows)}")
+    return inv(A.reshape(_prod(rows), _prod(cols))).reshape(cols + rows)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
+    """X with tensordot(A, X, X.ndim) == B: X has shape A.shape[B.ndim:]; `dims` of A are moved to the end first."""
+    _check_float("tensorsolve", A, low_precision=True)
+    if dims is not None:
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        A = A.movedim(dims, tuple(range(A.ndim - len(dims), A.ndim)))
+    cols = tuple(A.shape[B.ndim:])
+    n = _prod(cols)
+    if n != B.numel():
+        raise op_error("linalg.tensorsolve", f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) "
+                                             f"== prod(self.shape[:other.ndim]), but got {n} != {B.numel()}")
+    if A.numel() != n * n:
+        raise op_error("linalg.tensorsolve", f"A {describe(A)} is not square when read as a ({n}, {n}) matrix "
+                                             f"(B {describe(B)})")
+    return solve(A.reshape(n, n), B.reshape(n)).reshape(cols)
+
+
+def vander(x: Tensor, *, N=None) -> Tensor:
+    """The Vandermonde matrix of x's last dim, increasing powers: (..., n, N) with column j = x ** j
+    (N defaults to n and must be > 1). `ember.vander` is NumPy's: 1-D, decreasing unless increasing=True."""
+    if x.ndim == 0:
+        x = x.reshape(1)
+    N = x.shape[-1] if N is None else N
+    if N <= 1:
+        raise op_error("linalg.vander", f"N must be greater than 1. (got N={N})")
+    return _powers(x, N)
+
+
+def _powers(x, N):
+    """[1, x, x^2, ..., x^(N-1)] along a new last dim, as torch: the cumulative product of [1, x, x, ...]."""
+    from .ops.creation import ones
+    if x.dtype.name == "bool":
+        x = x.to("int64")
+    first = ones(tuple(x.shape) + (1,), dtype=x.dtype, device=x.device)
+    return M.cumprod(S.cat([first, x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,))], -1), -1)
+
+
+def _vander(x: Tensor, N=None, increasing: bool = False) -> Tensor:
+    """torch.vander (NumPy's): x 1-D, N columns (len(x) by default), powers decreasing unless `increasing`.
+
+    >>> ember.vander(ember.tensor([1, 2, 3]), N=3).tolist()
+    [[1, 1, 1], [4, 2, 1], [9, 3, 1]]
+    """
+    if x.ndim != 1:
+        raise op_error("vander", f"x must be a one-dimensional tensor. (x {describe(x)})")
+    N = x.shape[0] if N is None else N
+    if N < 0:
+        raise op_error("vander", f"N must be non-negative. (got N={N})")
+    if N == 0:
+        from .ops.creation import empty
+        return empty((x.shape[0], 0), dtype="int64" if x.dtype.name == "bool" else x.dtype, device=x.device)
+    out = _powers(x, N)
+    return out if increasing else S.flip(out, (-1,))

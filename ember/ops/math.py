@@ -32,7 +32,7 @@ __all__ = [  # the public ops, re-exported by `ember`
     "isnan", "isinf", "isfinite", "equal", "allclose", "isclose", "sum", "mean", "prod", "var",
     "std", "var_mean", "std_mean", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any",
     "count_nonzero", "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod", "norm", "dist",
-    "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "einsum",
+    "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum",
     "tensordot",
 ]
 
@@ -923,11 +923,6 @@ def outer(input, vec2):
 
 
 ger = outer
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    out = mm(mat1, mat2)
-    return (beta * input if beta != 1 else input) + (alpha * out if alpha != 1 else out)
 
 
 def einsum(equation, *operands):

@@ -915,7 +915,7 @@ class ArgSort(Primitive):
         if x.dtype.kind == "u":   # -x wraps: sort the reversed order instead
             key = xp.iinfo(x.dtype).max - x
         order = xp.argsort(key, axis=self.axis, kind="stable")
-        if x.dtype.kind == "f" and (xp is not np or np.isnan(x).any()):
+        if x.dtype.kind == "f" and (xp is not np or xp.isnan(x).any()):
             # descending, NaN counts as the largest value (torch): the NaNs, last so far, go first
             nan_last = xp.isnan(xp.take_along_axis(x, order, axis=self.axis))
             order = xp.take_along_axis(order, xp.argsort(~nan_last, axis=self.axis, kind="stable"), axis=self.axis)

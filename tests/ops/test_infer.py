@@ -17,6 +17,7 @@ from ember.backends.meta import MetaArray
 from ember.ops import attention as A
 from ember.ops import layers as L
 from ember.ops import primitives as P
+from ember.ops import indexing as Ix
 from ember.ops import random_prims as R
 from ember.ops import elementwise as E
 from ember.ops import linalg as LA
@@ -89,6 +90,9 @@ CASES = {
     "Gather": (P.Gather, [((2, 3), "f"), IDX], {"axis": 1}),
     "ScatterAdd": (P.ScatterAdd, [((2, 3), "f"), ((2, 2), "f"), IDX], {"axis": 1}),
     "Scatter": (P.Scatter, [((2, 3), "f"), ((2, 2), "f"), IDX], {"axis": 1}),
+    "ScatterReduce": (Ix.ScatterReduce, [((2, 3), "f"), ((2, 2), "f"), IDX],
+                      {"axis": 1, "op": "amax", "include_self": False}),
+    "Unfold": (Ix.Unfold, [((2, 7), "f")], {"axis": 1, "size": 3, "step": 2}),
     "MatMul": (P.MatMul, [((5, 1, 2, 3), "f"), ((4, 3, 6), "f")], {}),
     "Einsum": (P.Einsum, [((2, 3), "f"), ((3, 4), "f")], {"eq": "ij,jk->ki"}),
     "Conv": (L.Conv, [((2, 4, 9, 8), "f"), ((6, 2, 3, 2), "f"), ((6,), "f")],

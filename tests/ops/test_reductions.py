@@ -1,5 +1,6 @@
 """ember/ops/reductions.py against torch: nansum, nanmean, aminmax, diff, median, nanmedian, quantile,
-nanquantile, mode, cummax, cummin, logcumsumexp, bincount, histc, renorm and Tensor.sum_to_size."""
+nanquantile, mode, cummax, cummin, logcumsumexp, bincount, histc, renorm, cov, corrcoef and
+Tensor.sum_to_size."""
 import numpy as np
 import pytest
 import torch
@@ -449,3 +450,68 @@ def test_docstring_examples():
     import math
     result = doctest.testmod(ember.ops.reductions, extraglobs={"ember": ember, "math": math})
     assert result.attempted > 10 and result.failed == 0
+# ------------------------------------------------------------------ cov, corrcoef
+FW = np.array([1, 3, 0, 2, 1])                 # integral frequency weights (one observation weighted 0)
+AW = np.array([0.5, 1.0, 2.0, 0.25, 1.5])      # float observation weights
+
+
+@pytest.mark.parametrize("name,fn,inputs", [
+    ("default", lambda L, x: L.cov(x), [(3, 5)]),
+    ("one_variable", lambda L, x: L.cov(x), [(5,)]),
+    ("correction_0", lambda L, x: L.cov(x, correction=0), [(3, 5)]),
+    ("correction_2", lambda L, x: x.cov(correction=2), [(2, 5)]),
+    ("fweights", lambda L, x, f: L.cov(x, fweights=f), [(3, 5), FW]),
+    ("aweights", lambda L, x, a: L.cov(x, aweights=a), [(3, 5), AW]),
+    ("aweights_no_grad", lambda L, x, a: L.cov(x, aweights=a), [(3, 5), NoGrad(AW)]),
+    ("both_weights", lambda L, x, f, a: L.cov(x, fweights=f, aweights=a), [(3, 5), FW, AW]),
+    ("both_weights_correction_0", lambda L, x, f, a: L.cov(x, correction=0, fweights=f, aweights=a), [(3, 5), FW, AW]),
+    ("both_weights_correction_3", lambda L, x, f, a: L.cov(x, correction=3, fweights=f, aweights=a), [(3, 5), FW, AW]),
+    ("corrcoef", lambda L, x: L.corrcoef(x), [(3, 5)]),
+    ("corrcoef_method", lambda L, x: x.corrcoef(), [(4, 6)]),
+    ("corrcoef_one_variable", lambda L, x: L.corrcoef(x), [(5,)]),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_cov_and_corrcoef_match_torch(name, fn, inputs):
+    check_op(fn, *inputs, atol=1e-5, rtol=1e-5, grad_atol=1e-4, grad_rtol=1e-4)
+
+
+def test_cov_of_integers_promotes_and_too_few_observations_warn_as_torch():
+    check_op(lambda L, x: L.cov(x), np.array([[1, 2, 4], [0, 3, 3]]))
+    check_op(lambda L, x: L.corrcoef(x), np.array([[1, 2, 4], [0, 3, 3]]))
+    for shape, correction in [((2, 1), 1), ((2, 3), 3), ((2, 3), 5)]:
+        with pytest.warns(UserWarning, match=r"cov\(\): degrees of freedom is <= 0"):
+            check_op(lambda L, x: L.cov(x, correction=correction), shape)
+
+
+@pytest.mark.parametrize("call,exc,fragment", [
+    (lambda L: L.cov(L.ones(2, 3, 4)), RuntimeError,
+     "cov(): expected input to have two or fewer dimensions but got an input with 3 dimensions"),
+    (lambda L: L.cov(L.ones(2, 3, dtype=L.bool)), RuntimeError, "cov(): bool dtype is not supported for input"),
+    (lambda L: L.cov(L.ones(2, 3), correction=0.5), TypeError, "cov(): argument 'correction' must be int, not float"),
+    (lambda L: L.cov(L.ones(2, 3), fweights=L.tensor([1.0, 2, 3])), RuntimeError,
+     "cov(): expected fweights to have integral dtype but got fweights with Float dtype"),
+    (lambda L: L.cov(L.ones(2, 3), fweights=L.tensor([1, -2, 3])), RuntimeError, "cov(): fweights cannot be negative"),
+    (lambda L: L.cov(L.ones(2, 3), fweights=L.tensor([[1, 2, 3]])), RuntimeError,
+     "cov(): expected fweights to have one or fewer dimensions but got fweights with 2 dimensions"),
+    (lambda L: L.cov(L.ones(2, 3), fweights=L.tensor([1, 2])), RuntimeError,
+     "cov(): expected fweights to have the same numel as there are observations in the input but got 2 != 3"),
+    (lambda L: L.cov(L.ones(2, 3), aweights=L.tensor([1, 2, 3])), RuntimeError,
+     "cov(): expected aweights to have floating point dtype but got aweights with Long dtype"),
+    (lambda L: L.cov(L.ones(2, 3), aweights=L.tensor([1.0, -2, 3])), RuntimeError, "cov(): aweights cannot be negative"),
+    (lambda L: L.cov(L.ones(2, 3), aweights=L.zeros(3)), RuntimeError, "cov(): weights sum to zero, can't be normalized"),
+    (lambda L: L.corrcoef(L.ones(2, 3, 4)), RuntimeError,
+     "corrcoef(): expected input to have two or fewer dimensions but got an input with 3 dimensions"),
+], ids=lambda v: v[:40] if isinstance(v, str) else "")
+def test_cov_errors_as_torch(call, exc, fragment):
+    import re
+    with pytest.raises(exc, match=re.escape(fragment)):
+        call(torch)
+    with pytest.raises(exc, match=re.escape(fragment)) as e:
+        call(ember)
+    assert "test_reductions.py:" in str(e.value)
+
+
+def test_cov_double_backward():
+    x = ember.tensor(np.random.default_rng(0).standard_normal((3, 5)), requires_grad=True)
+    a = ember.tensor(AW, requires_grad=True)
+    fn = lambda x, a: ember.corrcoef(x).sum() + ember.cov(x, aweights=a).sum()   # noqa: E731
+    assert ember.autograd.gradcheck(fn, (x, a)) and ember.autograd.gradgradcheck(fn, (x, a))
