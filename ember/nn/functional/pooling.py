@@ -73,7 +73,8 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     N, Cc = x.shape[:2]
     index = MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d)      # (N, C, *out)
     # the maxima: x gathered at those positions (its gradient scatters back to them)
-    out = Gather.apply(x.reshape(N, Cc, -1), index.reshape(N, Cc, -1), axis=2).reshape(index.shape)
+    flat = (N, Cc, math.prod(index.shape[2:]))
+    out = Gather.apply(x.reshape(N, Cc, math.prod(x.shape[2:])), index.reshape(flat), axis=2).reshape(index.shape)
     # indices into the unpadded input, as torch returns them
     return out, MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d, pads=tuple(pads))
 
@@ -125,6 +126,9 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     _check_dim(input, (nd + 2,), op)
     if divisor_override is not None and divisor_override == 0:
         raise op_error(op, "divisor must be not zero, got divisor_override=0")
+    k = _ntuple(kernel_size, nd, "kernel_size")
+    if nd == 3 and any(n < kk for n, kk in zip(input.shape[2:], k)):   # torch checks this in 3-D only
+        raise op_error(op, f"input image {tuple(input.shape[2:])} is smaller than kernel size {k}")
     k, s, p, d, pads = _pool_geometry(input, kernel_size, stride, padding, 1, ceil_mode, nd, op)
     N, Cc = input.shape[:2]
     x = _pad_spatial(input.reshape(N * Cc, 1, *input.shape[2:]), pads)
@@ -173,14 +177,17 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, nd, op):
     """torch's formula: (sum of x**p over each window) ** (1/p), the sum as an average times the window
-    size; max pooling of |x| at p = inf. sign(s) * relu(|s|) keeps the gradient at a zero sum zero."""
+    size; max pooling of |x| at p = inf. At a zero sum the gradient is zero, not the root's inf (torch's
+    sign(s) * relu(|s|), the identity with a zero gradient at 0; here a where: Relu's g * (y > 0) would
+    give NaN there)."""
     if norm_type == math.inf:
         return _max_poolnd(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
     if norm_type == -math.inf:
         return -_max_poolnd(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
     out = _avg_poolnd(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd, op)
     size = math.prod(_ntuple(kernel_size, nd, "kernel_size"))
-    return (M.sign(out) * M.relu(M.abs(out))).mul(size).pow(1.0 / norm_type)
+    out = M.where(out == 0, out.new_zeros(()), out)
+    return out.mul(size).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
@@ -209,6 +216,8 @@ def _adaptive_output_size(input, output_size, nd, op):
         size = tuple(output_size)
     else:
         size = (output_size,) * nd
+    if nd == 1 and size[0] is None:   # torch keeps a size only in 2-D and 3-D
+        raise op_error(op, f"output_size must be an int or a tuple of one int, got {output_size}", TypeError)
     size = tuple(n if m is None else int(m) for n, m in zip(input.shape[-nd:], size))
     if min(size) < 0:
         raise op_error(op, f"output_size must be non-negative, got {size}")
@@ -219,15 +228,14 @@ def _adaptive_output_size(input, output_size, nd, op):
 
 
 def _adaptive_windows(n, m):
-    """torch's adaptive windows of n positions into m: [floor(i*n/m), ceil((i+1)*n/m)) for i < m."""
-    i = np.arange(m)
-    return (i * n) // m, -(-((i + 1) * n) // m)
+    """torch's adaptive windows of n positions into m: [(floor(i*n/m), ceil((i+1)*n/m)) for i < m]."""
+    return [((i * n) // m, -(-((i + 1) * n) // m)) for i in range(m)]
 
 
 def _adaptive_matrix(n, m, dtype, device):
     """(n, m) matrix whose column i averages adaptive window i."""
     A = host.zeros((n, m), dtype.np)
-    for i, (a, b) in enumerate(zip(*_adaptive_windows(n, m))):
+    for i, (a, b) in enumerate(_adaptive_windows(n, m)):
         A[a:b, i] = 1.0 / (b - a)
     from ...ops.creation import _from_host
     return _from_host(A, device)
@@ -270,17 +278,17 @@ def _adaptive_window_table(spatial, size):
     each window padded to the widest one (K positions) by repeating its last position: a repeat changes
     neither the maximum nor the first position holding it."""
     nd = len(spatial)
-    table = np.zeros((1,) * (2 * nd), np.int64)
-    step = 1
+    table = host.zeros((1,) * (2 * nd), np.int64)
+    step, width = 1, 1
     for d in reversed(range(nd)):
-        start, end = _adaptive_windows(spatial[d], size[d])
-        k = int((end - start).max()) if size[d] else 1
-        pos = np.minimum(start[:, None] + np.arange(k), end[:, None] - 1)     # (m, k) along dim d
+        windows = _adaptive_windows(spatial[d], size[d])
+        k = max((b - a for a, b in windows), default=1)
+        pos = host.array([[min(a + j, b - 1) for j in range(k)] for a, b in windows], np.int64)   # (m, k)
         shape = [1] * (2 * nd)
         shape[d], shape[nd + d] = size[d], k
-        table = table + pos.reshape(shape) * step
-        step *= spatial[d]
-    return table.reshape(math.prod(size), -1)
+        table = table + pos.reshape(shape) * step            # broadcast: (m_1, ..., m_nd, k_1, ..., k_nd)
+        step, width = step * spatial[d], width * k
+    return table.reshape(math.prod(size), width)
 
 
 def _adaptive_max_poolnd(input, output_size, return_indices, nd, op):
@@ -292,10 +300,10 @@ def _adaptive_max_poolnd(input, output_size, return_indices, nd, op):
     N, Cc = input.shape[:2]
     from ...ops.creation import _from_host
     table = _from_host(_adaptive_window_table(input.shape[2:], size), input.device)   # (M, K)
-    x = input.reshape(N, Cc, -1)                                                     # (N, C, L)
+    x = input.reshape(N, Cc, math.prod(input.shape[2:]))                             # (N, C, L)
     # each window's candidates, the first maximum among them, and its flat position (no gradient)
     first = M.argmax(x.detach()[:, :, table], dim=-1, keepdim=True)                   # (N, C, M, 1)
-    index = Gather.apply(table.expand(N, Cc, *table.shape), first, axis=3).reshape(N, Cc, -1)   # (N, C, M)
+    index = Gather.apply(table.expand(N, Cc, *table.shape), first, axis=3).reshape(N, Cc, table.shape[0])
     # the maxima: x gathered there (the gradient scatters back, adding where windows overlap)
     out = Gather.apply(x, index, axis=2).reshape(N, Cc, *size)
     return (out, index.reshape(N, Cc, *size)) if return_indices else out
@@ -362,7 +370,7 @@ def _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, nd,
     _check_dim(input, (nd + 1, nd + 2), op)
     if not isinstance(indices, Tensor) or indices.dtype.name != "int64":
         raise op_error(op, f"elements in indices should be type int64, got "
-                           f"{getattr(indices, 'dtype', type(indices).__name__)}")
+                           f"{indices.dtype.name if isinstance(indices, Tensor) else type(indices).__name__}")
     if tuple(indices.shape) != tuple(input.shape):
         raise op_error(op, f"expected shape of indices to be same as that of the input tensor "
                            f"({tuple(input.shape)}) but got indices tensor with shape: {tuple(indices.shape)}")
@@ -373,14 +381,14 @@ def _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, nd,
     lead = tuple(input.shape[:-nd])                                   # (N, C) or (C,)
     planes = math.prod(lead)
     n = math.prod(size)
-    idx = indices.reshape(planes, -1).detach()
+    idx = indices.reshape(planes, math.prod(input.shape[-nd:])).detach()
     bad = (idx < 0) | (idx >= n)
     if bool(bad.any().item()):
         raise op_error(op, f"found an invalid max index: {int(idx[bad].reshape(-1)[0].item())} (output volumes "
                            f"are of size {'x'.join(map(str, size))})")
     # each value written at its index, zeros elsewhere; the gradient gathers from the same positions
     zeros = C.zeros((planes, n), dtype=input.dtype, device=input.device)
-    out = Scatter.apply(zeros, input.reshape(planes, -1), idx, axis=1)
+    out = Scatter.apply(zeros, input.reshape(idx.shape), idx, axis=1)
     return out.reshape(*lead, *size)
 
 
