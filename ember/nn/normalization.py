@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm."""
+"""BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm."""
 from __future__ import annotations
 
 from .. import _dtype
@@ -8,7 +8,7 @@ from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm",
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm",
            "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
@@ -83,6 +83,15 @@ class BatchNorm2d(_BatchNorm):
     (4, 3, 5, 5)
     """
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W), per channel (video, volumetric models).
+
+    >>> ember.nn.BatchNorm3d(3)(ember.randn(2, 3, 4, 5, 5)).shape
+    (2, 3, 4, 5, 5)
+    """
+    _dims = (5,)
 
 
 class _InstanceNorm(_BatchNorm):

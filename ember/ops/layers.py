@@ -473,7 +473,7 @@ class MaxPoolIndex(Primitive):
         k, nd = self.kernel, len(self.kernel)
         win = windows(x, k, self.stride, self.dilation)               # (N, C, *out, *k)
         out = win.shape[2:2 + nd]
-        arg = win.reshape(win.shape[:2 + nd] + (-1,)).argmax(-1)      # (N, C, *out) offset in window
+        arg = win.reshape(win.shape[:2 + nd] + (math.prod(k),)).argmax(-1)   # (N, C, *out) offset in window
         offs = xp.unravel_index(arg, k)
         pos = []
         for i in range(nd):

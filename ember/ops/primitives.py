@@ -698,8 +698,8 @@ class Scatter(Primitive):
         super().save_for_backward(index)
     def backward(self, g):
         index, = self.saved_tensors
-        zeros = g.new_zeros(g.shape)
-        gx = Scatter.apply(g, zeros, index, axis=self.axis)
+        # zeros of index's shape: index may be longer than x along axis (torch allows it)
+        gx = Scatter.apply(g, g.new_zeros(index.shape), index, axis=self.axis) if self.needs_input_grad[0] else None
         gs = Gather.apply(g, index, axis=self.axis) if self.needs_input_grad[1] else None
         return gx, gs, None
     def infer(self, x, src, index): return _same(x)

@@ -12,7 +12,7 @@ MODULES = ["ember.nn", "ember.nn.parameter", "ember.nn.module", "ember.nn.contai
            "ember.nn.embedding", "ember.nn.rnn", "ember.nn.transformer", "ember.nn.loss", "ember.nn.padding", "ember.nn.pixelshuffle",
            "ember.nn.functional.linear", "ember.nn.functional.normalization", "ember.nn.functional.vision",
            "ember.nn.functional.activation",
-           "ember.nn.functional.conv", "ember.nn.functional.loss",
+           "ember.nn.functional.conv", "ember.nn.functional.loss", "ember.nn.functional.pooling",
            "ember.nn.init", "ember.nn.utils.clip_grad"]
 
 

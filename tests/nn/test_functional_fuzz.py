@@ -71,7 +71,7 @@ def _avg_pool(rng, nd):
     k = int(rng.integers(1, 4))
     kw = dict(kernel_size=k, stride=_pick(rng, None, 1, 2, 3), padding=int(rng.integers(0, 2)),
               ceil_mode=bool(rng.integers(2)), count_include_pad=bool(rng.integers(2)))
-    if nd == 2 and rng.integers(3) == 0:
+    if nd >= 2 and rng.integers(3) == 0:
         kw["divisor_override"] = int(rng.integers(1, 5))
     x = (int(rng.integers(1, 3)), int(rng.integers(1, 3))) + _spatial(rng, nd, 1, 8)
     name = f"avg_pool{nd}d"
@@ -83,6 +83,47 @@ def _adaptive(rng, nd):
     x = (int(rng.integers(1, 3)), 2) + _spatial(rng, nd, 1, 8)
     name = f"adaptive_avg_pool{nd}d"
     return (lambda L, a: getattr(L.nn.functional, name)(a, out)), [x], name, {"output_size": out}
+
+
+def _adaptive_max(rng):
+    nd = int(rng.integers(1, 4))
+    out = _pick(rng, int(rng.integers(0, 9)), tuple(_pick(rng, None, int(rng.integers(1, 9))) if nd > 1
+                                                     else int(rng.integers(1, 9)) for _ in range(nd)))
+    x = ((int(rng.integers(1, 3)), 2) if rng.integers(3) else (2,)) + _spatial(rng, nd, 1, 7)
+    name = f"adaptive_max_pool{nd}d"
+    if out == 0:   # torch's backward of an empty output fails: values only
+        x = NoGrad(np.random.default_rng(0).standard_normal(x))
+    return (lambda L, a: getattr(L.nn.functional, name)(a, out, return_indices=True)), [x], name, {"output_size": out}
+
+
+def _lp_pool(rng):
+    nd = int(rng.integers(1, 4))
+    kw = dict(norm_type=_pick(rng, 1, 2, 3, float("inf")), kernel_size=int(rng.integers(1, 4)),
+              stride=_pick(rng, None, 1, 2, 3), ceil_mode=bool(rng.integers(2)))
+    x = ((int(rng.integers(1, 3)), 2) if rng.integers(3) else (2,)) + _spatial(rng, nd, 1, 6)
+    name = f"lp_pool{nd}d"
+    return (lambda L, a: getattr(L.nn.functional, name)(a, **kw)), [x], name, kw
+
+
+def _max_unpool(rng):
+    # legal max pools only (their errors are max_pool's): padding <= k // 2, every input dim >= k; the
+    # input size either the default output size (any input index lands in it) or given as output_size
+    nd = int(rng.integers(1, 4))
+    k, s = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    p = int(rng.integers(0, k // 2 + 1))
+    same = bool(rng.integers(2))
+    if same:
+        spatial = tuple(max(n, k) for n in _spatial(rng, nd, 1, 6))
+    else:
+        spatial = tuple((o - 1) * s + k - 2 * p for o in _spatial(rng, nd, 1, 3))   # >= 1
+    kw = dict(kernel_size=k, stride=s, padding=p)
+    name = f"max_unpool{nd}d"
+
+    def fn(L, a):
+        F = L.nn.functional
+        out, idx = getattr(F, f"max_pool{nd}d")(a, return_indices=True, **kw)
+        return getattr(F, name)(out, idx, output_size=a.shape if same else None, **kw)
+    return fn, [(int(rng.integers(1, 3)), 2) + spatial], name, dict(kw, same=same)
 
 
 def _interpolate(rng):
@@ -278,6 +319,9 @@ GENERATORS = {
     "max_pool1d": lambda r: _max_pool(r, 1), "max_pool2d": lambda r: _max_pool(r, 2),
     "avg_pool1d": lambda r: _avg_pool(r, 1), "avg_pool2d": lambda r: _avg_pool(r, 2),
     "adaptive_avg_pool1d": lambda r: _adaptive(r, 1), "adaptive_avg_pool2d": lambda r: _adaptive(r, 2),
+    "max_pool3d": lambda r: _max_pool(r, 3), "avg_pool3d": lambda r: _avg_pool(r, 3),
+    "adaptive_avg_pool3d": lambda r: _adaptive(r, 3), "adaptive_max_pool": _adaptive_max, "lp_pool": _lp_pool,
+    "max_unpool": _max_unpool,
     "interpolate": _interpolate, "pad": _pad, "cross_entropy": _cross_entropy, "nll_loss": _nll, "bce": _bce,
     "regression_losses": _regression, "kl_div": _kl, "softmaxes": _softmaxes, "norms": _norms,
     "activations": _activations, "distances": _distances, "attention": _attention, "embedding": _embedding,

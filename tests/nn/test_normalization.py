@@ -28,6 +28,10 @@ CASES = [
     ("instancenorm2d_unbatched_tracked", lambda lib: lib.nn.InstanceNorm2d(2, track_running_stats=True),
      [(2, 3, 3)]),
     ("instancenorm3d", lambda lib: lib.nn.InstanceNorm3d(2, affine=True, eps=1e-3), [(2, 2, 2, 3, 2)]),
+    ("bn3d", lambda lib: lib.nn.BatchNorm3d(3), [(2, 3, 2, 3, 4)]),
+    ("bn3d_momentum_noaffine", lambda lib: lib.nn.BatchNorm3d(2, momentum=0.3, affine=False), [(3, 2, 3, 1, 2)]),
+    ("bn3d_cumulative_nobias", lambda lib: lib.nn.BatchNorm3d(2, momentum=None, bias=False), [(2, 2, 2, 2, 3)]),
+    ("bn3d_notrack", lambda lib: lib.nn.BatchNorm3d(2, track_running_stats=False), [(2, 2, 3, 2, 2)]),
 ]
 
 
@@ -53,6 +57,8 @@ def test_batchnorm_running_stats_over_steps():
 def test_batchnorm_errors():
     with pytest.raises(ValueError, match="expected 4D"):
         ember.nn.BatchNorm2d(3)(ember.randn(2, 3))
+    with pytest.raises(ValueError, match=r"BatchNorm3d: expected 5D input \(got 4D input of shape \(3, 2, 2, 2\)\)"):
+        ember.nn.BatchNorm3d(3)(ember.randn(3, 2, 2, 2))   # torch has no unbatched form either
     with pytest.raises(ValueError, match="more than 1 value"):
         ember.nn.BatchNorm1d(3)(ember.randn(1, 3))
 

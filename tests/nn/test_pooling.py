@@ -245,3 +245,290 @@ def test_a_max_pool_window_wholly_in_the_padding():
     assert idx.tolist() == [[[0], [0]], [[0], [0]]]          # in range: the nearest input position
     out.sum().backward()
     assert x.grad.tolist() == [[[0.0], [0.0]], [[0.0], [0.0]]]
+
+
+# ------------------------------------------------------------------ 3-D pooling, adaptive max, LP, unpooling
+X5 = RNG.permutation(2 * 2 * 5 * 6 * 7).reshape(2, 2, 5, 6, 7) / 100.0   # distinct values
+
+CASES_ND = [
+    ("maxpool3d", lambda lib: lib.nn.MaxPool3d(2), [X5]),
+    ("maxpool3d_stride_pad_dil", lambda lib: lib.nn.MaxPool3d(3, 2, padding=1, dilation=(1, 2, 1)), [X5]),
+    ("maxpool3d_rect_ceil", lambda lib: lib.nn.MaxPool3d((2, 3, 2), stride=(2, 2, 3), ceil_mode=True), [X5]),
+    ("maxpool3d_indices", lambda lib: lib.nn.MaxPool3d(3, 2, padding=1, return_indices=True), [X5]),
+    ("maxpool3d_unbatched", lambda lib: lib.nn.MaxPool3d(2, 1), [X5[0]]),
+    ("avgpool3d", lambda lib: lib.nn.AvgPool3d(2), [(2, 3, 4, 5, 6)]),
+    ("avgpool3d_stride_pad", lambda lib: lib.nn.AvgPool3d(3, stride=2, padding=1), [(1, 2, 5, 6, 7)]),
+    ("avgpool3d_exclude_pad_ceil", lambda lib: lib.nn.AvgPool3d(3, 2, padding=(1, 0, 1), ceil_mode=True,
+                                                              count_include_pad=False), [(1, 2, 5, 6, 7)]),
+    ("avgpool3d_ceil_cip", lambda lib: lib.nn.AvgPool3d((3, 2, 3), 2, 1, ceil_mode=True), [(1, 2, 6, 5, 4)]),
+    ("avgpool3d_divisor", lambda lib: lib.nn.AvgPool3d(2, 1, divisor_override=5), [(1, 2, 3, 4, 3)]),
+    ("avgpool3d_unbatched", lambda lib: lib.nn.AvgPool3d((1, 2, 2)), [(3, 2, 4, 5)]),
+    ("adaptive_avg3d", lambda lib: lib.nn.AdaptiveAvgPool3d((2, 3, 4)), [(2, 3, 5, 7, 9)]),
+    ("adaptive_avg3d_none_unbatched", lambda lib: lib.nn.AdaptiveAvgPool3d((None, 1, 5)), [(2, 3, 4, 3)]),
+    ("adaptive_max1d", lambda lib: lib.nn.AdaptiveMaxPool1d(4), [X3]),
+    ("adaptive_max1d_larger_indices", lambda lib: lib.nn.AdaptiveMaxPool1d(15, return_indices=True), [X3]),
+    ("adaptive_max2d", lambda lib: lib.nn.AdaptiveMaxPool2d((4, 3)), [X4]),
+    ("adaptive_max2d_indices_none", lambda lib: lib.nn.AdaptiveMaxPool2d((None, 5), True), [X4]),
+    ("adaptive_max2d_unbatched", lambda lib: lib.nn.AdaptiveMaxPool2d(5, True), [X4[0]]),
+    ("adaptive_max3d", lambda lib: lib.nn.AdaptiveMaxPool3d((3, 4, 2), True), [X5]),
+    ("adaptive_max3d_global", lambda lib: lib.nn.AdaptiveMaxPool3d(1), [X5]),
+    ("adaptive_max3d_unbatched", lambda lib: lib.nn.AdaptiveMaxPool3d((4, None, 5)), [X5[1]]),
+    ("lppool1d", lambda lib: lib.nn.LPPool1d(2, 3), [(2, 3, 10)]),
+    ("lppool1d_stride_ceil", lambda lib: lib.nn.LPPool1d(3, 3, stride=2, ceil_mode=True), [(2, 3, 10)]),
+    ("lppool2d", lambda lib: lib.nn.LPPool2d(2, 3, stride=2), [(2, 3, 7, 8)]),
+    ("lppool2d_rect_p1", lambda lib: lib.nn.LPPool2d(1, (3, 2), stride=(2, 1)), [(1, 2, 7, 5)]),
+    ("lppool2d_ceil_unbatched", lambda lib: lib.nn.LPPool2d(2, 2, ceil_mode=True), [(3, 5, 7)]),
+    ("lppool2d_inf", lambda lib: lib.nn.LPPool2d(float("inf"), 2), [X4]),
+    ("lppool3d", lambda lib: lib.nn.LPPool3d(2, 2), [(2, 2, 4, 5, 6)]),
+    ("lppool3d_ceil", lambda lib: lib.nn.LPPool3d(2, (2, 3, 2), ceil_mode=True), [(1, 2, 5, 5, 5)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in CASES_ND], ids=[c[0] for c in CASES_ND])
+def test_nd_pooling_layers(build, inputs):
+    check_module(build, *inputs, modes=("train",))
+
+
+def _unpool(nd, pool_kw, unpool_kw, output_size=None):
+    """max_pool{nd}d with indices, then MaxUnpool{nd}d (doubled values, so the unpooled are new numbers)."""
+    def fn(lib, x):
+        out, idx = getattr(lib.nn.functional, f"max_pool{nd}d")(x, return_indices=True, **pool_kw)
+        size = x.shape if output_size == "input" else output_size
+        return getattr(lib.nn, f"MaxUnpool{nd}d")(**unpool_kw)(out * 2, idx, output_size=size)
+    return fn
+
+
+UNPOOL = [
+    ("1d", _unpool(1, dict(kernel_size=2), dict(kernel_size=2)), X3),
+    ("1d_output_size", _unpool(1, dict(kernel_size=3, stride=2), dict(kernel_size=3, stride=2), "input"), X3),
+    ("1d_pad_overlap", _unpool(1, dict(kernel_size=3, stride=1, padding=1), dict(kernel_size=3, stride=1, padding=1)), X3),
+    ("1d_unbatched", _unpool(1, dict(kernel_size=2), dict(kernel_size=2), [10]), X3[0]),
+    ("2d", _unpool(2, dict(kernel_size=2), dict(kernel_size=2), "input"), X4),
+    ("2d_stride_pad", _unpool(2, dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=2, padding=1), "input"), X4),
+    ("2d_rect_spatial_size", _unpool(2, dict(kernel_size=(2, 3)), dict(kernel_size=(2, 3)), [9, 8]), X4),
+    ("2d_unbatched", _unpool(2, dict(kernel_size=2), dict(kernel_size=2), [9, 8]), X4[1]),
+    ("3d", _unpool(3, dict(kernel_size=2), dict(kernel_size=2), "input"), X5),
+    ("3d_stride_pad", _unpool(3, dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=2, padding=1), "input"), X5),
+    ("3d_unbatched", _unpool(3, dict(kernel_size=(1, 2, 3)), dict(kernel_size=(1, 2, 3)), [5, 6, 7]), X5[0]),
+    ("3d_default_size", _unpool(3, dict(kernel_size=(1, 2, 3), stride=1), dict(kernel_size=(1, 2, 3), stride=1)), X5),
+]
+
+
+@pytest.mark.parametrize("fn,x", [c[1:] for c in UNPOOL], ids=[c[0] for c in UNPOOL])
+def test_max_unpool_as_torch(fn, x):
+    check_op(fn, x)
+
+
+def test_max_unpool_of_given_indices_as_torch():
+    # indices not from a max pool: any positions in the output plane, values and gradient to them
+    idx = np.array([[[0, 7, 3], [8, 1, 2]]], dtype=np.int64)
+    check_op(lambda lib, x, i: lib.nn.functional.max_unpool1d(x, i, 3), (1, 2, 3), idx)
+    i2 = np.array([[[[15, 0], [5, 10]]]], dtype=np.int64)
+    check_op(lambda lib, x, i: lib.nn.functional.max_unpool2d(x, i, 2, output_size=(1, 1, 4, 4)), (1, 1, 2, 2), i2)
+    i3 = np.array([[[[[0, 26]], [[13, 7]]]]], dtype=np.int64)
+    check_op(lambda lib, x, i: lib.nn.functional.max_unpool3d(x, i, (2, 3, 2), (1, 2, 2), 0, (3, 3, 3)),
+             (1, 1, 2, 1, 2), i3)
+
+
+FUNCTIONAL_ND = [
+    ("max_pool1d_with_indices", lambda lib, x: lib.nn.functional.max_pool1d_with_indices(x, 3, 2, 1, ceil_mode=True), [X3]),
+    ("max_pool2d_with_indices", lambda lib, x: lib.nn.functional.max_pool2d_with_indices(x, (2, 3), dilation=(2, 1)), [X4]),
+    ("max_pool3d_with_indices", lambda lib, x: lib.nn.functional.max_pool3d_with_indices(x, 2, (1, 2, 3), 1), [X5]),
+    ("max_pool3d_with_indices_unbatched", lambda lib, x: lib.nn.functional.max_pool3d_with_indices(x, 2), [X5[0]]),
+    ("max_pool3d_ceil_pad", lambda lib, x: lib.nn.functional.max_pool3d(x, 3, 2, 1, ceil_mode=True), [X5]),
+    ("avg_pool3d_defaults", lambda lib, x: lib.nn.functional.avg_pool3d(x, 2), [(2, 3, 5, 4, 3)]),
+    ("avg_pool3d_padded_default_cip", lambda lib, x: lib.nn.functional.avg_pool3d(x, 3, 2, 1), [(1, 2, 5, 4, 6)]),
+    ("adaptive_max_pool1d_with_indices", lambda lib, x: lib.nn.functional.adaptive_max_pool1d_with_indices(x, 4), [X3]),
+    ("adaptive_max_pool2d_with_indices", lambda lib, x: lib.nn.functional.adaptive_max_pool2d_with_indices(x, (3, 7)), [X4]),
+    ("adaptive_max_pool3d_with_indices", lambda lib, x: lib.nn.functional.adaptive_max_pool3d_with_indices(x, (2, 5, 3)), [X5]),
+    ("adaptive_max_pool1d_values", lambda lib, x: lib.nn.functional.adaptive_max_pool1d(x, 5), [X3]),
+    ("adaptive_max_pool1d_unbatched", lambda lib, x: lib.nn.functional.adaptive_max_pool1d(x, 3, True), [X3[0]]),
+    ("adaptive_max_pool2d_larger_than_input", lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, (11, 13), True), [X4]),
+    ("max_pool2d_empty_batch_indices", lambda lib, x: lib.nn.functional.max_pool2d(x, 2, return_indices=True), [(0, 2, 4, 4)]),
+    ("adaptive_max_pool3d_empty_batch", lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, 2, True), [(0, 2, 3, 3, 3)]),
+    ("adaptive_max_pool3d_values", lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, (1, 6, 4)), [X5]),
+    ("adaptive_avg_pool3d", lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, (4, None, 2)), [(2, 3, 5, 6, 7)]),
+    ("adaptive_avg_pool3d_unbatched", lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, 3), [(2, 5, 4, 7)]),
+    ("lp_pool1d", lambda lib, x: lib.nn.functional.lp_pool1d(x, 2, 3), [(2, 3, 8)]),
+    ("lp_pool1d_p3_stride", lambda lib, x: lib.nn.functional.lp_pool1d(x, 3, 2, 1), [(2, 3, 8)]),
+    ("lp_pool2d_neg_inf", lambda lib, x: lib.nn.functional.lp_pool2d(x, -float("inf"), 2), [X4]),
+    ("lp_pool2d_p1_5_positive", lambda lib, x: lib.nn.functional.lp_pool2d(x.abs() + 0.1, 1.5, 2, 1), [(1, 2, 5, 6)]),
+    ("lp_pool3d_inf", lambda lib, x: lib.nn.functional.lp_pool3d(x, float("inf"), (2, 2, 3)), [X5]),
+    ("lp_pool3d_stride_ceil", lambda lib, x: lib.nn.functional.lp_pool3d(x, 2, 2, (1, 2, 2), True), [(1, 2, 3, 5, 5)]),
+    ("interpolate_area_3d", lambda lib, x: lib.nn.functional.interpolate(x, size=(2, 3, 4), mode="area"), [(1, 2, 5, 6, 7)]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in FUNCTIONAL_ND], ids=[c[0] for c in FUNCTIONAL_ND])
+def test_nd_pooling_functions_as_torch(fn, inputs):
+    check_op(fn, *inputs)
+
+
+def test_adaptive_pooling_to_size_zero():
+    # torch returns an empty output (its backward then fails: no gradients to compare)
+    for pool in ("adaptive_max_pool2d", "adaptive_max_pool3d"):
+        check_op(lambda lib, x: getattr(lib.nn.functional, pool)(x, (0, 2, 3)[:x.ndim - 2], True),
+                 X4 if pool.endswith("2d") else X5, grad=False)
+    check_op(lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, (2, 0, 1)), X5, grad=False)
+
+
+# many equal values: the index (and the gradient) goes to the first maximum of each window, row-major
+TIES5 = np.round(RNG.standard_normal((2, 2, 5, 6, 7)), 0)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib, x: lib.nn.functional.max_pool3d(x, 3, 2, 1, return_indices=True),
+    lambda lib, x: lib.nn.functional.max_pool3d(x, 2, 1),
+    lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, (3, 4, 5), True),
+    lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, (4, 4, 4), True),
+    lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x[0, 0], (2, 3), True),
+    lambda lib, x: lib.nn.functional.adaptive_max_pool1d(x[0, 0, 0], 3, True),
+], ids=["max3d_overlap", "max3d_stride1", "adaptive3d", "adaptive3d_overlap", "adaptive2d", "adaptive1d"])
+def test_nd_max_pool_ties_go_to_the_first_maximum(fn):
+    check_op(fn, TIES5)
+
+
+def test_adaptive_max_pool_window_bounds_are_torchs():
+    # window i of n positions into m: [floor(i*n/m), ceil((i+1)*n/m)); a value at one position picks it out
+    for n, m in itertools.product(range(1, 12), range(1, 12)):
+        x = np.arange(n, dtype=np.float64)[::-1].copy().reshape(1, 1, n)   # the first position of each window wins
+        t_out, t_idx = torch.nn.functional.adaptive_max_pool1d(torch.tensor(x), m, return_indices=True)
+        e_out, e_idx = ember.nn.functional.adaptive_max_pool1d(ember.tensor(x), m, return_indices=True)
+        assert e_idx.tolist() == t_idx.tolist(), (n, m)
+        x = np.arange(n, dtype=np.float64).reshape(1, 1, n)                # the last position wins
+        t_idx = torch.nn.functional.adaptive_max_pool1d(torch.tensor(x), m, return_indices=True)[1]
+        e_idx = ember.nn.functional.adaptive_max_pool1d(ember.tensor(x), m, return_indices=True)[1]
+        assert e_idx.tolist() == t_idx.tolist(), (n, m)
+
+
+@pytest.mark.parametrize("fn,x", [
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x * x, (4, 3)), X4),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x * x, (3, 2, 4)), X5),
+    (lambda lib, x: lib.nn.functional.max_unpool2d(*lib.nn.functional.max_pool2d(x * x, 2, return_indices=True), 2), X4),
+    (lambda lib, x: lib.nn.functional.max_pool3d(x * x, 3, 2, 1), X5),
+    (lambda lib, x: lib.nn.functional.lp_pool2d(x, 3, 2), X4),
+], ids=["adaptive_max2d", "adaptive_max3d", "unpool2d", "max3d", "lp2d"])
+def test_nd_pooling_double_backward(fn, x):
+    def grad_of_grad(lib, t):
+        y = fn(lib, t)
+        g, = lib.autograd.grad((y * y).sum(), t, create_graph=True)
+        return (g * t).sum()
+    check_op(grad_of_grad, x, dtypes=("float64",))
+
+
+def test_lp_pool_of_a_zero_window_has_zero_gradient():
+    # torch: sign(s) * relu(|s|) before the root, so the gradient at a zero sum is 0, not inf or NaN
+    x = np.zeros((1, 1, 4, 4))
+    x[0, 0, 2:, 2:] = [[1.0, -2.0], [0.5, 3.0]]
+    t_out, e_out = check_op(lambda lib, a: lib.nn.functional.lp_pool2d(a, 2, 2), x)
+    assert t_out[0, 0, 0, 0].item() == 0.0
+    for p in (1, 3):   # a negative sum (odd p) is clamped to 0 too
+        check_op(lambda lib, a: lib.nn.functional.lp_pool2d(a, p, 2), x)
+
+
+def test_nd_pooling_on_the_inputs_device(fake_cuda):
+    F = ember.nn.functional
+    x = ember.randn(1, 2, 4, 5, 6)
+    xc = x.to("cuda")
+    for fn in (lambda a: F.max_pool3d(a, 2, return_indices=True)[1], lambda a: F.avg_pool3d(a, 3, 2, 1),
+               lambda a: F.adaptive_max_pool3d(a, (3, 2, 4), True)[0], lambda a: F.adaptive_avg_pool3d(a, 3),
+               lambda a: F.lp_pool3d(a, 2, 2), lambda a: F.max_unpool3d(*F.max_pool3d(a, 2, return_indices=True), 2, output_size=a.shape)):
+        out = fn(xc)
+        assert out.device.type == "cuda"
+        np.testing.assert_allclose(out.to("cpu").numpy(), fn(x).numpy(), rtol=1e-6)
+
+
+def test_pooling_module_attributes_and_repr_as_torch():
+    for name, args in [("MaxPool3d", (3,)), ("AvgPool3d", ((1, 2, 2), None, 0, True)), ("LPPool1d", (2, 3)),
+                       ("LPPool3d", (1.5, 2, 1, True)), ("AdaptiveMaxPool2d", ((3, None), True)),
+                       ("AdaptiveAvgPool3d", (2,)), ("MaxUnpool1d", (3,)), ("MaxUnpool2d", (2, 1)),
+                       ("MaxUnpool3d", ((1, 2, 3), None, 1)), ("BatchNorm3d", (4,))]:
+        t, e = getattr(torch.nn, name)(*args), getattr(ember.nn, name)(*args)
+        assert e.extra_repr() == t.extra_repr(), name
+        for attr in ("kernel_size", "stride", "padding", "output_size", "return_indices", "norm_type", "ceil_mode"):
+            assert getattr(e, attr, None) == getattr(t, attr, None), (name, attr)
+
+
+POOL_ND_ERRORS = [
+    (lambda F: F.max_pool3d(ember.zeros(1, 5, 6), 2), ValueError, "max_pool3d: expected a 5-D input, got shape (1, 5, 6)"),
+    (lambda F: F.max_pool3d(ember.zeros(1, 1, 4, 4, 4), (2, 2)), ValueError,
+     "kernel_size must be an int or a tuple of 3 ints, got (2, 2)"),
+    (lambda F: F.max_pool3d(ember.zeros(1, 1, 4, 4, 4), 2, padding=2), ValueError,
+     "max_pool3d: pad should be at most half of effective kernel size, got padding=(2, 2, 2), kernel_size=(2, 2, 2)"),
+    (lambda F: F.max_pool3d(ember.zeros(1, 1, 4, 4, 4), 5), RuntimeError,
+     "max_pool3d: input (1, 1, 4, 4, 4) is too small for kernel (5, 5, 5), padding (0, 0, 0)"),
+    (lambda F: F.max_pool3d(ember.zeros(1, 1, 4, 4, 4), 0, 1), RuntimeError,
+     "max_pool3d: kernel size should be greater than zero, got kernel_size=(0, 0, 0)"),
+    (lambda F: F.max_pool2d(ember.zeros(1, 1, 4, 4), 2, stride=0), RuntimeError,
+     "max_pool2d: stride should be greater than zero, got stride=(0, 0)"),
+    (lambda F: F.max_pool1d(ember.zeros(1, 1, 4), 2, dilation=0), RuntimeError,
+     "max_pool1d: dilation should be greater than zero, got dilation=(0,)"),
+    (lambda F: F.avg_pool3d(ember.zeros(1, 1, 4, 4, 4), 2, padding=-1), RuntimeError,
+     "avg_pool3d: pad must be non-negative, got padding=(-1, -1, -1)"),
+    (lambda F: F.avg_pool2d(ember.zeros(1, 1, 4, 4), 2, divisor_override=0), RuntimeError,
+     "avg_pool2d: divisor must be not zero, got divisor_override=0"),
+    (lambda F: F.avg_pool3d(ember.zeros(1, 1, 4, 4), 2), RuntimeError,
+     "avg_pool3d: input image (1, 4, 4) is smaller than kernel size (2, 2, 2)"),
+    (lambda F: F.avg_pool3d(ember.zeros(1, 1, 2, 4, 4), 3, padding=1), RuntimeError,   # padding does not count
+     "avg_pool3d: input image (2, 4, 4) is smaller than kernel size (3, 3, 3)"),
+    (lambda F: F.avg_pool3d(ember.zeros(4, 4, 4), 2), ValueError, "avg_pool3d: expected a 5-D input, got shape (4, 4, 4)"),
+    (lambda F: F.adaptive_avg_pool3d(ember.zeros(4, 4, 4), 2), ValueError,
+     "adaptive_avg_pool3d: expected a 4-D or 5-D input, got shape (4, 4, 4)"),
+    (lambda F: F.adaptive_avg_pool3d(ember.zeros(1, 2, 4, 4, 4), (2, 2)), RuntimeError,
+     "adaptive_avg_pool3d: output_size must be an int or a tuple of 3 ints (None: the input's size), got (2, 2)"),
+    (lambda F: F.adaptive_avg_pool2d(ember.zeros(1, 2, 4, 4), (-1, 2)), RuntimeError,
+     "adaptive_avg_pool2d: output_size must be non-negative, got (-1, 2)"),
+    (lambda F: F.adaptive_max_pool2d(ember.zeros(2, 3, 0, 4), 2), RuntimeError,
+     "adaptive_max_pool2d: expected input to have non-zero size for non-batch dimensions, got shape (2, 3, 0, 4)"),
+    (lambda F: F.adaptive_avg_pool1d(ember.zeros(2, 3, 0), 2), RuntimeError,
+     "adaptive_avg_pool1d: expected input to have non-zero size for non-batch dimensions, got shape (2, 3, 0)"),
+    (lambda F: F.adaptive_max_pool1d(ember.zeros(7), 2), ValueError,
+     "adaptive_max_pool1d: expected a 2-D or 3-D input, got shape (7,)"),
+    (lambda F: F.adaptive_max_pool1d(ember.zeros(1, 7), None), TypeError,
+     "adaptive_max_pool1d: output_size must be an int or a tuple of one int, got None"),
+    (lambda F: F.adaptive_max_pool1d(ember.zeros(1, 7), (3, 2)), RuntimeError,
+     "adaptive_max_pool1d: output_size must be an int or a tuple of 1 ints (None: the input's size), got (3, 2)"),
+    (lambda F: F.adaptive_max_pool2d(ember.zeros(7, 5), 2), ValueError,
+     "adaptive_max_pool2d: expected a 3-D or 4-D input, got shape (7, 5)"),
+    (lambda F: F.adaptive_max_pool3d(ember.zeros(1, 2, 4, 5, 6), (2, 2)), RuntimeError,
+     "adaptive_max_pool3d: output_size must be an int or a tuple of 3 ints (None: the input's size), got (2, 2)"),
+    (lambda F: F.adaptive_max_pool3d(ember.zeros(1, 2, 4, 5, 6), -1), RuntimeError,
+     "adaptive_max_pool3d: output_size must be non-negative, got (-1, -1, -1)"),
+    (lambda F: F.lp_pool3d(ember.zeros(2, 5, 5, 5), 2, 6), RuntimeError,
+     "lp_pool3d: input image (5, 5, 5) is smaller than kernel size (6, 6, 6)"),
+    (lambda F: F.lp_pool2d(ember.zeros(2, 5, 5), 2, 2, stride=0), RuntimeError,
+     "lp_pool2d: stride should be greater than zero, got stride=(0, 0)"),
+    (lambda F: F.max_unpool2d(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 2).long() + 16, 2), RuntimeError,
+     "max_unpool2d: found an invalid max index: 16 (output volumes are of size 4x4)"),
+    (lambda F: F.max_unpool3d(ember.zeros(1, 2, 2, 2), ember.zeros(1, 2, 2, 2).long() - 2, 2), RuntimeError,
+     "max_unpool3d: found an invalid max index: -2 (output volumes are of size 4x4x4)"),
+    (lambda F: F.max_unpool1d(ember.zeros(1, 1, 2), ember.zeros(1, 1, 2), 2), RuntimeError,
+     "max_unpool1d: elements in indices should be type int64, got float32"),
+    (lambda F: F.max_unpool2d(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 1).long(), 2), RuntimeError,
+     "max_unpool2d: expected shape of indices to be same as that of the input tensor ((1, 1, 2, 2)) but got "
+     "indices tensor with shape: (1, 1, 2, 1)"),
+    (lambda F: F.max_unpool2d(ember.zeros(2, 2), ember.zeros(2, 2).long(), 2), ValueError,
+     "max_unpool2d: expected a 3-D or 4-D input, got shape (2, 2)"),
+    (lambda F: F.max_unpool2d(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 2).long(), 2, output_size=(6, 5)), ValueError,
+     'max_unpool2d: invalid output_size "(6, 5)" (dim 0 must be between 2 and 6)'),
+    (lambda F: F.max_unpool2d(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 2).long(), 2, output_size=(5,)), ValueError,
+     "max_unpool2d: output_size should be a sequence containing 2 or 4 elements, but it has a length of '1'"),
+    (lambda F: F.max_unpool2d(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 2).long(), 2, padding=3), ValueError,
+     "max_unpool2d: output_size must contain non-negative spatial dimensions, but got output_size[0]=-2"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(POOL_ND_ERRORS)))
+def test_nd_pooling_errors_exactly(k):
+    call, exc, message = POOL_ND_ERRORS[k]
+    raises_exactly(lambda: call(ember.nn.functional), exc, message)
+
+
+@pytest.mark.parametrize("k", range(len(POOL_ND_ERRORS)))
+def test_torch_rejects_the_same_pooling_calls(k, monkeypatch):
+    # each case above is a call torch rejects too (torch raises RuntimeError for padding > kernel / 2 and
+    # for a wrong-rank input where Ember raises ValueError, as its max_pool1d/2d always did)
+    call = POOL_ND_ERRORS[k][0]
+    monkeypatch.setitem(call.__globals__, "ember", torch)   # ember.zeros(...).long() as torch's
+    with pytest.raises((RuntimeError, ValueError, TypeError)):
+        call(torch.nn.functional)

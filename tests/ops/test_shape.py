@@ -285,6 +285,8 @@ def test_scatter_scatter_add():
     check_op(lambda L, a, i, s: a.scatter(0, i, s), (3, 3), idx, (2, 4), grad=False)   # src larger than index
     # (torch's own scatter backward rejects a src larger than index, so no gradient comparison there)
     check_op(lambda L, a, i: a.scatter(1, i, 2.5), (2, 3), idx)
+    # index longer than the input along dim (repeats): the input's gradient was a shape error
+    check_op(lambda L, a, s, i: a.scatter(1, i, s), (2, 4), (2, 5), np.array([[3, 1, 0, 2, 3], [0, 0, 1, 1, 2]]))
     check_op(lambda L, a, i, s: L.scatter_add(a, 0, i, s), (4, 3), IDX, (2, 3))   # duplicates add
     check_op(lambda L, a, i, s: a.scatter_add(1, i, s), (2, 4), np.array([[0, 0, 3], [1, 1, 1]]), (2, 3))
     check_op(lambda L, a, i, s: a.scatter(0, i, s, reduce="add"), (4, 3), IDX, (2, 3), grad=False)  # torch: no derivative

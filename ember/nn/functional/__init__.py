@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from .linear import linear, bilinear
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, unfold, fold
-from .pooling import max_pool1d, max_pool2d, avg_pool1d, avg_pool2d, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pooling import (max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indices, max_pool2d_with_indices,
+                      max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d,
+                      adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
+                      adaptive_max_pool2d, adaptive_max_pool3d, adaptive_max_pool1d_with_indices,
+                      adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices, max_unpool1d,
+                      max_unpool2d, max_unpool3d)
 from .normalization import batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm
 from .dropout import dropout, dropout1d, dropout2d, dropout3d, alpha_dropout, feature_alpha_dropout
 from .embedding import embedding, one_hot
@@ -26,7 +31,12 @@ from .conv import _conv_padding  # noqa: F401
 
 __all__ = [
     "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
+    "max_unpool3d",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "embedding",
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",

@@ -1,16 +1,29 @@
-"""Max, average and adaptive average pooling."""
+"""Max, average, power-average (LP) and adaptive pooling over 1, 2 or 3 spatial dims, and max unpooling.
+
+One code path per kind for every number of spatial dims: max pooling is the N-D MaxPool primitive
+(ember/ops/layers.py), average pooling an N-D Conv with a kernel of ones, and the rest composites.
+"""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ..._errors import op_error
 from ..._tensor import Tensor
 from ...backends import host
 from ...ops import math as M, creation as C
 from ...ops.layers import Conv, MaxPool, MaxPoolIndex
-from ...ops.primitives import Gather, Pad
+from ...ops.primitives import Gather, Pad, Scatter
 from ._utils import _ntuple, _check_dim
 from .conv import _pad_spatial
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d",
+           "lp_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
+           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
+           "max_unpool3d"]
 
 
 def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
@@ -18,6 +31,14 @@ def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd,
     s = _ntuple(stride if stride is not None and stride != [] else kernel_size, nd, "stride")
     p = _ntuple(padding, nd, "padding")
     d = _ntuple(dilation, nd, "dilation")
+    if min(k) <= 0:
+        raise op_error(op, f"kernel size should be greater than zero, got kernel_size={k}")
+    if min(s) <= 0:
+        raise op_error(op, f"stride should be greater than zero, got stride={s}")
+    if min(d) <= 0:
+        raise op_error(op, f"dilation should be greater than zero, got dilation={d}")
+    if min(p) < 0:
+        raise op_error(op, f"pad must be non-negative, got padding={p}")
     for kk, pp in zip(k, p):
         if pp > kk // 2:
             raise op_error(op, f"pad should be at most half of effective kernel size, got padding={p}, "
@@ -52,9 +73,8 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     N, Cc = x.shape[:2]
     index = MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d)      # (N, C, *out)
     # the maxima: x gathered at those positions (its gradient scatters back to them)
-    out = Gather.apply(x.reshape(N, Cc, -1), index.reshape(N, Cc, -1), axis=2).reshape(index.shape)
-    if not return_indices:
-        return out
+    flat = (N, Cc, math.prod(index.shape[2:]))
+    out = Gather.apply(x.reshape(N, Cc, math.prod(x.shape[2:])), index.reshape(flat), axis=2).reshape(index.shape)
     # indices into the unpadded input, as torch returns them
     return out, MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d, pads=tuple(pads))
 
@@ -68,17 +88,53 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W); stride defaults to the kernel size.
+
+    >>> F.max_pool3d(ember.randn(1, 2, 4, 6, 6), 2).shape
+    (1, 2, 2, 3, 3)
+    """
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3, "max_pool3d")
+
+
+# torch's *_with_indices forms: the pooled values and their indices whatever return_indices says
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1, "max_pool1d")
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2, "max_pool2d")
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """max_pool3d's values and indices (flat positions in each (D, H, W) volume, as torch's).
+
+    >>> out, idx = F.max_pool3d_with_indices(ember.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    >>> out.tolist(), idx.tolist()
+    ([[[[[7.0]]]]], [[[[[7]]]]])
+    """
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3, "max_pool3d")
+
+
 def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd, op):
     if input.ndim == nd + 1:
         return _avg_poolnd(input.unsqueeze(0), kernel_size, stride, padding, ceil_mode, count_include_pad,
                            divisor_override, nd, op).squeeze(0)
     _check_dim(input, (nd + 2,), op)
+    if divisor_override is not None and divisor_override == 0:
+        raise op_error(op, "divisor must be not zero, got divisor_override=0")
+    k = _ntuple(kernel_size, nd, "kernel_size")
+    if nd == 3 and any(n < kk for n, kk in zip(input.shape[2:], k)):   # torch checks this in 3-D only
+        raise op_error(op, f"input image {tuple(input.shape[2:])} is smaller than kernel size {k}")
     k, s, p, d, pads = _pool_geometry(input, kernel_size, stride, padding, 1, ceil_mode, nd, op)
     N, Cc = input.shape[:2]
     x = _pad_spatial(input.reshape(N * Cc, 1, *input.shape[2:]), pads)
     ones = C.ones((1, 1) + k, dtype=input.dtype, device=input.device)
     summed = Conv.apply(x, ones, stride=s, dilation=d, groups=1)
-    if divisor_override:
+    if divisor_override is not None:
         out = summed / divisor_override
     elif count_include_pad and not ceil_mode:
         out = summed / math.prod(k)
@@ -108,11 +164,78 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                        "avg_pool2d")
 
 
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W); stride defaults to the kernel size.
+
+    >>> F.avg_pool3d(ember.ones(1, 1, 3, 3, 3), 3, padding=1, stride=2).shape
+    (1, 1, 2, 2, 2)
+    """
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
+                       "avg_pool3d")
+
+
+def _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, nd, op):
+    """torch's formula: (sum of x**p over each window) ** (1/p), the sum as an average times the window
+    size; max pooling of |x| at p = inf. At a zero sum the gradient is zero, not the root's inf (torch's
+    sign(s) * relu(|s|), the identity with a zero gradient at 0; here a where: Relu's g * (y > 0) would
+    give NaN there)."""
+    if norm_type == math.inf:
+        return _max_poolnd(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
+    if norm_type == -math.inf:
+        return -_max_poolnd(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
+    out = _avg_poolnd(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd, op)
+    size = math.prod(_ntuple(kernel_size, nd, "kernel_size"))
+    out = M.where(out == 0, out.new_zeros(()), out)
+    return out.mul(size).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d")
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    """Power-average pooling: (sum of x**norm_type over each window) ** (1 / norm_type).
+
+    >>> F.lp_pool2d(ember.full((1, 1, 4, 4), 2.0), 2, 2).tolist()
+    [[[[4.0, 4.0], [4.0, 4.0]]]]
+    """
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d")
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 3, "lp_pool3d")
+
+
+def _adaptive_output_size(input, output_size, nd, op):
+    """output_size as nd ints: one int for every dim, or nd entries where None keeps that input size."""
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != nd:
+            raise op_error(op, f"output_size must be an int or a tuple of {nd} ints (None: the input's "
+                               f"size), got {tuple(output_size)}")
+        size = tuple(output_size)
+    else:
+        size = (output_size,) * nd
+    if nd == 1 and size[0] is None:   # torch keeps a size only in 2-D and 3-D
+        raise op_error(op, f"output_size must be an int or a tuple of one int, got {output_size}", TypeError)
+    size = tuple(n if m is None else int(m) for n, m in zip(input.shape[-nd:], size))
+    if min(size) < 0:
+        raise op_error(op, f"output_size must be non-negative, got {size}")
+    if min(input.shape[-nd:]) == 0:
+        raise op_error(op, f"expected input to have non-zero size for non-batch dimensions, got shape "
+                           f"{tuple(input.shape)}")
+    return size
+
+
+def _adaptive_windows(n, m):
+    """torch's adaptive windows of n positions into m: [(floor(i*n/m), ceil((i+1)*n/m)) for i < m]."""
+    return [((i * n) // m, -(-((i + 1) * n) // m)) for i in range(m)]
+
+
 def _adaptive_matrix(n, m, dtype, device):
-    """(n, m) matrix whose column i averages torch's adaptive window i: [floor(i*n/m), ceil((i+1)*n/m))."""
+    """(n, m) matrix whose column i averages adaptive window i."""
     A = host.zeros((n, m), dtype.np)
-    for i in range(m):
-        a, b = (i * n) // m, -(-((i + 1) * n) // m)
+    for i, (a, b) in enumerate(_adaptive_windows(n, m)):
         A[a:b, i] = 1.0 / (b - a)
     from ...ops.creation import _from_host
     return _from_host(A, device)
@@ -120,13 +243,11 @@ def _adaptive_matrix(n, m, dtype, device):
 
 def _adaptive_avg_poolnd(input, output_size, nd, op):
     _check_dim(input, (nd + 1, nd + 2), op)
-    size = _ntuple(output_size, nd, "output_size") if not isinstance(output_size, (tuple, list)) \
-        else tuple(output_size)
+    size = _adaptive_output_size(input, output_size, nd, op)
     out = input
     for i, m in enumerate(size):   # windows are products of 1-D windows: average one dim at a time
         dim = input.ndim - nd + i
         n = input.shape[dim]
-        m = n if m is None else m
         if m == n:
             continue
         A = _adaptive_matrix(n, m, input.dtype, input.device)
@@ -141,3 +262,149 @@ def adaptive_avg_pool1d(input, output_size) -> Tensor:
 def adaptive_avg_pool2d(input, output_size) -> Tensor:
     """Average pooling to a fixed output size (N, C, *output_size), windows as torch chooses them."""
     return _adaptive_avg_poolnd(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input, output_size) -> Tensor:
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to (..., *output_size); None keeps a size.
+
+    >>> F.adaptive_avg_pool3d(ember.randn(2, 3, 5, 7, 9), (1, None, 4)).shape
+    (2, 3, 1, 7, 4)
+    """
+    return _adaptive_avg_poolnd(input, output_size, 3, "adaptive_avg_pool3d")
+
+
+def _adaptive_window_table(spatial, size):
+    """(prod(size), K): the flat positions in a plane of shape `spatial` of each adaptive window, row-major,
+    each window padded to the widest one (K positions) by repeating its last position: a repeat changes
+    neither the maximum nor the first position holding it."""
+    nd = len(spatial)
+    table = host.zeros((1,) * (2 * nd), np.int64)
+    step, width = 1, 1
+    for d in reversed(range(nd)):
+        windows = _adaptive_windows(spatial[d], size[d])
+        k = max((b - a for a, b in windows), default=1)
+        pos = host.array([[min(a + j, b - 1) for j in range(k)] for a, b in windows], np.int64)   # (m, k)
+        shape = [1] * (2 * nd)
+        shape[d], shape[nd + d] = size[d], k
+        table = table + pos.reshape(shape) * step            # broadcast: (m_1, ..., m_nd, k_1, ..., k_nd)
+        step, width = step * spatial[d], width * k
+    return table.reshape(math.prod(size), width)
+
+
+def _adaptive_max_poolnd(input, output_size, return_indices, nd, op):
+    _check_dim(input, (nd + 1, nd + 2), op)
+    if input.ndim == nd + 1:
+        out = _adaptive_max_poolnd(input.unsqueeze(0), output_size, return_indices, nd, op)
+        return tuple(o.squeeze(0) for o in out) if return_indices else out.squeeze(0)
+    size = _adaptive_output_size(input, output_size, nd, op)
+    N, Cc = input.shape[:2]
+    from ...ops.creation import _from_host
+    table = _from_host(_adaptive_window_table(input.shape[2:], size), input.device)   # (M, K)
+    x = input.reshape(N, Cc, math.prod(input.shape[2:]))                             # (N, C, L)
+    # each window's candidates, the first maximum among them, and its flat position (no gradient)
+    first = M.argmax(x.detach()[:, :, table], dim=-1, keepdim=True)                   # (N, C, M, 1)
+    index = Gather.apply(table.expand(N, Cc, *table.shape), first, axis=3).reshape(N, Cc, table.shape[0])
+    # the maxima: x gathered there (the gradient scatters back, adding where windows overlap)
+    out = Gather.apply(x, index, axis=2).reshape(N, Cc, *size)
+    return (out, index.reshape(N, Cc, *size)) if return_indices else out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling to a fixed output size, over torch's windows [floor(i*H/h), ceil((i+1)*H/h)) per dim;
+    the indices are flat positions in each (H, W) plane. None in output_size keeps that input size.
+
+    >>> out, idx = F.adaptive_max_pool2d(ember.arange(12.0).reshape(1, 3, 4), (2, 3), return_indices=True)
+    >>> out.tolist(), idx.tolist()
+    ([[[5.0, 6.0, 7.0], [9.0, 10.0, 11.0]]], [[[5, 6, 7], [9, 10, 11]]])
+    """
+    return _adaptive_max_poolnd(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, return_indices, 3, "adaptive_max_pool3d")
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 2, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 3, "adaptive_max_pool3d")
+
+
+def _unpool_output_size(input, k, s, p, output_size, op):
+    """torch's: (in - 1) * stride + kernel - 2 * padding per dim, or output_size (its last nd entries
+    when it has nd + 2) when it lies strictly within a stride of that."""
+    nd = len(k)
+    default = tuple((n - 1) * ss + kk - 2 * pp for n, kk, ss, pp in zip(input.shape[-nd:], k, s, p))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)
+        if len(size) == nd + 2:
+            size = size[2:]
+        if len(size) != nd:
+            raise op_error(op, f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it "
+                               f"has a length of '{len(size)}'", ValueError)
+        for d in range(nd):
+            lo, hi = default[d] - s[d], default[d] + s[d]
+            if not lo < size[d] < hi:
+                raise op_error(op, f'invalid output_size "{tuple(output_size)}" (dim {d} must be between {lo} '
+                                   f'and {hi})', ValueError)
+    for d in range(nd):
+        if size[d] < 0:
+            raise op_error(op, f"output_size must contain non-negative spatial dimensions, but got "
+                               f"output_size[{d}]={size[d]}", ValueError)
+    return tuple(int(n) for n in size)
+
+
+def _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, nd, op):
+    _check_dim(input, (nd + 1, nd + 2), op)
+    if not isinstance(indices, Tensor) or indices.dtype.name != "int64":
+        raise op_error(op, f"elements in indices should be type int64, got "
+                           f"{indices.dtype.name if isinstance(indices, Tensor) else type(indices).__name__}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise op_error(op, f"expected shape of indices to be same as that of the input tensor "
+                           f"({tuple(input.shape)}) but got indices tensor with shape: {tuple(indices.shape)}")
+    k = _ntuple(kernel_size, nd, "kernel_size")
+    s = _ntuple(stride if stride is not None else kernel_size, nd, "stride")
+    p = _ntuple(padding, nd, "padding")
+    size = _unpool_output_size(input, k, s, p, output_size, op)
+    lead = tuple(input.shape[:-nd])                                   # (N, C) or (C,)
+    planes = math.prod(lead)
+    n = math.prod(size)
+    idx = indices.reshape(planes, math.prod(input.shape[-nd:])).detach()
+    bad = (idx < 0) | (idx >= n)
+    if bool(bad.any().item()):
+        raise op_error(op, f"found an invalid max index: {int(idx[bad].reshape(-1)[0].item())} (output volumes "
+                           f"are of size {'x'.join(map(str, size))})")
+    # each value written at its index, zeros elsewhere; the gradient gathers from the same positions
+    zeros = C.zeros((planes, n), dtype=input.dtype, device=input.device)
+    out = Scatter.apply(zeros, input.reshape(idx.shape), idx, axis=1)
+    return out.reshape(*lead, *size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d: each value put back at its index, zeros elsewhere.
+
+    >>> out, idx = F.max_pool2d(ember.arange(16.0).reshape(1, 1, 4, 4), 2, return_indices=True)
+    >>> F.max_unpool2d(out, idx, 2).tolist()
+    [[[[0.0, 0.0, 0.0, 0.0], [0.0, 5.0, 0.0, 7.0], [0.0, 0.0, 0.0, 0.0], [0.0, 13.0, 0.0, 15.0]]]]
+    """
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")

@@ -118,11 +118,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             out = out[(slice(None),) * (2 + i) + (Tensor._make(idx, input._device),)]
         return out
     if mode == "area":   # torch's 'area' is adaptive average pooling to the output size
-        from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
-        if nd > 2:
-            raise op_error("interpolate", f"mode 'area' supports 3-D and 4-D inputs, got {tuple(input.shape)}",
-                           NotImplementedError)
-        return (adaptive_avg_pool1d if nd == 1 else adaptive_avg_pool2d)(input, tuple(out_sizes))
+        from .pooling import _adaptive_avg_poolnd
+        return _adaptive_avg_poolnd(input, tuple(out_sizes), nd, "interpolate")
     if mode in ("linear", "bilinear", "trilinear"):
         if {"linear": 1, "bilinear": 2, "trilinear": 3}[mode] != nd:
             raise op_error("interpolate", f"mode {mode!r} needs a {2 + {'linear': 1, 'bilinear': 2}.get(mode, 3)}-D "
