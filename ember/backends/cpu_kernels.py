@@ -114,6 +114,44 @@ def _rows(node, x, axis):
 
 # ---- the kernels: fn(node, *arrays) like node.forward --------------------------------------------
 
+def where(node, c, a, b):
+    """Where as one select loop when the condition has the result's shape and a and b are of one float
+    dtype, each of that shape (in one memory order: channels-last arrays stay so) or a single value
+    (relu's gradient, masked_fill, clamps); else NumPy's where."""
+    dt = a.dtype
+    if not (dt == b.dtype and dt.kind == "f" and dt.itemsize >= 4 and c.dtype == np.bool_ and c.size > 4096):
+        return node.forward(c, a, b)
+    shape = c.shape
+    full = [x for x in (c, a, b) if x.shape == shape]
+    if any(x.shape != shape and (x.size != 1 or x.ndim > len(shape)) for x in (a, b)) or len(full) < 2:
+        return node.forward(c, a, b)
+    perm = _memory_order(full[1])
+    flat = [_flat(x, perm) for x in full]
+    K = _k() if all(f is not None for f in flat) else None
+    if K is None:
+        return node.forward(c, a, b)
+    out = np.empty_like(full[1])   # full[1]'s memory order (order='K')
+    o = _flat(out, perm)
+    if a.shape == shape and b.shape == shape:
+        K.where_select(flat[0], flat[1], flat[2], o)
+    elif b.shape == shape:
+        K.where_select_a(flat[0], a.reshape(-1)[0], flat[1], o)
+    else:
+        K.where_select_b(flat[0], flat[1], b.reshape(-1)[0], o)
+    return out
+
+
+def _memory_order(a):
+    """The axes of `a` from the largest stride to the smallest (C order: 0, 1, ...; NHWC: 0, 2, 3, 1)."""
+    return tuple(sorted(range(a.ndim), key=lambda i: -abs(a.strides[i])))
+
+
+def _flat(a, perm):
+    """`a`'s memory as a flat array when its axes in `perm` order are C-contiguous, else None."""
+    t = a.transpose(perm)
+    return t.reshape(-1) if t.flags.c_contiguous else None
+
+
 def gelu(node, x):
     xs = _f32(x)
     K = _k() if xs is not None else None

@@ -171,8 +171,10 @@ class Relu(Primitive):
     saves_output = True
     def forward(self, x): return array_module(x).maximum(x, 0)
     def backward(self, g):
+        # torch's threshold_backward: 0 where y <= 0, else g (a NaN input passes its gradient, and an
+        # inf or NaN gradient where y <= 0 gives 0; g * (y > 0) gave NaN there)
         y = self.saved_output()
-        return (g * (y > 0),)
+        return (Where.apply(y <= 0, g.new_zeros(()), g),)
     def infer(self, x): return _same(x)
 
 
@@ -1014,3 +1016,9 @@ class ClassTarget(Primitive):
 
     def infer(self, t):
         return (tuple(t.shape), _INT64), (tuple(t.shape), _BOOL), ((), _INT64)
+
+
+# A compiled select for Where on the CPU (numba; NumPy's where branches per element): cpu_kernels.py
+from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
+
+_cpu_kernels.install({Where: "where"})

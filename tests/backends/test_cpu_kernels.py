@@ -404,3 +404,53 @@ def test_the_embedding_grad_kernel_is_taken_and_sums_each_entry_in_order(calls):
     assert calls == {"embedding_grad": 1}
     # entry 3 gets 1e8 + 1 + (-1e8) in that order: float32 loses the 1 (a pairwise sum may not)
     np.testing.assert_array_equal(w.grad.numpy(), [[5, 5], [8, 8], [0, 0], [0, 8]])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("form", ["full", "scalar a", "scalar b", "broadcast cond", "small"])
+def test_where_select_as_torch(kernels, dtype, form):
+    # the select loop (NumPy's where branches per element: 10x slower on a random mask); NaN and
+    # infinities pass through unchanged from the side chosen
+    shape = (3, 60, 50) if form != "small" else (4, 5)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+    a.flat[::7], b.flat[::11], a.flat[3::13] = np.nan, np.inf, -np.inf
+    cond = rng.random(shape) < 0.5
+    if form == "scalar a":
+        check_op(lambda L, c, y: L.where(c, L.tensor(-2.5, dtype=y.dtype), y), cond, b, dtypes=(dtype,))
+    elif form == "scalar b":
+        check_op(lambda L, c, x: L.where(c, x, L.tensor(np.inf, dtype=x.dtype)), cond, a, dtypes=(dtype,))
+    elif form == "broadcast cond":
+        check_op(lambda L, c, x, y: L.where(c, x, y), cond[:, :1], a, b, dtypes=(dtype,))
+    else:
+        check_op(lambda L, c, x, y: L.where(c, x, y), cond, a, b, dtypes=(dtype,))
+
+
+def test_where_kernel_path_is_taken(monkeypatch):
+    pytest.importorskip("numba", reason="the CPU kernels need numba (pip install ember[jit])")
+    cpu_kernels.enable()
+    from ember.backends import _numba_kernels as K
+    seen = []
+    for name in ("where_select", "where_select_a", "where_select_b"):
+        monkeypatch.setattr(K, name, lambda *args, _n=name, _f=getattr(K, name): (seen.append(_n), _f(*args))[1])
+    x = ember.randn(100, 100, requires_grad=True)
+    ember.relu(x).backward(ember.ones(100, 100))     # relu's gradient: where(y <= 0, 0, g)
+    ember.where(x.detach() > 0, x.detach(), x.detach() * 2)
+    ember.where(x.detach() > 0, x.detach(), 0.0)
+    assert seen == ["where_select_a", "where_select", "where_select_b"]
+    ember.where(x.detach()[:2] > 0, x.detach()[:2], 0.0)   # small: NumPy's where
+    ember.where(x.detach() > 0, x.detach().half(), 0.0)    # float16: NumPy's where
+    assert len(seen) == 3
+
+
+def test_where_keeps_a_channels_last_layout_and_takes_mixed_layouts(kernels):
+    rng = np.random.default_rng(1)
+    y = ember.tensor(rng.standard_normal((8, 6, 10, 12)).astype(np.float32)).permute(0, 2, 3, 1).contiguous() \
+        .permute(0, 3, 1, 2)   # NCHW shape over NHWC memory, as the conv kernels leave it
+    g = ember.tensor(rng.standard_normal((8, 12, 10, 6)).astype(np.float32)).permute(0, 3, 2, 1)   # another order
+    for cond, a, b in [(y > 0, y, 0.0), (y > 0, 0.0, y), (y > 0, y, y * 2), (y > 0, g, y), (g > 0, y, g)]:
+        got = ember.where(cond, a, b)
+        ref = np.where(cond.numpy(), a.numpy() if isinstance(a, ember.Tensor) else a,
+                       b.numpy() if isinstance(b, ember.Tensor) else b)
+        np.testing.assert_array_equal(got.numpy(), ref)
+    assert ember.where(y > 0, y, 0.0)._data.strides == y._data.strides   # the memory order kept

@@ -1364,3 +1364,17 @@ def test_a_non_number_operand_is_a_type_error_not_nan(call):
     # NumPy turned None into NaN (and a string into an object array); torch raises TypeError
     with pytest.raises(TypeError, match="expected a Tensor or a number as operand, got (NoneType|str)"):
         call(ember.ones(2))
+
+
+def test_relu_gradient_at_nan_and_infinite_upstream_as_torch():
+    # torch's threshold_backward: 0 where relu(x) <= 0 whatever the upstream gradient is, and a NaN input
+    # passes its gradient; g * (y > 0) gave NaN for an inf/NaN upstream gradient at x <= 0, and 0 at NaN x
+    x = np.array([np.nan, -1.0, 0.0, 2.0, -np.inf, np.inf])
+    g = np.array([1.0, np.inf, np.nan, 3.0, np.nan, 2.0])
+    for dt in (torch.float32, torch.float64):
+        tx = torch.tensor(x, dtype=dt, requires_grad=True)
+        torch.relu(tx).backward(torch.tensor(g, dtype=dt))
+        ex = ember.tensor(x, dtype=getattr(ember, str(dt).split(".")[1]), requires_grad=True)
+        ember.relu(ex).backward(ember.tensor(g, dtype=ex.dtype))
+        np.testing.assert_array_equal(ex.grad.numpy(), tx.grad.numpy())
+        assert ex.grad.tolist()[:3] == [1.0, 0.0, 0.0]
