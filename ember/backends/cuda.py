@@ -137,6 +137,13 @@ def erf(x):
     return _erf(x)
 
 
+def erfc(x):
+    if FAKE:
+        return _fake.erfc(x)
+    from cupyx.scipy.special import erfc as _erfc
+    return _erfc(x)
+
+
 def erfinv(x):
     if FAKE:
         return _fake.erfinv(x)

@@ -369,6 +369,11 @@ def erf(x: FakeArray) -> FakeArray:
     return FakeArray(cpu.erf(x._a))
 
 
+def erfc(x: FakeArray) -> FakeArray:
+    from . import cpu
+    return FakeArray(cpu.erfc(x._a))
+
+
 def erfinv(x: FakeArray) -> FakeArray:
     from . import cpu
     return FakeArray(cpu.erfinv(x._a))

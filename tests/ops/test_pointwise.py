@@ -169,6 +169,12 @@ def test_erfc_matches_torch():
     check_op(lambda L, x: L.erfc(x), (3, 4), low=-3, high=3)
     check_op(lambda L, x: x.erfc(), SPECIAL)
     check_op(lambda L, x: L.erfc(x), _ints(0, 1, -2))
+    # the tail: 1 - erf(x) was 0 in float32 from x = 4 on (erfc(5) = 1.5e-12), and lost its digits in
+    # float64; the relative error is what counts there
+    tail = np.array([3.0, 4.0, 5.0, 6.0, 9.0, 12.0])
+    for dt in ("float32", "float64"):
+        t_out, e_out = check_op(lambda L, x: L.erfc(x), tail, dtypes=(dt,), rtol=1e-6)
+        np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-5, atol=0)
 
 
 IN_PLACE = {   # name -> (input, extra args)
