@@ -174,7 +174,7 @@ def test_erfc_matches_torch():
     tail = np.array([3.0, 4.0, 5.0, 6.0, 9.0, 12.0])
     for dt in ("float32", "float64"):
         t_out, e_out = check_op(lambda L, x: L.erfc(x), tail, dtypes=(dt,), rtol=1e-6)
-        np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-5, atol=0)
+        np.testing.assert_allclose(e_out.detach().cpu().numpy(), t_out.detach().numpy(), rtol=1e-5, atol=0)
 
 
 IN_PLACE = {   # name -> (input, extra args)
