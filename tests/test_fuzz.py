@@ -193,7 +193,9 @@ REDUCTIONS = {   # name -> (fn, args)
     "sort": (lambda L, x, **k: L.sort(x, **k), _dim_args),
     "argsort": (lambda L, x, **k: L.argsort(x, stable=True, **k), _dim_args),
     "sort_descending": (lambda L, x, **k: L.sort(x, descending=True, stable=True, **k), _dim_args),
-    "unique": (lambda L, x: L.unique(x, return_inverse=True, return_counts=True), _no_args),
+    # the inverse as the values it points at: which of several NaNs' slots a NaN takes is torch's sort's
+    "unique": (lambda L, x: (lambda v, i, c: (v, v[i], c))(*L.unique(x, return_inverse=True, return_counts=True)),
+               _no_args),
     # values, and the input at the indices: which of equal elements topk picks is not specified (torch
     # returns index 2 of [3, 3, 3, 3]; Ember the first)
     "topk": (lambda L, x, **k: (lambda r: (r[0], x.gather(k.get("dim", -1), r[1]) if x.ndim else r[1]))(

@@ -249,6 +249,8 @@ def pow(input, exponent):
             return input * 1
         if exponent == 2 and input.dtype.is_floating_point:
             return input * input
+        if exponent == -0.5 and input.dtype.is_floating_point:
+            return rsqrt(input)   # as torch (its rsqrt path): (-inf) ** -0.5 is NaN, (-0.0) ** -0.5 is -inf
     if isinstance(input, Tensor) and not input.dtype.is_floating_point and isinstance(exponent, float):
         input = input.float()
     if isinstance(input, Tensor) and input.dtype.category < 2 and isinstance(exponent, (int, np.integer)) \
