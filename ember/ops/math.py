@@ -249,8 +249,10 @@ def pow(input, exponent):
             return input * 1
         if exponent == 2 and input.dtype.is_floating_point:
             return input * input
-        if exponent == -0.5 and input.dtype.is_floating_point:
-            return rsqrt(input)   # as torch (its rsqrt path): (-inf) ** -0.5 is NaN, (-0.0) ** -0.5 is -inf
+        if exponent in (0.5, -0.5) and input.dtype.is_floating_point and input.dtype is not _dtype.float16:
+            # torch's sqrt and rsqrt paths (not taken for float16): (-inf) ** +-0.5 is NaN, (-0.0) ** 0.5 is
+            # -0.0 and (-0.0) ** -0.5 -inf, where C's pow gives inf, 0.0; 0.0 and inf
+            return sqrt(input) if exponent == 0.5 else rsqrt(input)
     if isinstance(input, Tensor) and not input.dtype.is_floating_point and isinstance(exponent, float):
         input = input.float()
     if isinstance(input, Tensor) and input.dtype.category < 2 and isinstance(exponent, (int, np.integer)) \

@@ -207,7 +207,7 @@ def test_pow_of_special_values_as_torch():
     # torch runs ** -0.5 as rsqrt: (-inf) ** -0.5 is NaN and (-0.0) ** -0.5 is -inf (C's pow: 0 and inf)
     x = np.array([-np.inf, -1.0, -0.0, 0.0, np.inf, np.nan, 4.0])
     for e in (0.5, -0.5, 2.0, -1.0, -2.0, 3.0, 1.5, -1.5, 0.0):
-        check_op(lambda L, a: a ** e, NoGrad(x), grad=False)
+        check_op(lambda L, a: a ** e, NoGrad(x), grad=False, dtypes=("float32", "float64", "float16", "bfloat16"))
     check_op(lambda L, a: a ** -0.5, np.array([0.25, 4.0, 9.0]))
 
 
