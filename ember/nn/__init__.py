@@ -24,7 +24,7 @@ from .padding import (ZeroPad1d, ZeroPad2d, ZeroPad3d, ConstantPad1d, ConstantPa
 from .pixelshuffle import PixelShuffle, PixelUnshuffle, ChannelShuffle
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
-from .embedding import Embedding
+from .embedding import Embedding, EmbeddingBag
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
                    BCEWithLogitsLoss, KLDivLoss, MultiMarginLoss, MarginRankingLoss, CosineEmbeddingLoss,
                    TripletMarginLoss, GaussianNLLLoss, PoissonNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss,
@@ -52,6 +52,7 @@ __all__ = [
     "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
     "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "Embedding",
+    "EmbeddingBag",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
     "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",

@@ -16,7 +16,7 @@ from .pooling import (max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indice
                       max_unpool2d, max_unpool3d)
 from .normalization import batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm
 from .dropout import dropout, dropout1d, dropout2d, dropout3d, alpha_dropout, feature_alpha_dropout
-from .embedding import embedding, one_hot
+from .embedding import embedding, embedding_bag, one_hot
 from .activation import relu, relu6, hardtanh, leaky_relu, elu, selu, gelu, silu, softplus, mish, tanh, sigmoid, logsigmoid, softmax, log_softmax, softmin
 from .activation import hardshrink, softshrink, tanhshrink, softsign, threshold, celu, glu, hardsigmoid, hardswish, prelu
 from .activation import rrelu, relu_, elu_, leaky_relu_, hardtanh_, selu_, celu_, threshold_, rrelu_
@@ -39,6 +39,7 @@ __all__ = [
     "max_unpool3d",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "embedding",
+    "embedding_bag",
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
     "hardtanh", "logsigmoid", "softmax", "log_softmax", "softmin", "hardshrink", "softshrink", "tanhshrink",
     "softsign", "threshold", "celu", "glu", "hardsigmoid", "hardswish", "prelu", "rrelu",
