@@ -1,7 +1,8 @@
 """Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first) and their cells.
 
 Parameter names, shapes, gate order (LSTM: i, f, g, o; GRU: r, z, n) and initialisation
-U(-1/sqrt(hidden), 1/sqrt(hidden)) are torch's, so state dicts move between the two.
+U(-1/sqrt(hidden), 1/sqrt(hidden)) are torch's, so state dicts move between the two. LSTM's proj_size = p
+projects each h_t to size p with a weight_hr_l{k} (p, hidden) of its own, as torch's.
 """
 from __future__ import annotations
 
@@ -26,12 +27,13 @@ def _rnn_step(xw, h, w_hh, b_hh, relu):
     return M.relu(pre) if relu else M.tanh(pre)
 
 
-def _lstm_step(xw, state, w_hh, b_hh):
-    h, c = state
+def _lstm_step(xw, state, w_hh, b_hh, w_hr=None):
+    h, c = state                                               # (N, P or H), (N, H)
     gates = xw + F.linear(h, w_hh, b_hh)                       # (N, 4H)
     i, f, g, o = S.chunk(gates, 4, -1)
     c = M.sigmoid(f) * c + M.sigmoid(i) * M.tanh(g)
-    return M.sigmoid(o) * M.tanh(c), c
+    h = M.sigmoid(o) * M.tanh(c)
+    return (h if w_hr is None else F.linear(h, w_hr)), c       # with a projection: h (N, P)
 
 
 def _gru_step(xw, h, w_hh, b_hh):
@@ -57,21 +59,28 @@ class RNNBase(Module):
             raise ValueError(f"hidden_size must be a positive integer, got {hidden_size!r}")
         if num_layers <= 0:
             raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
-        if proj_size:
-            raise NotImplementedError("LSTM proj_size is not supported")
+        if isinstance(proj_size, bool) or not isinstance(proj_size, int) or proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
         gate = _GATES[mode] * hidden_size
         dirs = 2 if bidirectional else 1
+        real_hidden = proj_size or hidden_size                     # the size of h (c keeps hidden_size)
         self._flat_weights_names = []
         for layer in range(num_layers):
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
-                in_size = input_size if layer == 0 else hidden_size * dirs
-                names = [("weight_ih" + sfx, (gate, in_size)), ("weight_hh" + sfx, (gate, hidden_size))]
+                in_size = input_size if layer == 0 else real_hidden * dirs
+                names = [("weight_ih" + sfx, (gate, in_size)), ("weight_hh" + sfx, (gate, real_hidden))]
                 if bias:
                     names += [("bias_ih" + sfx, (gate,)), ("bias_hh" + sfx, (gate,))]
+                if proj_size:
+                    names += [("weight_hr" + sfx, (proj_size, hidden_size))]
                 for name, shape in names:
                     setattr(self, name, Parameter(C.empty(*shape, device=device, dtype=dtype)))
                     self._flat_weights_names.append(name)
@@ -84,12 +93,14 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         ws = [getattr(self, n) for n in self._flat_weights_names]
         return [ws[i:i + per] for i in range(0, len(ws), per)]
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.mode == "RNN_RELU":
@@ -107,12 +118,13 @@ class RNNBase(Module):
     def _weights(self, layer, d):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         g = lambda n: getattr(self, n + sfx) if (self.bias or n.startswith("weight")) else None  # noqa: E731
-        return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
+        w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size else None
+        return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh"), w_hr
 
-    def _step(self, xw, state, w_hh, b_hh):
+    def _step(self, xw, state, w_hh, b_hh, w_hr=None):
         """One time step: (output h, new state)."""
         if self.mode == "LSTM":
-            state = _lstm_step(xw, state, w_hh, b_hh)
+            state = _lstm_step(xw, state, w_hh, b_hh, w_hr)
             return state[0], state
         if self.mode == "GRU":
             state = _gru_step(xw, state, w_hh, b_hh)
@@ -126,7 +138,7 @@ class RNNBase(Module):
         batch_sizes (packed input, sequences sorted longest first): at step t only the first
         batch_sizes[t] sequences run; the others keep their state and output zeros there. Going backwards
         a sequence so starts from its initial state at its own last step."""
-        w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
         L, N = x.shape[0], x.shape[1]
         xw = F.linear(x, w_ih, b_ih)                               # (L, N, G*H): one GEMM for all steps
         steps = S.unbind(xw, 0)
@@ -135,10 +147,10 @@ class RNNBase(Module):
         for t in order:
             n = N if batch_sizes is None else batch_sizes[t]
             if n == N:
-                outs[t], state = self._step(steps[t], state, w_hh, b_hh)
+                outs[t], state = self._step(steps[t], state, w_hh, b_hh, w_hr)
                 continue
             part = tuple(s[:n] for s in state) if self.mode == "LSTM" else state[:n]
-            h, part = self._step(steps[t][:n], part, w_hh, b_hh)
+            h, part = self._step(steps[t][:n], part, w_hh, b_hh, w_hr)
             keep = (lambda new, old: S.cat([new, old[n:]], 0))
             state = tuple(map(keep, part, state)) if self.mode == "LSTM" else keep(part, state)
             outs[t] = S.cat([h, C.zeros(N - n, h.shape[1], dtype=h.dtype, device=h.device)], 0)
@@ -169,14 +181,19 @@ class RNNBase(Module):
         return output, hidden
 
     def _initial_state(self, hx, x):
-        """hx checked against (layers * directions, N, hidden) for time-major x (L, N, H_in), or zeros."""
+        """hx checked against (layers * directions, N, hidden) for time-major x (L, N, H_in), or zeros.
+        With proj_size an LSTM's h is (layers * directions, N, proj_size), its c as without."""
         shape = (self.num_layers * (2 if self.bidirectional else 1), x.shape[1], self.hidden_size)
+        h_shape = shape[:2] + (self.proj_size,) if self.proj_size else shape
         if hx is None:
-            h0 = C.zeros(*shape, dtype=x.dtype, device=x.device)
-            return (h0, h0) if self.mode == "LSTM" else h0
-        for h in (hx if self.mode == "LSTM" else (hx,)):
-            if tuple(h.shape) != shape:
-                raise op_error(type(self).__name__, f"expected hidden size {shape}, got {tuple(h.shape)}")
+            c0 = C.zeros(*shape, dtype=x.dtype, device=x.device)
+            h0 = C.zeros(*h_shape, dtype=x.dtype, device=x.device) if self.proj_size else c0
+            return (h0, c0) if self.mode == "LSTM" else h0
+        states = hx if self.mode == "LSTM" else (hx,)
+        for k, (h, want) in enumerate(zip(states, (h_shape, shape))):
+            if tuple(h.shape) != want:
+                what = f"hidden[{k}]" if self.mode == "LSTM" else "hidden"
+                raise op_error(type(self).__name__, f"expected {what} size {want}, got {tuple(h.shape)}")
         return hx
 
     def _forward_packed(self, input, hx):
@@ -242,7 +259,13 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    """Long short-term memory; returns (output, (h_n, c_n))."""
+    """Long short-term memory; returns (output, (h_n, c_n)). With proj_size = p > 0, each h_t is projected to
+    size p by weight_hr_l{k} (p, hidden_size): output and h_n have p features, c_n hidden_size.
+
+    >>> out, (h, c) = ember.nn.LSTM(10, 20, 2, proj_size=5)(ember.randn(7, 3, 10))
+    >>> out.shape, h.shape, c.shape
+    ((7, 3, 5), (2, 3, 5), (2, 3, 20))
+    """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):

@@ -144,7 +144,7 @@ MESSAGES = {   # the message before ' (at file:line)', and the exception type
     'pad reflect': (ValueError, 'pad: reflect padding (3, 3) must be smaller than the dim size 3'),
     'interpolate both': (ValueError, 'interpolate: give exactly one of size and scale_factor'),
     'interpolate align_corners': (ValueError, 'align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear'),
-    'interpolate mode': (NotImplementedError, "interpolate: mode 'cubic' is not supported (nearest, nearest-exact, area, linear, bilinear, trilinear)"),
+    'interpolate mode': (NotImplementedError, "interpolate: mode 'cubic' is not supported (nearest, nearest-exact, area, linear, bilinear, bicubic, trilinear)"),
 }
 
 

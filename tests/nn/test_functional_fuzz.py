@@ -128,7 +128,8 @@ def _max_unpool(rng):
 
 def _interpolate(rng):
     nd = int(rng.integers(1, 3))
-    # not 'bicubic': Ember has no bicubic mode yet, and says so (NotImplementedError)
+    # not 'bicubic' (tested in tests/nn/test_vision.py): where a scale keeps a dim's size (1.5 of 1) torch's
+    # bicubic backward copies the gradient, not its forward's (a torch bug), and the fuzz would compare with it
     mode = _pick(rng, "nearest", "nearest-exact", "area", "linear" if nd == 1 else "bilinear")
     kw = {"mode": mode}
     if rng.integers(2) or mode == "area":   # area by a scale < 1 can pool to size 0: torch's backward fails

@@ -32,6 +32,9 @@ CASES = [
     ("gru_bidir_batch_first", lambda lib: lib.nn.GRU(3, 4, batch_first=True, bidirectional=True), [(4, 5, 3)],
      {"batch_first": True}),
     ("gru_h0_2layer", lambda lib: lib.nn.GRU(3, 4, 2), [(5, 4, 3), (2, 4, 4)], {"with_h0": True}),
+    ("lstm_proj_2layer_bidir", lambda lib: lib.nn.LSTM(3, 5, 2, bidirectional=True, proj_size=2), [(5, 4, 3)], {}),
+    ("lstm_proj_h0_batch_first", lambda lib: lib.nn.LSTM(3, 5, batch_first=True, proj_size=3),
+     [(4, 5, 3), (1, 4, 3), (1, 4, 5)], {"with_h0": True, "batch_first": True}),
 ]
 
 

@@ -1,4 +1,5 @@
 """ember/nn/rnn.py against torch: outputs, final states and gradients of inputs, states and weights."""
+import numpy as np
 import pytest
 import torch
 
@@ -15,6 +16,14 @@ CASES = [
     ("lstm_2layer_bidir", lambda lib: lib.nn.LSTM(3, 4, 2, bidirectional=True), [(4, 2, 3)]),
     ("lstm_states_batch_first", lambda lib: lib.nn.LSTM(3, 4, 2, batch_first=True), [(2, 4, 3), (2, 2, 4), (2, 2, 4)]),
     ("lstm_unbatched_states", lambda lib: lib.nn.LSTM(3, 4), [(4, 3), (1, 4), (1, 4)]),
+    ("lstm_proj", lambda lib: lib.nn.LSTM(3, 5, proj_size=2), [(4, 2, 3)]),
+    ("lstm_proj_2layer_bidir", lambda lib: lib.nn.LSTM(3, 5, 2, bidirectional=True, proj_size=3), [(4, 2, 3)]),
+    ("lstm_proj_states_batch_first", lambda lib: lib.nn.LSTM(3, 5, 2, batch_first=True, proj_size=2),
+     [(2, 4, 3), (2, 2, 2), (2, 2, 5)]),
+    ("lstm_proj_nobias_unbatched_states", lambda lib: lib.nn.LSTM(3, 4, bias=False, proj_size=1),
+     [(4, 3), (1, 1), (1, 4)]),
+    ("lstm_proj_bidir_states", lambda lib: lib.nn.LSTM(2, 4, bidirectional=True, proj_size=3),
+     [(3, 2, 2), (2, 2, 3), (2, 2, 4)]),
     ("gru", lambda lib: lib.nn.GRU(3, 4), [(5, 2, 3)]),
     ("gru_2layer_bidir_h0", lambda lib: lib.nn.GRU(3, 4, 2, bidirectional=True), [(4, 2, 3), (4, 2, 4)]),
     ("gru_batch_first_nobias", lambda lib: lib.nn.GRU(3, 4, batch_first=True, bias=False), [(2, 4, 3)]),
@@ -65,7 +74,7 @@ def test_rnn_errors_and_repr():
     assert repr(m) == "LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True)"
     with pytest.raises(RuntimeError, match="input_size"):
         m(ember.randn(2, 5, 7))
-    with pytest.raises(RuntimeError, match="hidden size"):
+    with pytest.raises(RuntimeError, match=r"hidden\[0\] size"):
         m(ember.randn(2, 5, 3), (ember.zeros(1, 2, 4), ember.zeros(1, 2, 4)))
 
 
@@ -76,6 +85,13 @@ BAD_RNN_ARGS = {   # the same bad argument must raise the same exception type (a
     "nonlinearity": (lambda L: L.nn.RNN(2, 3, nonlinearity="gelu"), "Unknown nonlinearity"),
     "input_4d": (lambda L: L.nn.GRU(2, 3)(L.ones(1, 1, 1, 2)), "expected input to be 2D or 3D"),
     "cell_input_3d": (lambda L: L.nn.LSTMCell(2, 3)(L.ones(1, 1, 2)), "(?i)expected input to be 1D or 2D"),
+    "proj_size_negative": (lambda L: L.nn.LSTM(2, 3, proj_size=-1),
+                           "^proj_size should be a positive integer or zero to disable projections$"),
+    "proj_size_too_big": (lambda L: L.nn.LSTM(2, 3, proj_size=3), "^proj_size has to be smaller than hidden_size$"),
+    "proj_h0_size": (lambda L: L.nn.LSTM(2, 4, proj_size=3)(L.ones(5, 2, 2), (L.zeros(1, 2, 4), L.zeros(1, 2, 4))),
+                     r"(?i)expected hidden\[0\] size \(1, 2, 3\), got [\[(]1, 2, 4[\])]"),
+    "proj_c0_size": (lambda L: L.nn.LSTM(2, 4, proj_size=3)(L.ones(5, 2, 2), (L.zeros(1, 2, 3), L.zeros(1, 2, 3))),
+                     r"(?i)expected hidden\[1\] size \(1, 2, 4\), got [\[(]1, 2, 3[\])]"),
 }
 
 
@@ -96,11 +112,32 @@ def test_rnn_reprs_and_all_weights_like_torch():
     assert repr(ember.nn.RNN(2, 3, nonlinearity="relu")) == "RNN(2, 3, nonlinearity='relu')"
     builds = [lambda L: L.nn.RNN(2, 3, 2, bias=False, dropout=0.5),
               lambda L: L.nn.GRU(2, 3, batch_first=True),
+              lambda L: L.nn.LSTM(2, 5, 2, bidirectional=True, proj_size=3),
+              lambda L: L.nn.LSTM(2, 5, bias=False, proj_size=1),
               lambda L: L.nn.RNNCell(2, 3, bias=False, nonlinearity="relu"), lambda L: L.nn.LSTMCell(4, 2)]
     for build in builds:
         assert repr(build(ember)) == repr(build(torch))
-    for build in builds[:2]:
+    for build in builds[:4]:
         ours, theirs = build(ember).all_weights, build(torch).all_weights
         assert [[tuple(w.shape) for w in layer] for layer in ours] == [[tuple(w.shape) for w in layer] for layer in theirs]
     cell = ember.nn.GRUCell(2, 3, bias=False)
     assert cell.bias_ih is None and [k for k, _ in cell.named_parameters()] == ["weight_ih", "weight_hh"]
+
+
+def test_lstm_proj_state_dict_and_init_like_torch():
+    """torch's parameter names and shapes in torch's order, so a state dict moves across; each weight
+    U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) (hidden_size, not proj_size)."""
+    ours, theirs = ember.nn.LSTM(3, 16, 2, bidirectional=True, proj_size=4), \
+        torch.nn.LSTM(3, 16, 2, bidirectional=True, proj_size=4)
+    sd = theirs.state_dict()
+    assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [(k, tuple(v.shape)) for k, v in sd.items()]
+    assert "weight_hr_l1_reverse" in sd and tuple(sd["weight_hr_l1_reverse"].shape) == (4, 16)
+    ours.load_state_dict({k: ember.tensor(v.numpy()) for k, v in sd.items()})
+    x = torch.randn(5, 2, 3)
+    out_t, (h_t, c_t) = theirs(x)
+    out_e, (h_e, c_e) = ours(ember.tensor(x.numpy()))
+    for a, b in ((out_e, out_t), (h_e, h_t), (c_e, c_t)):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-5)
+    w = ember.nn.LSTM(3, 16, proj_size=4).weight_hr_l0.detach().numpy()
+    assert np.abs(w).max() <= 0.25 and np.abs(w).max() > 0.2     # bound 1/sqrt(16), not 1/sqrt(4)

@@ -16,13 +16,13 @@ from .pooling import (max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indice
                       max_unpool2d, max_unpool3d)
 from .normalization import batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm
 from .dropout import dropout, dropout1d, dropout2d, dropout3d, alpha_dropout, feature_alpha_dropout
-from .embedding import embedding, one_hot
+from .embedding import embedding, embedding_bag, one_hot
 from .activation import relu, relu6, hardtanh, leaky_relu, elu, selu, gelu, silu, softplus, mish, tanh, sigmoid, logsigmoid, softmax, log_softmax, softmin
 from .activation import hardshrink, softshrink, tanhshrink, softsign, threshold, celu, glu, hardsigmoid, hardswish, prelu
 from .activation import rrelu, relu_, elu_, leaky_relu_, hardtanh_, selu_, celu_, threshold_, rrelu_
 from .attention import scaled_dot_product_attention
-from .vision import (pad, interpolate, normalize, cosine_similarity, pairwise_distance, pixel_shuffle,
-                     pixel_unshuffle, channel_shuffle)
+from .vision import (pad, interpolate, affine_grid, grid_sample, normalize, cosine_similarity, pairwise_distance,
+                     pixel_shuffle, pixel_unshuffle, channel_shuffle)
 from .loss import mse_loss, l1_loss, smooth_l1_loss, huber_loss, nll_loss, cross_entropy, binary_cross_entropy, binary_cross_entropy_with_logits, kl_div, multi_margin_loss, margin_ranking_loss, cosine_embedding_loss, triplet_margin_loss
 from .loss import (gaussian_nll_loss, poisson_nll_loss, soft_margin_loss, multilabel_soft_margin_loss,
                    multilabel_margin_loss, hinge_embedding_loss, triplet_margin_with_distance_loss)
@@ -39,12 +39,13 @@ __all__ = [
     "max_unpool3d",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "embedding",
+    "embedding_bag",
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
     "hardtanh", "logsigmoid", "softmax", "log_softmax", "softmin", "hardshrink", "softshrink", "tanhshrink",
     "softsign", "threshold", "celu", "glu", "hardsigmoid", "hardswish", "prelu", "rrelu",
     "relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_", "threshold_", "rrelu_",
-    "scaled_dot_product_attention", "one_hot", "pad", "interpolate", "normalize", "cosine_similarity",
-    "pairwise_distance", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+    "scaled_dot_product_attention", "one_hot", "pad", "interpolate", "affine_grid", "grid_sample", "normalize",
+    "cosine_similarity", "pairwise_distance", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "multi_margin_loss",
     "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss",

@@ -1,13 +1,14 @@
-"""Padding, interpolation, pixel and channel shuffles, and the distances normalize, cosine_similarity,
-pairwise_distance."""
+"""Padding, interpolation, sampling grids (affine_grid, grid_sample), pixel and channel shuffles, and the
+distances normalize, cosine_similarity, pairwise_distance."""
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from ..._dims import wrap_dims
-from ..._errors import op_error, user_frame
+from ..._errors import check_same_device, op_error, user_frame, warn
 from ..._tensor import Tensor
 from ...backends import array_module
 from ...ops import math as M
@@ -84,10 +85,38 @@ def _interp_indices_linear(xp, n_in, n_out, scale, align_corners):
     return i0, i1, src - i0
 
 
+_CUBIC_A = -0.75   # torch's (and OpenCV's) Keys cubic coefficient
+
+
+def _interp_taps_cubic(xp, n_in, n_out, scale, align_corners):
+    """torch's bicubic taps along one dim: 4 source indices per output (clamped to the border) and their
+    Keys weights, both (4, n_out). The source position is not clamped at 0 as the linear modes' is."""
+    dst = xp.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else xp.zeros(n_out)
+    else:
+        src = (dst + 0.5) * scale - 0.5
+    i0 = xp.floor(src)
+    t = src - i0                                                   # in [0, 1)
+    a = _CUBIC_A
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1          # noqa: E731  |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a     # noqa: E731  1 < |x| < 2
+    weights = xp.stack([far(t + 1), near(t), near(1 - t), far(2 - t)])
+    idx = xp.clip(i0.astype(np.int64) + xp.arange(-1, 3)[:, None], 0, n_in - 1)
+    return idx, weights
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Tensor:
     """Resize the spatial dims of (N, C, ...) by `size` or `scale_factor`: nearest, nearest-exact, area,
-    (bi/tri)linear."""
+    (bi/tri)linear, bicubic (torch's Keys kernel, A = -0.75, taps clamped at the border).
+
+    >>> F.interpolate(ember.tensor([[[[0.0, 1.0], [2.0, 3.0]]]]), size=(3, 3), mode="bicubic",
+    ...               align_corners=True)
+    tensor([[[[0.0000, 0.5000, 1.0000],
+              [1.0000, 1.5000, 2.0000],
+              [2.0000, 2.5000, 3.0000]]]])
+    """
     nd = input.ndim - 2
     if nd < 1:
         raise op_error("interpolate", f"expected (N, C, ...) input, got {tuple(input.shape)}", ValueError)
@@ -104,6 +133,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode != "area" and (min(in_sizes) < 1 or min(out_sizes) < 1):   # area pools to any size, as torch
         raise op_error("interpolate", f"input and output sizes should be greater than 0, but got input "
                                       f"{tuple(in_sizes)} and output {tuple(out_sizes)}")
+    if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+                         f"tensor as input (at {user_frame()})")
+    if antialias:
+        raise op_error("interpolate", f"antialias=True is not supported (mode {mode!r})", NotImplementedError)
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          f"linear | bilinear | bicubic | trilinear (at {user_frame()})")
@@ -135,8 +169,205 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             b = out[lead + (Tensor._make(i1, input._device),)]
             out = a + (b - a) * w1
         return out
+    if mode == "bicubic":
+        if nd != 2:
+            raise op_error("interpolate", f"mode 'bicubic' needs a 4-D input, got {tuple(input.shape)}", ValueError)
+        out = input
+        for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
+            idx, w = _interp_taps_cubic(array_module(input), n_in, n_out, sc, bool(align_corners))
+            d = 2 + i
+            lead = (slice(None),) * d
+            shape = (n_out,) + (1,) * (input.ndim - d - 1)
+            taps = [out[lead + (Tensor._make(idx[k], input._device),)]
+                    * Tensor._make(w[k].reshape(shape).astype(input._data.dtype), input._device) for k in range(4)]
+            out = (taps[0] + taps[1]) + (taps[2] + taps[3])
+        return out
     raise op_error("interpolate", f"mode {mode!r} is not supported (nearest, nearest-exact, area, linear, "
-                                  f"bilinear, trilinear)", NotImplementedError)
+                                  f"bilinear, bicubic, trilinear)", NotImplementedError)
+
+
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                  "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                  "grid_sample for details.")
+
+
+def _linspace_from_neg_one(xp, n, align_corners, dtype):
+    """torch's base grid coordinates along one dim: -1..1 at the pixel centres (align_corners=False) or the
+    corner pixels (True); a single pixel sits at 0."""
+    if n <= 1:
+        return xp.zeros(max(n, 0), dtype=dtype)
+    r = xp.linspace(-1, 1, n, dtype=dtype)
+    return r if align_corners else r * dtype.type((n - 1) / n)
+
+
+def affine_grid(theta, size, align_corners=None) -> Tensor:
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta (N, 2, 3) (or (N, 3, 4))
+    over an output of `size` (N, C, H, W) (or (N, C, D, H, W)), in grid_sample's [-1, 1] coordinates.
+
+    >>> F.affine_grid(ember.tensor([[[1.0, 0, 0], [0, 1, 0]]]), (1, 1, 1, 2), align_corners=False)
+    tensor([[[[-0.5000,  0.0000],
+              [ 0.5000,  0.0000]]]])
+    """
+    if align_corners is None:
+        warn("affine_grid", _ALIGN_WARNING)
+        align_corners = False
+    if not theta.dtype.is_floating_point:
+        raise op_error("affine_grid", f"Expected theta to have floating point type, but got {theta.dtype.name}",
+                       ValueError)
+    size = tuple(int(s) for s in size)
+    if len(size) not in (4, 5):
+        raise op_error("affine_grid", f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
+                                      f"transforms, respectively. Got size {size}.", NotImplementedError)
+    nd = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
+        raise op_error("affine_grid", f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for "
+                                      f"size {size}. Got {tuple(theta.shape)}.", ValueError)
+    if align_corners and min(size[2:]) == 1:
+        warn("affine_grid", "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+                            "align_corners=True. This is not an intended use case of affine_grid. See the "
+                            "documentation of affine_grid for details.")
+    elif min(size) <= 0:
+        raise op_error("affine_grid", f"Expected non-zero, positive output size. Got {size}", ValueError)
+    if theta.shape[0] != size[0]:
+        raise op_error("affine_grid", f"theta {tuple(theta.shape)} holds {theta.shape[0]} matrices for a batch "
+                                      f"of {size[0]} in size {size}")
+    xp = array_module(theta)
+    dtype = theta._data.dtype
+    spatial = size[2:]                                             # (D,) H, W
+    axes = [_linspace_from_neg_one(xp, n, align_corners, dtype) for n in spatial]
+    mesh = xp.meshgrid(*axes, indexing="ij")                       # each (D,) H, W
+    # homogeneous coordinates (x, y, (z), 1): x runs along the last dim (W)
+    base = xp.stack(list(mesh[::-1]) + [xp.ones(spatial, dtype=dtype)], -1).reshape(1, -1, nd + 1)
+    grid = M.matmul(Tensor._make(base, theta._device), theta.transpose(1, 2))   # (N, D*H*W, nd)
+    return grid.reshape(size[0], *spatial, nd)
+
+
+def _grid_unnormalize(coord, size, align_corners):
+    """[-1, 1] -> pixel coordinates, -1 and 1 being the corner pixels' centres (align_corners) or edges."""
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _grid_clip(coord, size):
+    # where, not clamp: torch's gradient is 0 at the bounds themselves, not only beyond them
+    return M.where(coord <= 0, 0.0, M.where(coord >= size - 1, float(size - 1), coord))
+
+
+def _grid_reflect(coord, twice_low, twice_high):
+    """Reflect coord about the bounds twice_low / 2 and twice_high / 2 until it lies between them."""
+    if twice_low == twice_high:
+        return coord * 0.0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = coord - low
+    c = M.where(c < 0, -c, c)                                      # |c|, gradient +1 at 0 as torch's
+    extra = M.fmod(c, span)
+    flips = M.floor(c / span)
+    return M.where(M.fmod(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def _grid_pad(coord, size, padding_mode, align_corners):
+    """Pixel coordinates moved inside the input by padding_mode (zeros leaves them where they are)."""
+    if padding_mode == "border":
+        return _grid_clip(coord, size)
+    if padding_mode == "reflection":
+        if align_corners:
+            coord = _grid_reflect(coord, 0, 2 * (size - 1))
+        else:
+            coord = _grid_reflect(coord, -1, 2 * size - 1)
+        return _grid_clip(coord, size)
+    return coord
+
+
+def _cubic_weights(t):
+    """torch's 4 Keys weights (A = -0.75) of the taps at -1, 0, 1, 2 from the point t in [0, 1)."""
+    a = _CUBIC_A
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1          # noqa: E731
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a     # noqa: E731
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None) -> Tensor:
+    """Sample input (N, C, H, W) at the points grid (N, H_out, W_out, 2) (x, y in [-1, 1]; 5-D input takes
+    (N, D_out, H_out, W_out, 3)): (N, C, H_out, W_out). Differentiable in input and grid.
+
+    mode: 'bilinear' (trilinear for 5-D), 'nearest', 'bicubic' (4-D only); padding_mode: what points
+    outside the input read: 'zeros', 'border' (the nearest edge pixel), 'reflection'.
+
+    >>> x = ember.arange(4.0).reshape(1, 1, 2, 2)
+    >>> F.grid_sample(x, ember.tensor([[[[0.0, 0.0], [-1.0, -1.0]]]]), align_corners=True)
+    tensor([[[[1.5000, 0.0000]]]])
+    """
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}' (at {user_frame()})")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}' (at {user_frame()})")
+    if align_corners is None:
+        warn("grid_sample", _ALIGN_WARNING)
+        align_corners = False
+    check_same_device("grid_sample", input, grid, "grid")
+    ishape, gshape = list(input.shape), list(grid.shape)
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        raise op_error("grid_sample", f"expected 4D or 5D input and grid with same number of dimensions, but got "
+                                      f"input with sizes {ishape} and grid with sizes {gshape}")
+    nd = input.ndim - 2
+    if gshape[-1] != nd:
+        raise op_error("grid_sample", f"expected grid to have size {nd} in last dimension, but got grid with "
+                                      f"sizes {gshape}")
+    if gshape[0] != ishape[0]:
+        raise op_error("grid_sample", f"expected grid and input to have same batch size, but got input with "
+                                      f"sizes {ishape} and grid with sizes {gshape}")
+    for d in range(2, input.ndim):
+        if ishape[d] == 0:
+            raise op_error("grid_sample", f"expected input to have non-empty spatial dimensions, but input has "
+                                          f"sizes {ishape} with dimension {d} being empty")
+    if mode == "bicubic" and nd != 2:
+        raise op_error("grid_sample", "bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point or input.dtype != grid.dtype:
+        raise op_error("grid_sample", f"expected floating point input and grid of the same dtype, got input "
+                                      f"{input.dtype.name} and grid {grid.dtype.name}")
+    n, c, sizes = ishape[0], ishape[1], ishape[2:]
+    out_sizes = gshape[1:-1]
+    # per spatial dim (D,) H, W: its taps, each (integer index as float, weight, in bounds); grid[..., 0] is x (W)
+    taps_per_dim = []
+    for k, size in enumerate(sizes):
+        coord = _grid_unnormalize(grid[..., nd - 1 - k], size, align_corners)     # (N, *out)
+        if mode == "bicubic":   # the taps are padded one by one, the weights come from the unpadded point
+            i0 = M.floor(coord)
+            taps = [(_grid_pad(i0 + (j - 1), size, padding_mode, align_corners), w)
+                    for j, w in enumerate(_cubic_weights(coord - i0))]
+        else:
+            coord = _grid_pad(coord, size, padding_mode, align_corners)
+            if mode == "bilinear":
+                i0 = M.floor(coord)
+                taps = [(i0, (i0 + 1) - coord), (i0 + 1, coord - i0)]
+            else:   # nearest: round half to even (nearbyint); the grid stays in the graph with a zero gradient
+                taps = [(M.round(coord), None)]
+        taps_per_dim.append([(i.detach(), w, M.logical_and(i >= 0, i <= size - 1)) for i, w in taps])
+    strides = [math.prod(sizes[k + 1:]) for k in range(nd)]
+    flat = input.reshape(n, c, math.prod(sizes))                   # (N, C, D*H*W)
+    out = None
+    for combo in itertools.product(*taps_per_dim):
+        index, weight, valid = None, None, None
+        for (i, w, ok), stride in zip(combo, strides):
+            index = i * stride if index is None else index + i * stride
+            if w is not None:
+                weight = w if weight is None else weight * w
+            valid = ok if valid is None else M.logical_and(valid, ok)
+        index = M.where(valid, index, 0.0).long().reshape(n, 1, math.prod(out_sizes))
+        vals = flat.gather(2, index.expand(n, c, index.shape[-1])).reshape(n, c, *out_sizes)
+        if weight is None:
+            term = M.where(valid.unsqueeze(1), vals, 0.0)
+        else:
+            term = vals * M.where(valid, weight, 0.0).unsqueeze(1)
+        out = term if out is None else out + term
+    if mode == "nearest" and grid.requires_grad:
+        # torch's gradient of grid under 'nearest' is zeros, not none: keep grid in the graph
+        never = grid.new_zeros((), dtype=grid.dtype) != 0
+        out = out + M.where(never, grid[..., 0], 0.0).unsqueeze(1)
+    return out
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12) -> Tensor:
