@@ -28,6 +28,7 @@ from .ops.stacking import *  # noqa: F401,F403
 from .ops.pointwise import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
+from .ops.special import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
@@ -53,6 +54,7 @@ from .ops.stacking import __all__ as _stacking_all
 from .ops.pointwise import __all__ as _pointwise_all
 from .ops.indexing import __all__ as _indexing_all
 from .ops.products import __all__ as _products_all
+from .ops.special import __all__ as _special_all
 
 __version__ = "0.1.0"
 
@@ -111,6 +113,7 @@ _LAZY = {
     "jit",
     "plot",
     "models",
+    "special",
 }
 
 
@@ -132,7 +135,7 @@ __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + _pointwise_all + _indexing_all
-    + _products_all + ["cholesky_solve", "cholesky_inverse", "vander"]
+    + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander"]
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson"]

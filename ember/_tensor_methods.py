@@ -380,6 +380,21 @@ def float_power_(self, exponent):
 
 Tensor.float_power_ = float_power_
 
+from .ops import special as _Sp  # noqa: E402
+
+Tensor.lgamma, Tensor.digamma, Tensor.i0 = _Sp.lgamma, _Sp.digamma, _Sp.i0
+
+
+def polygamma(self, n):
+    """polygamma(n, self): torch's method takes the order first, the tensor is self."""
+    return _Sp.polygamma(n, self)
+
+
+Tensor.polygamma = polygamma
+Tensor.mvlgamma = _Sp.mvlgamma
+for _name in "lgamma digamma polygamma i0 mvlgamma".split():
+    setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
+
 from .ops import indexing as _Ix  # noqa: E402
 
 for _name in """select select_scatter slice_scatter diagonal_scatter index_copy index_reduce scatter_reduce put

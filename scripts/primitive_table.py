@@ -18,6 +18,7 @@ sys.path.insert(0, ROOT)
 FAMILIES = [   # module -> what lives there
     ("ember.ops.primitives", "elementwise, reductions, movement, indexing, non-differentiable"),
     ("ember.ops.elementwise", "more elementwise math (inverse trig, hyperbolic)"),
+    ("ember.ops.special", "special functions (gamma family, modified Bessel, normal quantile, erfcx)"),
     ("ember.ops.indexing", "scatter reductions (prod, amax, amin) and sliding windows (Tensor.unfold)"),
     ("ember.ops.layers", "nn layers: conv, pooling, fused kernels and their gradients"),
     ("ember.ops.attention", "scaled dot-product attention as one node, and its gradient"),

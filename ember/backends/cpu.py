@@ -147,6 +147,65 @@ def erfinv(x):
     return _erfinv(x)
 
 
+_special: dict = {}
+
+
+def _scipy_special(name: str, fallback: str):
+    """`scipy.special.<name>` when SciPy is installed, else `special_host.<fallback>` (NumPy, float64
+    inside); looked up on first use, so `import ember` does not import SciPy."""
+    fn = _special.get(name)
+    if fn is None:
+        try:
+            import scipy.special
+            fn = getattr(scipy.special, name)
+        except ImportError:
+            from . import special_host
+            fn = getattr(special_host, fallback)
+        _special[name] = fn
+    return fn
+
+
+def lgamma(x):
+    """log|Gamma(x)| (SciPy's gammaln, else math.lgamma per element)."""
+    return _scipy_special("gammaln", "lgamma")(x)
+
+
+def digamma(x):
+    """The derivative of lgamma (SciPy's psi, else the recurrence and the asymptotic series)."""
+    return _scipy_special("psi", "digamma")(x)
+
+
+def polygamma(n: int, x):
+    """The n-th derivative of digamma, n >= 1 (SciPy's, else n! zeta(n + 1, x) with Cephes' zeta)."""
+    return _scipy_special("polygamma", "polygamma")(n, x)
+
+
+def i0(x):
+    return _scipy_special("i0", "i0")(x)
+
+
+def i0e(x):
+    return _scipy_special("i0e", "i0e")(x)
+
+
+def i1(x):
+    return _scipy_special("i1", "i1")(x)
+
+
+def i1e(x):
+    return _scipy_special("i1e", "i1e")(x)
+
+
+def erfcx(x):
+    """exp(x^2) erfc(x) (SciPy's, else exp(x^2) math.erfc(x) below 10 and the asymptotic series above)."""
+    return _scipy_special("erfcx", "erfcx")(x)
+
+
+def ndtri(x):
+    """The inverse of the standard normal CDF (SciPy's, else Newton steps on ndtr)."""
+    return _scipy_special("ndtri", "ndtri")(x)
+
+
 # Elements per block in `blockwise`: the temporaries of a chain of ufuncs on blocks of this size stay in
 # the CPU's L2 cache instead of streaming through main memory once per ufunc.
 BLOCK = 1 << 15

@@ -151,6 +151,47 @@ def erfinv(x):
     return _erfinv(x)
 
 
+def _special(name):
+    import cupyx.scipy.special
+    return getattr(cupyx.scipy.special, name)
+
+
+def lgamma(x):
+    return _fake.lgamma(x) if FAKE else _special("gammaln")(x)
+
+
+def digamma(x):
+    return _fake.digamma(x) if FAKE else _special("digamma")(x)
+
+
+def polygamma(n, x):
+    return _fake.polygamma(n, x) if FAKE else _special("polygamma")(n, x)
+
+
+def i0(x):
+    return _fake.i0(x) if FAKE else _special("i0")(x)
+
+
+def i0e(x):
+    return _fake.i0e(x) if FAKE else _special("i0e")(x)
+
+
+def i1(x):
+    return _fake.i1(x) if FAKE else _special("i1")(x)
+
+
+def i1e(x):
+    return _fake.i1e(x) if FAKE else _special("i1e")(x)
+
+
+def erfcx(x):
+    return _fake.erfcx(x) if FAKE else _special("erfcx")(x)
+
+
+def ndtri(x):
+    return _fake.ndtri(x) if FAKE else _special("ndtri")(x)
+
+
 def scatter_add(out, key, values) -> None:
     """out[key] += values in place, repeated indices accumulating (NumPy's `add.at`)."""
     if FAKE:

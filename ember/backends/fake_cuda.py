@@ -377,3 +377,45 @@ def erfc(x: FakeArray) -> FakeArray:
 def erfinv(x: FakeArray) -> FakeArray:
     from . import cpu
     return FakeArray(cpu.erfinv(x._a))
+
+
+def _special(name, x, *args):
+    """The CPU backend's special function `name` (SciPy's, else the NumPy fallback) on a FakeArray."""
+    from . import cpu
+    return FakeArray(getattr(cpu, name)(*args, x._a))
+
+
+def lgamma(x: FakeArray) -> FakeArray:
+    return _special("lgamma", x)
+
+
+def digamma(x: FakeArray) -> FakeArray:
+    return _special("digamma", x)
+
+
+def polygamma(n: int, x: FakeArray) -> FakeArray:
+    return _special("polygamma", x, n)
+
+
+def i0(x: FakeArray) -> FakeArray:
+    return _special("i0", x)
+
+
+def i0e(x: FakeArray) -> FakeArray:
+    return _special("i0e", x)
+
+
+def i1(x: FakeArray) -> FakeArray:
+    return _special("i1", x)
+
+
+def i1e(x: FakeArray) -> FakeArray:
+    return _special("i1e", x)
+
+
+def erfcx(x: FakeArray) -> FakeArray:
+    return _special("erfcx", x)
+
+
+def ndtri(x: FakeArray) -> FakeArray:
+    return _special("ndtri", x)

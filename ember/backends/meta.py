@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 __all__ = ["MetaArray", "MetaDataError", "xp", "is_available", "allocate", "from_host", "to_device", "to_host",
-           "copy", "synchronize", "stream", "kernels", "run", "pin_memory", "is_pinned", "erf"]
+           "copy", "synchronize", "stream", "kernels", "run", "pin_memory", "is_pinned", "erf",
+           "erfc", "lgamma", "digamma", "polygamma", "i0", "i0e", "i1", "i1e", "erfcx", "ndtri"]
 
 
 class MetaDataError(RuntimeError):
@@ -218,3 +219,39 @@ def erf(x):
 
 def erfc(x):
     raise _no_data("erfc", x)
+
+
+def lgamma(x):
+    raise _no_data("lgamma", x)
+
+
+def digamma(x):
+    raise _no_data("digamma", x)
+
+
+def polygamma(n, x):
+    raise _no_data("polygamma", x)
+
+
+def i0(x):
+    raise _no_data("i0", x)
+
+
+def i0e(x):
+    raise _no_data("i0e", x)
+
+
+def i1(x):
+    raise _no_data("i1", x)
+
+
+def i1e(x):
+    raise _no_data("i1e", x)
+
+
+def erfcx(x):
+    raise _no_data("erfcx", x)
+
+
+def ndtri(x):
+    raise _no_data("ndtri", x)

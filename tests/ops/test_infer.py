@@ -23,6 +23,7 @@ from ember.ops import elementwise as E
 from ember.ops import linalg as LA
 from ember.ops import inplace as I
 from ember.ops import optim_prims as O
+from ember.ops import special as Sp
 
 
 def _all_primitives():
@@ -58,6 +59,14 @@ CASES = {
     "Erf": (P.Erf, [((2, 3), "f")], {}),
     "Erfc": (P.Erfc, [((2, 3), "f")], {}),
     "Erfinv": (P.Erfinv, [((2, 3), "f")], {}),
+    "Lgamma": (Sp.Lgamma, [((2, 3), "f")], {}),
+    "Polygamma": (Sp.Polygamma, [((2, 3), "f")], {"n": 2}),
+    "I0": (Sp.I0, [((2, 3), "f")], {}),
+    "I0e": (Sp.I0e, [((2, 3), "f")], {}),
+    "I1": (Sp.I1, [((2, 3), "f")], {}),
+    "I1e": (Sp.I1e, [((2, 3), "f")], {}),
+    "Erfcx": (Sp.Erfcx, [((2, 3), "f")], {}),
+    "Ndtri": (Sp.Ndtri, [((2, 3), "f")], {}),
     "Relu": (P.Relu, [((2, 3), "f")], {}),
     "Clamp": (P.Clamp, [((2, 3), "f")], {"lo": -0.5, "hi": 0.5}),
     "Cast": (P.Cast, [((2, 3), "f")], {"dtype": np.dtype(np.int32)}),
