@@ -187,3 +187,11 @@ def test_lazy_model_then_summary_and_compile():
     eager = model(x)
     compiled = ember.compile(model)
     np.testing.assert_allclose(compiled(x).detach().numpy(), eager.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_norm_reprs_and_instance_norm_bias_are_torchs():
+    for args, kw in [((3,), {}), ((3,), {"affine": True}), ((3,), {"affine": True, "bias": False})]:
+        for name in ("InstanceNorm2d", "BatchNorm1d"):
+            t, e = getattr(torch.nn, name)(*args, **kw), getattr(ember.nn, name)(*args, **kw)
+            assert repr(e) == repr(t)
+            assert [k for k, _ in e.named_parameters()] == [k for k, _ in t.named_parameters()]
