@@ -111,6 +111,7 @@ _LAZY = {
     "jit",
     "plot",
     "models",
+    "func",
 }
 
 
