@@ -95,10 +95,8 @@ class UninitializedTensorMixin:
 
     def _converted(self, **kw):
         """A new uninitialized tensor of this class on another device or dtype (Module.to on a lazy module)."""
-        from ..ops.creation import empty
         raw = Tensor._make(self.__dict__["_data"], self._device).to(**kw)
-        out = type(self)(self.requires_grad, raw.device, raw.dtype)
-        return out
+        return type(self)(self.requires_grad, raw.device, raw.dtype)
 
     def to(self, *args, **kwargs):
         dtype, device = kwargs.get("dtype"), kwargs.get("device")

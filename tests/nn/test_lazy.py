@@ -195,3 +195,34 @@ def test_norm_reprs_and_instance_norm_bias_are_torchs():
             t, e = getattr(torch.nn, name)(*args, **kw), getattr(ember.nn, name)(*args, **kw)
             assert repr(e) == repr(t)
             assert [k for k, _ in e.named_parameters()] == [k for k, _ in t.named_parameters()]
+
+
+def test_a_lazy_module_of_ones_own_with_lazy_module_mixin():
+    class LazyScale(ember.nn.LazyModuleMixin, ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = ember.nn.UninitializedParameter()
+
+        def initialize_parameters(self, x, *, offset=0.0):
+            self.scale.materialize(x.shape[-1:])
+            self.scale.fill_(2.0 + offset)
+
+        def forward(self, x, *, offset=0.0):
+            return x * self.scale
+
+    m = LazyScale()
+    assert m.has_uninitialized_params()
+    out = m(ember.ones(2, 3), offset=1.0)            # the pre-hook gets the kwargs too (with_kwargs)
+    assert out.tolist() == [[3.0] * 3] * 2 and type(m) is LazyScale and not m.has_uninitialized_params()
+    assert not m._forward_pre_hooks                  # no class to become: only the hook goes away
+
+    class Incomplete(ember.nn.LazyModuleMixin, ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = ember.nn.UninitializedParameter()
+
+        def initialize_parameters(self, x):
+            pass
+
+    with pytest.raises(RuntimeError, match="module Incomplete has not been fully initialized"):
+        Incomplete()(ember.ones(1))

@@ -232,3 +232,15 @@ def test_register_parametrization_errors_as_torchs():
         with pytest.raises(RuntimeError, match="Serialization of parametrized modules is only supported through "
                                                "state_dict()"):
             lin.__getstate__()
+
+
+def test_transfer_parametrizations_and_params_and_parametrization_list():
+    P = ember.nn.utils.parametrize
+    src = _param(ember, ember.nn.Linear(4, 4))
+    assert isinstance(src.parametrizations.weight, P.ParametrizationList) and len(src.parametrizations.weight) == 2
+    dst = P.transfer_parametrizations_and_params(src, ember.nn.Linear(4, 4))
+    assert P.is_parametrized(dst, "weight") and [type(p) for p in dst.parametrizations.weight] == [Symmetric, Scale]
+    assert dst.parametrizations.weight.original is src.parametrizations.weight.original
+    np.testing.assert_allclose(dst.weight.detach().numpy(), src.weight.detach().numpy())
+    with pytest.raises(ValueError, match="ParametrizationList requires one or more modules."):
+        P.ParametrizationList([], ember.zeros(2))
