@@ -114,6 +114,7 @@ _LAZY = {
     "plot",
     "models",
     "special",
+    "func",
 }
 
 

@@ -5,16 +5,19 @@
 >>> model(ember.randn(3, 4)).shape
 (3, 2)
 """
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedParameter, UninitializedBuffer
 from .module import Module
 from .containers import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
-from .linear import Identity, Linear, Bilinear, Flatten, Unflatten
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .lazy import LazyModuleMixin
+from .linear import Identity, Linear, LazyLinear, Bilinear, Flatten, Unflatten
+from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, LazyConv1d, LazyConv2d,
+                   LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d)
 from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d,
                       AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
                       AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm,
-                            GroupNorm, RMSNorm, LocalResponseNorm)
+                            GroupNorm, RMSNorm, LocalResponseNorm, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                            LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, SELU, GELU, SiLU, Mish, Tanh, Sigmoid, Softplus,
                          Hardtanh, LogSigmoid, Softmax, LogSoftmax, Softmin, Hardshrink, Softshrink, Tanhshrink,
                          Softsign, Threshold, CELU, GLU, Hardsigmoid, Hardswish, PReLU, Softmax2d, RReLU)
@@ -36,9 +39,13 @@ from .transformer import (MultiheadAttention, TransformerEncoderLayer, Transform
                           TransformerEncoder, TransformerDecoder, Transformer)
 
 __all__ = [
-    "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+    "Parameter", "UninitializedParameter", "UninitializedBuffer", "Module", "Sequential", "ModuleList",
+    "ModuleDict", "ParameterList", "ParameterDict",
     "Identity", "Linear", "Bilinear", "Flatten", "Unflatten",
-    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+    "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+    "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",

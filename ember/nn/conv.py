@@ -1,13 +1,16 @@
-"""Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d."""
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d and their lazy forms (in_channels inferred at the first forward)."""
 from __future__ import annotations
 
 
 from ..ops import creation as C
 from . import functional as F, init
+from .lazy import LazyModuleMixin
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedParameter
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+           "LazyConvTranspose3d"]
 
 
 class _ConvNd(Module):
@@ -147,3 +150,95 @@ class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-D convolution; weight (C_in, C_out/groups, kh, kw)."""
     _nd = 2
     _tfn = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution; weight (C_in, C_out/groups, kd, kh, kw)."""
+    _nd = 3
+    _tfn = staticmethod(F.conv_transpose3d)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """in_channels from the first input's channel dim (dim 1, or 0 unbatched), then the regular conv."""
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs) -> None:
+        if not self.has_uninitialized_params():
+            return
+        nd = self._nd + 1   # channels and the spatial dims
+        if input.ndim not in (nd, nd + 1):
+            raise RuntimeError(f"Expected {nd}D (unbatched) or {nd + 1}D (batched) input to "
+                               f"{type(self).__name__}, but got input of size: {tuple(input.shape)}")
+        self.in_channels = input.shape[1] if input.ndim == nd + 1 else input.shape[0]
+        if self.in_channels % self.groups != 0:
+            raise ValueError(f"in_channels must be divisible by groups ({type(self).__name__}: in_channels "
+                             f"{self.in_channels} from input {tuple(input.shape)}, groups {self.groups})")
+        if self.transposed:
+            self.weight.materialize((self.in_channels, self.out_channels // self.groups) + self.kernel_size)
+        else:
+            self.weight.materialize((self.out_channels, self.in_channels // self.groups) + self.kernel_size)
+        if self.bias is not None:
+            self.bias.materialize((self.out_channels,))
+        self.reset_parameters()
+
+
+def _lazy_conv_init(module, out_channels, bias, device, dtype):
+    # the regular __init__ ran with in_channels = out_channels = 0 and no bias: placeholders replace them
+    module.weight = UninitializedParameter(device=device, dtype=dtype)
+    module.out_channels = out_channels
+    if bias:
+        module.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+class _LazyConvNd(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode,
+                         device=device, dtype=dtype)
+        _lazy_conv_init(self, out_channels, bias, device, dtype)
+
+
+class _LazyConvTransposeNd(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                         padding_mode, device=device, dtype=dtype)
+        _lazy_conv_init(self, out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConvNd, Conv1d):
+    """A Conv1d whose in_channels is inferred from the first input; it then becomes a Conv1d."""
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvNd, Conv2d):
+    """A Conv2d whose in_channels is inferred from the first input; it then becomes a Conv2d.
+
+    >>> m = ember.nn.LazyConv2d(8, 3)
+    >>> m(ember.randn(2, 3, 16, 16)).shape, m.weight.shape, type(m).__name__
+    ((2, 8, 14, 14), (8, 3, 3, 3), 'Conv2d')
+    """
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvNd, Conv3d):
+    """A Conv3d whose in_channels is inferred from the first input; it then becomes a Conv3d."""
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    """A ConvTranspose1d whose in_channels is inferred from the first input."""
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    """A ConvTranspose2d whose in_channels is inferred from the first input."""
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    """A ConvTranspose3d whose in_channels is inferred from the first input."""
+    cls_to_become = ConvTranspose3d

@@ -1,14 +1,15 @@
-"""Identity, Linear, Bilinear, Flatten, Unflatten."""
+"""Identity, Linear, LazyLinear, Bilinear, Flatten, Unflatten."""
 from __future__ import annotations
 
 import math
 
 from ..ops import creation as C
 from . import functional as F, init
+from .lazy import LazyModuleMixin
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedParameter
 
-__all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
+__all__ = ["Identity", "Linear", "LazyLinear", "Bilinear", "Flatten", "Unflatten"]
 
 
 class Identity(Module):
@@ -46,6 +47,40 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose in_features is the last dim of the first input; it then becomes a Linear.
+
+    >>> m = ember.nn.LazyLinear(30)
+    >>> m(ember.randn(128, 20)).shape, m.in_features, type(m).__name__
+    ((128, 30), 20, 'Linear')
+    """
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
+        super().__init__(0, 0, False)   # no bias: it is a placeholder below
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if self.has_uninitialized_params():
+            self.in_features = input.shape[-1]
+            self.weight.materialize((self.out_features, self.in_features))
+            if self.bias is not None:
+                self.bias.materialize((self.out_features,))
+            self.reset_parameters()
+        if self.in_features == 0:   # loaded from a state_dict: the weight has its shape already
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise RuntimeError(f"LazyLinear: the in_features inferred from input: {input.shape[-1]} is not "
+                                   f"equal to in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]
 
 
 class Bilinear(Module):

@@ -13,7 +13,7 @@ from .. import _dtype
 from ..autograd.grad_mode import no_grad
 from ..autograd import profile_hooks as _profile_hooks
 from ..autograd.profile_hooks import OPEN as _PROFILING
-from .parameter import Parameter
+from .parameter import Parameter, is_lazy
 
 __all__ = ["Module"]
 
@@ -69,6 +69,7 @@ class Module:
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = set()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = set()
 
@@ -81,7 +82,16 @@ class Module:
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
+        with_kwargs = self.__dict__.get("_forward_pre_hooks_with_kwargs", ())
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in with_kwargs:
+                out = hook(self, args, kwargs)
+                if out is not None:
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, "
+                                           f"new_kwargs), but got {out}.")
+                    args, kwargs = out
+                continue
             out = hook(self, args)
             if out is not None:
                 args = out if isinstance(out, tuple) else (out,)
@@ -98,10 +108,13 @@ class Module:
 
     forward = _forward_unimplemented
 
-    def register_forward_pre_hook(self, hook) -> _Handle:
-        """`hook(module, args)` runs before forward; it may return new args."""
+    def register_forward_pre_hook(self, hook, *, with_kwargs: bool = False) -> _Handle:
+        """`hook(module, args)` runs before forward; it may return new args. With `with_kwargs`,
+        `hook(module, args, kwargs)` may return a new `(args, kwargs)`."""
         h = _Handle(self._forward_pre_hooks)
         self._forward_pre_hooks[h.id] = hook
+        if with_kwargs:
+            self.__dict__.setdefault("_forward_pre_hooks_with_kwargs", set()).add(h.id)
         return h
 
     def register_forward_hook(self, hook, *, with_kwargs: bool = False) -> _Handle:
@@ -289,11 +302,11 @@ class Module:
         if destination is None:
             destination = OrderedDict()
         for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
+            if p is not None:   # a lazy module's UninitializedParameter goes in as it is (torch's)
+                destination[prefix + name] = p if keep_vars or is_lazy(p) else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
+                destination[prefix + name] = b if keep_vars or is_lazy(b) else b.detach()
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination, prefix + name + ".", keep_vars)
@@ -321,6 +334,11 @@ class Module:
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
         slots = self._state_slots()
+        with no_grad():   # a lazy module's placeholders take the checkpoint's shapes (torch's _lazy_load_hook)
+            for key, m, kind, name in slots:
+                cur = m.__dict__[kind][name]
+                if is_lazy(cur) and key in state_dict and not is_lazy(state_dict[key]):
+                    cur.materialize(tuple(state_dict[key].shape))
         expected = {k for k, *_ in slots}
         missing = [k for k, *_ in slots if k not in state_dict]
         unexpected = [k for k in state_dict.keys() if k not in expected]
@@ -335,6 +353,8 @@ class Module:
                 continue
             cur = m.__dict__[kind][name]
             src = state_dict[key]
+            if is_lazy(cur):   # and src too (a lazy checkpoint into a lazy module): nothing to copy
+                continue
             shape = tuple(src.shape) if hasattr(src, "shape") else ()
             if shape != tuple(cur.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape {shape} from checkpoint, "
@@ -348,6 +368,8 @@ class Module:
                     continue
                 src = state_dict[key]
                 cur = m.__dict__[kind][name]
+                if is_lazy(cur):
+                    continue
                 if not isinstance(src, Tensor):
                     src = _to_ember(src)
                 if assign:
@@ -401,6 +423,9 @@ class Module:
                             continue
                         new = fn(t)
                         if new is t:
+                            continue
+                        if is_lazy(t):   # no data yet: only its dtype and device change (torch's)
+                            t.__dict__["_data"], t._device = new.__dict__["_data"], new._device
                             continue
                         t._data, t._device = new._data, new._device   # in place: optimizers keep their refs
                         if t.grad is not None:

@@ -1,15 +1,18 @@
-"""BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm."""
+"""BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d (and their lazy forms), LayerNorm, GroupNorm, RMSNorm,
+LocalResponseNorm."""
 from __future__ import annotations
 
 from .. import _dtype
 from .._errors import op_error
 from ..ops import creation as C
 from . import functional as F, init
+from .lazy import LazyModuleMixin
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm",
-           "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+           "GroupNorm", "RMSNorm", "LocalResponseNorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 def _affine(module, shape, affine, bias, device, dtype):
@@ -53,7 +56,7 @@ class _BatchNorm(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.has_bias}, track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
     def forward(self, input):
         if input.ndim not in self._dims:
@@ -100,8 +103,8 @@ class _InstanceNorm(_BatchNorm):
     _spatial = 1
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 device=None, dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input):
         name = type(self).__name__
@@ -118,10 +121,6 @@ class _InstanceNorm(_BatchNorm):
                               self.training or not self.track_running_stats,
                               0.0 if self.momentum is None else self.momentum, self.eps)
         return out.squeeze(0) if unbatched else out
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -218,3 +217,74 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class _LazyNormBase(LazyModuleMixin):
+    """num_features from the first input's dim 1 (torch's rule, for unbatched InstanceNorm input too)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None,
+                 *, bias=True):
+        # the regular __init__ with 0 features and nothing to allocate; placeholders below
+        super().__init__(0, eps, momentum, False, False, device, dtype)
+        self.affine, self.track_running_stats, self.has_bias = affine, track_running_stats, bias
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = C.tensor(0, dtype=_dtype.int64, device=device)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1]
+        if self.affine:
+            self.weight.materialize((self.num_features,))
+            if self.bias is not None:
+                self.bias.materialize((self.num_features,))
+        if self.track_running_stats:
+            self.running_mean.materialize((self.num_features,))
+            self.running_var.materialize((self.num_features,))
+        self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+    """A BatchNorm1d whose num_features is inferred from the first input; it then becomes a BatchNorm1d."""
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+    """A BatchNorm2d whose num_features is inferred from the first input.
+
+    >>> m = ember.nn.LazyBatchNorm2d()
+    >>> m(ember.randn(4, 3, 5, 5)).shape, m.running_mean.shape, type(m).__name__
+    ((4, 3, 5, 5), (3,), 'BatchNorm2d')
+    """
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+    """A BatchNorm3d whose num_features is inferred from the first input."""
+    cls_to_become = BatchNorm3d
+
+
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+    """An InstanceNorm1d whose num_features is inferred from the first input (torch's defaults for the
+    lazy form: affine=True, track_running_stats=True)."""
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+    """An InstanceNorm2d whose num_features is inferred from the first input."""
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+    """An InstanceNorm3d whose num_features is inferred from the first input."""
+    cls_to_become = InstanceNorm3d

@@ -255,7 +255,9 @@ class Optimizer:
 
 
 def _is_tensor(x) -> bool:
-    return hasattr(x, "_data") and hasattr(x, "requires_grad")
+    # isinstance first: a lazy module's UninitializedParameter is a Tensor whose `_data` raises until its
+    # first forward materializes it in place (the optimizer keeps the same object, as torch's)
+    return isinstance(x, Tensor) or (hasattr(x, "_data") and hasattr(x, "requires_grad"))
 
 
 def _as_index(key) -> int:

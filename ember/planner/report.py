@@ -252,6 +252,12 @@ def summary(model: Module, input_size, batch_size: int = 1, dtype="float32", dev
     """
     if not isinstance(model, Module):
         raise TypeError(f"summary: model must be an ember.nn.Module, got {type(model).__name__}")
+    from ..nn.parameter import is_lazy
+    lazy = [k for k, t in list(model.named_parameters()) + list(model.named_buffers()) if is_lazy(t)]
+    if lazy:
+        raise ValueError(f"summary: the model has uninitialized parameters ({', '.join(lazy)}) of lazy modules "
+                         f"(nn.LazyLinear ...): run one forward with a dummy batch first, which gives them "
+                         f"their shapes")
     if isinstance(input_size, int):
         input_size = (input_size,)
     input_size = tuple(int(s) for s in input_size)

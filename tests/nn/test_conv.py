@@ -27,6 +27,8 @@ CASES = [
     ("convT2d", lambda lib: lib.nn.ConvTranspose2d(3, 4, 3), [(2, 3, 5, 5)]),
     ("convT2d_stride_pad_outpad", lambda lib: lib.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), [(2, 3, 4, 5)]),
     ("convT2d_groups_dil", lambda lib: lib.nn.ConvTranspose2d(4, 6, (2, 3), groups=2, dilation=2, bias=False), [(1, 4, 4, 4)]),
+    ("convT3d", lambda lib: lib.nn.ConvTranspose3d(3, 2, 2, stride=2, padding=1, output_padding=1), [(1, 3, 3, 3, 3)]),
+    ("convT3d_groups_unbatched", lambda lib: lib.nn.ConvTranspose3d(4, 2, (1, 2, 2), groups=2), [(4, 2, 3, 3)]),
 ]
 
 
@@ -101,6 +103,9 @@ def test_functional_conv3d_and_conv_transpose1d():
                                                                   dilation=2), (2, 2, 3), (2, 2, 2))
     check_op(lambda lib, x, w, b: lib.nn.functional.conv_transpose2d(x, w, b, output_padding=1, groups=2, dilation=2),
              (2, 2, 1, 1), (2, 1, 3, 3), (2,))
+    check_op(lambda lib, x, w, b: lib.nn.functional.conv_transpose3d(x, w, b, stride=(1, 2, 2), padding=1, groups=2,
+                                                                      dilation=(2, 1, 1), output_padding=(0, 1, 1)),
+             (2, 4, 3, 3, 2), (4, 1, 3, 2, 2), (2,))
 
 
 BAD_CONV_ARGS = {   # the same bad argument must raise the same exception type as torch

@@ -7,7 +7,7 @@ for torch's gradient (finite at probabilities 0 and 1). Names, arguments and def
 from __future__ import annotations
 
 from .linear import linear, bilinear
-from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, unfold, fold
+from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, unfold, fold
 from .pooling import (max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indices, max_pool2d_with_indices,
                       max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d,
                       adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
@@ -30,7 +30,7 @@ from ._utils import _ntuple, _check_dim  # noqa: F401  (used by the layer module
 from .conv import _conv_padding  # noqa: F401
 
 __all__ = [
-    "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
     "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",

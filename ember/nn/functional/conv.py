@@ -146,6 +146,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                              "conv_transpose2d")
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 3-D convolution; weight (C_in, C_out/groups, kd, kh, kw)."""
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                             "conv_transpose3d")
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the windows as columns, as torch.nn.functional.unfold."""
     _check_dim(input, (4,), "unfold")
