@@ -24,7 +24,9 @@ def test_import_is_light():
     lists, count = r.stdout.rsplit(" ", 1)
     heavy = lists.strip()
     assert heavy == "[] []", f"import ember imported (heavy, eager) {heavy}"
-    assert int(count) < 80, f"import ember loads {count} modules"
+    # 90: session 10 added four core op modules whose functions are Tensor methods (ops.pointwise,
+    # ops.indexing, ops.products, ops.special: 84 modules, `import ember` ~0.3 s here)
+    assert int(count) < 90, f"import ember loads {count} modules"
 
 
 def test_core_features_need_only_the_base_install():
