@@ -479,6 +479,8 @@ def _lstm(b, c):
     initializers keep the module's parameter names."""
     m = c.attrs["module"]
     b.need(7, "LSTM")
+    if m.proj_size:
+        raise Unsupported(f"nn.LSTM with proj_size={m.proj_size}: ONNX's LSTM has no projection")
     dirs = 2 if m.bidirectional else 1
     x = b.x(c, 0)
     unbatched = len(b.shape(c.inputs[0])) == 2
@@ -495,7 +497,7 @@ def _lstm(b, c):
     for layer in range(m.num_layers):
         W, R, B = [], [], []
         for d in range(dirs):
-            w_ih, w_hh, b_ih, b_hh = m._weights(layer, d)
+            w_ih, w_hh, b_ih, b_hh, _ = m._weights(layer, d)
             W.append(b.unsqueeze(_iofc(b, w_ih), [0]))
             R.append(b.unsqueeze(_iofc(b, w_hh), [0]))
             if b_ih is not None:

@@ -616,3 +616,13 @@ def test_sdpa_attention_node_exports_with_static_and_dynamic_sequence(causal, tm
             ember.onnx.export(e, ember.tensor(x), str(tmp_path / "old.onnx"), input_names=["x"],
                               dynamic_axes={"x": {0: "B", 1: "T"}}, opset_version=13)
         assert not (tmp_path / "old.onnx").exists()
+
+
+def test_lstm_with_a_projection_is_refused_and_writes_nothing(tmp_path):
+    # ONNX's LSTM has no projection (torch exports proj_size > 0 as an error too); the LSTM's weights
+    # grew a fifth entry (weight_hr) and the converter had unpacked four: a ValueError for every LSTM
+    pytest.importorskip("onnx")
+    path = tmp_path / "m.onnx"
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match="proj_size=3: ONNX's LSTM has no projection"):
+        ember.onnx.export(ember.nn.LSTM(4, 8, proj_size=3), (ember.randn(5, 2, 4),), str(path))
+    assert not path.exists()
