@@ -336,7 +336,8 @@ Tensor.cumprod_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cum
 from .ops import aliases as _A  # noqa: E402
 
 for _name in _A.__all__:
-    setattr(Tensor, _name, getattr(_A, _name))
+    if _name not in _A.FUNCTIONS_ONLY:
+        setattr(Tensor, _name, getattr(_A, _name))
 for _name in "multiply divide subtract fix sgn clamp_min clamp_max".split():
     setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
 Tensor.negative_ = Tensor.neg_
@@ -430,3 +431,18 @@ from . import linalg as _L  # noqa: E402
 
 Tensor.cholesky_solve = _L.cholesky_solve
 Tensor.cholesky_inverse = _L.cholesky_inverse
+
+
+# ------------------------------------------------------------------ methods of ember.nn.functional (loaded on call)
+def hardshrink(self, lambd=0.5):
+    from .nn.functional import activation
+    return activation.hardshrink(self, lambd)
+
+
+def prelu(self, weight):
+    from .nn.functional import activation
+    return activation.prelu(self, weight)
+
+
+Tensor.hardshrink = hardshrink
+Tensor.prelu = prelu

@@ -833,3 +833,91 @@ def test_legacy_size_average_and_reduce_flags_as_torch(name, kw):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "size_average and reduce args will be deprecated")   # torch's
         check_op(lambda L, *a: fn(L, kw, *a), *inputs)
+
+
+# ------------------------------------------------------------------ CTC loss
+CTC_RNG = np.random.default_rng(11)
+CTC_T, CTC_N, CTC_C = 7, 4, 5
+CTC_TARGETS = np.array([[1, 2, 2, 3], [4, 4, 4, 1], [2, 3, 1, 1], [1, 1, 1, 1]], dtype=np.int64)  # repeats
+CTC_TL = np.array([4, 3, 2, 0], dtype=np.int64)
+CTC_IL = np.array([7, 6, 5, 3], dtype=np.int64)
+CTC_CONCAT = np.concatenate([CTC_TARGETS[n, :CTC_TL[n]] for n in range(CTC_N)])
+# row 0: 1 2 2 3 needs 5 frames (a blank between the 2s), has 2: impossible (inf); row 1: 4 4 needs 3, has 3
+CTC_IMPOSSIBLE = (np.array([[1, 2, 2, 3], [4, 4, 0, 0]], dtype=np.int64), (2, 3), (4, 2))
+
+
+def _ctc(lib, x, targets, il, tl, **kw):
+    return lib.nn.functional.ctc_loss(x.log_softmax(-1), targets, il, tl, **kw)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("targets", ["padded", "concatenated"])
+def test_ctc_loss_matches_torch(reduction, targets):
+    tg = CTC_TARGETS if targets == "padded" else CTC_CONCAT
+    check_op(lambda lib, x, t: _ctc(lib, x, t, tuple(CTC_IL), tuple(CTC_TL), reduction=reduction),
+             (CTC_T, CTC_N, CTC_C), tg, low=-3, high=3)
+
+
+def test_ctc_loss_lengths_as_tensors_blank_and_unbatched():
+    tg = np.where(CTC_TARGETS == 4, 0, CTC_TARGETS)   # blank=4: the labels are 0..3
+    check_op(lambda lib, x, t, il, tl: _ctc(lib, x, t, il, tl, blank=4), (CTC_T, CTC_N, CTC_C), tg, CTC_IL, CTC_TL)
+    check_op(lambda lib, x, t: _ctc(lib, x, t, lib.tensor(6), lib.tensor(4), reduction="none"),
+             (CTC_T, CTC_C), CTC_TARGETS[0])
+    check_op(lambda lib, x, t: lib.nn.CTCLoss(blank=0, reduction="sum")(x.log_softmax(-1), t, lib.tensor(CTC_IL),
+                                                                         lib.tensor(CTC_TL)),
+             (CTC_T, CTC_N, CTC_C), CTC_TARGETS)
+    check_op(lambda lib, x, t: lib.ctc_loss(x.log_softmax(-1), t, tuple(CTC_IL), tuple(CTC_TL)),   # 'none'
+             (CTC_T, CTC_N, CTC_C), CTC_TARGETS)
+    check_op(lambda lib, x, t: lib.ctc_loss(x.log_softmax(-1), t, tuple(CTC_IL), tuple(CTC_TL), 0, 1),  # 'mean'
+             (CTC_T, CTC_N, CTC_C), CTC_TARGETS)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")   # NumPy making torch's NaN
+@pytest.mark.parametrize("zero_infinity", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_ctc_loss_impossible_alignment_is_inf_or_zero(zero_infinity, reduction):
+    tg, il, tl = CTC_IMPOSSIBLE
+    t_out, e_out = check_op(lambda lib, x, t: _ctc(lib, x, t, il, tl, reduction=reduction,
+                                                    zero_infinity=zero_infinity), (5, 2, 5), tg)
+    if reduction == "none":
+        assert e_out[0].item() == (0.0 if zero_infinity else float("inf")) and np.isfinite(e_out[1].item())
+    else:
+        assert np.isinf(e_out.item()) != zero_infinity
+
+
+def test_ctc_loss_gradient_is_the_posterior_after_log_softmax():
+    """The test above passes log_softmax's output, where torch's gradient and the function's agree; on raw
+    log-probabilities torch's kernel adds exp(log_probs): documented, and checked to stay that way."""
+    x = ember.randn(4, 1, 3, requires_grad=True)
+    ember.nn.functional.ctc_loss(x, ember.tensor([[1, 2]]), (4,), (2,)).backward()
+    import torch
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    torch.nn.functional.ctc_loss(xt, torch.tensor([[1, 2]]), (4,), (2,)).backward()
+    np.testing.assert_allclose(xt.grad.numpy() - np.exp(xt.detach().numpy()) / 2, x.grad.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5,), (2, 2)), "ctc_loss: input_lengths must be of size batch_size 2, got 1"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (2,)), "ctc_loss: target_lengths must be of size batch_size 2, got 1"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 6), (2, 2)), "ctc_loss: expected input_lengths to have values in [0, 5], but got value 6"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (-1, 2)), "ctc_loss: expected target_lengths to have value at least 0, but got value -1"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (2, 3)), "ctc_loss: expected targets of shape (N=2, S >= max(target_lengths)=3) or concatenated 1-D, got (2, 2)"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (2, 2), blank=4), "ctc_loss: blank must be in label range [0, 4), got 4"),
+    (lambda F, lp, t: F.ctc_loss(lp, t.flatten()[:3], (5, 5), (2, 2)), "ctc_loss: expected concatenated targets of size sum(target_lengths) = 4, got 3"),
+    (lambda F, lp, t: F.ctc_loss(lp, t + 3, (5, 5), (2, 2)), "ctc_loss: targets must be class indices in [0, 4), got 6"),
+    (lambda F, lp, t: F.ctc_loss(lp[0, 0], t, (5, 5), (2, 2)), "ctc_loss: expected log_probs of shape (T, N, C) or (T, C), got (4,)"),
+])
+def test_ctc_loss_errors(call, message):
+    lp = ember.randn(5, 2, 4).log_softmax(2)
+    t = ember.tensor([[1, 2], [3, 3]])
+    raises_exactly(lambda: call(ember.nn.functional, lp, t), RuntimeError if "class indices" not in message
+                   else IndexError, message)
+
+
+def test_ctc_loss_bad_reduction():
+    lp = ember.randn(5, 2, 4).log_softmax(2)
+    raises_exactly(lambda: ember.nn.functional.ctc_loss(lp, ember.tensor([[1, 2], [3, 3]]), (5, 5), (2, 2),
+                                                         reduction="bad"),
+                   ValueError, "ctc_loss: bad is not a valid value for reduction")
+    with pytest.raises(ValueError, match="reduction"):
+        ember.nn.CTCLoss(reduction="avg")
