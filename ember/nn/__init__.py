@@ -32,6 +32,7 @@ from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, N
                    BCEWithLogitsLoss, KLDivLoss, MultiMarginLoss, MarginRankingLoss, CosineEmbeddingLoss,
                    TripletMarginLoss, GaussianNLLLoss, PoissonNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss,
                    MultiLabelMarginLoss, HingeEmbeddingLoss, TripletMarginWithDistanceLoss, CTCLoss)
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from . import functional, init, utils
 
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
@@ -64,6 +65,7 @@ __all__ = [
     "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
     "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+    "AdaptiveLogSoftmaxWithLoss",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerDecoder", "Transformer",

@@ -921,3 +921,67 @@ def test_ctc_loss_bad_reduction():
                    ValueError, "ctc_loss: bad is not a valid value for reduction")
     with pytest.raises(ValueError, match="reduction"):
         ember.nn.CTCLoss(reduction="avg")
+
+
+# ------------------------------------------------------------------ AdaptiveLogSoftmaxWithLoss
+ASM_TARGET = np.array([0, 3, 5, 9, 14, 19, 2, 12], dtype=np.int64)   # shortlist and both clusters
+
+
+@pytest.mark.parametrize("kw", [dict(cutoffs=[4, 10]), dict(cutoffs=[6], div_value=2.0, head_bias=True),
+                                dict(cutoffs=[2, 8, 15], div_value=1.5)])
+def test_adaptive_log_softmax_forward_matches_torch(kw):
+    check_module(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw), (8, 16), ASM_TARGET,
+                 modes=("train",), return_buffers=False)
+    check_module(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw), (16,), np.array(13),
+                 modes=("train",), return_buffers=False)
+
+
+def _asm_pair(**kw):
+    import torch
+    torch.manual_seed(0)
+    tm = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw).double()
+    em = ember.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw).double()
+    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return tm, em
+
+
+@pytest.mark.parametrize("kw", [dict(cutoffs=[4, 10]), dict(cutoffs=[6], head_bias=True)])
+def test_adaptive_log_softmax_log_prob_and_predict_match_torch(kw):
+    import torch
+    tm, em = _asm_pair(**kw)
+    x = np.random.default_rng(5).standard_normal((6, 16)) * 3
+    xt, xe = torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+    lt, le = tm.log_prob(xt), em.log_prob(xe)
+    np.testing.assert_allclose(le.detach().numpy(), lt.detach().numpy(), atol=1e-10)
+    g = np.random.default_rng(6).standard_normal((6, 20))
+    lt.backward(torch.tensor(g))
+    le.backward(ember.tensor(g))
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(em.head.weight.grad.numpy(), tm.head.weight.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(em.tail[0][1].weight.grad.numpy(), tm.tail[0][1].weight.grad.numpy(), atol=1e-10)
+    np.testing.assert_array_equal(em.predict(xe).numpy(), tm.predict(xt).numpy())
+    assert em.log_prob(xe[0]).shape == (20,)   # torch 2.13 raises here (its head sees the 1-D input)
+    out = em(xe, ember.tensor(ASM_TARGET[:6]))
+    assert type(out).__name__ == "_ASMoutput" and out._fields == ("output", "loss")
+
+
+def test_adaptive_log_softmax_errors():
+    for bad in ([], [4, 2], [0, 4], [4, 20], [4, 4], [2.5]):
+        with pytest.raises(ValueError, match="cutoffs should be"):
+            ember.nn.AdaptiveLogSoftmaxWithLoss(16, 20, cutoffs=bad)
+    m = ember.nn.AdaptiveLogSoftmaxWithLoss(16, 20, cutoffs=[4, 10])
+    raises_exactly(lambda: m(ember.randn(3, 16), ember.tensor([0, 1, 20])), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: Target values should be in [0, 19], but values in range [0, 20] "
+                   "were found.")
+    raises_exactly(lambda: m(ember.randn(3, 16), ember.tensor([0, 1])), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: Input and target should have the same size in the batch dimension, "
+                   "got input (3, 16) and target (2,)")
+    raises_exactly(lambda: m(ember.randn(16), ember.tensor([0])), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: Input and target should have the same size in the batch dimension, "
+                   "got input (16,) and target (1,)")
+    raises_exactly(lambda: m(ember.randn(2, 16), ember.tensor(0)), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: 0D target tensor expects 1D input tensors, but found inputs with "
+                   "size (2, 16)")
+    raises_exactly(lambda: m(ember.randn(2, 16), ember.zeros(2, 1, dtype=ember.int64)), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: 0D or 1D target tensor expected, multi-target not supported, got "
+                   "target (2, 1)")
