@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
+from .. import _dtype
 from .._errors import op_error
 from ..ops import creation as C, math as M
 from ..ops.shape import cat
@@ -82,26 +81,29 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         batched = target_.ndim > 0
         input = input_ if batched else input_.unsqueeze(0)
         target = target_ if batched else target_.unsqueeze(0)
-        t = np.asarray(target.detach().cpu()._data).astype(np.int64)
-        if t.size and (t.min() < 0 or t.max() >= self.n_classes):
+        t = target.detach().cpu().long().tolist()   # which rows go to which cluster: host bookkeeping
+        if t and (min(t) < 0 or max(t) >= self.n_classes):
             raise op_error(op, f"Target values should be in [0, {self.n_classes - 1}], but values in range "
-                               f"[{t.min()}, {t.max()}] were found.")
+                               f"[{min(t)}, {max(t)}] were found.")
         dev = input.device
         # the head's column for each row: its class in the shortlist, else its cluster's logit
-        head_col = t.copy()
-        output = C.zeros(t.shape[0], dtype=input.dtype, device=dev)
+        head_col = list(t)
+        output = C.zeros(len(t), dtype=input.dtype, device=dev)
         for i in range(self.n_clusters):
             low, high = self.cutoffs[i], self.cutoffs[i + 1]
-            rows = np.nonzero((t >= low) & (t < high))[0]
-            if rows.size == 0:
+            rows = [r for r, c in enumerate(t) if low <= c < high]
+            if not rows:
                 continue
-            head_col[rows] = self.shortlist_size + i
-            rows_t = C.tensor(rows, device=dev)
+            for r in rows:
+                head_col[r] = self.shortlist_size + i
+            rows_t = C.tensor(rows, dtype=_dtype.int64, device=dev)
             cluster_logprob = F.log_softmax(self.tail[i](input.index_select(0, rows_t)), dim=1)   # (R, osz)
-            local = cluster_logprob.gather(1, C.tensor(t[rows] - low, device=dev).unsqueeze(1)).squeeze(1)
+            local_t = C.tensor([t[r] - low for r in rows], dtype=_dtype.int64, device=dev)
+            local = cluster_logprob.gather(1, local_t.unsqueeze(1)).squeeze(1)
             output = output.index_add(0, rows_t, local)
         head_logprob = F.log_softmax(self.head(input), dim=1)
-        output = output + head_logprob.gather(1, C.tensor(head_col, device=dev).unsqueeze(1)).squeeze(1)
+        head_col_t = C.tensor(head_col, dtype=_dtype.int64, device=dev).reshape(-1, 1)
+        output = output + head_logprob.gather(1, head_col_t).squeeze(1)
         loss = M.neg(output).mean()
         return _ASMoutput(output if batched else output.squeeze(0), loss)
 

@@ -105,7 +105,7 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1) -> Tensor:
     torch); with `hard`, the one-hot of the argmax in the forward and the soft sample's gradient
     (straight through: y_hard - y_soft.detach() + y_soft). `eps` is unused (torch keeps it for old code).
 
-    >>> ember.manual_seed(0)
+    >>> _ = ember.manual_seed(0)
     >>> y = F.gumbel_softmax(ember.zeros(2, 3), hard=True)
     >>> y.sum(-1).tolist()
     [1.0, 1.0]

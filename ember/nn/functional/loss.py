@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ... import _dtype
 from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
 from ...autograd.function import Function
@@ -565,12 +566,12 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 
 def _lengths(x, op, name):
-    """input_lengths / target_lengths (a tensor, tuple, list or int) as a NumPy int64 vector."""
+    """input_lengths / target_lengths (a tensor, tuple, list or int) as a list of Python ints."""
     if isinstance(x, Tensor):
         if x.dtype.is_floating_point:
             raise op_error(op, f"{name} must be integers, got a {x.dtype.name} tensor")
-        return np.asarray(x.detach().cpu()._data, dtype=np.int64).reshape(-1)
-    return np.asarray(x, dtype=np.int64).reshape(-1)
+        return [int(v) for v in x.detach().cpu().reshape(-1).tolist()]
+    return [int(v) for v in x] if isinstance(x, (tuple, list)) else [int(x)]
 
 
 def _log_add3(a, b, c):
@@ -610,61 +611,60 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     T, N, n_cls = log_probs.shape
     in_len = _lengths(input_lengths, op, "input_lengths")
     tg_len = _lengths(target_lengths, op, "target_lengths")
-    if in_len.size != N:
-        raise op_error(op, f"input_lengths must be of size batch_size {N}, got {in_len.size}")
-    if tg_len.size != N:
-        raise op_error(op, f"target_lengths must be of size batch_size {N}, got {tg_len.size}")
+    if len(in_len) != N:
+        raise op_error(op, f"input_lengths must be of size batch_size {N}, got {len(in_len)}")
+    if len(tg_len) != N:
+        raise op_error(op, f"target_lengths must be of size batch_size {N}, got {len(tg_len)}")
     if not 0 <= blank < n_cls:
         raise op_error(op, f"blank must be in label range [0, {n_cls}), got {blank}")
-    if N and (in_len.max() > T or in_len.min() < 0):
-        bad = in_len.max() if in_len.max() > T else in_len.min()
-        raise op_error(op, f"expected input_lengths to have values in [0, {T}], but got value {bad}")
-    if N and tg_len.min() < 0:
-        raise op_error(op, f"expected target_lengths to have value at least 0, but got value {tg_len.min()}")
-    tg = np.asarray(targets.detach().cpu()._data).astype(np.int64)
-    S = int(tg_len.max()) if N else 0
-    if targets.ndim == 1 and not unbatched:   # concatenated: cut into rows of a padded (N, S) array
-        if tg.size != tg_len.sum():
-            raise op_error(op, f"expected concatenated targets of size sum(target_lengths) = {tg_len.sum()}, "
-                               f"got {tg.size}")
-        starts = np.concatenate([[0], np.cumsum(tg_len)[:-1]])
-        padded = np.full((N, S), blank, np.int64)
-        for n in range(N):
-            padded[n, :tg_len[n]] = tg[starts[n]:starts[n] + tg_len[n]]
+    for v in in_len:
+        if not 0 <= v <= T:
+            raise op_error(op, f"expected input_lengths to have values in [0, {T}], but got value {v}")
+    if N and min(tg_len) < 0:
+        raise op_error(op, f"expected target_lengths to have value at least 0, but got value {min(tg_len)}")
+    tg = targets.detach().cpu().long().tolist()   # the labels are bookkeeping: read once, on the host
+    S = max(tg_len, default=0)
+    if targets.ndim == 1 and not unbatched:   # concatenated: cut into rows
+        if len(tg) != sum(tg_len):
+            raise op_error(op, f"expected concatenated targets of size sum(target_lengths) = {sum(tg_len)}, "
+                               f"got {len(tg)}")
+        starts = [sum(tg_len[:n]) for n in range(N)]
+        rows = [tg[starts[n]:starts[n] + tg_len[n]] for n in range(N)]
     else:
-        if tg.ndim != 2 or tg.shape[0] != N or tg.shape[1] < S:
+        if targets.ndim != 2 or targets.shape[0] != N or targets.shape[1] < S:
             raise op_error(op, f"expected targets of shape (N={N}, S >= max(target_lengths)={S}) or concatenated "
                                f"1-D, got {tuple(targets.shape)}")
-        padded = np.where(np.arange(S) < tg_len[:, None], tg[:, :S], blank)
-    if padded.size and (padded.min() < 0 or padded.max() >= n_cls):
-        raise op_error(op, f"targets must be class indices in [0, {n_cls}), got "
-                           f"{padded.min() if padded.min() < 0 else padded.max()}", IndexError)
-    # the extended label sequence blank, l1, blank, l2, ..., blank: L = 2S + 1 states
-    L = 2 * S + 1
-    ext = np.full((N, L), blank, np.int64)
-    ext[:, 1::2] = padded
+        rows = [tg[n][:tg_len[n]] for n in range(N)]
+    for v in (v for row in rows for v in row):
+        if not 0 <= v < n_cls:
+            raise op_error(op, f"targets must be class indices in [0, {n_cls}), got {v}", IndexError)
+    # the extended label sequence blank, l1, blank, l2, ..., blank (padded with blanks): L = 2S + 1 states;
     # a state may skip the blank before it when its label differs from the one two states back
-    skip = np.zeros((N, L), bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    L = 2 * S + 1
+    ext = [[blank] * L for _ in range(N)]
+    for n, row in enumerate(rows):
+        ext[n][1:2 * len(row):2] = row
+    skip = [[s >= 2 and e[s] != blank and e[s] != e[s - 2] for s in range(L)] for e in ext]
     dev = log_probs.device
-    ext_t = C.tensor(ext, device=dev)
+    ext_t = C.tensor(ext, dtype=_dtype.int64, device=dev)   # (N, L)
     emit = log_probs.gather(2, ext_t.unsqueeze(0).expand(T, N, L)) if T else None   # (T, N, L)
-    skip_t = C.tensor(skip, device=dev)
-    running = C.tensor(np.arange(T)[:, None] < in_len[None, :], device=dev)   # (T, N)
+    skip_t = C.tensor(skip, dtype=_dtype.bool, device=dev)
+    in_len_t = C.tensor(in_len, dtype=_dtype.int64, device=dev)
+    running = C.arange(T, device=dev).unsqueeze(1) < in_len_t.unsqueeze(0)   # (T, N)
     neg_inf = C.full((N, 1), float("-inf"), dtype=log_probs.dtype, device=dev)
     neg_inf2 = C.full((N, 2), float("-inf"), dtype=log_probs.dtype, device=dev)
     # before the first step: probability 1 of having emitted nothing
-    alpha = C.tensor(np.where(np.arange(L) == 0, 0.0, -np.inf)[None].repeat(N, 0),
-                     dtype=log_probs.dtype, device=dev)   # (N, L)
+    alpha = cat([C.zeros(N, 1, dtype=log_probs.dtype, device=dev), neg_inf.expand(N, L - 1)], 1)   # (N, L)
     for t in range(T):
         one_back = cat([neg_inf, alpha[:, :-1]], 1)
         two_back = M.where(skip_t, cat([neg_inf2, alpha[:, :-2]], 1), float("-inf")) if L > 2 \
             else C.full((N, L), float("-inf"), dtype=log_probs.dtype, device=dev)
         new = _log_add3(alpha, one_back, two_back) + emit[t]
         alpha = M.where(running[t].unsqueeze(1), new, alpha)
-    last = C.tensor(2 * tg_len, device=dev).unsqueeze(1)   # (N, 1): the final blank
+    tg_len_t = C.tensor(tg_len, dtype=_dtype.int64, device=dev)
+    last = (2 * tg_len_t).unsqueeze(1)   # (N, 1): the final blank
     end_blank = alpha.gather(1, last).squeeze(1)
-    end_label = M.where(C.tensor(tg_len > 0, device=dev),
+    end_label = M.where(tg_len_t > 0,
                         alpha.gather(1, M.clamp(last - 1, min=0)).squeeze(1), float("-inf"))
     loss = -_log_add3(end_blank, end_label, neg_inf.squeeze(1))   # (N,)
     impossible = M.isinf(loss.detach())
@@ -677,8 +677,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         zero = M.where(impossible, steps - steps.detach(), 1.0)
         loss = loss + M.sqrt(zero) * 0.0
     if reduction == "mean":
-        lens = C.tensor(np.maximum(tg_len, 1), dtype=loss.dtype, device=dev)
-        return (loss / lens).mean()
+        return (loss / M.clamp(tg_len_t, min=1).to(loss.dtype)).mean()
     if reduction == "sum":
         return loss.sum()
     return loss.squeeze(0) if unbatched else loss

@@ -409,9 +409,8 @@ def pdist(input, p=2.0) -> Tensor:
     if p < 0:
         raise op_error("pdist", f"only supports non-negative p values, got {p}")
     n = input.shape[0]
-    i, j = np.triu_indices(n, 1)
-    rows = input.index_select(0, C.tensor(i, device=input.device))
-    other = input.index_select(0, C.tensor(j, device=input.device))
+    i, j = C.triu_indices(n, n, 1, device=input.device)
+    rows, other = input.index_select(0, i), input.index_select(0, j)
     a = M.abs(rows - other)                                             # (N(N-1)/2, M)
     if p == 0:   # the count of differing coordinates: no gradient (0, as torch)
         return (a > 0).to(input.dtype).sum(1) + (a * 0.0).sum(1)
