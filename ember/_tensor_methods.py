@@ -195,6 +195,11 @@ def _exponential(self, g, lambd=1.0):
     return -(-u).log1p() / lambd          # u in [0, 1): -log(1 - u) in [0, inf)
 
 
+def _cauchy(self, g, median=0.0, sigma=1.0):
+    u = R.rand(*self.shape, generator=g, dtype=_dtype.float64, device=self._device)
+    return ((u - 0.5) * math.pi).tan() * sigma + median   # the inverse CDF of Cauchy(median, sigma)
+
+
 def _geometric(self, g, p):
     u = R.rand(*self.shape, generator=g, dtype=_dtype.float64, device=self._device)
     return ((-u).log1p() / math.log1p(-p)).ceil().clamp(min=1)   # trials until the first success
@@ -212,6 +217,7 @@ Tensor.normal_ = _rand_("normal_", _normal)
 Tensor.bernoulli_ = _rand_("bernoulli_", _bernoulli)
 Tensor.exponential_ = _rand_("exponential_", _exponential)
 Tensor.geometric_ = _rand_("geometric_", _geometric)
+Tensor.cauchy_ = _rand_("cauchy_", _cauchy)
 Tensor.log_normal_ = _rand_("log_normal_", _log_normal)
 
 
