@@ -32,7 +32,7 @@ from .ops.special import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
-                     rand_like, randn_like, randint_like, poisson)
+                     rand_like, randn_like, randint_like, poisson, binomial)
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     GradientTape, is_inference_mode_enabled
@@ -139,7 +139,7 @@ __all__ = (
     + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander"]
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
-       "randint_like", "poisson"]
+       "randint_like", "poisson", "binomial"]
     + ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "GradientTape",
        "is_inference_mode_enabled"]
     + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]

@@ -195,6 +195,11 @@ def _exponential(self, g, lambd=1.0):
     return -(-u).log1p() / lambd          # u in [0, 1): -log(1 - u) in [0, inf)
 
 
+def _cauchy(self, g, median=0.0, sigma=1.0):
+    u = R.rand(*self.shape, generator=g, dtype=_dtype.float64, device=self._device)
+    return ((u - 0.5) * math.pi).tan() * sigma + median   # the inverse CDF of Cauchy(median, sigma)
+
+
 def _geometric(self, g, p):
     u = R.rand(*self.shape, generator=g, dtype=_dtype.float64, device=self._device)
     return ((-u).log1p() / math.log1p(-p)).ceil().clamp(min=1)   # trials until the first success
@@ -212,6 +217,7 @@ Tensor.normal_ = _rand_("normal_", _normal)
 Tensor.bernoulli_ = _rand_("bernoulli_", _bernoulli)
 Tensor.exponential_ = _rand_("exponential_", _exponential)
 Tensor.geometric_ = _rand_("geometric_", _geometric)
+Tensor.cauchy_ = _rand_("cauchy_", _cauchy)
 Tensor.log_normal_ = _rand_("log_normal_", _log_normal)
 
 
@@ -336,7 +342,8 @@ Tensor.cumprod_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cum
 from .ops import aliases as _A  # noqa: E402
 
 for _name in _A.__all__:
-    setattr(Tensor, _name, getattr(_A, _name))
+    if _name not in _A.FUNCTIONS_ONLY:
+        setattr(Tensor, _name, getattr(_A, _name))
 for _name in "multiply divide subtract fix sgn clamp_min clamp_max".split():
     setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
 Tensor.negative_ = Tensor.neg_
@@ -430,3 +437,18 @@ from . import linalg as _L  # noqa: E402
 
 Tensor.cholesky_solve = _L.cholesky_solve
 Tensor.cholesky_inverse = _L.cholesky_inverse
+
+
+# ------------------------------------------------------------------ methods of ember.nn.functional (loaded on call)
+def hardshrink(self, lambd=0.5):
+    from .nn.functional import activation
+    return activation.hardshrink(self, lambd)
+
+
+def prelu(self, weight):
+    from .nn.functional import activation
+    return activation.prelu(self, weight)
+
+
+Tensor.hardshrink = hardshrink
+Tensor.prelu = prelu

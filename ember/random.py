@@ -32,7 +32,7 @@ from .ops import random_prims as P
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
            "default_generator", "rand", "randn", "randint", "randperm", "normal", "bernoulli",
-           "multinomial", "rand_like", "randn_like", "randint_like", "poisson"]
+           "multinomial", "rand_like", "randn_like", "randint_like", "poisson", "binomial"]
 
 _U64 = (1 << 64) - 1
 
@@ -246,6 +246,27 @@ def poisson(input, generator=None) -> Tensor:
     out = g.numpy_generator().poisson(rates).astype(input.dtype.np)
     g._host = None     # one NumPy stream per call: the next draw starts from a fresh offset
     return _from_host(out, input.device)
+
+
+def binomial(count, prob, generator=None) -> Tensor:
+    """Successes in `count` trials of probability `prob` each (elementwise, broadcast), in count's dtype.
+    Host-side like poisson (NumPy's binomial sampler).
+
+    >>> ember.binomial(ember.tensor([5.0, 10.0]), ember.tensor([0.0, 1.0]))
+    tensor([ 0., 10.])
+    """
+    from ._errors import op_error
+    from .ops.creation import _from_host
+    if not count.dtype.is_floating_point or not prob.dtype.is_floating_point:
+        bad = count if not count.dtype.is_floating_point else prob
+        raise op_error("binomial", f"only supports floating-point dtypes for count and prob, got "
+                                   f"{bad.dtype.name}", TypeError)
+    g = generator if generator is not None else default_generator
+    n = host.asarray(count.detach().cpu()._data, dtype=np.float64)
+    p = host.clip(host.asarray(prob.detach().cpu()._data, dtype=np.float64), 0.0, 1.0)
+    out = g.numpy_generator().binomial(n.astype(np.int64), p).astype(count.dtype.np)
+    g._host = None     # one NumPy stream per call, as poisson
+    return _from_host(out, count.device)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:

@@ -285,3 +285,27 @@ def test_threads_drawing_at_once_get_distinct_offsets():
         sys.setswitchinterval(old)
     assert len(set(out)) == 800                                   # no two draws got the same counters
     assert g.get_state().numpy().view("<u8")[1] == 800
+
+
+def test_binomial_counts_successes_with_torchs_edge_cases():
+    count = ember.tensor([[0.0, 10.0, 10.0, 40.0]] * 5000, dtype=ember.float64)
+    prob = ember.tensor([[0.5, 0.0, 1.0, 0.25]] * 5000, dtype=ember.float64)
+    k = ember.binomial(count, prob, generator=ember.Generator().manual_seed(3))
+    assert k.shape == count.shape and k.dtype == ember.float64 and bool((k == k.round()).all())
+    assert k[:, :3].tolist() == [[0.0, 0.0, 10.0]] * 5000                 # as torch: n=0, p=0, p=1
+    np.testing.assert_allclose(k[:, 3].mean().item(), 10.0, rtol=0.03)    # n p
+    np.testing.assert_allclose(k[:, 3].var().item(), 7.5, rtol=0.1)       # n p (1 - p)
+    again = ember.binomial(count, prob, generator=ember.Generator().manual_seed(3))
+    assert again.tolist() == k.tolist()
+    assert ember.binomial(ember.ones(2, dtype=ember.float32), ember.ones(2)).dtype == ember.float32
+    with pytest.raises(TypeError, match="binomial: only supports floating-point dtypes for count and prob, got int64"):
+        ember.binomial(ember.tensor([5]), ember.tensor([0.5]))
+
+
+def test_cauchy_follows_the_median_and_scale():
+    ember.manual_seed(0)
+    x = ember.empty(40000, dtype=ember.float64).cauchy_(1.0, 2.0)
+    q = np.quantile(x.numpy(), [0.25, 0.5, 0.75])
+    np.testing.assert_allclose(q, [-1.0, 1.0, 3.0], atol=0.1)   # median +- sigma at the quartiles
+    y = ember.empty(3)
+    assert y.cauchy_() is y and y.dtype == ember.float32

@@ -31,7 +31,8 @@ from .embedding import Embedding, EmbeddingBag
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
                    BCEWithLogitsLoss, KLDivLoss, MultiMarginLoss, MarginRankingLoss, CosineEmbeddingLoss,
                    TripletMarginLoss, GaussianNLLLoss, PoissonNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss,
-                   MultiLabelMarginLoss, HingeEmbeddingLoss, TripletMarginWithDistanceLoss)
+                   MultiLabelMarginLoss, HingeEmbeddingLoss, TripletMarginWithDistanceLoss, CTCLoss)
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from . import functional, init, utils
 
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
@@ -63,7 +64,8 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
     "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
-    "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss",
+    "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+    "AdaptiveLogSoftmaxWithLoss",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerDecoder", "Transformer",

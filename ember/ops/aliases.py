@@ -6,7 +6,9 @@ from __future__ import annotations
 from . import math as M
 
 __all__ = ["multiply", "divide", "subtract", "fix", "sgn", "positive", "clamp_min", "clamp_max", "inverse", "det",
-           "slogdet", "logdet", "cholesky"]
+           "slogdet", "logdet", "cholesky", "pdist", "ctc_loss"]
+# torch.* functions of torch.nn.functional that torch.Tensor has no method for
+FUNCTIONS_ONLY = ("pdist", "ctc_loss")
 
 multiply = M.mul
 divide = M.div
@@ -53,3 +55,20 @@ def logdet(input):
 def cholesky(input, upper=False):
     from .. import linalg
     return linalg.cholesky(input, upper=upper)
+
+
+def pdist(input, p=2.0):
+    """torch.pdist: `ember.nn.functional.pdist`."""
+    from ..nn.functional import vision
+    return vision.pdist(input, p)
+
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+    """torch.ctc_loss: `ember.nn.functional.ctc_loss` with torch's integer reduction (0 'none', 1 'mean',
+    2 'sum'; a name works too). Its default is 'none', as torch.ctc_loss's (F.ctc_loss's is 'mean')."""
+    from ..nn.functional import loss
+    return loss.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                         _REDUCTIONS.get(reduction, reduction), zero_infinity)

@@ -385,3 +385,59 @@ def test_inplace_functional_forms_refuse_a_leaf_that_requires_grad():
         ember.nn.functional.threshold_(x, 0.0, 1.0)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         torch.nn.functional.relu_(torch.ones(3, requires_grad=True))
+
+
+# ------------------------------------------------------------------ Tensor.hardshrink / Tensor.prelu, gumbel_softmax
+def test_tensor_hardshrink_and_prelu_methods():
+    x = np.array([[-1.0, -0.5, -0.2, 0.0], [0.3, 0.5, 0.7, 2.0]])
+    check_op(lambda lib, a: a.hardshrink(), x)
+    check_op(lambda lib, a: a.hardshrink(0.25), x)
+    check_op(lambda lib, a, w: a.prelu(w), (2, 3, 4), np.array([0.1, 0.2, 0.3]))
+    check_op(lambda lib, a, w: a.prelu(w), (2, 3), np.array([0.25]))
+
+
+def _gumbel_replay(x, seed, tau, hard, dim):
+    """Ember's gumbel_softmax under `seed`, and torch's formula on the noise Ember drew (replayed)."""
+    ember.manual_seed(seed)
+    e_out = ember.nn.functional.gumbel_softmax(x, tau=tau, hard=hard, dim=dim)
+    ember.manual_seed(seed)
+    noise = -ember.zeros_like(x).exponential_().log()
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    y_soft = ((xt + torch.tensor(noise.numpy())) / tau).softmax(dim)
+    if hard:
+        index = y_soft.max(dim, keepdim=True)[1]
+        y_hard = torch.zeros_like(xt).scatter_(dim, index, 1.0)
+        t_out = y_hard - y_soft.detach() + y_soft
+    else:
+        t_out = y_soft
+    return e_out, t_out, xt
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("tau,dim", [(1.0, -1), (0.5, 0)])
+def test_gumbel_softmax_matches_torchs_formula_on_the_same_noise(hard, tau, dim):
+    x = ember.randn(4, 5, dtype=ember.float64, requires_grad=True)
+    e_out, t_out, xt = _gumbel_replay(x, 3, tau, hard, dim)
+    g = np.random.default_rng(0).standard_normal((4, 5))
+    e_out.backward(ember.tensor(g))
+    t_out.backward(torch.tensor(g))
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), atol=1e-12)
+    if hard:   # one-hot forward, and the gradient is the soft sample's (not zero)
+        assert set(np.unique(e_out.detach().numpy())) == {0.0, 1.0}
+        assert (e_out.detach().numpy().sum(dim) == 1).all() and np.abs(x.grad.numpy()).max() > 0
+
+
+def test_gumbel_softmax_samples_follow_the_softmax():
+    """The argmax of logits + Gumbel noise is a sample of softmax(logits): the one-hot frequencies over
+    20000 draws match the probabilities (5 standard errors), as torch's do."""
+    logits = ember.tensor([[1.0, 0.0, -1.0, 2.0]]).expand(20000, 4)
+    ember.manual_seed(0)
+    freq = ember.nn.functional.gumbel_softmax(logits, tau=0.3, hard=True).mean(0).numpy()
+    p = torch.tensor([1.0, 0.0, -1.0, 2.0]).softmax(0).numpy()
+    assert np.abs(freq - p).max() < 5 * np.sqrt(p * (1 - p) / 20000).max()
+    soft = ember.nn.functional.gumbel_softmax(logits[:3], tau=2.0)
+    np.testing.assert_allclose(soft.sum(-1).numpy(), 1.0, atol=1e-6)
+    assert soft.dtype == ember.float32 and soft.shape == (3, 4)
+    with pytest.raises(RuntimeError, match="gumbel_softmax: expected floating point logits, got int64"):
+        ember.nn.functional.gumbel_softmax(ember.tensor([1, 2]))

@@ -833,3 +833,155 @@ def test_legacy_size_average_and_reduce_flags_as_torch(name, kw):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "size_average and reduce args will be deprecated")   # torch's
         check_op(lambda L, *a: fn(L, kw, *a), *inputs)
+
+
+# ------------------------------------------------------------------ CTC loss
+CTC_RNG = np.random.default_rng(11)
+CTC_T, CTC_N, CTC_C = 7, 4, 5
+CTC_TARGETS = np.array([[1, 2, 2, 3], [4, 4, 4, 1], [2, 3, 1, 1], [1, 1, 1, 1]], dtype=np.int64)  # repeats
+CTC_TL = np.array([4, 3, 2, 0], dtype=np.int64)
+CTC_IL = np.array([7, 6, 5, 3], dtype=np.int64)
+CTC_CONCAT = np.concatenate([CTC_TARGETS[n, :CTC_TL[n]] for n in range(CTC_N)])
+# row 0: 1 2 2 3 needs 5 frames (a blank between the 2s), has 2: impossible (inf); row 1: 4 4 needs 3, has 3
+CTC_IMPOSSIBLE = (np.array([[1, 2, 2, 3], [4, 4, 0, 0]], dtype=np.int64), (2, 3), (4, 2))
+
+
+def _ctc(lib, x, targets, il, tl, **kw):
+    return lib.nn.functional.ctc_loss(x.log_softmax(-1), targets, il, tl, **kw)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("targets", ["padded", "concatenated"])
+def test_ctc_loss_matches_torch(reduction, targets):
+    tg = CTC_TARGETS if targets == "padded" else CTC_CONCAT
+    check_op(lambda lib, x, t: _ctc(lib, x, t, tuple(CTC_IL), tuple(CTC_TL), reduction=reduction),
+             (CTC_T, CTC_N, CTC_C), tg, low=-3, high=3)
+
+
+def test_ctc_loss_lengths_as_tensors_blank_and_unbatched():
+    tg = np.where(CTC_TARGETS == 4, 0, CTC_TARGETS)   # blank=4: the labels are 0..3
+    check_op(lambda lib, x, t, il, tl: _ctc(lib, x, t, il, tl, blank=4), (CTC_T, CTC_N, CTC_C), tg, CTC_IL, CTC_TL)
+    check_op(lambda lib, x, t: _ctc(lib, x, t, lib.tensor(6), lib.tensor(4), reduction="none"),
+             (CTC_T, CTC_C), CTC_TARGETS[0])
+    check_op(lambda lib, x, t: lib.nn.CTCLoss(blank=0, reduction="sum")(x.log_softmax(-1), t, lib.tensor(CTC_IL),
+                                                                         lib.tensor(CTC_TL)),
+             (CTC_T, CTC_N, CTC_C), CTC_TARGETS)
+    check_op(lambda lib, x, t: lib.ctc_loss(x.log_softmax(-1), t, tuple(CTC_IL), tuple(CTC_TL)),   # 'none'
+             (CTC_T, CTC_N, CTC_C), CTC_TARGETS)
+    check_op(lambda lib, x, t: lib.ctc_loss(x.log_softmax(-1), t, tuple(CTC_IL), tuple(CTC_TL), 0, 1),  # 'mean'
+             (CTC_T, CTC_N, CTC_C), CTC_TARGETS)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")   # NumPy making torch's NaN
+@pytest.mark.parametrize("zero_infinity", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_ctc_loss_impossible_alignment_is_inf_or_zero(zero_infinity, reduction):
+    tg, il, tl = CTC_IMPOSSIBLE
+    t_out, e_out = check_op(lambda lib, x, t: _ctc(lib, x, t, il, tl, reduction=reduction,
+                                                    zero_infinity=zero_infinity), (5, 2, 5), tg)
+    if reduction == "none":
+        assert e_out[0].item() == (0.0 if zero_infinity else float("inf")) and np.isfinite(e_out[1].item())
+    else:
+        assert np.isinf(e_out.item()) != zero_infinity
+
+
+def test_ctc_loss_gradient_is_the_posterior_after_log_softmax():
+    """The test above passes log_softmax's output, where torch's gradient and the function's agree; on raw
+    log-probabilities torch's kernel adds exp(log_probs): documented, and checked to stay that way."""
+    x = ember.randn(4, 1, 3, requires_grad=True)
+    ember.nn.functional.ctc_loss(x, ember.tensor([[1, 2]]), (4,), (2,)).backward()
+    import torch
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    torch.nn.functional.ctc_loss(xt, torch.tensor([[1, 2]]), (4,), (2,)).backward()
+    np.testing.assert_allclose(xt.grad.numpy() - np.exp(xt.detach().numpy()) / 2, x.grad.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5,), (2, 2)), "ctc_loss: input_lengths must be of size batch_size 2, got 1"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (2,)), "ctc_loss: target_lengths must be of size batch_size 2, got 1"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 6), (2, 2)), "ctc_loss: expected input_lengths to have values in [0, 5], but got value 6"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (-1, 2)), "ctc_loss: expected target_lengths to have value at least 0, but got value -1"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (2, 3)), "ctc_loss: expected targets of shape (N=2, S >= max(target_lengths)=3) or concatenated 1-D, got (2, 2)"),
+    (lambda F, lp, t: F.ctc_loss(lp, t, (5, 5), (2, 2), blank=4), "ctc_loss: blank must be in label range [0, 4), got 4"),
+    (lambda F, lp, t: F.ctc_loss(lp, t.flatten()[:3], (5, 5), (2, 2)), "ctc_loss: expected concatenated targets of size sum(target_lengths) = 4, got 3"),
+    (lambda F, lp, t: F.ctc_loss(lp, t + 3, (5, 5), (2, 2)), "ctc_loss: targets must be class indices in [0, 4), got 4"),
+    (lambda F, lp, t: F.ctc_loss(lp[0, 0], t, (5, 5), (2, 2)), "ctc_loss: expected log_probs of shape (T, N, C) or (T, C), got (4,)"),
+])
+def test_ctc_loss_errors(call, message):
+    lp = ember.randn(5, 2, 4).log_softmax(2)
+    t = ember.tensor([[1, 2], [3, 3]])
+    raises_exactly(lambda: call(ember.nn.functional, lp, t), RuntimeError if "class indices" not in message
+                   else IndexError, message)
+
+
+def test_ctc_loss_bad_reduction():
+    lp = ember.randn(5, 2, 4).log_softmax(2)
+    raises_exactly(lambda: ember.nn.functional.ctc_loss(lp, ember.tensor([[1, 2], [3, 3]]), (5, 5), (2, 2),
+                                                         reduction="bad"),
+                   ValueError, "ctc_loss: bad is not a valid value for reduction")
+    with pytest.raises(ValueError, match="reduction"):
+        ember.nn.CTCLoss(reduction="avg")
+
+
+# ------------------------------------------------------------------ AdaptiveLogSoftmaxWithLoss
+ASM_TARGET = np.array([0, 3, 5, 9, 14, 19, 2, 12], dtype=np.int64)   # shortlist and both clusters
+
+
+@pytest.mark.parametrize("kw", [dict(cutoffs=[4, 10]), dict(cutoffs=[6], div_value=2.0, head_bias=True),
+                                dict(cutoffs=[2, 8, 15], div_value=1.5)])
+def test_adaptive_log_softmax_forward_matches_torch(kw):
+    check_module(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw), (8, 16), ASM_TARGET,
+                 modes=("train",), return_buffers=False)
+    check_module(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw), (16,), np.array(13),
+                 modes=("train",), return_buffers=False)
+
+
+def _asm_pair(**kw):
+    import torch
+    torch.manual_seed(0)
+    tm = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw).double()
+    em = ember.nn.AdaptiveLogSoftmaxWithLoss(16, 20, **kw).double()
+    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return tm, em
+
+
+@pytest.mark.parametrize("kw", [dict(cutoffs=[4, 10]), dict(cutoffs=[6], head_bias=True)])
+def test_adaptive_log_softmax_log_prob_and_predict_match_torch(kw):
+    import torch
+    tm, em = _asm_pair(**kw)
+    x = np.random.default_rng(5).standard_normal((6, 16)) * 3
+    xt, xe = torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+    lt, le = tm.log_prob(xt), em.log_prob(xe)
+    np.testing.assert_allclose(le.detach().numpy(), lt.detach().numpy(), atol=1e-10)
+    g = np.random.default_rng(6).standard_normal((6, 20))
+    lt.backward(torch.tensor(g))
+    le.backward(ember.tensor(g))
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(em.head.weight.grad.numpy(), tm.head.weight.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(em.tail[0][1].weight.grad.numpy(), tm.tail[0][1].weight.grad.numpy(), atol=1e-10)
+    np.testing.assert_array_equal(em.predict(xe).numpy(), tm.predict(xt).numpy())
+    assert em.log_prob(xe[0]).shape == (20,)   # torch 2.13 raises here (its head sees the 1-D input)
+    out = em(xe, ember.tensor(ASM_TARGET[:6]))
+    assert type(out).__name__ == "_ASMoutput" and out._fields == ("output", "loss")
+
+
+def test_adaptive_log_softmax_errors():
+    for bad in ([], [4, 2], [0, 4], [4, 20], [4, 4], [2.5]):
+        with pytest.raises(ValueError, match="cutoffs should be"):
+            ember.nn.AdaptiveLogSoftmaxWithLoss(16, 20, cutoffs=bad)
+    m = ember.nn.AdaptiveLogSoftmaxWithLoss(16, 20, cutoffs=[4, 10])
+    raises_exactly(lambda: m(ember.randn(3, 16), ember.tensor([0, 1, 20])), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: Target values should be in [0, 19], but values in range [0, 20] "
+                   "were found.")
+    raises_exactly(lambda: m(ember.randn(3, 16), ember.tensor([0, 1])), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: Input and target should have the same size in the batch dimension, "
+                   "got input (3, 16) and target (2,)")
+    raises_exactly(lambda: m(ember.randn(16), ember.tensor([0])), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: Input and target should have the same size in the batch dimension, "
+                   "got input (16,) and target (1,)")
+    raises_exactly(lambda: m(ember.randn(2, 16), ember.tensor(0)), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: 0D target tensor expects 1D input tensors, but found inputs with "
+                   "size (2, 16)")
+    raises_exactly(lambda: m(ember.randn(2, 16), ember.zeros(2, 1, dtype=ember.int64)), RuntimeError,
+                   "AdaptiveLogSoftmaxWithLoss: 0D or 1D target tensor expected, multi-target not supported, got "
+                   "target (2, 1)")

@@ -219,3 +219,22 @@ GRID_ERRORS = [
 @pytest.mark.parametrize("k", range(len(GRID_ERRORS)))
 def test_grid_sample_errors(k):
     raises_exactly(*GRID_ERRORS[k])
+
+
+# ------------------------------------------------------------------ pdist
+PDIST_X = np.array([[1.0, 2.0, 0.5], [1.0, 2.0, 0.5], [0.0, 5.0, 0.5], [-1.0, 2.5, 3.0]])   # rows 0, 1 equal
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.5, 3.0, float("inf"), 0.0])
+def test_pdist_matches_torch_incl_the_gradient_at_zero_distance(p):
+    check_op(lambda lib, x: lib.nn.functional.pdist(x, p), PDIST_X)
+    check_op(lambda lib, x: lib.pdist(x, p), (5, 3))
+
+
+def test_pdist_small_inputs_and_errors():
+    check_op(lambda lib, x: lib.pdist(x), (1, 3))
+    check_op(lambda lib, x: lib.pdist(x), (0, 3), grad=False)   # torch 2.13 crashes in this backward
+    raises_exactly(lambda: ember.pdist(ember.ones(3)), RuntimeError,
+                   "pdist: only supports 2D tensors, got: 1D (shape (3,))")
+    raises_exactly(lambda: ember.pdist(ember.ones(3, 2), -1.0), RuntimeError,
+                   "pdist: only supports non-negative p values, got -1.0")

@@ -6,7 +6,7 @@ import math
 from ..._dims import wrap_dim
 from ..._errors import op_error
 from ..._tensor import Tensor
-from ...ops import math as M
+from ...ops import math as M, creation as C
 from ...ops.inplace import inplace as _inplace
 from ...ops.layers import Gelu
 from ._utils import _apply_inplace
@@ -98,6 +98,28 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
     if dim is not None:
         wrap_dim(dim, input.ndim, "softmin")   # its errors name softmin, not the softmax it calls
     return softmax(-input, dim, dtype=dtype)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1) -> Tensor:
+    """softmax((logits + g) / tau) with g ~ Gumbel(0, 1) drawn per element (g = -log(e), e ~ Exp(1), as
+    torch); with `hard`, the one-hot of the argmax in the forward and the soft sample's gradient
+    (straight through: y_hard - y_soft.detach() + y_soft). `eps` is unused (torch keeps it for old code).
+
+    >>> _ = ember.manual_seed(0)
+    >>> y = F.gumbel_softmax(ember.zeros(2, 3), hard=True)
+    >>> y.sum(-1).tolist()
+    [1.0, 1.0]
+    """
+    if not logits.dtype.is_floating_point:
+        raise op_error("gumbel_softmax", f"expected floating point logits, got {logits.dtype.name}")
+    dim = wrap_dim(dim, logits.ndim, "gumbel_softmax")
+    noise = -M.log(C.zeros_like(logits).exponential_())
+    y_soft = M.softmax((logits + noise) / tau, dim)
+    if not hard:
+        return y_soft
+    index = M.argmax(y_soft.detach(), dim, keepdim=True)
+    y_hard = C.zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 # ------------------------------------------------------------------ shrinkage, gated and hard activations

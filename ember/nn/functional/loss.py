@@ -5,10 +5,12 @@ import math
 
 import numpy as np
 
+from ... import _dtype
 from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...ops import math as M, creation as C, primitives as P
+from ...ops.shape import cat
 from .activation import log_softmax, logsigmoid, softplus
 from .vision import pairwise_distance
 
@@ -561,3 +563,121 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_neg = M.minimum(d_neg, distance(positive, negative))
     return _reduce(M.clamp(margin + d_pos - d_neg, min=0), reduction, op)
+
+
+def _lengths(x, op, name):
+    """input_lengths / target_lengths (a tensor, tuple, list or int) as a list of Python ints."""
+    if isinstance(x, Tensor):
+        if x.dtype.is_floating_point:
+            raise op_error(op, f"{name} must be integers, got a {x.dtype.name} tensor")
+        return [int(v) for v in x.detach().cpu().reshape(-1).tolist()]
+    return [int(v) for v in x] if isinstance(x, (tuple, list)) else [int(x)]
+
+
+def _log_add3(a, b, c):
+    """log(exp(a) + exp(b) + exp(c)) elementwise, -inf where all three are -inf, with a zero (not NaN)
+    gradient there: the alphas of impossible CTC paths stay -inf through the recursion."""
+    m = M.maximum(M.maximum(a, b), c).detach()
+    m = M.where(M.isinf(m), 0.0, m)
+    s = M.exp(a - m) + M.exp(b - m) + M.exp(c - m)
+    some = s > 0
+    return M.where(some, M.log(M.where(some, s, 1.0)) + m, float("-inf"))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False) -> Tensor:
+    """Connectionist temporal classification loss: -log of the total probability of every alignment of
+    `targets` to `log_probs` (T, N, C) (or (T, C) unbatched), by the forward (alpha) recursion in log space,
+    one step per time step (a composite: autograd gives the gradient). targets are padded (N, S) or
+    concatenated 1-D (sum(target_lengths)); reduction 'mean' divides each loss by its target length first
+    (as torch). An impossible alignment gives inf (0, with a zero gradient, under zero_infinity).
+
+    The gradient is that of the function, d loss / d log_probs; torch's kernel returns it minus exp(log_probs)
+    times a constant per step, the same after log_softmax (the usual input), different on raw scores.
+
+    >>> lp = ember.tensor([[[0.0, -9.0]], [[-9.0, 0.0]]]).log_softmax(2)   # (T=2, N=1, C=2)
+    >>> round(ember.nn.functional.ctc_loss(lp, ember.tensor([[1]]), (2,), (1,)).item(), 4)
+    0.0001
+    """
+    op = "ctc_loss"
+    if reduction not in ("mean", "sum", "none"):
+        raise op_error(op, f"{reduction} is not a valid value for reduction", ValueError)
+    check_same_device(op, log_probs, targets, "targets")
+    if log_probs.ndim not in (2, 3):
+        raise op_error(op, f"expected log_probs of shape (T, N, C) or (T, C), got {tuple(log_probs.shape)}")
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs, targets = log_probs.unsqueeze(1), targets.unsqueeze(0)
+    T, N, n_cls = log_probs.shape
+    in_len = _lengths(input_lengths, op, "input_lengths")
+    tg_len = _lengths(target_lengths, op, "target_lengths")
+    if len(in_len) != N:
+        raise op_error(op, f"input_lengths must be of size batch_size {N}, got {len(in_len)}")
+    if len(tg_len) != N:
+        raise op_error(op, f"target_lengths must be of size batch_size {N}, got {len(tg_len)}")
+    if not 0 <= blank < n_cls:
+        raise op_error(op, f"blank must be in label range [0, {n_cls}), got {blank}")
+    for v in in_len:
+        if not 0 <= v <= T:
+            raise op_error(op, f"expected input_lengths to have values in [0, {T}], but got value {v}")
+    if N and min(tg_len) < 0:
+        raise op_error(op, f"expected target_lengths to have value at least 0, but got value {min(tg_len)}")
+    tg = targets.detach().cpu().long().tolist()   # the labels are bookkeeping: read once, on the host
+    S = max(tg_len, default=0)
+    if targets.ndim == 1 and not unbatched:   # concatenated: cut into rows
+        if len(tg) != sum(tg_len):
+            raise op_error(op, f"expected concatenated targets of size sum(target_lengths) = {sum(tg_len)}, "
+                               f"got {len(tg)}")
+        starts = [sum(tg_len[:n]) for n in range(N)]
+        rows = [tg[starts[n]:starts[n] + tg_len[n]] for n in range(N)]
+    else:
+        if targets.ndim != 2 or targets.shape[0] != N or targets.shape[1] < S:
+            raise op_error(op, f"expected targets of shape (N={N}, S >= max(target_lengths)={S}) or concatenated "
+                               f"1-D, got {tuple(targets.shape)}")
+        rows = [tg[n][:tg_len[n]] for n in range(N)]
+    for v in (v for row in rows for v in row):
+        if not 0 <= v < n_cls:
+            raise op_error(op, f"targets must be class indices in [0, {n_cls}), got {v}", IndexError)
+    # the extended label sequence blank, l1, blank, l2, ..., blank (padded with blanks): L = 2S + 1 states;
+    # a state may skip the blank before it when its label differs from the one two states back
+    L = 2 * S + 1
+    ext = [[blank] * L for _ in range(N)]
+    for n, row in enumerate(rows):
+        ext[n][1:2 * len(row):2] = row
+    skip = [[s >= 2 and e[s] != blank and e[s] != e[s - 2] for s in range(L)] for e in ext]
+    dev = log_probs.device
+    ext_t = C.tensor(ext, dtype=_dtype.int64, device=dev)   # (N, L)
+    emit = log_probs.gather(2, ext_t.unsqueeze(0).expand(T, N, L)) if T else None   # (T, N, L)
+    skip_t = C.tensor(skip, dtype=_dtype.bool, device=dev)
+    in_len_t = C.tensor(in_len, dtype=_dtype.int64, device=dev)
+    running = C.arange(T, device=dev).unsqueeze(1) < in_len_t.unsqueeze(0)   # (T, N)
+    neg_inf = C.full((N, 1), float("-inf"), dtype=log_probs.dtype, device=dev)
+    neg_inf2 = C.full((N, 2), float("-inf"), dtype=log_probs.dtype, device=dev)
+    # before the first step: probability 1 of having emitted nothing
+    alpha = cat([C.zeros(N, 1, dtype=log_probs.dtype, device=dev), neg_inf.expand(N, L - 1)], 1)   # (N, L)
+    for t in range(T):
+        one_back = cat([neg_inf, alpha[:, :-1]], 1)
+        two_back = M.where(skip_t, cat([neg_inf2, alpha[:, :-2]], 1), float("-inf")) if L > 2 \
+            else C.full((N, L), float("-inf"), dtype=log_probs.dtype, device=dev)
+        new = _log_add3(alpha, one_back, two_back) + emit[t]
+        alpha = M.where(running[t].unsqueeze(1), new, alpha)
+    tg_len_t = C.tensor(tg_len, dtype=_dtype.int64, device=dev)
+    last = (2 * tg_len_t).unsqueeze(1)   # (N, 1): the final blank
+    end_blank = alpha.gather(1, last).squeeze(1)
+    end_label = M.where(tg_len_t > 0,
+                        alpha.gather(1, M.clamp(last - 1, min=0)).squeeze(1), float("-inf"))
+    loss = -_log_add3(end_blank, end_label, neg_inf.squeeze(1))   # (N,)
+    impossible = M.isinf(loss.detach())
+    if zero_infinity:
+        loss = M.where(impossible, 0.0, loss)
+    elif loss.requires_grad and T:
+        # torch's gradient of an infinite loss is NaN at the sample's steps t < input_length: the same here,
+        # from sqrt's infinite slope at 0 times 0 (the value is unchanged: sqrt(0) * 0 = 0)
+        steps = M.where(running.unsqueeze(2), log_probs, 0.0).sum((0, 2))   # (N,)
+        zero = M.where(impossible, steps - steps.detach(), 1.0)
+        loss = loss + M.sqrt(zero) * 0.0
+    if reduction == "mean":
+        return (loss / M.clamp(tg_len_t, min=1).to(loss.dtype)).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
