@@ -13,7 +13,7 @@ from .. import _dtype
 from ..autograd.grad_mode import no_grad
 from ..autograd import profile_hooks as _profile_hooks
 from ..autograd.profile_hooks import OPEN as _PROFILING
-from .parameter import Parameter, is_lazy
+from .parameter import Parameter, is_lazy, to_args
 
 __all__ = ["Module"]
 
@@ -436,15 +436,7 @@ class Module:
     def to(self, *args, **kwargs) -> "Module":
         """Move and/or cast parameters and buffers: m.to('cuda'), m.to(ember.float64).
         Only floating-point tensors change dtype."""
-        dtype = kwargs.pop("dtype", None)
-        device = kwargs.pop("device", None)
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, _dtype.dtype):
-                dtype = a
-            elif a is not None:
-                device = a
+        dtype, device = to_args(args, kwargs)
         if dtype is not None and not _dtype.to_dtype(dtype).is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
 

@@ -8,6 +8,20 @@ from .._tensor import Tensor
 __all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin", "is_lazy"]
 
 
+
+def to_args(args, kwargs):
+    """(dtype, device) from the arguments of `.to(...)`: a tensor (its dtype and device), a dtype, a
+    device, or `dtype=` / `device=` keywords; None for what is not given."""
+    dtype, device = kwargs.get("dtype"), kwargs.get("device")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, _dtype.dtype):
+            dtype = a
+        elif a is not None:
+            device = a
+    return dtype, device
+
 class Parameter(Tensor):
     """A leaf Tensor that requires grad (by default) and that Modules collect in `parameters()`.
 
@@ -99,14 +113,7 @@ class UninitializedTensorMixin:
         return type(self)(self.requires_grad, raw.device, raw.dtype)
 
     def to(self, *args, **kwargs):
-        dtype, device = kwargs.get("dtype"), kwargs.get("device")
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, _dtype.dtype):
-                dtype = a
-            elif a is not None:
-                device = a
+        dtype, device = to_args(args, kwargs)
         kw = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
         return self._converted(**kw) if kw else self
 

@@ -100,9 +100,5 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
 
 def remove_spectral_norm(module, name: str = "weight"):
     """Undo spectral_norm: `<name>` is a plain Parameter again, holding weight_orig / sigma."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    from .weight_norm import remove_hook
+    return remove_hook(module, SpectralNorm, name, "spectral_norm")

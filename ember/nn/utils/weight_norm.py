@@ -82,9 +82,14 @@ def weight_norm(module, name: str = "weight", dim: int | None = 0):
 
 def remove_weight_norm(module, name: str = "weight"):
     """Undo weight_norm: `<name>` is a plain Parameter again, with the value it had."""
+    return remove_hook(module, WeightNorm, name, "weight_norm")
+
+
+def remove_hook(module, cls, name, what):
+    """Remove the `cls` forward pre-hook of parameter `name` (it restores the plain Parameter)."""
     for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, cls) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")
