@@ -314,28 +314,19 @@ class CompiledFunction:
             msg = (f"ember.compile({self.__name__}): the function changed {', '.join(changed)} while it ran; "
                    f"Python side effects are not replayed by a compiled call, so this function runs eagerly. "
                    f"Step the scheduler (or call train()/eval()) outside the compiled function")
-            if self.strict:
-                raise GuardError(msg + f" (at {user_frame()})")
-            _warn(msg)
-            entry.eager, entry.why_eager = True, "side effect"
+            self._run_eagerly(entry, msg + f" (at {user_frame()})" if self.strict else msg, "side effect")
         if cap.entropy and not entry.eager:
-            msg = (f"ember.compile({self.__name__}): the function drew random numbers outside ember's random "
-                   f"primitives ({'; '.join(cap.entropy)}); a replay would reuse "
-                   f"this call's values, so this function runs eagerly. Draw with ember.rand, randn or randint "
-                   f"(replayed with fresh numbers), or pass the value in as an argument")
-            if self.strict:
-                raise GuardError(msg)
-            _warn(msg)
-            entry.eager, entry.why_eager = True, "random numbers drawn outside ember"
+            self._run_eagerly(entry, f"ember.compile({self.__name__}): the function drew random numbers outside "
+                                     f"ember's random primitives ({'; '.join(cap.entropy)}); a replay would reuse "
+                                     f"this call's values, so this function runs eagerly. Draw with ember.rand, "
+                                     f"randn or randint (replayed with fresh numbers), or pass the value in as an "
+                                     f"argument", "random numbers drawn outside ember")
         if cap.data_shaped and not entry.eager:
-            msg = (f"ember.compile({self.__name__}): the shape of a result depends on tensor values "
-                   f"({'; '.join(cap.data_shaped[:3])}: a boolean mask, nonzero or unique); a replay would "
-                   f"keep this call's shape, so this function runs eagerly. Keep shapes fixed (e.g. "
-                   f"(x * mask).sum() or ember.where(mask, x, 0) instead of x[mask])")
-            if self.strict:
-                raise GuardError(msg)
-            _warn(msg)
-            entry.eager, entry.why_eager = True, "shapes that depend on values"
+            self._run_eagerly(entry, f"ember.compile({self.__name__}): the shape of a result depends on tensor "
+                                     f"values ({'; '.join(cap.data_shaped[:3])}: a boolean mask, nonzero or unique); "
+                                     f"a replay would keep this call's shape, so this function runs eagerly. Keep "
+                                     f"shapes fixed (e.g. (x * mask).sum() or ember.where(mask, x, 0) instead of "
+                                     f"x[mask])", "shapes that depend on values")
         devs = {v.device for v in cap.graph.values}
         if not entry.eager and devs - {"cpu"}:
             entry.eager, entry.why_eager = True, f"device {sorted(devs - {'cpu'})}"
@@ -382,6 +373,13 @@ class CompiledFunction:
             entry.variants.clear()
         entry.variants[sizes] = v
         return v
+
+    def _run_eagerly(self, entry, msg, why):
+        """A signature whose trace cannot be replayed: eager from now on, with a warning (strict: raise)."""
+        if self.strict:
+            raise GuardError(msg)
+        _warn(msg)
+        entry.eager, entry.why_eager = True, why
 
     def _learn(self, entry):
         """After a trace at a new size of the dynamic dims: the template from it and an earlier trace of
