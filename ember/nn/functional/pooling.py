@@ -232,26 +232,41 @@ def _adaptive_windows(n, m):
     return [((i * n) // m, -(-((i + 1) * n) // m)) for i in range(m)]
 
 
-def _adaptive_matrix(n, m, dtype, device):
-    """(n, m) matrix whose column i averages adaptive window i."""
-    A = host.zeros((n, m), dtype.np)
-    for i, (a, b) in enumerate(_adaptive_windows(n, m)):
-        A[a:b, i] = 1.0 / (b - a)
-    from ...ops.creation import _from_host
-    return _from_host(A, device)
+def _adaptive_window_taps(n, m):
+    """(m, K) positions of each adaptive window of n positions into m, padded to the widest (K) with n,
+    the position of a zero appended to the input, and (m,) the window sizes."""
+    windows = _adaptive_windows(n, m)
+    k = max(b - a for a, b in windows)
+    taps = host.array([[a + j if a + j < b else n for j in range(k)] for a, b in windows], np.int64)
+    return taps, host.array([b - a for a, b in windows], np.float64)
 
 
 def _adaptive_avg_poolnd(input, output_size, nd, op):
     _check_dim(input, (nd + 1, nd + 2), op)
     size = _adaptive_output_size(input, output_size, nd, op)
+    from ...ops.creation import _from_host
     out = input
-    for i, m in enumerate(size):   # windows are products of 1-D windows: average one dim at a time
+    # windows are products of 1-D windows: average one dim at a time. Each sum reads only its window's
+    # values (no averaging matrix: its zeros times a NaN or inf elsewhere would make NaN)
+    for i, m in enumerate(size):
         dim = input.ndim - nd + i
         n = input.shape[dim]
         if m == n:
             continue
-        A = _adaptive_matrix(n, m, input.dtype, input.device)
-        out = M.matmul(out.transpose(dim, -1), A).transpose(dim, -1)
+        if m == 0:
+            out = out[(slice(None),) * dim + (slice(0, 0),)]
+            continue
+        if n % m == 0:   # equal windows side by side: (..., m, n // m, ...) averaged over the second
+            out = out.reshape(*out.shape[:dim], m, n // m, *out.shape[dim + 1:]).mean(dim + 1)
+            continue
+        taps, counts = _adaptive_window_taps(n, m)                                  # (m, K), (m,)
+        pads = [(0, 0)] * out.ndim
+        pads[dim] = (0, 1)
+        padded = Pad.apply(out, pads=tuple(pads), value=0)                          # a zero at position n
+        lead = (slice(None),) * dim
+        summed = padded[lead + (_from_host(taps, input.device),)].sum(dim + 1)      # (..., m, ...)
+        scale = (1.0 / counts).astype(input.dtype.np).reshape((m,) + (1,) * (out.ndim - dim - 1))
+        out = summed * _from_host(scale, input.device)
     return out
 
 
