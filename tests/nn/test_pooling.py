@@ -549,11 +549,13 @@ def _with_specials(shape, seed=3):
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 5), (2, 2, 7)),
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 4), (2, 2, 8)),        # equal windows
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 11), (2, 2, 4)),       # upsampling
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 8), (2, 2, 4)),        # each value twice
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (2, 3)), (2, 2, 8, 12)),   # equal windows of 4
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (3, 4)), (2, 2, 5, 7)),
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, 1), (2, 2, 5, 7)),
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, (3, 2, 4)), (1, 2, 7, 4, 6)),
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, (2, None, 5)), (2, 5, 3, 8)),
-], ids=["1d_overlap", "1d_7to5", "1d_equal", "1d_up", "2d", "2d_global", "3d", "3d_none_unbatched"])
+], ids=["1d_overlap", "1d_7to5", "1d_equal", "1d_up", "1d_repeat", "2d_equal_wide", "2d", "2d_global", "3d", "3d_none_unbatched"])
 def test_adaptive_avg_pool_nan_and_inf_stay_in_their_windows(fn, shape):
     # an output is NaN or infinite only when its own window holds one (an averaging matrix's zeros
     # times a NaN elsewhere would spread it over the whole row)

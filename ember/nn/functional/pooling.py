@@ -13,7 +13,7 @@ from ..._errors import op_error
 from ..._tensor import Tensor
 from ...backends import host
 from ...ops import math as M, creation as C
-from ...ops.layers import Conv, MaxPool, MaxPoolIndex
+from ...ops.layers import Conv, Embedding, MaxPool, MaxPoolIndex
 from ...ops.primitives import Gather, Pad, Scatter
 from ._utils import _ntuple, _check_dim
 from .conv import _pad_spatial
@@ -232,41 +232,52 @@ def _adaptive_windows(n, m):
     return [((i * n) // m, -(-((i + 1) * n) // m)) for i in range(m)]
 
 
-def _adaptive_window_taps(n, m):
-    """(m, K) positions of each adaptive window of n positions into m, padded to the widest (K) with n,
-    the position of a zero appended to the input, and (m,) the window sizes."""
+def _adaptive_avg_dim(x, dim, m):
+    """x averaged over torch's m adaptive windows along `dim`. Each sum reads only its window's values:
+    an averaging matrix would multiply a NaN or inf outside a window by 0 and spread NaN."""
+    from ...ops.creation import _from_host
+    n = x.shape[dim]
+    lead, rest = x.shape[:dim], x.shape[dim + 1:]
+    if m == 0:
+        return x[(slice(None),) * dim + (slice(0, 0),)]
+    if n % m == 0:   # equal windows of k side by side
+        k = n // m
+        if k <= 3:   # a sum of k strided slices (NumPy reduces a short middle axis slowly)
+            key = (slice(None),) * dim
+            total = x[key + (slice(0, None, k),)]
+            for j in range(1, k):
+                total = total + x[key + (slice(j, None, k),)]
+            return total / k
+        return x.reshape(*lead, m, k, *rest).mean(dim + 1)
+    if m % n == 0:   # each value repeated m // n times
+        return x.unsqueeze(dim + 1).expand(*lead, n, m // n, *rest).reshape(*lead, m, *rest)
+    # windows of two widths, w and w + 1: the dim first, as the rows of a table; each window's first w
+    # rows looked up (an embedding lookup, whose backward sums rows by sorting, not scatter-adding) and
+    # summed, then its last row where it has one (a where, not a multiplication by 0)
     windows = _adaptive_windows(n, m)
-    k = max(b - a for a, b in windows)
-    taps = host.array([[a + j if a + j < b else n for j in range(k)] for a, b in windows], np.int64)
-    return taps, host.array([b - a for a, b in windows], np.float64)
+    starts = host.array([a for a, _ in windows], np.int64)
+    widths = host.array([b - a for a, b in windows], np.int64)
+    w = int(widths.min())
+    rows = x.movedim(dim, 0).reshape(n, -1)                                          # (n, R)
+    taps = _from_host(starts[:, None] + np.arange(w), x.device)                      # (m, w)
+    total = Embedding.apply(rows, taps, padding_idx=None).sum(1)                     # (m, R)
+    for j in range(w, int(widths.max())):
+        has = _from_host((widths > j).reshape(m, 1), x.device)
+        tap = _from_host(np.minimum(starts + j, n - 1), x.device)
+        total = total + M.where(has, Embedding.apply(rows, tap, padding_idx=None), total.new_zeros(()))
+    scale = _from_host((1.0 / widths).astype(x.dtype.np).reshape(m, 1), x.device)
+    return (total * scale).reshape(m, *lead, *rest).movedim(0, dim)
 
 
 def _adaptive_avg_poolnd(input, output_size, nd, op):
     _check_dim(input, (nd + 1, nd + 2), op)
     size = _adaptive_output_size(input, output_size, nd, op)
-    from ...ops.creation import _from_host
     out = input
-    # windows are products of 1-D windows: average one dim at a time. Each sum reads only its window's
-    # values (no averaging matrix: its zeros times a NaN or inf elsewhere would make NaN)
-    for i, m in enumerate(size):
-        dim = input.ndim - nd + i
-        n = input.shape[dim]
-        if m == n:
-            continue
-        if m == 0:
-            out = out[(slice(None),) * dim + (slice(0, 0),)]
-            continue
-        if n % m == 0:   # equal windows side by side: (..., m, n // m, ...) averaged over the second
-            out = out.reshape(*out.shape[:dim], m, n // m, *out.shape[dim + 1:]).mean(dim + 1)
-            continue
-        taps, counts = _adaptive_window_taps(n, m)                                  # (m, K), (m,)
-        pads = [(0, 0)] * out.ndim
-        pads[dim] = (0, 1)
-        padded = Pad.apply(out, pads=tuple(pads), value=0)                          # a zero at position n
-        lead = (slice(None),) * dim
-        summed = padded[lead + (_from_host(taps, input.device),)].sum(dim + 1)      # (..., m, ...)
-        scale = (1.0 / counts).astype(input.dtype.np).reshape((m,) + (1,) * (out.ndim - dim - 1))
-        out = summed * _from_host(scale, input.device)
+    # windows are products of 1-D windows: average one dim at a time, the most shrunk first
+    dims = sorted(range(nd), key=lambda i: size[i] / input.shape[input.ndim - nd + i])
+    for i in dims:
+        if size[i] != input.shape[input.ndim - nd + i]:
+            out = _adaptive_avg_dim(out, input.ndim - nd + i, size[i])
     return out
 
 
