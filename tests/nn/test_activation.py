@@ -385,3 +385,12 @@ def test_inplace_functional_forms_refuse_a_leaf_that_requires_grad():
         ember.nn.functional.threshold_(x, 0.0, 1.0)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         torch.nn.functional.relu_(torch.ones(3, requires_grad=True))
+
+
+def test_threshold_keeps_nan_as_torch():
+    # torch: x <= threshold ? value : x, so a NaN (never <= anything) stays NaN
+    from helpers import check_op
+    x = np.array([[np.nan, -np.inf, np.inf, 0.3], [0.2, 0.4, -1.0, np.nan]])
+    t_out, _ = check_op(lambda lib, a: lib.nn.functional.threshold(a, 0.3, -1.0), x)
+    assert np.isnan(t_out.detach().numpy()).sum() == 2
+    check_op(lambda lib, a: lib.nn.Threshold(0.3, 5.0)(a), x)
