@@ -516,6 +516,14 @@ POOL_ND_ERRORS = [
      "max_unpool2d: output_size should be a sequence containing 2 or 4 elements, but it has a length of '1'"),
     (lambda F: F.max_unpool2d(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 2).long(), 2, padding=3), ValueError,
      "max_unpool2d: output_size must contain non-negative spatial dimensions, but got output_size[0]=-2"),
+    (lambda F: F.max_pool1d(ember.zeros(2, 2, 0), 2, 2, 1, return_indices=True), RuntimeError,
+     "max_pool1d: expected the input's non-batch dimensions to have positive length, got shape (2, 2, 0)"),
+    (lambda F: F.max_pool1d(ember.zeros(2, 2, 0), 2, 2, 1), RuntimeError,
+     "max_pool1d: expected the input's non-batch dimensions to have positive length, got shape (2, 2, 0)"),
+    (lambda F: F.max_pool3d(ember.zeros(2, 2, 0, 3, 0), 2, 3, 1, return_indices=True), RuntimeError,
+     "max_pool3d: expected the input's non-batch dimensions to have positive length, got shape (2, 2, 0, 3, 0)"),
+    (lambda F: F.max_pool2d(ember.zeros(2, 0, 3, 3), 2), RuntimeError,
+     "max_pool2d: expected the input's non-batch dimensions to have positive length, got shape (2, 0, 3, 3)"),
 ]
 
 

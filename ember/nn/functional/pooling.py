@@ -65,6 +65,9 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
                           return_indices, nd, op)
         return tuple(o.squeeze(0) for o in out) if return_indices else out.squeeze(0)
     _check_dim(input, (nd + 2,), op)
+    if 0 in input.shape[1:]:   # torch's check (padding could otherwise make windows of nothing)
+        raise op_error(op, f"expected the input's non-batch dimensions to have positive length, got shape "
+                           f"{tuple(input.shape)}")
     k, s, p, d, pads = _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
     if not return_indices:   # one primitive: maxima over strided views, the gradient to the first maximum
         return MaxPool.apply(input, kernel=k, stride=s, dilation=d,
