@@ -258,17 +258,15 @@ def _adaptive_avg_dim(x, dim, m):
     # rows looked up (an embedding lookup, whose backward sums rows by sorting, not scatter-adding) and
     # summed, then its last row where it has one (a where, not a multiplication by 0)
     windows = _adaptive_windows(n, m)
-    starts = host.array([a for a, _ in windows], np.int64)
-    widths = host.array([b - a for a, b in windows], np.int64)
-    w = int(widths.min())
+    w = min(b - a for a, b in windows)
     rows = x.movedim(dim, 0).reshape(n, -1)                                          # (n, R)
-    taps = _from_host(starts[:, None] + np.arange(w), x.device)                      # (m, w)
+    taps = _from_host(host.array([[a + j for j in range(w)] for a, _ in windows], np.int64), x.device)   # (m, w)
     total = Embedding.apply(rows, taps, padding_idx=None).sum(1)                     # (m, R)
-    for j in range(w, int(widths.max())):
-        has = _from_host((widths > j).reshape(m, 1), x.device)
-        tap = _from_host(np.minimum(starts + j, n - 1), x.device)
+    for j in range(w, max(b - a for a, b in windows)):
+        has = _from_host(host.array([[b - a > j] for a, b in windows]), x.device)               # (m, 1)
+        tap = _from_host(host.array([min(a + j, n - 1) for a, _ in windows], np.int64), x.device)
         total = total + M.where(has, Embedding.apply(rows, tap, padding_idx=None), total.new_zeros(()))
-    scale = _from_host((1.0 / widths).astype(x.dtype.np).reshape(m, 1), x.device)
+    scale = _from_host(host.array([[1.0 / (b - a)] for a, b in windows], x.dtype.np), x.device)
     return (total * scale).reshape(m, *lead, *rest).movedim(0, dim)
 
 
