@@ -212,13 +212,14 @@ def attention_softmax(s, scale, causal):
             row = s[b, i]
             n = min(i + 1, S) if causal else S
             m = _row_max(row, n, scale)
+            m = _ZERO if m == -np.inf else m   # every score -inf: the row attends to nothing (zeros, as torch)
             t = _ZERO
             for j in range(S):
                 e = _exp(row[j] * scale - m)
                 e = e if j < n else _ZERO
                 row[j] = e
                 t += e
-            r = _ONE / t
+            r = _ONE / t if t != _ZERO else _ZERO
             for j in range(S):
                 row[j] *= r
 

@@ -49,9 +49,11 @@ class Attention(Primitive):
         s *= s.dtype.type(self.scale)
         if self.causal:   # where, not a boolean-mask store: the same call on every array module
             s = xp.where(causal_mask(xp, s.shape[-2], s.shape[-1]), s.dtype.type(-np.inf), s)
-        s -= s.max(axis=-1, keepdims=True)
+        m = s.max(axis=-1, keepdims=True)
+        s -= xp.where(m == -np.inf, 0, m)   # a row of -inf scores attends to nothing: zeros, as torch
         p = xp.exp(s, out=s)
-        p /= p.sum(axis=-1, keepdims=True)
+        t = p.sum(axis=-1, keepdims=True)
+        p /= xp.where(t == 0, 1, t)
         return xp.matmul(p, v), p
 
     def backward(self, g, gp=None):

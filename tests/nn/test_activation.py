@@ -1,6 +1,10 @@
 """ember/nn/activation.py against torch (the modules and so the functional forms)."""
 import numpy as np
 import pytest
+import torch
+
+import ember
+from helpers import check_op, raises_exactly
 
 from .nn_helpers import check_module
 
@@ -166,11 +170,6 @@ def test_more_activation_reprs_and_errors():
 
 
 # ------------------------------------------------------------------ functional defaults, kinks, inplace, errors
-import torch
-
-import ember
-from helpers import check_op, raises_exactly
-
 KINKS = np.array([[0.0, -1.0, 2.0, 0.5], [0.0, 1.0, -2.0, -0.5], [0.25, -0.25, 20.0, 21.0], [-3.0, 3.0, 6.0, -6.0]])
 F_ACTS = [   # the functional forms with torch's defaults, at inputs on their kinks (0, thresholds)
     ("elu", lambda lib, x: lib.nn.functional.elu(x)),
@@ -441,3 +440,10 @@ def test_gumbel_softmax_samples_follow_the_softmax():
     assert soft.dtype == ember.float32 and soft.shape == (3, 4)
     with pytest.raises(RuntimeError, match="gumbel_softmax: expected floating point logits, got int64"):
         ember.nn.functional.gumbel_softmax(ember.tensor([1, 2]))
+def test_threshold_keeps_nan_as_torch():
+    # torch: x <= threshold ? value : x, so a NaN (never <= anything) stays NaN
+    from helpers import check_op
+    x = np.array([[np.nan, -np.inf, np.inf, 0.3], [0.2, 0.4, -1.0, np.nan]])
+    t_out, _ = check_op(lambda lib, a: lib.nn.functional.threshold(a, 0.3, -1.0), x)
+    assert np.isnan(t_out.detach().numpy()).sum() == 2
+    check_op(lambda lib, a: lib.nn.Threshold(0.3, 5.0)(a), x)

@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+import torch
+
 import ember
 from helpers import check_op, raises_exactly
 from .nn_helpers import check_module
@@ -445,3 +447,48 @@ def test_conv_input_gradient_in_bfloat16_accumulates_in_float32():
     # 256 output channels x 9 taps per input element), then rounds once
     check_op(lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding=1), (2, 4, 6, 6), (256, 4, 3, 3),
              dtypes=("bfloat16",))
+
+
+# ------------------------------------------------------------------ NaN and infinities
+def _with_specials(shape, seed=3):
+    """Random values with a NaN, a +inf and a -inf at fixed places (one each, far apart)."""
+    x = np.random.default_rng(seed).standard_normal(shape)
+    flat = x.reshape(-1)
+    flat[1], flat[flat.size // 2], flat[-2] = np.nan, np.inf, -np.inf
+    return x
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (lambda lib, x: lib.nn.functional.unfold(x, (2, 3), dilation=2, stride=2), (1, 2, 4, 6)),
+    (lambda lib, x: lib.nn.functional.unfold(x, (2, 3), padding=1, stride=2), (2, 2, 4, 6)),
+    (lambda lib, x: lib.nn.functional.unfold(x, 1, dilation=2, padding=1), (1, 2, 5, 2)),
+    (lambda lib, x: lib.nn.functional.unfold(x, 3, padding=1), (2, 3, 5, 5)),
+    (lambda lib, x: lib.nn.functional.fold(x, (4, 5), (2, 3), padding=(2, 1)), (2, 12, 35)),
+    (lambda lib, x: lib.nn.functional.fold(x, (5, 4), 2, padding=(1, 0), stride=(2, 1), dilation=(1, 2)), (1, 8, 6)),
+    (lambda lib, x: lib.nn.functional.fold(x, (6, 3), 3), (1, 9, 4)),
+], ids=["unfold_dilated", "unfold_padded", "unfold_1x1", "unfold_3x3", "fold_padded", "fold_strided", "fold_tall"])
+def test_unfold_and_fold_keep_nan_and_inf_where_they_land(fn, shape):
+    # unfold only copies and fold only adds the values that land on a position: a NaN elsewhere must not
+    # reach it (an identity-kernel convolution would multiply it by 0)
+    t_out, _ = check_op(fn, _with_specials(shape))
+    assert np.isfinite(t_out.detach().numpy()).any()
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda L: L.nn.functional.unfold(L.zeros(1, 2, 4, 4), 2, stride=0),
+     "unfold: stride should be greater than zero, got stride=(0, 0)"),
+    (lambda L: L.nn.functional.unfold(L.zeros(1, 2, 4, 4), 2, dilation=(1, 0)),
+     "unfold: dilation should be greater than zero, got dilation=(1, 0)"),
+    (lambda L: L.nn.functional.unfold(L.zeros(1, 2, 4, 4), 0),
+     "unfold: kernel size should be greater than zero, got kernel_size=(0, 0)"),
+    (lambda L: L.nn.functional.unfold(L.zeros(1, 2, 4, 4), 2, padding=-1),
+     "unfold: padding should be non-negative, got padding=(-1, -1)"),
+    (lambda L: L.nn.functional.unfold(L.zeros(1, 2, 4, 4), 7),
+     "unfold: padded input size (4, 4) is smaller than the kernel size (7, 7) (dilated: (7, 7))"),
+    (lambda L: L.nn.functional.fold(L.zeros(1, 4, 4), (3, 3), 2, stride=0),
+     "fold: stride should be greater than zero, got stride=(0, 0)"),
+])
+def test_unfold_fold_argument_errors(call, message):
+    raises_exactly(lambda: call(ember), RuntimeError, message)
+    with pytest.raises(RuntimeError):   # torch rejects them too
+        call(torch)

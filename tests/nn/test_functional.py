@@ -424,3 +424,27 @@ def test_sdpa_one_node_float16_scores_beyond_float16_range(kernels):
                  q, k, (1, 3, 2), dtypes=("float16",), grad=False)
     finally:
         cpu_kernels.enable()
+
+
+# ------------------------------------------------------------------ attention: rows with no key to attend to
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_sdpa_fully_masked_row_gives_zeros_as_torch(mask_kind):
+    # torch: a query whose every key is masked gives 0 (and 0 gradients), not softmax's 0/0 = NaN
+    keep = np.array([[True, False, True], [False, False, False], [False, True, False]])
+    mask = keep if mask_kind == "bool" else np.where(keep, 0.5, -np.inf)
+    t_out, _ = check_op(lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                        (2, 3, 4), (2, 3, 4), (2, 3, 2), NoGrad(mask))
+    assert (t_out[:, 1] == 0).all()
+
+
+def test_sdpa_row_of_minus_inf_scores_gives_zeros_as_torch():
+    # no mask (the one-node path): a -inf in q or k can make every score of a row -inf; torch gives 0 there,
+    # and a NaN or +inf score a NaN row
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((2, 4, 3)), np.abs(rng.standard_normal((2, 3, 3))) + 0.1, rng.standard_normal((2, 3, 2))
+    q[0, 1, 0], q[1, 2, 1] = -np.inf, np.inf     # every score of those rows -inf / +inf
+    q[1, 0, 2] = np.nan
+    for causal in (False, True):
+        t_out, _ = check_op(lambda lib, a, b, c: lib.nn.functional.scaled_dot_product_attention(a, b, c, is_causal=causal),
+                            q, k, v)
+        assert (t_out[0, 1] == 0).all() and t_out[1, 2].isnan().all()

@@ -985,3 +985,22 @@ def test_adaptive_log_softmax_errors():
     raises_exactly(lambda: m(ember.randn(2, 16), ember.zeros(2, 1, dtype=ember.int64)), RuntimeError,
                    "AdaptiveLogSoftmaxWithLoss: 0D or 1D target tensor expected, multi-target not supported, got "
                    "target (2, 1)")
+# ------------------------------------------------------------------ NaN and infinities in ignored rows
+_LOGITS = np.array([[np.nan, 1.0, 2.0], [0.5, np.inf, 1.0], [1.0, 2.0, 3.0], [-4.0, 0.3, -1.0]])
+_TARGET = np.array([0, 0, 2, 1])   # rows 0 and 1 ignored (ignore_index=0)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("kw", [{}, {"label_smoothing": 0.2}, {"weight": "w"}, {"weight": "w", "label_smoothing": 0.3}],
+                         ids=["plain", "smoothing", "weight", "weight_smoothing"])
+def test_cross_entropy_and_nll_loss_ignore_rows_with_nan_and_inf(reduction, kw):
+    # an ignored row gives 0 and leaves the mean and sum alone, whatever its logits (not 0 * NaN)
+    w = np.array([0.5, 2.0, 1.5])
+    def call(lib, x, t, weight, fn):
+        extra = dict(kw, weight=weight) if "weight" in kw else kw
+        return getattr(lib.nn.functional, fn)(x, t, ignore_index=0, reduction=reduction, **extra)
+    t_out, _ = check_op(lambda lib, x, t, weight: call(lib, x, t, weight, "cross_entropy"),
+                        _LOGITS, _TARGET, NoGrad(w))
+    assert np.isfinite(t_out.detach().numpy()).all()
+    if "label_smoothing" not in kw:
+        check_op(lambda lib, x, t, weight: call(lib, x, t, weight, "nll_loss"), _LOGITS, _TARGET, NoGrad(w))

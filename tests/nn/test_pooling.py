@@ -407,7 +407,8 @@ def test_adaptive_max_pool_window_bounds_are_torchs():
     (lambda lib, x: lib.nn.functional.max_unpool2d(*lib.nn.functional.max_pool2d(x * x, 2, return_indices=True), 2), X4),
     (lambda lib, x: lib.nn.functional.max_pool3d(x * x, 3, 2, 1), X5),
     (lambda lib, x: lib.nn.functional.lp_pool2d(x, 3, 2), X4),
-], ids=["adaptive_max2d", "adaptive_max3d", "unpool2d", "max3d", "lp2d"])
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (4, 3)), X4),
+], ids=["adaptive_max2d", "adaptive_max3d", "unpool2d", "max3d", "lp2d", "adaptive_avg2d"])
 def test_nd_pooling_double_backward(fn, x):
     def grad_of_grad(lib, t):
         y = fn(lib, t)
@@ -515,6 +516,14 @@ POOL_ND_ERRORS = [
      "max_unpool2d: output_size should be a sequence containing 2 or 4 elements, but it has a length of '1'"),
     (lambda F: F.max_unpool2d(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 2).long(), 2, padding=3), ValueError,
      "max_unpool2d: output_size must contain non-negative spatial dimensions, but got output_size[0]=-2"),
+    (lambda F: F.max_pool1d(ember.zeros(2, 2, 0), 2, 2, 1, return_indices=True), RuntimeError,
+     "max_pool1d: expected the input's non-batch dimensions to have positive length, got shape (2, 2, 0)"),
+    (lambda F: F.max_pool1d(ember.zeros(2, 2, 0), 2, 2, 1), RuntimeError,
+     "max_pool1d: expected the input's non-batch dimensions to have positive length, got shape (2, 2, 0)"),
+    (lambda F: F.max_pool3d(ember.zeros(2, 2, 0, 3, 0), 2, 3, 1, return_indices=True), RuntimeError,
+     "max_pool3d: expected the input's non-batch dimensions to have positive length, got shape (2, 2, 0, 3, 0)"),
+    (lambda F: F.max_pool2d(ember.zeros(2, 0, 3, 3), 2), RuntimeError,
+     "max_pool2d: expected the input's non-batch dimensions to have positive length, got shape (2, 0, 3, 3)"),
 ]
 
 
@@ -532,3 +541,31 @@ def test_torch_rejects_the_same_pooling_calls(k, monkeypatch):
     monkeypatch.setitem(call.__globals__, "ember", torch)   # ember.zeros(...).long() as torch's
     with pytest.raises((RuntimeError, ValueError, TypeError)):
         call(torch.nn.functional)
+
+
+# ------------------------------------------------------------------ NaN and infinities
+def _with_specials(shape, seed=3):
+    """Random values with a NaN, a +inf and a -inf at fixed places (one each, far apart)."""
+    x = np.random.default_rng(seed).standard_normal(shape)
+    flat = x.reshape(-1)
+    flat[1], flat[flat.size // 2], flat[-2] = np.nan, np.inf, -np.inf
+    return x
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 3), (2, 2, 8)),        # overlapping windows
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 5), (2, 2, 7)),
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 4), (2, 2, 8)),        # equal windows
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 11), (2, 2, 4)),       # upsampling
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 8), (2, 2, 4)),        # each value twice
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (2, 3)), (2, 2, 8, 12)),   # equal windows of 4
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (3, 4)), (2, 2, 5, 7)),
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, 1), (2, 2, 5, 7)),
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, (3, 2, 4)), (1, 2, 7, 4, 6)),
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, (2, None, 5)), (2, 5, 3, 8)),
+], ids=["1d_overlap", "1d_7to5", "1d_equal", "1d_up", "1d_repeat", "2d_equal_wide", "2d", "2d_global", "3d", "3d_none_unbatched"])
+def test_adaptive_avg_pool_nan_and_inf_stay_in_their_windows(fn, shape):
+    # an output is NaN or infinite only when its own window holds one (an averaging matrix's zeros
+    # times a NaN elsewhere would spread it over the whole row)
+    t_out, _ = check_op(fn, _with_specials(shape))
+    assert np.isfinite(t_out.detach().numpy()).any()

@@ -1,8 +1,10 @@
 """ember/nn/upsampling.py (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d) against torch."""
+import numpy as np
 import pytest
 import torch
 
 import ember
+from helpers import check_op
 from .nn_helpers import check_module
 
 CASES = [
@@ -34,3 +36,33 @@ def test_upsampling_reprs():
         assert repr(lib.nn.UpsamplingBilinear2d(scale_factor=(2, 3))) == \
             "UpsamplingBilinear2d(scale_factor=(2.0, 3.0), mode='bilinear')"
         assert repr(lib.nn.UpsamplingNearest2d(size=5)) == "UpsamplingNearest2d(size=5, mode='nearest')"
+
+
+# ------------------------------------------------------------------ NaN and infinities
+def _with_specials(shape, seed=3):
+    """Random values with a NaN, a +inf and a -inf at fixed places (one each, far apart)."""
+    x = np.random.default_rng(seed).standard_normal(shape)
+    flat = x.reshape(-1)
+    flat[1], flat[flat.size // 2], flat[-2] = np.nan, np.inf, -np.inf
+    return x
+
+
+@pytest.mark.parametrize("kw,shape", [
+    (dict(size=(9, 3), mode="bilinear", align_corners=True), (1, 2, 2, 4)),
+    (dict(size=(7, 9), mode="bilinear"), (2, 2, 4, 5)),
+    (dict(size=(3, 7), mode="bilinear"), (1, 2, 3, 4)),            # an unchanged dim
+    (dict(size=4, mode="linear"), (1, 2, 4)),                       # unchanged: infinities become NaN
+    (dict(size=9, mode="linear"), (2, 2, 5)),
+    (dict(size=(3, 5, 4), mode="trilinear"), (1, 2, 4, 3, 5)),
+    (dict(size=(5, 7), mode="bicubic"), (1, 2, 4, 5)),
+    (dict(size=(5, 3), mode="bicubic", align_corners=True), (1, 2, 3, 6)),
+    (dict(size=8, mode="area"), (1, 2, 4, 1)),
+    (dict(size=(3, 3), mode="area"), (1, 2, 6, 3)),
+    (dict(size=5, mode="area"), (1, 2, 2)),
+], ids=["bilinear_corners", "bilinear", "bilinear_same_h", "linear_same", "linear", "trilinear", "bicubic",
+        "bicubic_corners", "area_up", "area", "area_1d"])
+def test_interpolate_reads_only_its_taps_with_nan_and_inf(kw, shape):
+    # torch: each output is w0 * x[i0] + w1 * x[i1] (+ ...) per dim, the last dim first; a NaN or inf
+    # reaches the outputs whose taps hold it, and a + (b - a) * w would make inf - inf = NaN
+    t_out, _ = check_op(lambda lib, x: lib.nn.functional.interpolate(x, **kw), _with_specials(shape))
+    assert np.isfinite(t_out.detach().numpy()).any()

@@ -145,8 +145,12 @@ def softsign(input) -> Tensor:
 
 
 def threshold(input, threshold, value, inplace=False) -> Tensor:
-    """input where input > threshold, else value."""
-    return _apply_inplace(input, M.where(input > threshold, input, value), inplace)
+    """value where input <= threshold, else input (a NaN stays NaN, as torch's).
+
+    >>> F.threshold(ember.tensor([-1.0, 0.5, 2.0, float("nan")]), 1.0, 0.0).tolist()
+    [0.0, 0.0, 2.0, nan]
+    """
+    return _apply_inplace(input, M.where(input <= threshold, value, input), inplace)
 
 
 def celu(input, alpha=1.0, inplace=False) -> Tensor:

@@ -68,7 +68,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             attn = attn.masked_fill(M.logical_not(attn_mask), -math.inf)
         else:
             attn = attn + attn_mask
-    attn = softmax(attn, -1)
+    # torch: a row whose scores are all -inf (every key masked) attends to nothing and gives zeros (and
+    # zero gradients), not softmax's 0/0 = NaN; its scores are zeroed before the softmax so that the
+    # softmax's backward stays finite there too
+    dead = M.eq(attn.detach().amax(-1, keepdim=True), -math.inf)          # (..., L, 1)
+    attn = softmax(M.where(dead, 0.0, attn), -1)
+    attn = M.where(dead, 0.0, attn)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return M.matmul(attn, value)

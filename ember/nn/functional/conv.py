@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..._errors import op_error
 from ..._tensor import Tensor
-from ...ops import math as M, creation as C
+from ...ops import math as M
 from ...ops import primitives as P
 from ...ops.layers import Conv, ConvInputGrad, out_size
 from ._utils import _ntuple, _check_dim
@@ -152,23 +152,51 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
                              "conv_transpose3d")
 
 
+def _check_sliding(op, k, d, p, s):
+    """torch's checks of unfold/fold's kernel_size, dilation, padding and stride (2 ints each)."""
+    for name, v, ok in (("kernel size", k, min(k) > 0), ("stride", s, min(s) > 0), ("dilation", d, min(d) > 0)):
+        if not ok:
+            raise op_error(op, f"{name} should be greater than zero, got {name.replace(' size', '_size')}={v}")
+    if min(p) < 0:
+        raise op_error(op, f"padding should be non-negative, got padding={p}")
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the windows as columns, as torch.nn.functional.unfold."""
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the windows as columns, as torch.nn.functional.unfold.
+
+    >>> F.unfold(ember.arange(9.0).reshape(1, 1, 3, 3), 2).tolist()
+    [[[0.0, 1.0, 3.0, 4.0], [1.0, 2.0, 4.0, 5.0], [3.0, 4.0, 6.0, 7.0], [4.0, 5.0, 7.0, 8.0]]]
+    """
     _check_dim(input, (4,), "unfold")
     k = _ntuple(kernel_size, 2, "kernel_size")
-    C_in = input.shape[1]
-    K = C_in * k[0] * k[1]
-    eye = C.eye(K, dtype=input.dtype, device=input.device).reshape(K, C_in, *k)
-    out = _convnd(input, eye, None, stride, padding, dilation, 1, 2, "unfold")    # (N, C*K, oh, ow)
-    return out.reshape(out.shape[0], K, -1)
+    d, p, s = _ntuple(dilation, 2, "dilation"), _ntuple(padding, 2, "padding"), _ntuple(stride, 2, "stride")
+    _check_sliding("unfold", k, d, p, s)
+    span = tuple(dd * (kk - 1) + 1 for kk, dd in zip(k, d))
+    padded = tuple(n + 2 * pp for n, pp in zip(input.shape[2:], p))
+    if padded[0] < span[0] or padded[1] < span[1]:
+        raise op_error("unfold", f"padded input size {padded} is smaller than the kernel size {k} (dilated: "
+                                 f"{span})")
+    N, C_in = input.shape[:2]
+    x = _pad_spatial(input, [(pp, pp) for pp in p])
+    # the windows as strided views, copied into place: no arithmetic, so a NaN or inf stays in the
+    # columns of the windows that hold it (an identity-kernel conv would spread 0 * NaN = NaN)
+    x = x.unfold(2, span[0], s[0]).unfold(3, span[1], s[1])       # (N, C, oh, ow, span_h, span_w)
+    x = x[..., ::d[0], ::d[1]]                                     # (N, C, oh, ow, kh, kw)
+    oh, ow = x.shape[2:4]
+    return x.permute(0, 1, 4, 5, 2, 3).reshape(N, C_in * k[0] * k[1], oh * ow)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """col2im: (N, C*kh*kw, L) -> (N, C, H, W), summing overlapping values, as torch.nn.functional.fold."""
+    """col2im: (N, C*kh*kw, L) -> (N, C, H, W), summing overlapping values, as torch.nn.functional.fold.
+
+    >>> F.fold(ember.ones(1, 4, 4), (3, 3), 2).tolist()
+    [[[[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]]]
+    """
     _check_dim(input, (3,), "fold")
     k = _ntuple(kernel_size, 2, "kernel_size")
     size = _ntuple(output_size, 2, "output_size")
-    d, p, s = _ntuple(dilation, 2), _ntuple(padding, 2), _ntuple(stride, 2)
+    d, p, s = _ntuple(dilation, 2, "dilation"), _ntuple(padding, 2, "padding"), _ntuple(stride, 2, "stride")
+    _check_sliding("fold", k, d, p, s)
     K = k[0] * k[1]
     if input.shape[1] % K:
         raise op_error("fold", f"input.shape[1]={input.shape[1]} is not divisible by the kernel size {K}")
@@ -178,10 +206,17 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
         raise op_error("fold", f"expected {blocks[0] * blocks[1]} blocks for output_size {size}, got "
                        f"{input.shape[2]}")
     N = input.shape[0]
-    x = input.reshape(N, C_out * K, *blocks)
-    eye = C.eye(C_out * K, dtype=input.dtype, device=input.device).reshape(C_out * K, C_out, *k)
-    full = (size[0] + 2 * p[0], size[1] + 2 * p[1])
-    out = ConvInputGrad.apply(x, eye, x_shape=(N, C_out) + full, stride=s, dilation=d, groups=1)
+    x = input.reshape(N, C_out, k[0], k[1], *blocks)
+    full = (N, C_out, size[0] + 2 * p[0], size[1] + 2 * p[1])
+    # each kernel offset's values added at their strided positions: sums of the values that land on a
+    # position only (an identity-kernel transposed conv would add 0 * NaN from the other offsets)
+    out = None
+    for i in range(k[0]):
+        for j in range(k[1]):
+            key = (slice(None), slice(None), slice(i * d[0], i * d[0] + s[0] * (blocks[0] - 1) + 1, s[0]),
+                   slice(j * d[1], j * d[1] + s[1] * (blocks[1] - 1) + 1, s[1]))
+            part = P.IndexAddInto.apply(x[:, :, i, j], key=key, shape=full)
+            out = part if out is None else out + part
     if any(p):
-        out = out[:, :, p[0]:full[0] - p[0], p[1]:full[1] - p[1]]
+        out = out[:, :, p[0]:full[2] - p[0], p[1]:full[3] - p[1]]
     return out

@@ -129,6 +129,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     n_cls = input.shape[1]
     safe, valid = _safe_target(target, ignore_index, n_cls, "nll_loss")
     picked = M.neg(input.gather(1, safe.unsqueeze(1)).squeeze(1))   # (N, ...)
+    # an ignored entry's stand-in class 0 may hold NaN or inf: selected away, not multiplied by its 0 weight
+    picked = M.where(valid, picked, 0.0)
     w = _class_weights(weight, safe, valid, input)
     if reduction == "mean":
         return _weighted_mean(picked, w, w.sum(), valid)
@@ -206,8 +208,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return nll
     # smoothing term: -sum_c w_c logp_c per element, masked like nll
     terms = logp * weight.reshape(wshape) if weight is not None else logp
-    smooth = -terms.sum(dim)
     safe, valid = _safe_target(target, ignore_index, n_cls, "cross_entropy")
+    smooth = M.where(valid, -terms.sum(dim), 0.0)   # an ignored row's NaN or inf logits count for nothing
     if reduction == "mean":   # over the targets counted, each by its class weight, as the nll term
         smooth = _weighted_mean(smooth, 1.0, _class_weights(weight, safe, valid, input).sum(), valid)
     else:

@@ -13,7 +13,7 @@ from ..._errors import op_error
 from ..._tensor import Tensor
 from ...backends import host
 from ...ops import math as M, creation as C
-from ...ops.layers import Conv, MaxPool, MaxPoolIndex
+from ...ops.layers import Conv, Embedding, MaxPool, MaxPoolIndex
 from ...ops.primitives import Gather, Pad, Scatter
 from ._utils import _ntuple, _check_dim
 from .conv import _pad_spatial
@@ -65,6 +65,9 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
                           return_indices, nd, op)
         return tuple(o.squeeze(0) for o in out) if return_indices else out.squeeze(0)
     _check_dim(input, (nd + 2,), op)
+    if 0 in input.shape[1:]:   # torch's check (padding could otherwise make windows of nothing)
+        raise op_error(op, f"expected the input's non-batch dimensions to have positive length, got shape "
+                           f"{tuple(input.shape)}")
     k, s, p, d, pads = _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
     if not return_indices:   # one primitive: maxima over strided views, the gradient to the first maximum
         return MaxPool.apply(input, kernel=k, stride=s, dilation=d,
@@ -232,26 +235,50 @@ def _adaptive_windows(n, m):
     return [((i * n) // m, -(-((i + 1) * n) // m)) for i in range(m)]
 
 
-def _adaptive_matrix(n, m, dtype, device):
-    """(n, m) matrix whose column i averages adaptive window i."""
-    A = host.zeros((n, m), dtype.np)
-    for i, (a, b) in enumerate(_adaptive_windows(n, m)):
-        A[a:b, i] = 1.0 / (b - a)
+def _adaptive_avg_dim(x, dim, m):
+    """x averaged over torch's m adaptive windows along `dim`. Each sum reads only its window's values:
+    an averaging matrix would multiply a NaN or inf outside a window by 0 and spread NaN."""
     from ...ops.creation import _from_host
-    return _from_host(A, device)
+    n = x.shape[dim]
+    lead, rest = x.shape[:dim], x.shape[dim + 1:]
+    if m == 0:
+        return x[(slice(None),) * dim + (slice(0, 0),)]
+    if n % m == 0:   # equal windows of k side by side
+        k = n // m
+        if k <= 3:   # a sum of k strided slices (NumPy reduces a short middle axis slowly)
+            key = (slice(None),) * dim
+            total = x[key + (slice(0, None, k),)]
+            for j in range(1, k):
+                total = total + x[key + (slice(j, None, k),)]
+            return total / k
+        return x.reshape(*lead, m, k, *rest).mean(dim + 1)
+    if m % n == 0:   # each value repeated m // n times
+        return x.unsqueeze(dim + 1).expand(*lead, n, m // n, *rest).reshape(*lead, m, *rest)
+    # windows of two widths, w and w + 1: the dim first, as the rows of a table; each window's first w
+    # rows looked up (an embedding lookup, whose backward sums rows by sorting, not scatter-adding) and
+    # summed, then its last row where it has one (a where, not a multiplication by 0)
+    windows = _adaptive_windows(n, m)
+    w = min(b - a for a, b in windows)
+    rows = x.movedim(dim, 0).reshape(n, -1)                                          # (n, R)
+    taps = _from_host(host.array([[a + j for j in range(w)] for a, _ in windows], np.int64), x.device)   # (m, w)
+    total = Embedding.apply(rows, taps, padding_idx=None).sum(1)                     # (m, R)
+    for j in range(w, max(b - a for a, b in windows)):
+        has = _from_host(host.array([[b - a > j] for a, b in windows]), x.device)               # (m, 1)
+        tap = _from_host(host.array([min(a + j, n - 1) for a, _ in windows], np.int64), x.device)
+        total = total + M.where(has, Embedding.apply(rows, tap, padding_idx=None), total.new_zeros(()))
+    scale = _from_host(host.array([[1.0 / (b - a)] for a, b in windows], x.dtype.np), x.device)
+    return (total * scale).reshape(m, *lead, *rest).movedim(0, dim)
 
 
 def _adaptive_avg_poolnd(input, output_size, nd, op):
     _check_dim(input, (nd + 1, nd + 2), op)
     size = _adaptive_output_size(input, output_size, nd, op)
     out = input
-    for i, m in enumerate(size):   # windows are products of 1-D windows: average one dim at a time
-        dim = input.ndim - nd + i
-        n = input.shape[dim]
-        if m == n:
-            continue
-        A = _adaptive_matrix(n, m, input.dtype, input.device)
-        out = M.matmul(out.transpose(dim, -1), A).transpose(dim, -1)
+    # windows are products of 1-D windows: average one dim at a time, the most shrunk first
+    dims = sorted(range(nd), key=lambda i: size[i] / input.shape[input.ndim - nd + i])
+    for i in dims:
+        if size[i] != input.shape[input.ndim - nd + i]:
+            out = _adaptive_avg_dim(out, input.ndim - nd + i, size[i])
     return out
 
 

@@ -106,6 +106,19 @@ def _interp_taps_cubic(xp, n_in, n_out, scale, align_corners):
     return idx, weights
 
 
+def _interp_taps(x, dim, indices, weights):
+    """sum over taps k of weights[k] * x[indices[k]] along `dim` (each a host array of the output size),
+    added in tap order as torch does."""
+    lead = (slice(None),) * dim
+    shape = (len(indices[0]),) + (1,) * (x.ndim - dim - 1)
+    out = None
+    for idx, w in zip(indices, weights):
+        tap = x[lead + (Tensor._make(idx, x._device),)] \
+            * Tensor._make(w.reshape(shape).astype(x._data.dtype), x._device)
+        out = tap if out is None else out + tap
+    return out
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Tensor:
     """Resize the spatial dims of (N, C, ...) by `size` or `scale_factor`: nearest, nearest-exact, area,
@@ -158,29 +171,26 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if {"linear": 1, "bilinear": 2, "trilinear": 3}[mode] != nd:
             raise op_error("interpolate", f"mode {mode!r} needs a {2 + {'linear': 1, 'bilinear': 2}.get(mode, 3)}-D "
                            f"input, got {tuple(input.shape)}", ValueError)
+        # torch's sum w0 * x[i0] + w1 * x[i1] per dim, the last dim first (as its nested loops): an output
+        # reads its own taps only, and a + (b - a) * w would make inf - inf = NaN where a = b = inf
         out = input
-        for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
-            i0, i1, lam = _interp_indices_linear(array_module(input), n_in, n_out, sc, bool(align_corners))
-            d = 2 + i
-            lead = (slice(None),) * d
-            shape = (n_out,) + (1,) * (input.ndim - d - 1)
-            w1 = Tensor._make(lam.reshape(shape).astype(input._data.dtype), input._device)
-            a = out[lead + (Tensor._make(i0, input._device),)]
-            b = out[lead + (Tensor._make(i1, input._device),)]
-            out = a + (b - a) * w1
+        for i in reversed(range(nd)):
+            if in_sizes[i] == out_sizes[i]:
+                # torch's weights for a dim of unchanged size (whatever the scale): 1 on the value itself, 0 on
+                # the same value again; x + 0 * x is x, NaN at an infinity
+                out = out + out * 0
+                continue
+            i0, i1, lam = _interp_indices_linear(array_module(input), in_sizes[i], out_sizes[i], scales[i],
+                                                 bool(align_corners))
+            out = _interp_taps(out, 2 + i, [i0, i1], [1.0 - lam, lam])
         return out
     if mode == "bicubic":
         if nd != 2:
             raise op_error("interpolate", f"mode 'bicubic' needs a 4-D input, got {tuple(input.shape)}", ValueError)
         out = input
-        for i, (n_in, n_out, sc) in enumerate(zip(in_sizes, out_sizes, scales)):
-            idx, w = _interp_taps_cubic(array_module(input), n_in, n_out, sc, bool(align_corners))
-            d = 2 + i
-            lead = (slice(None),) * d
-            shape = (n_out,) + (1,) * (input.ndim - d - 1)
-            taps = [out[lead + (Tensor._make(idx[k], input._device),)]
-                    * Tensor._make(w[k].reshape(shape).astype(input._data.dtype), input._device) for k in range(4)]
-            out = (taps[0] + taps[1]) + (taps[2] + taps[3])
+        for i in reversed(range(nd)):
+            idx, w = _interp_taps_cubic(array_module(input), in_sizes[i], out_sizes[i], scales[i], bool(align_corners))
+            out = _interp_taps(out, 2 + i, list(idx), list(w))
         return out
     raise op_error("interpolate", f"mode {mode!r} is not supported (nearest, nearest-exact, area, linear, "
                                   f"bilinear, bicubic, trilinear)", NotImplementedError)
