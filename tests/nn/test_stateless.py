@@ -25,7 +25,7 @@ def test_functional_call_values_and_gradients(api):
     # the given tensors replace the module's own for the call; gradients flow to them, and the BatchNorm's
     # running stats (buffers, not given) are updated in place as torch's
     def fn(L, x, *params):
-        m = _net(L).to(x.dtype)
+        m = _net(L).to(device=x.device, dtype=x.dtype)
         call = L.func.functional_call if api == "func" else L.nn.utils.stateless.functional_call
         out = call(m, dict(zip(NAMES, params)), (x,))
         return out, tuple(b.detach() for b in m.buffers())
