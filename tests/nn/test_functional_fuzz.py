@@ -111,11 +111,12 @@ def _max_unpool(rng):
     nd = int(rng.integers(1, 4))
     k, s = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     p = int(rng.integers(0, k // 2 + 1))
-    same = bool(rng.integers(2))
+    # a default output size can be 0 when k - 2p < 1 (torch's own backward fails there): give output_size
+    same = bool(rng.integers(2)) or k - 2 * p < 1
     if same:
         spatial = tuple(max(n, k) for n in _spatial(rng, nd, 1, 6))
     else:
-        spatial = tuple((o - 1) * s + k - 2 * p for o in _spatial(rng, nd, 1, 3))   # >= 1
+        spatial = tuple((o - 1) * s + k - 2 * p for o in _spatial(rng, nd, 1, 3))   # >= 1 as k - 2p >= 1
     kw = dict(kernel_size=k, stride=s, padding=p)
     name = f"max_unpool{nd}d"
 

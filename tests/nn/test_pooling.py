@@ -569,3 +569,16 @@ def test_adaptive_avg_pool_nan_and_inf_stay_in_their_windows(fn, shape):
     # times a NaN elsewhere would spread it over the whole row)
     t_out, _ = check_op(fn, _with_specials(shape))
     assert np.isfinite(t_out.detach().numpy()).any()
+
+
+def test_max_unpool_to_an_empty_default_size_returns_it_as_torch():
+    # kernel 2, padding 1 over one position: the default output size is (1 - 1) * s + 2 - 2 = 0; torch
+    # returns the empty result without reading the indices (Ember raised "invalid max index")
+    for nd, shape in ((1, (2, 2, 1)), (2, (2, 2, 6, 1)), (3, (1, 2, 1, 4, 4))):
+        x = np.random.default_rng(0).standard_normal(shape)
+        outs = []
+        for lib in (torch, ember):
+            F = lib.nn.functional
+            o, i = getattr(F, f"max_pool{nd}d")(lib.tensor(x), 2, stride=3, padding=1, return_indices=True)
+            outs.append(tuple(getattr(F, f"max_unpool{nd}d")(o, i, 2, stride=3, padding=1).shape))
+        assert outs[0] == outs[1] and 0 in outs[1]

@@ -408,6 +408,8 @@ def _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, nd,
     lead = tuple(input.shape[:-nd])                                   # (N, C) or (C,)
     planes = math.prod(lead)
     n = math.prod(size)
+    if n == 0:   # an empty output (a default size of 0): torch returns it without reading the indices
+        return C.zeros((*lead, *size), dtype=input.dtype, device=input.device) + input.sum() * 0
     idx = indices.reshape(planes, math.prod(input.shape[-nd:])).detach()
     bad = (idx < 0) | (idx >= n)
     if bool(bad.any().item()):
