@@ -354,6 +354,9 @@ SHAPE_ERRORS = [
      "silently and give a wrong loss. Reshape the target (e.g. target.view_as(input))."),
     ("binary_cross_entropy", (ember.tensor([-0.5]), ember.tensor([1.0])), RuntimeError,
      "binary_cross_entropy: all elements of input should be between 0 and 1"),
+    # a NaN probability too (torch checks 0 <= x <= 1; Ember's x < 0 or x > 1 let NaN through to a NaN loss)
+    ("binary_cross_entropy", (ember.tensor([float("nan"), 0.5]), ember.tensor([1.0, 0.0])), RuntimeError,
+     "binary_cross_entropy: all elements of input should be between 0 and 1"),
 ]
 
 

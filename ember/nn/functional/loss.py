@@ -246,7 +246,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy")
     x = input.detach()
-    if x.numel() and M.any(M.logical_or(M.lt(x, 0), M.gt(x, 1))).item():
+    # not (0 <= x <= 1) as torch checks it: a NaN probability is refused too
+    if x.numel() and not M.all(M.logical_and(M.ge(x, 0), M.le(x, 1))).item():
         raise op_error("binary_cross_entropy", "all elements of input should be between 0 and 1")
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
