@@ -272,9 +272,9 @@ def layer_norm(x, w, b, out, eps, affine):
 
 
 @njit(**_RED)
-def layer_norm_grad(x, g, w, dx, dw, eps, has_w, with_w):
+def layer_norm_grad(x, g, w, dx, dw, db, eps, has_w, with_w, with_b):
     """dx = rstd * (h - mean(h) - xhat * mean(h * xhat)), h = g * w (g without `has_w`); with `with_w`,
-    dw (zeroed by the caller) += g * xhat summed over rows."""
+    dw (zeroed by the caller) += g * xhat summed over rows; with `with_b`, db (zeroed) += g."""
     rows, n = x.shape
     inv_n = _ONE / f32(n)
     for r in range(rows):
@@ -296,6 +296,9 @@ def layer_norm_grad(x, g, w, dx, dw, eps, has_w, with_w):
         if with_w:
             for j in range(n):
                 dw[j] += gr[j] * ((xr[j] - mean) * rstd)
+        if with_b:
+            for j in range(n):
+                db[j] += gr[j]
 
 
 # ---- Adam / AdamW step, in place -------------------------------------------------------------------

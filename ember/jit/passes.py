@@ -7,6 +7,7 @@
 | `cse` | one node for identical pure calls on identical inputs (the table resets at each in-place write; outputs written in place later are kept apart) |
 | `simplify` | x*1, x/1, x+0, x-0, Reshape/Expand to the same shape, identity Permute, Cast to the same dtype, Neg(Neg x), Clone of a fresh array nothing else reads |
 | `concat` | a sum of `IndexAddInto` pieces that tile their output along one axis (the backward of `split`/`chunk`) becomes one `Cat` |
+| `pack_attention` | the Cat of AttentionGrad's q/k/v gradients reshaped back to a fused projection's columns becomes one `AttentionGradPacked` that writes them there |
 | `fuse` | chains of elementwise nodes (and a Linear/Conv/MatMul head with its bias and activation) into one `Fused` node that runs in one buffer |
 | `memplan` | frees every array after its last use (codegen emits `del`) |
 
@@ -21,7 +22,7 @@ import sys
 from .. import _debug
 from .ir import Node
 
-__all__ = ["dce", "fold", "cse", "simplify", "concat", "fuse", "memplan", "run_passes", "DEFAULT", "PASSES",
+__all__ = ["dce", "fold", "cse", "simplify", "concat", "pack_attention", "fuse", "memplan", "run_passes", "DEFAULT", "PASSES",
            "ELEMENTWISE", "FUSE_HEADS"]
 
 
@@ -271,6 +272,48 @@ def concat(graph):
     return dce(graph)
 
 
+def pack_attention(graph):
+    """A GPT splits one (B, L, 3C) projection into q, k and v heads; the backward of that split (after
+    `concat`) is a Cat of AttentionGrad's three gradients, each transposed back and reshaped to
+    (B, L, C). That Cat, its views and the AttentionGrad become one AttentionGradPacked, whose kernel
+    writes the gradients straight into their columns (no copy). Taken only where every value between
+    them is read by nothing else and no in-place write of the attention's inputs comes between."""
+    from ..ops.attention import AttentionGradPacked
+    uses = graph.uses()
+    pos = {id(n): i for i, n in enumerate(graph.nodes)}
+
+    def grad_of(v):
+        """(AttentionGrad node, output index) when v = reshape(permute(grad, (0, 2, 1, 3)), (B, L, H*E))."""
+        r = v.node
+        if r is None or r.name != "Reshape" or r.fused is not None or uses.get(v.id) != 1:
+            return None
+        t = r.inputs[0]
+        pm = t.node
+        if pm is None or pm.name != "Permute" or tuple(pm.attrs["dims"]) != (0, 2, 1, 3) or uses.get(t.id) != 1:
+            return None
+        src = pm.inputs[0]
+        a = src.node
+        if a is None or a.name != "AttentionGrad" or uses.get(src.id) != 1 or len(t.shape) != 4 or \
+                v.shape != (t.shape[0], t.shape[1], t.shape[2] * t.shape[3]):
+            return None
+        return a, a.outputs.index(src)
+
+    for i, n in enumerate(graph.nodes):
+        if n.name != "Cat" or n.fused is not None or len(n.inputs) != 3 or len(n.outputs[0].shape) != 3 or \
+                n.attrs["axis"] % 3 != 2:
+            continue
+        found = [grad_of(v) for v in n.inputs]
+        if any(f is None for f in found) or len({id(f[0]) for f in found}) != 1 or [f[1] for f in found] != [0, 1, 2]:
+            continue
+        a = found[0][0]
+        if _writes_between(graph, [a], pos[id(a)], i):
+            continue
+        packed = Node(AttentionGradPacked, a.attrs, a.inputs, n.outputs, (), n.where)
+        n.outputs[0].node = packed
+        graph.nodes[i] = packed
+    return dce(graph)
+
+
 def _slice_piece(key, shape):
     """(axis, start, stop, piece shape) when `key` takes a step-1 slice along one axis of `shape` and
     everything along the others, else None."""
@@ -377,9 +420,9 @@ def memplan(graph):
     return graph
 
 
-PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "concat": concat, "fuse": fuse,
-          "memplan": memplan}
-DEFAULT = ["dce", "fold", "simplify", "cse", "concat", "dce", "fuse", "memplan"]
+PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "concat": concat,
+          "pack_attention": pack_attention, "fuse": fuse, "memplan": memplan}
+DEFAULT = ["dce", "fold", "simplify", "cse", "concat", "pack_attention", "dce", "fuse", "memplan"]
 
 
 def run_passes(graph, names=None):

@@ -27,7 +27,7 @@ from ..backends import array_module
 from ._infer import _shape_error
 from .layers import _wide   # 2-byte floats computed in float32; apply casts the outputs back
 
-__all__ = ["Attention", "AttentionGrad", "causal_mask"]
+__all__ = ["Attention", "AttentionGrad", "AttentionGradPacked", "causal_mask"]
 
 
 def causal_mask(xp, L, S):
@@ -106,8 +106,32 @@ class AttentionGrad(Primitive):
         return (tuple(q.shape), q.dtype), (tuple(k.shape), k.dtype), (tuple(v.shape), v.dtype)
 
 
+class AttentionGradPacked(Primitive):
+    """AttentionGrad of (B, H, L, E) heads with its three gradients laid out as a GPT's fused q/k/v
+    projection wants them: each as `transpose(1, 2).reshape(B, L, H * E)`, then concatenated on the
+    last axis, (B, L, H * (2E + Ev)). The compiler makes it (jit/passes.py `pack_attention`) where
+    that is what the graph does next; the CPU kernel writes the gradients straight into their columns
+    instead of into three arrays a Cat then copies."""
+    attrs = {"scale": float, "causal": bool}
+    differentiable = False
+
+    def forward(self, q, k, v, p, g):
+        xp = array_module(q)
+        grads = AttentionGrad.forward(self, q, k, v, p, g)
+        return xp.concatenate([xp.swapaxes(t, 1, 2).reshape(t.shape[0], t.shape[2], -1) for t in grads], axis=-1)
+
+    def infer(self, q, k, v, p, g):
+        if len(q.shape) != 4 or tuple(k.shape[:3]) != tuple(q.shape[:3]) or tuple(v.shape[:3]) != tuple(q.shape[:3]):
+            raise _shape_error("scaled_dot_product_attention",
+                               f"packed gradients need (B, H, L, E) heads with as many keys as queries; "
+                               f"query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}")
+        B, H, L, E = q.shape
+        return (B, L, H * (2 * E + v.shape[-1])), q.dtype
+
+
 # The CPU kernels (BLAS products around one numba pass, outputs in the layout used next):
 # backends/cpu_kernels.py
 from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
 
-_cpu_kernels.install({Attention: "attention", AttentionGrad: "attention_grad"})
+_cpu_kernels.install({Attention: "attention", AttentionGrad: "attention_grad",
+                      AttentionGradPacked: "attention_grad_packed"})

@@ -914,13 +914,16 @@ class LayerNorm(Primitive):
         axes = tuple(range(-self.n, 0))
         need = self.needs_input_grad
         if not STATE.enabled:   # first order: fused primitives
-            gb = sum_to(g, b.shape) if need[2] else None
             if not need[1]:
+                gb = sum_to(g, b.shape) if need[2] else None
                 return (LayerNormGrad.apply(x, g, w, n=self.n, eps=self.eps) if need[0] else None), None, gb
-            # dx and dw from one pass: rows of dx with dw as one more row
-            packed = LayerNormGrad.apply(x, g, w, n=self.n, eps=self.eps, with_w=True)   # (R + 1, D)
-            gw = packed[-1].reshape(w.shape)
-            gx = packed[:-1].reshape(x.shape) if need[0] else None
+            # dx, dw (and db) from one pass: rows of dx with dw and db as one more row each
+            with_b = bool(need[2])
+            packed = LayerNormGrad.apply(x, g, w, n=self.n, eps=self.eps, with_w=True, with_b=with_b)
+            rows = packed.shape[0] - 1 - with_b   # (R + 1 [+ 1], D)
+            gw = packed[rows].reshape(w.shape)
+            gb = packed[rows + 1].reshape(b.shape) if with_b else None
+            gx = packed[:rows].reshape(x.shape) if need[0] else None
             return gx, gw, gb
         # create_graph: xhat and r as functions of x
         xc = x - x.mean(axes, keepdim=True)
@@ -938,11 +941,13 @@ class LayerNormGrad(Primitive):
     """First-order gradients of LayerNorm / Normalize over the trailing `n` dims, xhat and r recomputed
     from x. (x, g[, w]): dx = r * (h - mean(h) - xhat * mean(h * xhat)) with h = g * w (h = g without w).
     `with_w`: also dw = sum of g * xhat over the leading dims, packed as (R + 1, D): R rows of dx
-    (R = leading elements, D = normalised elements), then dw. Used only outside create_graph (LayerNorm's
-    backward builds a differentiable composite there), so it has no gradient of its own."""
-    attrs = {"n": int, "eps": float, "with_w": bool}
+    (R = leading elements, D = normalised elements), then dw; `with_b` (with `with_w` only) adds
+    db = sum of g as one more row, (R + 2, D). Used only outside create_graph (LayerNorm's backward
+    builds a differentiable composite there), so it has no gradient of its own."""
+    attrs = {"n": int, "eps": float, "with_w": bool, "with_b": bool}
     elementwise = True
     with_w = False
+    with_b = False
 
     def forward(self, x, g, w=None):
         xp = array_module(x)
@@ -959,10 +964,13 @@ class LayerNormGrad(Primitive):
             gx *= rstd
             return gx
         d = math.prod(x.shape[x.ndim - self.n:])
-        out = xp.empty((gx.size // max(d, 1) + 1, d), dtype=gx.dtype)
-        xp.multiply(gx, rstd, out=out[:-1].reshape(gx.shape))   # dx straight into its rows (a view)
+        rows = gx.size // max(d, 1)
+        out = xp.empty((rows + 1 + self.with_b, d), dtype=gx.dtype)
+        xp.multiply(gx, rstd, out=out[:rows].reshape(gx.shape))   # dx straight into its rows (a view)
+        if self.with_b:
+            ga.reshape(-1, d).sum(axis=0, out=out[rows + 1])
         xc *= ga
-        xc.reshape(-1, d).sum(axis=0, out=out[-1])
+        xc.reshape(-1, d).sum(axis=0, out=out[rows])
         return out
 
     def backward(self, gg):
@@ -970,10 +978,12 @@ class LayerNormGrad(Primitive):
                            "create_graph=True in the first backward to differentiate it again")
 
     def infer(self, x, g, w=None):
+        if self.with_b and not self.with_w:
+            raise ValueError("LayerNormGrad: with_b needs with_w")
         if not self.with_w:
             return x.shape, x.dtype
         d = math.prod(x.shape[len(x.shape) - self.n:])
-        return (math.prod(x.shape) // max(d, 1) + 1, d), x.dtype
+        return (math.prod(x.shape) // max(d, 1) + 1 + self.with_b, d), x.dtype
 
 
 def _bn_dot(xp, a, b):

@@ -169,7 +169,7 @@ def macs_of(prim, attrs, in_arrays, out_arrays) -> int:
     if prim is A.Attention:   # q k^T and p v
         q, k, v = in_arrays[:3]
         return math.prod(q.shape[:-1]) * k.shape[-2] * (q.shape[-1] + v.shape[-1])
-    if prim is A.AttentionGrad:   # p^T g, g v^T, ds k, ds^T q
+    if prim is A.AttentionGrad or prim is A.AttentionGradPacked:   # p^T g, g v^T, ds k, ds^T q
         q, k, v = in_arrays[:3]
         return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * (q.shape[-1] + v.shape[-1])
     if prim is P.Einsum:
@@ -247,6 +247,7 @@ WORKSPACE = {
     L.LayerNorm: _times_input(2),        # centred x, its square, the scaled copy
     L.LayerNormGrad: _times_input(3),    # centred x, h, gx, a product
     A.AttentionGrad: lambda attrs, ins, out: 2 * ins[3].nbytes,   # ds and ds * p, each of p's size
+    A.AttentionGradPacked: lambda attrs, ins, out: 2 * ins[3].nbytes,
     AdamStep: _times_input(4),           # g - m, g^2, sqrt(v), then m * step_size before g^2 goes
     Random: _ws_random,
 }

@@ -52,7 +52,7 @@ def test_class_level_defaults_are_declared():
                      (ember.ops.random_prims.Random, ("words", "low", "span", "threshold", "bits", "value")),
                      (P.Rounding, ("decimals",)), (ember.ops.linalg.Qr, ("mode",)),
                      (ember.ops.linalg.Svd, ("full_matrices",)), (ember.ops.layers.MaxPoolIndex, ("pads",)),
-                     (ember.ops.layers.LayerNormGrad, ("with_w",))]:
+                     (ember.ops.layers.LayerNormGrad, ("with_w", "with_b"))]:
         assert set(names) <= set(c.attrs), (c.__name__, names)
 
 

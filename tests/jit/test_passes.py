@@ -181,6 +181,66 @@ def test_concat_leaves_slices_that_do_not_tile_alone(keys):
     np.testing.assert_allclose(grad, eager, rtol=1e-6)
 
 
+def _qkv_step(extra_read=False, causal=True):
+    """A fused q/k/v projection split into heads, as a GPT does; `extra_read`: the step also reads
+    q's head view after the attention (its gradient then has a second reader)."""
+    w = ember.randn(8, 24, generator=ember.Generator().manual_seed(5)).requires_grad_()
+
+    def fn(x):
+        w.grad = None
+        B, T, _ = x.shape
+        q, k, v = (t.reshape(B, T, 2, 4).transpose(1, 2) for t in (x @ w).split(8, dim=2))
+        y = ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        loss = (y.transpose(1, 2).reshape(B, T, 8) ** 2).sum()
+        if extra_read:
+            loss = loss + (q * q).sum()
+        loss.backward()
+        return loss
+    return fn, w
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_pack_attention_writes_the_qkv_gradients_into_the_projection_columns(causal):
+    x = ember.randn(2, 40, 8, generator=ember.Generator().manual_seed(6))   # 40: two-block causal products
+    fn, w = _qkv_step(causal=causal)
+    fn(x)
+    eager = w.grad.numpy().copy()
+    g0, grad0 = _grad_after(fn, w, x, passes=["concat", "dce"])
+    g, grad = _grad_after(fn, w, x, passes=["concat", "pack_attention"])
+    assert g0.counts()["AttentionGrad"] == 1 and g0.counts()["Cat"] == 1
+    assert g.counts().get("AttentionGradPacked") == 1, str(g)
+    assert "AttentionGrad" not in g.counts() and "Cat" not in g.counts(), str(g)
+    np.testing.assert_allclose(grad, eager, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad0, eager, rtol=1e-5, atol=1e-6)
+
+
+def test_pack_attention_leaves_gradients_another_node_reads():
+    x = ember.randn(2, 5, 8, generator=ember.Generator().manual_seed(7))
+    fn, w = _qkv_step(extra_read=True)
+    fn(x)
+    eager = w.grad.numpy().copy()
+    g, grad = _grad_after(fn, w, x, passes=["concat", "pack_attention"])
+    assert "AttentionGradPacked" not in g.counts() and g.counts()["AttentionGrad"] == 1, str(g)
+    np.testing.assert_allclose(grad, eager, rtol=1e-5, atol=1e-6)
+
+
+def test_attention_grad_packed_kernel_equals_its_forward():
+    """The CPU kernel (gradients written into column blocks) and the primitive's NumPy forward agree."""
+    from ember.backends import cpu_kernels
+    from ember.ops.attention import Attention, AttentionGradPacked
+    rng = np.random.default_rng(8)
+    q, k, v, g = (rng.standard_normal((2, 3, 36, 4)).astype(np.float32) for _ in range(4))
+    node = Attention.__new__(Attention)
+    node.__dict__.update(scale=0.5, causal=True)
+    _, p = node.forward(q, k, v)
+    packed = AttentionGradPacked.__new__(AttentionGradPacked)
+    packed.__dict__.update(scale=0.5, causal=True)
+    want = packed.forward(q, k, v, p, g)
+    got = cpu_kernels.attention_grad_packed(packed, q, k, v, p, g)
+    assert got.shape == want.shape == (2, 36, 36)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_simplify_drops_the_clone_of_a_gradient_nothing_else_reads():
     x = ember.randn(5, 4, generator=ember.Generator().manual_seed(3))
     fn, w = _split_step([6])

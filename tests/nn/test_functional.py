@@ -261,18 +261,19 @@ def _heads(lib, qkv, H):
     return [t.reshape(B, T, H, C3 // 3 // H).transpose(1, 2) for t in qkv.split(C3 // 3, dim=2)]
 
 
+@pytest.mark.parametrize("T", [5, 40])   # 40: causal products in two row blocks (cpu_kernels._causal_split)
 @pytest.mark.parametrize("causal", [False, True])
-def test_sdpa_one_node_on_head_views_like_torch(causal):
+def test_sdpa_one_node_on_head_views_like_torch(causal, T):
     """Values and gradients of q, k, v and of the projection they are views of; output read back through
     transpose(1, 2).reshape as a transformer does."""
     def f(lib, qkv):
         q, k, v = _heads(lib, qkv, 2)
         y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
         return y.transpose(1, 2).reshape(qkv.shape[0], qkv.shape[1], -1)
-    check_op(f, (2, 5, 12))
+    check_op(f, (2, T, 12))
 
 
-@pytest.mark.parametrize("L,S", [(3, 5), (5, 3), (1, 4), (4, 1)])
+@pytest.mark.parametrize("L,S", [(3, 5), (5, 3), (1, 4), (4, 1), (40, 50), (50, 40), (64, 32)])
 def test_sdpa_one_node_causal_with_other_lengths(L, S):
     """torch's is_causal aligns the mask top-left: query i sees keys 0..i, whatever L and S."""
     check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
@@ -292,13 +293,14 @@ def test_sdpa_one_node_takes_the_call_and_lays_out_heads_for_the_next_reshape():
     np.testing.assert_array_equal(t.reshape(2, 4, 15).detach().numpy(), t.detach().numpy().reshape(2, 4, 15))
 
 
+@pytest.mark.parametrize("T", [7, 36])   # 36: causal products in two row blocks
 @pytest.mark.parametrize("causal", [False, True])
-def test_sdpa_one_node_kernels_equal_numpy_forward(causal):
+def test_sdpa_one_node_kernels_equal_numpy_forward(causal, T):
     """The CPU kernel (BLAS products and one numba pass) and the primitive's NumPy forward agree to
     float32 rounding, values and gradients, on strided head views."""
     from ember.backends import cpu_kernels
     rng = np.random.default_rng(0)
-    x, g = rng.standard_normal((3, 7, 24)).astype(np.float32), rng.standard_normal((3, 2, 7, 4)).astype(np.float32)
+    x, g = rng.standard_normal((3, T, 24)).astype(np.float32), rng.standard_normal((3, 2, T, 4)).astype(np.float32)
     res = []
     for on in (True, False):
         (cpu_kernels.enable if on else cpu_kernels.disable)()

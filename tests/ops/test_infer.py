@@ -167,6 +167,10 @@ CASES = {
     "SoftmaxGrad": (L.SoftmaxGrad, [((2, 3), "f"), ((2, 3), "f")], {"axis": 1}),
     "LayerNormGrad": (L.LayerNormGrad, [((2, 3, 4), "f"), ((2, 3, 4), "f"), ((4,), "f")],
                       {"n": 1, "eps": 1e-5, "with_w": True}),
+    "AttentionGradPacked": (A.AttentionGradPacked, [((2, 3, 5, 4), "f")] * 3 + [((2, 3, 5, 5), "f"), ((2, 3, 5, 4), "f")],
+                            {"scale": 0.5, "causal": True}),
+    "LayerNormGrad+b": (L.LayerNormGrad, [((2, 3, 4), "f"), ((2, 3, 4), "f"), ((4,), "f")],
+                        {"n": 1, "eps": 1e-5, "with_w": True, "with_b": True}),
 }
 DATA_DEPENDENT = {"Nonzero", "Unique"}   # output shapes depend on values: infer raises, as torch's meta does
 LINALG = {"Solve", "Inv", "LogAbsDet", "Cholesky", "Eigh", "Qr", "Svd", "SvdFull", "QrComplete", "SlogdetSign"}   # NumPy's linalg: float32/64 only
@@ -362,3 +366,6 @@ def test_layer_norm_grad_packed_shape_on_meta_with_one_normalised_element():
     inferred, _ = node.infer(SimpleNamespace(shape=(3, 4), dtype=np.float32),
                              SimpleNamespace(shape=(3, 4), dtype=np.float32))
     assert inferred == (4, 4) and all(type(s) is int for s in inferred)
+    args["with_b"] = True   # one more row: db
+    real = L.LayerNormGrad.apply(ember.ones(3, 2, 1), ember.ones(3, 2, 1), ember.ones(1), **args)
+    assert L.LayerNormGrad.apply(meta(3, 2, 1), meta(3, 2, 1), meta(1), **args).shape == tuple(real.shape) == (8, 1)
