@@ -41,6 +41,7 @@ from . import cuda
 from . import accelerator
 from . import linalg
 from .linalg import cholesky_solve, cholesky_inverse, _vander as vander  # noqa: F401  (torch.* names)
+from .linalg import lu_unpack, geqrf, ormqr, householder_product as orgqr  # noqa: F401  (torch.* names)
 from . import scaling
 from .planner import summary  # noqa: E402  (ember.summary: the hardware planner)
 from ._dtype import __all__ as _dtype_all
@@ -136,7 +137,7 @@ __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + _pointwise_all + _indexing_all
-    + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander"]
+    + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander", "lu_unpack", "geqrf", "orgqr", "ormqr"]
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson", "binomial"]

@@ -354,7 +354,8 @@ Tensor.ndimension = Tensor.dim
 from .ops import reductions as _Red  # noqa: E402
 
 for _name in _Red.__all__:
-    setattr(Tensor, _name, getattr(_Red, _name))
+    if _name not in _Red.FUNCTIONS_ONLY:
+        setattr(Tensor, _name, getattr(_Red, _name))
 Tensor.sum_to_size = _Red.sum_to_size
 Tensor.renorm_ = _make_inplace("renorm_", _Red.renorm)
 
@@ -399,7 +400,8 @@ def polygamma(self, n):
 
 Tensor.polygamma = polygamma
 Tensor.mvlgamma = _Sp.mvlgamma
-for _name in "lgamma digamma polygamma i0 mvlgamma".split():
+Tensor.igamma, Tensor.igammac = _Sp.igamma, _Sp.igammac
+for _name in "lgamma digamma polygamma i0 mvlgamma igamma igammac".split():
     setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
 
 from .ops import indexing as _Ix  # noqa: E402
@@ -437,6 +439,7 @@ from . import linalg as _L  # noqa: E402
 
 Tensor.cholesky_solve = _L.cholesky_solve
 Tensor.cholesky_inverse = _L.cholesky_inverse
+Tensor.geqrf, Tensor.orgqr, Tensor.ormqr = _L.geqrf, _L.householder_product, _L.ormqr
 
 
 # ------------------------------------------------------------------ methods of ember.nn.functional (loaded on call)

@@ -2,7 +2,8 @@
 the norms, differentiable (twice: the backward formulas are Tensor ops) and batched over leading dims; and,
 as composites of those, cross, vecdot, multi_dot, solve_triangular, pinv, cond, the _ex variants (an info
 tensor instead of an error), tensorinv, tensorsolve, vander, with torch's cholesky_solve, cholesky_inverse
-and vander (re-exported by `ember`).
+and vander (re-exported by `ember`); lu_factor, lu_factor_ex (LuFactor primitive: LAPACK getrf written against
+xp, differentiable), householder_product, and torch's lu_unpack, geqrf, orgqr and ormqr (re-exported by `ember`).
 
 Primitives live in `ember/ops/linalg.py` (forward through NumPy's or CuPy's linalg); the norms and det
 are composites. Inputs are float32 or float64, as torch's CPU kernels (no half precision).
@@ -25,7 +26,8 @@ from .ops import shape as S
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
            "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular",
-           "pinv", "cond", "inv_ex", "solve_ex", "cholesky_ex", "tensorinv", "tensorsolve", "vander"]
+           "pinv", "cond", "inv_ex", "solve_ex", "cholesky_ex", "tensorinv", "tensorsolve", "vander", "lu_factor",
+           "lu_factor_ex", "householder_product"]
 
 
 class LinAlgError(RuntimeError):
@@ -712,3 +714,208 @@ def _vander(x: Tensor, N=None, increasing: bool = False) -> Tensor:
         return empty((x.shape[0], 0), dtype="int64" if x.dtype.name == "bool" else x.dtype, device=x.device)
     out = _powers(x, N)
     return out if increasing else S.flip(out, (-1,))
+
+
+# ---------------------------------------------------------------- LU, Householder (geqrf, householder_product)
+_LUFactorResult = collections.namedtuple("lu_factor", ["LU", "pivots"])
+_LUFactorExResult = collections.namedtuple("lu_factor_ex", ["LU", "pivots", "info"])
+_LUUnpackResult = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+_GeqrfResult = collections.namedtuple("geqrf", ["a", "tau"])
+
+
+def _check_lu_input(op, A, pivot):
+    _check_float(op, A)
+    if A.ndim < 2:
+        raise op_error(f"linalg.{op}", f"Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead "
+                                       f"(A {describe(A)})")
+    if not pivot:
+        raise op_error(f"linalg.{op}", "LU without pivoting is not implemented on the CPU", RuntimeError)
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False):
+    """(LU, pivots, info): the LU factorisation with partial pivoting A = P L U of each (m, n) matrix, packed
+    as LAPACK's getrf: L's multipliers below the diagonal of LU (its unit diagonal implied), U on and above;
+    pivots (..., min(m, n)) int32, the 1-based row swapped with row i at step i; info 0, or the 1-based
+    index of the first zero pivot (U singular). Differentiable in A (as torch). check_errors=True raises
+    LinAlgError where info > 0.
+
+    >>> LU, pivots, info = ember.linalg.lu_factor_ex(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> LU.tolist(), pivots.tolist(), info.item()
+    ([[3.0, 4.0], [0.3333333432674408, 0.6666666269302368]], [2, 2], 0)
+    """
+    _check_lu_input("lu_factor_ex", A, pivot)
+    LU, pivots, info = P.LuFactor.apply(A)
+    if check_errors:
+        _raise_info("torch.linalg.lu_factor_ex", info, A,
+                    lambda k: f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero.")
+    return _LUFactorExResult(LU, pivots, info)
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True):
+    """(LU, pivots) of lu_factor_ex, raising LinAlgError where U has a zero pivot (A singular).
+
+    >>> LU, pivots = ember.linalg.lu_factor(ember.tensor([[0.0, 1.0], [2.0, 3.0]]))
+    >>> LU.tolist(), pivots.tolist()
+    ([[2.0, 3.0], [0.0, 1.0]], [2, 2])
+    """
+    _check_lu_input("lu_factor", A, pivot)
+    LU, pivots, info = P.LuFactor.apply(A)
+    _raise_info("linalg.lu_factor", info, A,
+                lambda k: f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. If you "
+                          f"still want to perform the factorization, consider calling linalg.lu_factor_ex(A, pivot)")
+    return _LUFactorResult(LU, pivots)
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True):
+    """(P, L, U) with A = P L U from lu_factor's packed (LU, pivots): P (..., m, m) a permutation matrix in
+    LU's dtype, L (..., m, k) unit lower triangular, U (..., k, n) upper triangular (k = min(m, n)). With
+    unpack_data=False L and U, with unpack_pivots=False P, are empty tensors. L and U are differentiable.
+
+    >>> P, L, U = ember.lu_unpack(*ember.linalg.lu_factor(ember.tensor([[0.0, 1.0], [2.0, 3.0]])))
+    >>> P.tolist(), L.tolist(), U.tolist()
+    ([[0.0, 1.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[2.0, 3.0], [0.0, 1.0]])
+    """
+    _check_float("lu_unpack", LU_data, "LU_data")
+    if LU_data.ndim < 2:
+        raise op_error("lu_unpack", f"Expected tensor with 2 or more dimensions. Got size: {list(LU_data.shape)} "
+                                    f"instead (LU_data {describe(LU_data)})")
+    if not isinstance(LU_pivots, Tensor) or LU_pivots.dtype.name != "int32":
+        raise op_error("lu_unpack", f"LU_pivots is expected to be a contiguous tensor of int32 dtype (got "
+                                    f"{describe(LU_pivots)}); pass the pivots that linalg.lu_factor returns")
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    if tuple(LU_pivots.shape[:-1]) != tuple(LU_data.shape[:-2]) or LU_pivots.ndim == 0 or LU_pivots.shape[-1] > k:
+        raise op_error("lu_unpack", f"LU_pivots {describe(LU_pivots)} must have shape LU_data.shape[:-2] + (k,) with "
+                                    f"k <= min(m, n) = {k} (LU_data {describe(LU_data)})")
+    from .ops.creation import empty
+    nothing = LU_data.reshape(-1)[:0]                 # empty, still on LU_data's graph (as torch's)
+    L, U = P._unpack(LU_data) if unpack_data else (nothing, nothing)
+    if not unpack_pivots:
+        return _LUUnpackResult(empty(0, dtype=LU_data.dtype, device=LU_data.device), L, U)
+    piv = LU_pivots.detach()._data
+    if LU_pivots.numel() and not bool(((LU_pivots >= 1) & (LU_pivots <= m)).all()):
+        raise op_error("lu_unpack", f"pivots passed to lu_unpack must be between 1 and LU.size(-2) = {m} inclusive "
+                                    f"(LU_pivots {describe(LU_pivots)}); pass the pivots that linalg.lu_factor returns")
+    from .backends import array_module
+    xp = array_module(piv)
+    count = P._count(piv.shape[:-1])
+    perm = P.lu_permutation(xp, piv.reshape((count, piv.shape[-1])), m)         # A[perm] = L U
+    eye = xp.eye(m, dtype=LU_data.dtype.np)
+    Pm = xp.swapaxes(eye[perm], -1, -2).reshape(tuple(LU_data.shape[:-2]) + (m, m))
+    return _LUUnpackResult(Tensor._make(xp.ascontiguousarray(Pm), LU_data._device), L, U)
+
+
+def _reflectors(A, tau):
+    """[(v_i, tau_i)]: the Householder vectors H_i = I - tau_i v_i v_i^T stored below A's diagonal
+    (v_i (..., m, 1): zeros above row i, 1 at row i; tau_i (..., 1, 1))."""
+    from .ops.creation import zeros, ones
+    batch = tuple(A.shape[:-2])
+    out = []
+    for i in range(tau.shape[-1]):
+        parts = [zeros(batch + (i, 1), dtype=A.dtype, device=A.device),
+                 ones(batch + (1, 1), dtype=A.dtype, device=A.device), A[..., i + 1:, i:i + 1]]
+        out.append((S.cat(parts, -2), tau[..., i:i + 1].unsqueeze(-1)))      # (..., m, 1), (..., 1, 1)
+    return out
+
+
+def _apply_reflectors(C, reflectors, left, order):
+    """H_i applied to C for each reflector in `order`: H C on the left, C H on the right."""
+    for v, t in order(reflectors):
+        if left:
+            C = C - t * (v @ (v.mT @ C))
+        else:
+            C = C - t * ((C @ v) @ v.mT)
+    return C
+
+
+def _check_householder(op, A, tau):
+    _check_float(op, A, "input")
+    _check_float(op, tau, "tau")
+    if A.ndim < 2:
+        raise op_error(op, f"input must have at least 2 dimensions. (input {describe(A)})")
+    if tau.dtype is not A.dtype:
+        raise op_error(op, f"tau dtype {_TORCH_NAMES[tau.dtype.name]} does not match input dtype "
+                           f"{_TORCH_NAMES[A.dtype.name]}")
+    if A._device is not tau._device:
+        raise op_error(op, f"expected input and tau on the same device, got {describe(A)} and {describe(tau)}")
+    if tau.ndim != A.ndim - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise op_error(op, f"Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])} (input {describe(A)}, tau {describe(tau)})")
+
+
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of H_1 H_2 ... H_k, H_i = I - tau_i v_i v_i^T with v_i stored below the diagonal
+    of column i of A (m, n) (geqrf's output): the Q of a QR factorisation. m >= n >= k. Differentiable in
+    A and tau. `ember.orgqr` is the same function.
+
+    >>> a, tau = ember.geqrf(ember.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> [[round(v, 4) for v in row] for row in ember.linalg.householder_product(a, tau).tolist()]
+    [[-0.6, -0.8], [-0.8, 0.6]]
+    """
+    op = "linalg.householder_product"
+    _check_householder(op, A, tau)
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise op_error(op, f"input.shape[-2] must be greater than or equal to input.shape[-1] (input {describe(A)})")
+    if n < tau.shape[-1]:
+        raise op_error(op, f"input.shape[-1] must be greater than or equal to tau.shape[-1] (input {describe(A)}, "
+                           f"tau {describe(tau)})")
+    from .ops.creation import eye
+    Q = eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+    if tau.shape[-1] == 0:   # no reflectors: the identity, still on A's and tau's graph (as torch's)
+        return Q + 0 * A + 0 * tau.sum(-1, keepdim=True).unsqueeze(-1)
+    return _apply_reflectors(Q, _reflectors(A, tau), True, reversed)       # H_1 (H_2 (... (H_k I)))
+
+
+def geqrf(input: Tensor):
+    """(a, tau): LAPACK geqrf's QR factorisation of each (m, n) matrix: R on and above a's diagonal, the
+    Householder vectors of Q below it, their scales in tau (..., min(m, n)). Q is
+    householder_product(a, tau). Not differentiable, as torch's (use linalg.qr).
+
+    >>> a, tau = ember.geqrf(ember.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> [[round(v, 4) for v in row] for row in a.triu().tolist()]
+    [[-5.0, -2.2], [0.0, 0.4]]
+    """
+    _check_float("geqrf", input, "input")
+    if input.ndim < 2:
+        raise op_error("geqrf", f"input must have at least 2 dimensions. (input {describe(input)})")
+    from .backends import array_module
+    data = input.detach()._data
+    xp = array_module(data)
+    m, n = input.shape[-2], input.shape[-1]
+    batch = tuple(input.shape[:-2])
+    if data.size == 0:   # NumPy's qr refuses empty matrices
+        return _GeqrfResult(Tensor._make(data.copy(), input._device),
+                            Tensor._make(xp.zeros(batch + (min(m, n),), dtype=data.dtype), input._device))
+    h, tau = xp.linalg.qr(data, mode="raw")                                 # h: a transposed (Fortran order)
+    a = xp.ascontiguousarray(xp.swapaxes(h, -1, -2)).astype(data.dtype, copy=False)
+    return _GeqrfResult(Tensor._make(a, input._device), Tensor._make(tau.astype(data.dtype, copy=False), input._device))
+
+
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False) -> Tensor:
+    """Q other (left=True) or other Q (left=False), with Q^T instead when transpose=True, where Q (mn, mn) =
+    H_1 ... H_k is given by geqrf's (input (mn, k'), tau (k)): without forming Q. Differentiable.
+
+    >>> a, tau = ember.geqrf(ember.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> [[round(v, 4) for v in row] for row in ember.ormqr(a, tau, ember.eye(2), transpose=True).tolist()]
+    [[-0.6, -0.8], [-0.8, 0.6]]
+    """
+    _check_householder("ormqr", input, tau)
+    _check_float("ormqr", other, "other")
+    if other.dtype is not input.dtype:
+        raise op_error("ormqr", f"other dtype {_TORCH_NAMES[other.dtype.name]} does not match input dtype "
+                                f"{_TORCH_NAMES[input.dtype.name]}")
+    if other.ndim != input.ndim or tuple(other.shape[:-2]) != tuple(input.shape[:-2]):
+        raise op_error("ormqr", f"other {describe(other)} must have input's batch dimensions (input {describe(input)})")
+    mn = input.shape[-2]
+    side = -2 if left else -1
+    if other.shape[side] != mn:
+        raise op_error("ormqr", f"other.shape[{side}] must be equal to input.shape[-2] (input {describe(input)}, "
+                                f"other {describe(other)})")
+    if tau.shape[-1] > mn:
+        raise op_error("ormqr", f"tau.shape[-1] must be less than or equal to input.shape[-2] (input "
+                                f"{describe(input)}, tau {describe(tau)})")
+    refl = _reflectors(input, tau)
+    # Q C = H_1 (... (H_k C)); Q^T C = H_k (... (H_1 C)); C Q = ((C H_1) ...) H_k; C Q^T = ((C H_k) ...) H_1
+    first_last = left == transpose
+    return _apply_reflectors(other, refl, left, (lambda r: r) if first_last else reversed)

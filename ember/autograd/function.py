@@ -310,7 +310,8 @@ def _finish_multi(cls, node, inputs, arrays, outs):
         node.save_for_backward(*inputs)
     if anomaly.ENABLED or _debug.LEVEL >= 2:
         anomaly.record(node)
-    return tuple(make(o, device, True, node, i) for i, o in enumerate(outs))
+    # integer outputs (LU pivots, an info code) are data, never differentiable: as torch's, they require no grad
+    return tuple(make(o, device, o.dtype.kind in "fV", node, i) for i, o in enumerate(outs))
 
 
 def _dtype_of(a):

@@ -206,6 +206,17 @@ def ndtri(x):
     return _scipy_special("ndtri", "ndtri")(x)
 
 
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x) (SciPy's, else the series and continued
+    fraction of special_host)."""
+    return _scipy_special("gammainc", "gammainc")(a, x)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return _scipy_special("gammaincc", "gammaincc")(a, x)
+
+
 # Elements per block in `blockwise`: the temporaries of a chain of ufuncs on blocks of this size stay in
 # the CPU's L2 cache instead of streaming through main memory once per ufunc.
 BLOCK = 1 << 15

@@ -192,6 +192,14 @@ def ndtri(x):
     return _fake.ndtri(x) if FAKE else _special("ndtri")(x)
 
 
+def gammainc(a, x):
+    return _fake.gammainc(a, x) if FAKE else _special("gammainc")(a, x)
+
+
+def gammaincc(a, x):
+    return _fake.gammaincc(a, x) if FAKE else _special("gammaincc")(a, x)
+
+
 def scatter_add(out, key, values) -> None:
     """out[key] += values in place, repeated indices accumulating (NumPy's `add.at`)."""
     if FAKE:

@@ -419,3 +419,13 @@ def erfcx(x: FakeArray) -> FakeArray:
 
 def ndtri(x: FakeArray) -> FakeArray:
     return _special("ndtri", x)
+
+
+def gammainc(a: FakeArray, x: FakeArray) -> FakeArray:
+    from . import cpu
+    return FakeArray(cpu.gammainc(a._a, x._a))
+
+
+def gammaincc(a: FakeArray, x: FakeArray) -> FakeArray:
+    from . import cpu
+    return FakeArray(cpu.gammaincc(a._a, x._a))

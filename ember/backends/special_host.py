@@ -9,7 +9,8 @@ torch's rules where SciPy's differ. Accuracy: a few ulps of float64, far inside 
 - polygamma (n >= 1): (-1)^(n+1) n! zeta(n + 1, x) with Cephes' Euler-Maclaurin Hurwitz zeta;
 - i0, i0e, i1, i1e: the power series up to |x| = 30, Hankel's asymptotic series above;
 - erfcx: exp(x^2) erfc(x) (`math.erfc` per element) below 10, the asymptotic series above;
-- ndtri: a rational first guess (Abramowitz & Stegun 26.2.23) refined by Newton steps on ndtr.
+- ndtri: a rational first guess (Abramowitz & Stegun 26.2.23) refined by Newton steps on ndtr;
+- gammainc, gammaincc: the power series below x = a + 1, Lentz's continued fraction above (per element).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["lgamma", "digamma", "polygamma", "i0", "i0e", "i1", "i1e", "erfcx", "ndtri"]
+__all__ = ["lgamma", "digamma", "polygamma", "i0", "i0e", "i1", "i1e", "erfcx", "ndtri", "gammainc", "gammaincc"]
 
 
 def _float64(x):
@@ -204,3 +205,61 @@ def ndtri(p):
         out = np.where(p64 == 0, -np.inf, np.where(p64 == 1, np.inf, out))
         out = np.where((p64 < 0) | (p64 > 1) | np.isnan(p64), np.nan, out)
         return out.astype(p.dtype)
+
+
+def _igamma1(a: float, x: float, upper: bool) -> float:
+    """P(a, x) (or Q with `upper`) for one pair: SciPy's edge values, else the series (x < a + 1) or the
+    continued fraction, each summed until a term no longer changes the float64 result."""
+    if math.isnan(a) or math.isnan(x) or a < 0 or x < 0 or (a == 0 and x == 0) or (math.isinf(a) and math.isinf(x)):
+        return math.nan
+    if a == 0 or math.isinf(x):
+        p = 1.0
+    elif x == 0 or math.isinf(a):
+        p = 0.0
+    else:
+        front = math.exp(a * math.log(x) - x - math.lgamma(a))
+        if x < a + 1:
+            term = total = 1.0 / a
+            n = a
+            for _ in range(100000):
+                n += 1
+                term *= x / n
+                total += term
+                if abs(term) < abs(total) * 1e-17:
+                    break
+            p = total * front
+        else:
+            tiny = 1e-300
+            b = x + 1 - a
+            c, d = 1 / tiny, 1 / b
+            h = d
+            for i in range(1, 100000):
+                an = -i * (i - a)
+                b += 2
+                d = an * d + b
+                d = tiny if abs(d) < tiny else d
+                c = b + an / c
+                c = tiny if abs(c) < tiny else c
+                d = 1 / d
+                step = d * c
+                h *= step
+                if abs(step - 1) < 1e-16:
+                    break
+            q = front * h
+            return q if upper else 1 - q
+    return 1 - p if upper else p
+
+
+_vigamma = np.vectorize(_igamma1, otypes=[np.float64])
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x)."""
+    dt = np.result_type(a, x)
+    return _vigamma(_float64(a), _float64(x), False).astype(dt)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    dt = np.result_type(a, x)
+    return _vigamma(_float64(a), _float64(x), True).astype(dt)

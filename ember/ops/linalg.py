@@ -198,3 +198,115 @@ class Svd(Primitive):
             gv_sinv = gv / s.unsqueeze(-2)
             ga = ga + u @ (gv_sinv.mT - (gv_sinv.mT @ v) @ vh)
         return (ga,)
+
+
+def _count(shape):
+    """The number of matrices in a batch of shape `shape`."""
+    out = 1
+    for s in shape:
+        out *= s
+    return out
+
+
+def _lu_kernel(xp, a):
+    """LAPACK getrf on each matrix of a (batch, m, n): partial pivoting (the first largest |value| of the
+    column), the multipliers below U's diagonal, 1-based int32 row swaps, and info: 0, or the 1-based index
+    of the first exactly-zero pivot (the factorisation goes on past it, as LAPACK's)."""
+    lu = a.copy()
+    count, m, n = lu.shape
+    k = min(m, n)
+    pivots = xp.zeros((count, k), dtype=np.int32)
+    info = xp.zeros(count, dtype=np.int32)
+    rows = xp.arange(count)
+    for j in range(k):
+        p = j + xp.argmax(xp.abs(lu[:, j:, j]), axis=1)                 # the pivot row of each matrix
+        pivots[:, j] = p + 1
+        top = lu[rows, j, :].copy()
+        lu[rows, j, :] = lu[rows, p, :]
+        lu[rows, p, :] = top
+        pivot = lu[:, j, j]
+        zero = pivot == 0
+        info[(info == 0) & zero] = j + 1
+        lu[:, j + 1:, j] = xp.where(zero[:, None], lu[:, j + 1:, j], lu[:, j + 1:, j] / xp.where(zero, 1, pivot)[:, None])
+        lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
+    return lu, pivots, info
+
+
+def lu_permutation(xp, pivots, m):
+    """The row order perm (batch, m) with A[perm] = L U, from getrf's 1-based swaps (batch, k)."""
+    count, k = pivots.shape
+    perm = xp.broadcast_to(xp.arange(m), (count, m)).copy()
+    rows = xp.arange(count)
+    for j in range(k):
+        p = pivots[:, j].astype(np.int64) - 1
+        top = perm[:, j].copy()
+        perm[:, j] = perm[rows, p]
+        perm[rows, p] = top
+    return perm
+
+
+def _unpack(lu):
+    """(L (..., m, k) unit lower, U (..., k, n) upper) from the packed factor (..., m, n)."""
+    m, n = lu.shape[-2], lu.shape[-1]
+    k = min(m, n)
+    from .creation import eye
+    L = lu[..., :, :k].tril(-1) + eye(m, k, dtype=lu.dtype, device=lu.device)
+    return L, lu[..., :k, :].triu()
+
+
+class LuFactor(Primitive):
+    """A = P L U with partial pivoting (LAPACK getrf): (LU packed (..., m, n), pivots (..., k) int32 1-based,
+    info (...) int32). With k = min(m, n), gL = g[..., :k], gU = g[..., :k, :] and (square case)
+    gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T; the wide and tall cases as torch's linalg_lu_backward."""
+    attrs = {}
+    multi_output = True
+
+    def forward(self, a):
+        xp = array_module(a)
+        *batch, m, n = a.shape
+        lu, pivots, info = _lu_kernel(xp, a.reshape((_count(batch), m, n)))
+        batch = tuple(batch)
+        return lu.reshape(a.shape), pivots.reshape(batch + (min(m, n),)), info.reshape(batch)
+
+    def infer(self, a):
+        *batch, m, n = a.shape
+        batch = tuple(batch)
+        return (tuple(a.shape), a.dtype), (batch + (min(m, n),), np.dtype(np.int32)), (batch, np.dtype(np.int32))
+
+    def backward(self, g, g_pivots=None, g_info=None):
+        lu, pivots = self.output(0), self.output(1)
+        m, n = lu.shape[-2], lu.shape[-1]
+        k = min(m, n)
+        L, U = _unpack(lu)
+        gL, gU = g[..., :, :k], g[..., :k, :]
+        if m == n:
+            ga = (L.mT @ gL).tril(-1) + (gU @ U.mT).triu()
+            ga = Solve.apply(L.mT, Solve.apply(U, ga.mT).mT)          # L^-T (.) U^-T
+        elif m < n:                                                  # wide: U = [U1 | U2], L square
+            from .shape import cat
+            U1 = U[..., :k]
+            ga = (L.mT @ gL - gU.triu() @ U.mT).tril(-1)
+            ga = Solve.apply(U1, ga.mT).mT                           # (.) U1^-T
+            ga = cat([ga + gU[..., :k].triu(), gU[..., k:]], -1)
+            ga = Solve.apply(L.mT, ga)
+        else:                                                        # tall: L = [L1; L2], U square
+            from .shape import cat
+            L1 = L[..., :k, :]
+            ga = (gU @ U.mT - L.mT @ gL.tril(-1)).triu()
+            ga = Solve.apply(L1.mT, ga)                              # L1^-T (.)
+            ga = cat([ga + gL[..., :k, :].tril(-1), gL[..., k:, :]], -2)
+            ga = Solve.apply(U, ga.mT).mT
+        return (_permute_rows_back(ga, pivots),)
+
+
+def _permute_rows_back(x, pivots):
+    """P x for A = P L U: row i of x goes to row perm[i] (x (..., m, n), pivots (..., k))."""
+    from .._tensor import Tensor
+    from .shape import gather
+    m = x.shape[-2]
+    piv = pivots.detach()._data
+    xp = array_module(piv)
+    perm = lu_permutation(xp, piv.reshape((_count(piv.shape[:-1]), piv.shape[-1])), m)
+    inverse = xp.argsort(perm, axis=-1).reshape(tuple(piv.shape[:-1]) + (m, 1))
+    index = Tensor._make(xp.broadcast_to(inverse, tuple(x.shape[:-1]) + (1,)), x._device)
+    return gather(x, -2, index.expand(tuple(x.shape)))

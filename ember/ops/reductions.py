@@ -1,5 +1,6 @@
 """Reductions as torch's: those that skip NaN, aminmax, diff; order statistics (median, quantile, mode);
-running scans (cummax, cummin, logcumsumexp); counting (bincount, histc); renorm and Tensor.sum_to_size.
+running scans (cummax, cummin, logcumsumexp); counting (bincount, histc, histogram, histogramdd); renorm and
+Tensor.sum_to_size; the trapezoidal rule (trapezoid, cumulative_trapezoid) and finite differences (gradient).
 Composites of ember.ops.math, shape and creation (no backward of their own). Re-exported by `ember` and
 bound as Tensor methods."""
 from __future__ import annotations
@@ -18,7 +19,10 @@ from . import math as M
 from . import shape as S
 
 __all__ = ["nansum", "nanmean", "aminmax", "diff", "median", "nanmedian", "quantile", "nanquantile", "mode",
-           "cummax", "cummin", "logcumsumexp", "bincount", "histc", "renorm", "cov", "corrcoef"]
+           "cummax", "cummin", "logcumsumexp", "bincount", "histc", "renorm", "cov", "corrcoef", "trapezoid",
+           "cumulative_trapezoid", "gradient", "histogram", "histogramdd"]
+# torch.* functions that torch.Tensor has no method for
+FUNCTIONS_ONLY = ("trapezoid", "cumulative_trapezoid", "gradient", "histogramdd")
 
 _MinMax = collections.namedtuple("aminmax", ["min", "max"])
 
@@ -555,3 +559,319 @@ def corrcoef(input):
     c = c / std.unsqueeze(1)
     c = c / std.unsqueeze(0)
     return M.clamp(c, -1, 1)
+
+
+# ------------------------------------------------------------------ integration, differentiation, histograms
+# torch's trapezoid, cumulative_trapezoid and gradient (ReduceOps.cpp), term for term so that the rounding is
+# the same, and histogram / histogramdd (counts through searchsorted and bincount: not differentiable).
+
+_Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
+_HistogramDD = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+def _cut(t, d, start, stop=None):
+    """t[start:stop] along dim d, with Python's negative indices (stop None: to the end)."""
+    n = t.shape[d]
+    start = max(start + n, 0) if start < 0 else min(start, n)
+    stop = n if stop is None else (max(stop + n, 0) if stop < 0 else min(stop, n))
+    return S.narrow(t, d, start, max(stop - start, 0))
+
+
+def _sample_spacing(op, y, x, dx, dim):
+    """(wrapped dim, spacing): a Python number, or x's differences along dim shaped to broadcast with y's."""
+    if not isinstance(y, Tensor):
+        raise TypeError(f"{op}(): argument 'y' (position 1) must be Tensor, not {type(y).__name__}")
+    if x is not None and dx is not None:
+        raise TypeError(f"{op}(): received both x and dx; pass the sample points x or their spacing dx, not both")
+    d = wrap_dim(dim, y.ndim, op)
+    if y.dtype.name == "bool" or (isinstance(x, Tensor) and x.dtype.name == "bool"):
+        raise op_error(op, f"received a bool input for `y` or `x`, but bool is not supported (y {describe(y)})")
+    if x is None:
+        return d, 1 if dx is None else dx
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'x' must be Tensor, not {type(x).__name__}")
+    check_same_device(op, y, x, "x", "y")
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[d]:
+            raise op_error(op, f"There must be one `x` value for each sample point (x {describe(x)}, y "
+                               f"{describe(y)}, dim {dim})")
+        shape = [1] * y.ndim
+        shape[d] = x.shape[0]
+        x = x.reshape(shape)
+    elif x.ndim < y.ndim:
+        x = x.reshape((1,) * (y.ndim - x.ndim) + tuple(x.shape))
+    if x.shape[d] == 0:
+        return d, x
+    return d, _cut(x, d, 1) - _cut(x, d, 0, -1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The integral of y along `dim` by the trapezoidal rule: with sample points x (1-D of y.shape[dim]
+    values, or broadcasting with y) or a constant spacing dx (1 by default). 0 for no samples.
+
+    >>> ember.trapezoid(ember.tensor([1.0, 2.0, 3.0])).item()
+    4.0
+    >>> ember.trapezoid(ember.tensor([1.0, 2.0, 3.0]), ember.tensor([0.0, 1.0, 3.0])).item()
+    6.5
+    """
+    d, spacing = _sample_spacing("trapezoid", y, x, dx, dim)
+    if y.shape[d] == 0:   # NumPy's and torch's 0 for no samples
+        return C.zeros(tuple(y.shape[:d]) + tuple(y.shape[d + 1:]), dtype=y.dtype, device=y.device)
+    if isinstance(spacing, Tensor):
+        return M.sum(spacing * (_cut(y, d, 1) + _cut(y, d, 0, -1)), d) / 2.0
+    return (M.sum(y, d) - (_cut(y, d, 0, 1) + _cut(y, d, -1)).squeeze(d) * 0.5) * spacing
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal integral of y along `dim` (one value fewer than y there), spacing as
+    trapezoid's.
+
+    >>> ember.cumulative_trapezoid(ember.tensor([1.0, 2.0, 3.0])).tolist()
+    [1.5, 4.0]
+    """
+    d, spacing = _sample_spacing("cumulative_trapezoid", y, x, dx, dim)
+    if y.shape[d] == 0:
+        return S.clone(y)
+    return M.cumsum(spacing / 2.0 * (_cut(y, d, 1) + _cut(y, d, 0, -1)), d)
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The derivative of `input` estimated by central differences in the interior and one-sided ones
+    (first or second order: edge_order 1 or 2) at the ends, along each dim of `dim` (all by default):
+    a tuple of one tensor per dim. spacing: one number for every dim, a list of numbers (one per dim) or
+    a list of 1-D tensors of sample coordinates (one per dim, unevenly spaced allowed).
+
+    >>> ember.gradient(ember.tensor([1.0, 4.0, 9.0, 16.0]))[0].tolist()
+    [3.0, 4.0, 6.0, 7.0]
+    >>> ember.gradient(ember.tensor([1.0, 4.0, 9.0]), spacing=[ember.tensor([0.0, 1.0, 3.0])])[0].tolist()
+    [3.0, 2.8333332538604736, 2.5]
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"gradient(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.dtype.name == "uint8":
+        raise op_error("gradient", "torch.gradient does not support uint8 input.")
+    dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    if _number(spacing):
+        spacing = [spacing] * (input.ndim if dims is None else len(dims))
+    elif isinstance(spacing, Tensor):
+        raise TypeError(f"gradient(): spacing must be a number or a list of numbers or of 1-D tensors, not a "
+                        f"Tensor; pass [spacing] for one dim ({describe(spacing)})")
+    else:
+        spacing = list(spacing)
+    if dims is None and len(spacing) != input.ndim:
+        raise op_error("gradient", f"torch.gradient expected spacing to be unspecified, a scalar, or a list of "
+                                   f"length equal to 'self.dim() = {input.ndim}', since dim argument was not given, "
+                                   f"but got a list of length {len(spacing)}")
+    if dims is not None and len(spacing) != len(dims):
+        raise op_error("gradient", f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and "
+                                   f"dim arguments to have the same length, but got a spacing argument of length "
+                                   f"{len(spacing)} and a dim argument of length {len(dims)}.")
+    if edge_order not in (1, 2) or isinstance(edge_order, bool):
+        raise op_error("gradient", f"torch.gradient only supports edge_order=1 and edge_order=2 (got {edge_order!r}).")
+    dims = list(range(input.ndim)) if dims is None else [wrap_dim(d, input.ndim, "gradient") for d in dims]
+    if len(set(dims)) != len(dims):
+        raise op_error("gradient", f"dim {tuple(dims)} appears multiple times in the list of dims")
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise op_error("gradient", f"torch.gradient expected each dimension size to be at least edge_order+1 "
+                                       f"(input {describe(input)}, dim {d}, edge_order {edge_order})")
+    coordinates = any(isinstance(s, Tensor) for s in spacing)
+    if coordinates and not all(isinstance(s, Tensor) for s in spacing):
+        raise TypeError("gradient(): spacing must be all numbers or all tensors, not a mix")
+    out = []
+    for d, s in zip(dims, spacing):
+        if coordinates:
+            check_same_device("gradient", input, s, "spacing")
+            if s.ndim != 1:
+                raise op_error("gradient", f"torch.gradient expected each element of spacing to have one dimension, "
+                                           f"but got an element with {s.ndim} dimensions!")
+            if s.shape[0] != input.shape[d]:
+                raise op_error("gradient", f"spacing {describe(s)} must have one coordinate per element of dim {d} "
+                                           f"of input {describe(input)}")
+            out.append(_gradient_coordinates(input, s, d, edge_order))
+        elif not _number(s):
+            raise TypeError(f"gradient(): spacing must be numbers or 1-D tensors, got {type(s).__name__} {s!r}")
+        else:
+            out.append(_gradient_uniform(input, s, d, edge_order))
+    return tuple(out)
+
+
+def _gradient_uniform(y, h, d, edge_order):
+    center = (_cut(y, d, 2) - _cut(y, d, 0, -2)) / h
+    if edge_order == 1:
+        first = (_cut(y, d, 1, 2) - _cut(y, d, 0, 1)) / h
+        last = (_cut(y, d, -1) - _cut(y, d, -2, -1)) / h
+    else:
+        first = (_cut(y, d, 0, 1) * -1.5 + _cut(y, d, 1, 2) * 2 - _cut(y, d, 2, 3) * 0.5) / h
+        last = (_cut(y, d, -3, -2) * 0.5 + _cut(y, d, -2, -1) * -2 + _cut(y, d, -1) * 1.5) / h
+    return S.cat([first, center / 2, last], d)
+
+
+def _gradient_coordinates(y, x, d, edge_order):
+    """Second-order differences on the uneven grid x (torch's, NumPy's) along dim d of y."""
+    shape = [1] * y.ndim
+    shape[d] = -1
+    h = x[1:] - x[:-1]                                                    # (n - 1,)
+    h1, h2 = h[:-1], h[1:]
+    a = (-h2 / (h1 * (h1 + h2))).reshape(shape)
+    b = ((h2 - h1) / (h1 * h2)).reshape(shape)
+    c = (h1 / (h2 * (h1 + h2))).reshape(shape)
+    center = a * _cut(y, d, 0, -2) + b * _cut(y, d, 1, -1) + c * _cut(y, d, 2)
+    if edge_order == 1:
+        first = (_cut(y, d, 1, 2) - _cut(y, d, 0, 1)) / h[0]
+        last = (_cut(y, d, -1) - _cut(y, d, -2, -1)) / h[-1]
+    else:
+        a = -(2.0 * h[0] + h[1]) / (h[0] * (h[0] + h[1]))
+        b = (h[0] + h[1]) / (h[0] * h[1])
+        c = (-h[0]) / (h[1] * (h[0] + h[1]))
+        first = a * _cut(y, d, 0, 1) + b * _cut(y, d, 1, 2) + c * _cut(y, d, 2, 3)
+        a = h[-1] / (h[-2] * (h[-1] + h[-2]))
+        b = -(h[-1] + h[-2]) / (h[-1] * h[-2])
+        c = (2 * h[-1] + h[-2]) / (h[-1] * (h[-1] + h[-2]))
+        last = a * _cut(y, d, -3, -2) + b * _cut(y, d, -2, -1) + c * _cut(y, d, -1)
+    return S.cat([first, center, last], d)
+
+
+def _bin_edges(op, input, k, bins, lo, hi):
+    """The edges of dimension k: `bins` (a 1-D tensor of edges, or a count of equal bins over [lo, hi])."""
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1:
+            raise op_error(op, f"bins tensor should have one dimension, but got {bins.ndim} dimensions in the bins "
+                               f"tensor for dimension {k}")
+        if bins.dtype is not input.dtype:
+            raise op_error(op, f"input tensor and bins tensors should have the same dtype, but got input with dtype "
+                               f"{input.dtype.name} and bins for dimension {k} with dtype {bins.dtype.name}")
+        check_same_device(op, input, bins, "bins")
+        if bins.shape[0] < 2:
+            raise op_error(op, f"bins must be > 0, but got {bins.shape[0] - 1} for dimension {k}")
+        return bins.detach()
+    if isinstance(bins, bool) or not isinstance(bins, int):
+        raise TypeError(f"{op}: bins must be an int or a 1-D tensor of bin edges, got {type(bins).__name__} {bins!r}")
+    if bins <= 0:
+        raise op_error(op, f"bins must be > 0, but got {bins} for dimension {k}")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise op_error(op, f"dimension {k}'s range [{lo:g}, {hi:g}] is not finite")
+    if lo > hi:
+        raise op_error(op, f"min should not exceed max, but got min {lo:g} max {hi:g} for dimension {k}")
+    if lo == hi:   # a point: widened to a unit interval, as NumPy and torch
+        lo, hi = lo - 0.5, hi + 0.5
+    return C.linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
+
+
+def _check_hist_dtype(op, input, bins, range):
+    """torch's CPU kernels: float32/float64; float16/bfloat16 only where no min/max has to be found."""
+    low = input.dtype.name in ("float16", "bfloat16")
+    given = range is not None or input.numel() == 0 or isinstance(bins, Tensor) or \
+        (isinstance(bins, (list, tuple)) and bool(bins) and all(isinstance(b, Tensor) for b in bins))
+    if not input.dtype.is_floating_point or (low and not given):
+        raise op_error(op, f"is not implemented for {describe(input)} (float32 and float64, or float16 and "
+                           f"bfloat16 with a range, as torch's CPU kernel); convert it with .float() first",
+                       NotImplementedError)
+
+
+def _histogramdd(op, input, bins, range, weight, density):
+    """(hist, [edges per dim]) of the points input (..., D) (the last dim holds the coordinates)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    _check_hist_dtype(op, input, bins, range)
+    if input.ndim < 2:
+        raise op_error(op, f"input tensor should have at least 2 dimensions (input {describe(input)})")
+    D = input.shape[-1]
+    points = input.detach().reshape(-1, D)                                 # (N, D)
+    if isinstance(bins, (int, Tensor)) and not isinstance(bins, bool):
+        bins = [bins] * D
+    bins = list(bins)
+    if len(bins) != D:
+        raise op_error(op, f"The size of bins must be equal to the innermost dimension of the input (bins "
+                           f"{len(bins)}, input {describe(input)}).")
+    if range is not None:
+        range = [float(r) for r in range]
+        if len(range) != 2 * D:
+            raise op_error(op, f"for a {D}-dimensional histogram range should have {2 * D} elements, but got "
+                               f"{len(range)}")
+    if weight is not None:
+        check_same_device(op, input, weight, "weight")
+        if tuple(weight.shape) != tuple(input.shape[:-1]):
+            raise op_error(op, f"if weight tensor is provided it should have the same shape as the input tensor "
+                               f"excluding its innermost dimension, but got input with shape {list(input.shape)} and "
+                               f"weight with shape {list(weight.shape)}")
+        if weight.dtype is not input.dtype:
+            raise op_error(op, f"if weight tensor is provided, input tensor and weight tensor should have the same "
+                               f"dtype, but got input {describe(input)} and weight {describe(weight)}")
+    if range is None and points.shape[0]:
+        lows, highs = M.amin(points, 0).tolist(), M.amax(points, 0).tolist()
+    else:
+        lows, highs = (range[0::2], range[1::2]) if range is not None else ([0.0] * D, [1.0] * D)
+    edges = [_bin_edges(op, input, k, b, lows[k], highs[k]) for k, b in enumerate(bins)]
+    counts = [e.shape[0] - 1 for e in edges]
+    flat = C.zeros(points.shape[0], dtype=_dtype.int64, device=input.device)
+    inside = C.ones(points.shape[0], dtype=_dtype.bool, device=input.device)
+    for k, e in enumerate(edges):
+        v = points[:, k].contiguous()
+        # bin b holds [e_b, e_b+1); the last bin holds its right edge too; outside (and NaN): no bin
+        b = S.searchsorted(e, v, right=True) - 1
+        b = M.where(v == e[-1], counts[k] - 1, b)
+        inside = inside & (v >= e[0]) & (v <= e[-1])
+        flat = flat * counts[k] + M.clamp(b, 0, counts[k] - 1)
+    total = _prod(counts)
+    w = weight.detach().reshape(-1) if weight is not None else C.ones(points.shape[0], dtype=input.dtype,
+                                                                     device=input.device)
+    w = M.where(inside, w, 0.0)
+    hist = S.scatter_add(C.zeros(total, dtype=input.dtype, device=input.device), 0, flat, w).reshape(counts)
+    if density:
+        hist = hist / M.sum(hist)
+        for k, e in enumerate(edges):
+            shape = [1] * D
+            shape[k] = counts[k]
+            hist = hist / (e[1:] - e[:-1]).reshape(shape)
+    return hist, edges
+
+
+def _prod(sizes):
+    out = 1
+    for s in sizes:
+        out *= s
+    return out
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
+    """(hist, bin_edges): how many elements of input (or how much `weight`) fall in each bin. bins: a
+    count of equal bins over `range` (min, max) (the data's range by default), or a 1-D tensor of edges;
+    each bin holds its left edge, the last its right edge too; values outside, and NaN, are left out.
+    density=True divides by the total and the bin widths. float32/float64 only; not differentiable.
+
+    >>> h = ember.histogram(ember.tensor([1.0, 2.0, 1.0, 4.0]), bins=3, range=(1.0, 4.0))
+    >>> h.hist.tolist(), h.bin_edges.tolist()
+    ([2.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"histogram(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if isinstance(bins, Tensor) and range is not None:
+        raise TypeError(f"histogram(): range is given by the bin edges when bins is a tensor; pass range only with "
+                        f"a number of bins (got range={range!r})")
+    if isinstance(bins, Tensor) and bins.ndim != 1:
+        raise op_error("histogram", f"bins tensor should have one dimension, but got {bins.ndim} dimensions in the "
+                                    f"bins tensor (bins {describe(bins)})")
+    _check_hist_dtype("histogram", input, bins, range)
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise op_error("histogram", f"weight {describe(weight)} should have the same shape as input {describe(input)}")
+    hist, edges = _histogramdd("histogram", input.reshape(-1, 1), [bins], range, None if weight is None
+                               else weight.reshape(-1), density)
+    return _Histogram(hist, edges[0])
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of the D-dimensional points input (..., D): bins an int (for every dim), a list of
+    D ints, or a list of D 1-D tensors of edges; range a flat list (min_0, max_0, ..., min_D-1, max_D-1);
+    weight of input's shape without its last dim. hist has one dim per coordinate. Not differentiable.
+
+    >>> pts = ember.tensor([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]])
+    >>> ember.histogramdd(pts, [2, 2]).hist.tolist()
+    [[1.0, 0.0], [1.0, 1.0]]
+    """
+    hist, edges = _histogramdd("histogramdd", input, bins, range, weight, density)
+    return _HistogramDD(hist, tuple(edges))

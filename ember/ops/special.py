@@ -1,5 +1,5 @@
 """torch's special functions: the gamma family (lgamma, digamma, polygamma, mvlgamma), the modified Bessel
-functions i0, i0e, i1, i1e, the normal distribution (ndtr, ndtri, log_ndtr), erfcx, entr and xlog1py.
+functions i0, i0e, i1, i1e, the regularized incomplete gamma functions (igamma, igammac), the normal distribution (ndtr, ndtri, log_ndtr), erfcx, entr and xlog1py.
 
 The functions with no accurate composite are primitives here, as Erfc and Erfinv in primitives.py: the
 forward calls the backend's function (SciPy's on the CPU, with a NumPy fallback without SciPy; cupyx's on
@@ -23,7 +23,7 @@ from ..backends import array_module
 from . import math as M
 from ._infer import _same
 
-__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0"]
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac"]
 
 
 def _backend_special(name, x, *args):
@@ -151,6 +151,30 @@ class Erfcx(Primitive):
     def infer(self, x): return _same(x)
 
 
+class Igamma(Primitive):
+    """The regularized incomplete gamma function of (a, x): lower P(a, x), or upper Q(a, x) = 1 - P with
+    `upper` (a and x broadcast). Its derivative in x is +-x^(a-1) e^-x / Gamma(a), computed as torch's;
+    in a it is not implemented, as torch's."""
+    attrs = {"upper": bool}
+    saves_inputs = True
+    def forward(self, a, x):
+        from .. import backends
+        be = backends.get("cpu" if array_module(x).__name__ == "numpy" else "cuda")
+        fn = be.gammaincc if self.upper else be.gammainc
+        if x.dtype.itemsize == 2:   # no half-precision loops: computed in float32, as torch
+            return fn(a.astype(np.float32), x.astype(np.float32)).astype(x.dtype)
+        return fn(a, x).astype(x.dtype, copy=False)
+    def backward(self, g):
+        from .primitives import sum_to
+        a, x = self.saved_tensors
+        if self.needs_input_grad[0]:
+            raise NotImplementedError(f"the derivative for '{'igammac' if self.upper else 'igamma'}: input' is not "
+                                      f"implemented (as torch's); only other (x) is differentiable")
+        gx = g * M.exp((a - 1) * M.log(x) - x - Lgamma.apply(a))
+        return None, sum_to(-gx if self.upper else gx, x.shape)
+    def infer(self, a, x): return tuple(np.broadcast_shapes(a.shape, x.shape)), x.dtype
+
+
 class Ndtri(Primitive):
     """The inverse of the standard normal CDF (-inf at 0, +inf at 1, NaN outside [0, 1]), accurate in
     the tails where sqrt(2) erfinv(2p - 1) is not; its derivative is sqrt(2 pi) exp(ndtri(p)^2 / 2)."""
@@ -200,6 +224,44 @@ def polygamma(n, input):
     if n < 0:
         raise op_error("polygamma", f"polygamma(n, x) does not support negative n (got n={n})")
     return Polygamma.apply(_float("polygamma", input), n=int(n))
+
+
+def _igamma_operands(op, input, other):
+    for name, t in (("input", input), ("other", other)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        if not t.dtype.is_floating_point:
+            raise op_error(op, f"is not implemented for {name} {t.dtype.name} {tuple(t.shape)} (floating point only, "
+                               f"as torch); convert it with .float() first", NotImplementedError)
+    dt = _dtype.promote_types(input.dtype, other.dtype)
+    try:
+        shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    except ValueError:
+        raise op_error(op, f"shapes of input {tuple(input.shape)} and other {tuple(other.shape)} cannot be "
+                           f"broadcast together") from None
+    a, x = (t if t.dtype is dt else M.cast_for(op, t, dt.np) for t in (input, other))
+    return a.expand(shape), x.expand(shape)
+
+
+def igamma(input, other):
+    """The regularized lower incomplete gamma function P(a, x) = gamma(a, x) / Gamma(a) of a = input and
+    x = other (a, x >= 0; NaN outside). Differentiable in other only, as torch.
+
+    >>> round(ember.igamma(ember.tensor([1.0]), ember.tensor([1.0])).item(), 6)   # 1 - e^-1
+    0.632121
+    """
+    a, x = _igamma_operands("igamma", input, other)
+    return Igamma.apply(a, x, upper=False)
+
+
+def igammac(input, other):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), accurate where P is near 1.
+
+    >>> round(ember.igammac(ember.tensor([1.0]), ember.tensor([20.0])).item() * 1e9, 4)   # e^-20
+    2.0612
+    """
+    a, x = _igamma_operands("igammac", input, other)
+    return Igamma.apply(a, x, upper=True)
 
 
 def mvlgamma(input, p):
