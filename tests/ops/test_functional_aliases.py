@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import ember
-from helpers import Const, NoGrad, check_op
+from helpers import NoGrad, check_op
 
 rng = np.random.default_rng(0)
 IDX = np.array([0, 2, 4, 5, 1, 2, 3], dtype=np.int64)
