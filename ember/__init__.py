@@ -29,6 +29,8 @@ from .ops.pointwise import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
 from .ops.special import *  # noqa: F401,F403
+from .ops.functional_aliases import *  # noqa: F401,F403
+from .ops.method_functions import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
@@ -36,6 +38,7 @@ from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, 
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     GradientTape, is_inference_mode_enabled
+from .autograd.anomaly import is_anomaly_enabled, set_anomaly_enabled
 from . import backends
 from . import cuda
 from . import accelerator
@@ -56,6 +59,8 @@ from .ops.pointwise import __all__ as _pointwise_all
 from .ops.indexing import __all__ as _indexing_all
 from .ops.products import __all__ as _products_all
 from .ops.special import __all__ as _special_all
+from .ops.functional_aliases import __all__ as _functional_aliases_all
+from .ops.method_functions import __all__ as _method_functions_all
 
 __version__ = "0.1.0"
 
@@ -138,10 +143,11 @@ __all__ = (
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + _pointwise_all + _indexing_all
     + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander", "lu_unpack", "geqrf", "orgqr", "ormqr"]
+    + _functional_aliases_all + _method_functions_all
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson", "binomial"]
     + ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "GradientTape",
-       "is_inference_mode_enabled"]
+       "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
     + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]
 )

@@ -46,6 +46,43 @@ Tensor.H = property(lambda self: S.t(self))
 Tensor.mH = Tensor.mT
 
 
+
+
+# ------------------------------------------------------------------ in-place shape changes (t_, unsqueeze_, ...)
+def _reshape_inplace(name, fn):
+    """A method that gives this tensor the shape (and strides) of `fn(self, ...)`, a view of the same
+    memory, as torch's in-place view ops: with history, the tensor's node becomes that view's node (so
+    gradients flow through it), and the version is bumped (a graph that saved the old tensor refuses to
+    use it, as torch's does)."""
+    def method(self, *args, **kwargs):
+        check_leaf(self, name)
+        if STATE.enabled and self.requires_grad:
+            # run on a stand-in for the old `self`, so the view's node points at the old history
+            src = Tensor._make(self._data, self._device, True, self._node, self._out_idx)
+            out = fn(src, *args, **kwargs)
+            self._node, self._out_idx = out._node, out._out_idx
+        else:
+            out = fn(Tensor._make(self._data, self._device), *args, **kwargs)
+        self._data = out._data
+        self._bump_version(name)
+        return self
+    method.__name__ = name
+    method.__doc__ = f"In-place {name[:-1]}: this tensor itself takes the new shape, a view of the same memory."
+    return method
+
+
+for _name in ("t", "transpose", "swapaxes", "swapdims", "unsqueeze", "squeeze"):
+    setattr(Tensor, _name + "_", _reshape_inplace(_name + "_", getattr(S, _name)))
+
+
+def get_device(self) -> int:
+    """The device index: -1 on the CPU (and meta), the GPU's index for a CUDA tensor (torch's)."""
+    return self._device.index if self._device.type == "cuda" else -1
+
+
+Tensor.get_device = get_device
+
+
 # ------------------------------------------------------------------ operators
 def _r(fn):
     return lambda self, other: fn(other, self)

@@ -27,7 +27,7 @@ from .ops import shape as S
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
            "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular",
            "pinv", "cond", "inv_ex", "solve_ex", "cholesky_ex", "tensorinv", "tensorsolve", "vander", "lu_factor",
-           "lu_factor_ex", "householder_product"]
+           "lu_factor_ex", "householder_product", "diagonal", "matmul"]
 
 
 class LinAlgError(RuntimeError):
@@ -266,6 +266,24 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
 
 
 # ---------------------------------------------------------------- products (composites)
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """torch.linalg.matmul: `ember.matmul`.
+
+    >>> ember.linalg.matmul(ember.ones(2, 3), ember.ones(3)).tolist()
+    [3.0, 3.0]
+    """
+    return M.matmul(input, other)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """The diagonals of the matrices in the last two dims (`ember.diagonal` with dim1=-2, dim2=-1 by default).
+
+    >>> ember.linalg.diagonal(ember.arange(8.0).reshape(2, 2, 2)).tolist()
+    [[0.0, 3.0], [4.0, 7.0]]
+    """
+    return S.diagonal(A, offset, dim1, dim2)
+
+
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The 3-vector cross product along `dim`; input and other have the same number of dims and broadcast."""
     from .ops.products import _cross

@@ -20,7 +20,8 @@ import numpy as np
 
 from .._errors import user_frame
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+           "set_anomaly_enabled"]
 
 ENABLED = False
 CHECK_NAN = True
@@ -32,6 +33,17 @@ def is_anomaly_enabled() -> bool:
 
 def is_anomaly_check_nan_enabled() -> bool:
     return CHECK_NAN
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Switch anomaly mode on or off for the process (torch.set_anomaly_enabled: a plain call, no context).
+
+    >>> ember.set_anomaly_enabled(True); ember.is_anomaly_enabled()
+    True
+    >>> ember.set_anomaly_enabled(False)
+    """
+    global ENABLED, CHECK_NAN
+    ENABLED, CHECK_NAN = bool(enabled), bool(check_nan)
 
 
 class set_detect_anomaly:

@@ -5,7 +5,7 @@
 >>> model(ember.randn(3, 4)).shape
 (3, 2)
 """
-from .parameter import Parameter, UninitializedParameter, UninitializedBuffer
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer
 from .module import Module
 from .containers import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
 from .lazy import LazyModuleMixin
@@ -25,6 +25,7 @@ from .padding import (ZeroPad1d, ZeroPad2d, ZeroPad3d, ConstantPad1d, ConstantPa
                       ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
                       ReplicationPad3d, CircularPad1d, CircularPad2d, CircularPad3d)
 from .pixelshuffle import PixelShuffle, PixelUnshuffle, ChannelShuffle
+from .distance import CosineSimilarity, PairwiseDistance, Fold, Unfold
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
 from .embedding import Embedding, EmbeddingBag
@@ -40,7 +41,7 @@ from .transformer import (MultiheadAttention, TransformerEncoderLayer, Transform
                           TransformerEncoder, TransformerDecoder, Transformer)
 
 __all__ = [
-    "Parameter", "UninitializedParameter", "UninitializedBuffer", "Module", "Sequential", "ModuleList",
+    "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "Module", "Sequential", "ModuleList",
     "ModuleDict", "ParameterList", "ParameterDict",
     "Identity", "Linear", "Bilinear", "Flatten", "Unflatten",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
@@ -58,7 +59,8 @@ __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
     "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
-    "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance", "Fold", "Unfold",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "Embedding",
     "EmbeddingBag",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",

@@ -13,7 +13,7 @@ from .. import _dtype
 from ..autograd.grad_mode import no_grad
 from ..autograd import profile_hooks as _profile_hooks
 from ..autograd.profile_hooks import OPEN as _PROFILING
-from .parameter import Parameter, is_lazy, to_args
+from .parameter import Buffer, Parameter, is_lazy, to_args
 
 __all__ = ["Module"]
 
@@ -149,10 +149,14 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 f"(ember.nn.Module or None expected)")
             d["_modules"][name] = None
+        elif isinstance(value, Buffer):   # nn.Buffer(t, persistent=...): registered as one
+            if d.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, value.persistent)
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                f"(ember.Tensor or None expected)")
+                                f"(ember.nn.Buffer, ember.Tensor or None expected)")
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)

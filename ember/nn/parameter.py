@@ -5,7 +5,8 @@ from __future__ import annotations
 from .. import _dtype
 from .._tensor import Tensor
 
-__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin", "is_lazy"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin",
+           "is_lazy"]
 
 
 
@@ -65,6 +66,38 @@ class Parameter(Tensor):
 
 def _rebuild_param(data, requires_grad):
     return Parameter(data, requires_grad)
+
+
+class _BufferMeta(type):
+    # `isinstance(t, Buffer)` holds for the tensors Buffer(...) marked: they stay plain Tensors
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """Marks a tensor as a buffer: assigned to a Module attribute, it is registered as one (in `buffers()`,
+    and in `state_dict()` unless `persistent=False`), as torch.nn.Buffer. The result is a plain Tensor
+    sharing `data`'s memory (detached, keeping its requires_grad), with `persistent` set on it.
+
+    >>> m = nn.Module()
+    >>> m.steps = nn.Buffer(ember.zeros(1))
+    >>> m.cache = nn.Buffer(ember.zeros(2), persistent=False)
+    >>> [n for n, _ in m.named_buffers()], list(m.state_dict())
+    (['steps', 'cache'], ['steps'])
+    """
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
+        if data is None:
+            from ..ops.creation import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
 
 
 class UninitializedTensorMixin:

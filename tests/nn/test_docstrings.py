@@ -10,7 +10,7 @@ import ember
 MODULES = ["ember.nn", "ember.nn.parameter", "ember.nn.module", "ember.nn.containers", "ember.nn.linear",
            "ember.nn.conv", "ember.nn.pooling", "ember.nn.normalization", "ember.nn.activation",
            "ember.nn.embedding", "ember.nn.rnn", "ember.nn.transformer", "ember.nn.loss", "ember.nn.padding", "ember.nn.pixelshuffle",
-           "ember.nn.upsampling",
+           "ember.nn.upsampling", "ember.nn.distance",
            "ember.nn.functional.linear", "ember.nn.functional.normalization", "ember.nn.functional.vision",
            "ember.nn.functional.activation",
            "ember.nn.functional.conv", "ember.nn.functional.loss", "ember.nn.functional.pooling",

@@ -248,3 +248,14 @@ def test_backward_on_the_device(name, fake_cuda):
     """The identities the backward formulas build (`_eye`) are made on the input's device."""
     fn, shapes = next((fn, shapes) for case, fn, shapes in CASES if case == name)
     check_op(fn, *shapes, dtypes=("float64",), check_dtype=False, device="cuda", **TOL)
+
+
+def test_linalg_diagonal_and_matmul():
+    # linalg.diagonal's defaults are the last two dims (torch.diagonal's are 0 and 1)
+    check_op(lambda L, a: L.linalg.diagonal(a), (2, 3, 4))
+    check_op(lambda L, a: L.linalg.diagonal(a, offset=1, dim1=0, dim2=2), (3, 2, 4))
+    check_op(lambda L, a: L.linalg.diagonal(a, offset=-1), (4, 4))
+    check_op(lambda L, a, b: L.linalg.matmul(a, b), (2, 3, 4), (4, 5))
+    check_op(lambda L, a, b: L.linalg.matmul(a, b), (4,), (2, 4, 3))
+    with pytest.raises(RuntimeError, match="matmul"):
+        ember.linalg.matmul(ember.ones(2, 3), ember.ones(2, 3))

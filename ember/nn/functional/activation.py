@@ -201,6 +201,11 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False) ->
     >>> F.rrelu(ember.tensor([-4.0, 2.0]), 0.25, 0.75)   # eval: slope 0.5
     tensor([-2.,  2.])
     """
+    return rrelu_with_generator(input, lower, upper, training, inplace, None)
+
+
+def rrelu_with_generator(input, lower, upper, training, inplace, generator) -> Tensor:
+    """rrelu with its slopes drawn from `generator` (None: the default one), for torch.rrelu's argument."""
     if lower > upper:
         raise op_error("rrelu", f"lower bound should be less than or equal to the upper bound, got lower={lower}, "
                                 f"upper={upper}")
@@ -209,7 +214,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False) ->
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     from ... import random as R
-    r = R.rand(*input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+    r = R.rand(*input.shape, dtype=input.dtype, device=input.device, generator=generator) * (upper - lower) + lower
     slope = M.where(input.detach() <= 0, r, 1.0)   # torch's noise: the drawn slope, 1 where input > 0
     return _apply_inplace(input, input * slope, inplace)
 

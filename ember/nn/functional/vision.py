@@ -210,6 +210,31 @@ def _linspace_from_neg_one(xp, n, align_corners, dtype):
     return r if align_corners else r * dtype.type((n - 1) / n)
 
 
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None) -> Tensor:
+    """Deprecated (as in torch): `interpolate` (it warns).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True):
+    ...     F.upsample(ember.ones(1, 1, 2), scale_factor=2).shape
+    (1, 1, 4)
+    """
+    warn("upsample", "nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None) -> Tensor:
+    """Deprecated (as in torch): `interpolate(..., mode='nearest')` (it warns)."""
+    warn("upsample_nearest", "nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None) -> Tensor:
+    """Deprecated (as in torch): `interpolate(..., mode='bilinear', align_corners=True)` (it warns)."""
+    warn("upsample_bilinear", "nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate "
+                              "instead.")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
 def affine_grid(theta, size, align_corners=None) -> Tensor:
     """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta (N, 2, 3) (or (N, 3, 4))
     over an output of `size` (N, C, H, W) (or (N, C, D, H, W)), in grid_sample's [-1, 1] coordinates.
