@@ -352,11 +352,11 @@ def batch_norm_ncs(x, w, b, eps, y, mean, var):
                 d = x[n, c, j] - m
                 v += d * d
         vc = f32(v / cnt)
-        scale = w[c] / f32(math.sqrt(vc + eps))
-        sh = b[c]
+        scale = w[c] * (_ONE / f32(math.sqrt(vc + eps)))   # x * alpha + beta, as BatchNorm.forward
+        sh = b[c] - m * scale
         for n in range(N):
             for j in range(S):
-                y[n, c, j] = (x[n, c, j] - m) * scale + sh
+                y[n, c, j] = x[n, c, j] * scale + sh
         mean[c] = m
         var[c] = vc
 
@@ -376,12 +376,14 @@ def batch_norm_mc(x, w, b, eps, y, mean, var):
             d = x[i, c] - mean[c]
             s[c] += d * d
     scale = np.empty(C, np.float32)
+    shift = np.empty(C, np.float32)
     for c in range(C):
         var[c] = f32(s[c] / M)
-        scale[c] = w[c] / f32(math.sqrt(var[c] + eps))
+        scale[c] = w[c] * (_ONE / f32(math.sqrt(var[c] + eps)))
+        shift[c] = b[c] - mean[c] * scale[c]
     for i in range(M):
         for c in range(C):
-            y[i, c] = (x[i, c] - mean[c]) * scale[c] + b[c]
+            y[i, c] = x[i, c] * scale[c] + shift[c]
 
 
 @njit(**_RED)

@@ -1014,7 +1014,7 @@ def _bn_dot(xp, a, b):
 class BatchNorm(Primitive):
     """Training-mode batch norm of x (N, C, *S) with weight w and bias b (C,): returns (y, mean, var),
     the batch statistics over every dim but 1 (var biased) for the running-stat update. Few passes over
-    x, in x's memory layout: a mean, a centred copy, its mean square, then scale and shift in place.
+    x, in x's memory layout: a mean, a centred copy, its mean square, then x * alpha + beta into it.
     The statistics outputs take no gradient (they feed only the running stats, under no_grad);
     the gradient of y is BatchNormGrad, or a Tensor-op composite under create_graph."""
     attrs = {"eps": float}
@@ -1029,10 +1029,13 @@ class BatchNorm(Primitive):
         mean = x.mean(axis=axes, keepdims=True)
         xc = x - mean
         var = _bn_dot(xp, xc, xc).reshape(shape) / (x.size // max(x.shape[1], 1))
-        scale = w.reshape(shape) / xp.sqrt(var + self.eps)
-        xc *= scale
-        xc += b.reshape(shape)
-        return xc, mean.reshape(-1), var.reshape(-1)
+        # x * alpha + beta as torch's kernel (not (x - mean) * alpha + b): they differ where w or b is
+        # infinite (inf - inf = NaN at x > mean for w = inf, b = 0)
+        alpha = w.reshape(shape) * (1.0 / xp.sqrt(var + self.eps))
+        beta = b.reshape(shape) - mean * alpha
+        y = xp.multiply(x, alpha, out=xc)
+        y += beta
+        return y, mean.reshape(-1), var.reshape(-1)
 
     def save_for_backward(self, x, w, b):
         super().save_for_backward(x, w)
@@ -1056,7 +1059,7 @@ class BatchNorm(Primitive):
         gb = g.sum(axes)
         gw = (g * xhat).sum(axes)
         n = x.numel() // max(x.shape[1], 1)
-        gx = (w.reshape(shape) * r) * (g - gb.reshape(shape) / n - xhat * (gw.reshape(shape) / n))
+        gx = (w.reshape(shape) * r) * ((g - gb.reshape(shape) / n) - xhat * (gw.reshape(shape) / n))
         return (gx if need[0] else None), (gw if need[1] else None), (gb if need[2] else None)
 
     def infer(self, x, w, b):
@@ -1083,8 +1086,8 @@ class BatchNormGrad(Primitive):
         gb = g.sum(axis=axes)
         gw = _bn_dot(xp, g, xhat)                                      # sum(g * xhat)
         xhat *= (gw / n).reshape(shape)
-        gx = xp.subtract(g, xhat, out=xhat)
-        gx -= (gb / n).reshape(shape)
+        gx = g - (gb / n).reshape(shape)   # then - xhat gw/n, torch's order: g - mean(g) is 0 where g is
+        gx -= xhat                         # constant, so an infinite w gives +-inf, not 0 * inf = NaN
         gx *= w.reshape(shape) * r
         return gx, gw, gb
 
