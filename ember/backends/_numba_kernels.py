@@ -355,11 +355,11 @@ def batch_norm_ncs(x, w, b, eps, y, mean, var):
                 d = x[n, c, j] - m
                 v += d * d
         vc = f32(v / cnt)
-        scale = w[c] / f32(math.sqrt(vc + eps))
-        sh = b[c]
+        scale = w[c] * (_ONE / f32(math.sqrt(vc + eps)))   # x * alpha + beta, as BatchNorm.forward
+        sh = b[c] - m * scale
         for n in range(N):
             for j in range(S):
-                y[n, c, j] = (x[n, c, j] - m) * scale + sh
+                y[n, c, j] = x[n, c, j] * scale + sh
         mean[c] = m
         var[c] = vc
 
@@ -379,12 +379,14 @@ def batch_norm_mc(x, w, b, eps, y, mean, var):
             d = x[i, c] - mean[c]
             s[c] += d * d
     scale = np.empty(C, np.float32)
+    shift = np.empty(C, np.float32)
     for c in range(C):
         var[c] = f32(s[c] / M)
-        scale[c] = w[c] / f32(math.sqrt(var[c] + eps))
+        scale[c] = w[c] * (_ONE / f32(math.sqrt(var[c] + eps)))
+        shift[c] = b[c] - mean[c] * scale[c]
     for i in range(M):
         for c in range(C):
-            y[i, c] = (x[i, c] - mean[c]) * scale[c] + b[c]
+            y[i, c] = x[i, c] * scale[c] + shift[c]
 
 
 @njit(**_RED)
@@ -490,10 +492,12 @@ def max_pool2d_grad(x, y, g, gx, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint)
     x == y; `left` (OW, C) holds each window's gradient until its first maximum takes it. Windows that do
     not overlap write their positions (the caller zeroes gx where no window covers it); overlapping ones
     add, with the output rows in reverse: then every position sums its windows' gradients in ascending
-    kernel offset, the order of MaxPoolGrad.forward's passes (bit for bit the same values)."""
+    kernel offset, the order of MaxPoolGrad.forward's passes (bit for bit the same values). Returns
+    whether y holds a NaN: those windows' gradients are not placed, the caller runs the NumPy forward."""
     N, H, W, C = x.shape
     OH, OW = y.shape[1], y.shape[2]
     zero = g.dtype.type(0)
+    nan = False
     for n in range(N):
         for ii in range(OH):
             i = ii if disjoint else OH - 1 - ii
@@ -502,6 +506,7 @@ def max_pool2d_grad(x, y, g, gx, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint)
             for j in range(OW):
                 for c in range(C):
                     left[j, c] = grow[j, c]
+                    nan |= yrow[j, c] != yrow[j, c]
             for a in range(kh):
                 h = i * sh - ph + a * dh
                 if h < 0 or h >= H:
@@ -523,16 +528,19 @@ def max_pool2d_grad(x, y, g, gx, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint)
                                 hit = xr[c] == yr[c]
                                 gxr[c] += lr[c] if hit else zero
                                 lr[c] = zero if hit else lr[c]
+    return nan
 
 
 @njit(**_ELEM)
 def max_pool2d_index(x, out, kh, kw, sh, sw, dh, dw, ph, pw, W0):
     """out[n, i, j, c]: the flat index (row * W0 + col, in the unpadded input of width W0) of the first
-    maximum of each window of x (already padded: ph, pw are its leading pads); NaN counts as the
-    maximum (np.argmax)."""
+    maximum of each window of x (already padded: ph, pw are its leading pads), of its last NaN where it
+    holds NaN (as torch's, and MaxPoolIndex.forward). Returns whether some window's maximum is -inf:
+    the caller then runs the NumPy forward (with padding, a padded -inf must not win the tie)."""
     N, H, W, C = x.shape
     OH, OW = out.shape[1], out.shape[2]
     best = np.empty((OW, C), x.dtype)
+    ninf = False
     for n in range(N):
         for i in range(OH):
             o = out[n, i]
@@ -552,9 +560,13 @@ def max_pool2d_index(x, out, kh, kw, sh, sw, dh, dw, ph, pw, W0):
                         for c in range(C):
                             v = xr[c]
                             bc = bj[c]
-                            take = (v > bc or v != v) and bc == bc
+                            take = v > bc or v != v
                             bj[c] = v if take else bc
                             oj[c] = kj if take else oj[c]
+            for j in range(OW):
+                for c in range(C):
+                    ninf |= best[j, c] == -np.inf
+    return ninf
 
 
 # ---- Winograd F(2x2, 3x3) input transform (conv layers) ---------------------------------------------

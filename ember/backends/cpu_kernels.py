@@ -556,8 +556,9 @@ def max_pool_grad(node, x, y, g):
         and OH * sh == H and OW * sw == W
     gx, buf = _new_nhwc(x.shape, x.dtype, zero=not tiled)
     left = np.empty((OW, yl.shape[3]), x.dtype)
-    K.max_pool2d_grad(_as_nhwc(x), yl, _as_nhwc(g.astype(x.dtype, copy=False)), buf, left,
-                      kh, kw, sh, sw, dh, dw, ph, pw, disjoint)
+    if K.max_pool2d_grad(_as_nhwc(x), yl, _as_nhwc(g.astype(x.dtype, copy=False)), buf, left,
+                         kh, kw, sh, sw, dh, dw, ph, pw, disjoint):
+        return node.forward(x, y, g)   # a window holding NaN: its gradient goes to its last NaN
     return gx
 
 
@@ -573,7 +574,8 @@ def max_pool_index(node, x):
     idx, buf = _new_nhwc(node.infer(x)[0], np.int64)
     pt, pl = _leading_pads(node.pads)
     W0 = x.shape[3] - (sum(node.pads[1]) if node.pads is not None else 0)
-    K.max_pool2d_index(_as_nhwc(x), buf, *_pool_attrs(node), pt, pl, W0)
+    if K.max_pool2d_index(_as_nhwc(x), buf, *_pool_attrs(node), pt, pl, W0) and node.pads is not None:
+        return node.forward(x)   # a window whose maximum is -inf: its first -inf inside the input
     return np.ascontiguousarray(idx)   # C order, as the NumPy forward's
 
 

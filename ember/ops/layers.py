@@ -461,7 +461,8 @@ class ConvWeightGrad(Primitive):
 class MaxPoolIndex(Primitive):
     """Where the max of each window of x (N, C, *S) (already padded with -inf) is: (N, C, *out) int64
     flat indices into x's spatial dims, or, with `pads` ((before, after) per spatial dim), into the
-    unpadded input's (torch's return_indices). Ties go to the first maximum. The pooled values are a
+    unpadded input's (torch's return_indices). Ties go to the first maximum, a window holding NaN to its
+    last NaN (as torch's CPU kernels). The pooled values are a
     Gather of x at these indices, so their gradient is Gather's."""
     attrs = {"kernel": INTS, "stride": INTS, "dilation": INTS, "pads": (tuple, NONE)}
     differentiable = False
@@ -473,7 +474,24 @@ class MaxPoolIndex(Primitive):
         k, nd = self.kernel, len(self.kernel)
         win = windows(x, k, self.stride, self.dilation)               # (N, C, *out, *k)
         out = win.shape[2:2 + nd]
-        arg = win.reshape(win.shape[:2 + nd] + (math.prod(k),)).argmax(-1)   # (N, C, *out) offset in window
+        flat = win.reshape(win.shape[:2 + nd] + (math.prod(k),))        # (N, C, *out, K)
+        arg = flat.argmax(-1)                                             # (N, C, *out) offset in window
+        best = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
+        # a window holding NaN: torch's index is its last NaN (argmax gives the first)
+        nan = xp.isnan(best)
+        if nan.any():
+            last = flat.shape[-1] - 1 - xp.isnan(flat[..., ::-1]).argmax(-1)
+            arg = xp.where(nan, last, arg)
+        # a window whose maximum is -inf: its first -inf inside the input, not a padding one before it
+        if _has_pad(self.pads) and (ninf := best == -math.inf).any():
+            inside = True
+            for i in range(nd):
+                p = xp.arange(out[i])[:, None] * self.stride[i] + xp.arange(k[i]) * self.dilation[i]
+                ok = (p >= self.pads[i][0]) & (p < x.shape[2 + i] - self.pads[i][1])     # (out_i, k_i)
+                shape = [1] * (2 * nd)
+                shape[i], shape[nd + i] = out[i], k[i]
+                inside = inside & ok.reshape(shape)                      # (*out, *k)
+            arg = xp.where(ninf, inside.reshape(out + (-1,)).argmax(-1), arg)
         offs = xp.unravel_index(arg, k)
         pos = []
         for i in range(nd):
@@ -545,7 +563,7 @@ class MaxPool(Primitive):
 
 class MaxPoolGrad(Primitive):
     """The gradient of MaxPool: g (N, C, *out) sent to the first position of each window of x where x
-    equals the pooled y; zero elsewhere. Its gradient in g picks gg at those positions (a Gather at
+    equals the pooled y (to the last NaN of a window holding NaN); zero elsewhere. Its gradient in g picks gg at those positions (a Gather at
     MaxPoolIndex); in x and y it is zero (piecewise constant)."""
     attrs = {"kernel": INTS, "stride": INTS, "dilation": INTS, "padding": (tuple, NONE)}
     saves_inputs = True
@@ -575,6 +593,14 @@ class MaxPoolGrad(Primitive):
                 xp.copyto(dst, g, where=hit)
             else:
                 dst += xp.where(hit, g, 0)
+        nan = xp.isnan(y)   # (a pass over the pooled y, not x)
+        if nan.any():       # a window holding NaN sends its gradient to its last NaN, as torch's
+            xpad = _pool_padded(x, self.padding, 0)
+            for off in reversed(offsets):
+                hit = xp.isnan(_pool_tap(xpad, off, out, self.stride, self.dilation))
+                xp.logical_and(hit, nan, out=hit)
+                xp.greater(nan, hit, out=nan)               # that window is done
+                _pool_tap(gx, off, out, self.stride, self.dilation)[...] += xp.where(hit, g, 0)
         if _has_pad(self.padding):
             gx = gx[(slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[2:], self.padding))]
         return gx
@@ -998,7 +1024,7 @@ def _bn_dot(xp, a, b):
 class BatchNorm(Primitive):
     """Training-mode batch norm of x (N, C, *S) with weight w and bias b (C,): returns (y, mean, var),
     the batch statistics over every dim but 1 (var biased) for the running-stat update. Few passes over
-    x, in x's memory layout: a mean, a centred copy, its mean square, then scale and shift in place.
+    x, in x's memory layout: a mean, a centred copy, its mean square, then x * alpha + beta into it.
     The statistics outputs take no gradient (they feed only the running stats, under no_grad);
     the gradient of y is BatchNormGrad, or a Tensor-op composite under create_graph."""
     attrs = {"eps": float}
@@ -1013,10 +1039,13 @@ class BatchNorm(Primitive):
         mean = x.mean(axis=axes, keepdims=True)
         xc = x - mean
         var = _bn_dot(xp, xc, xc).reshape(shape) / (x.size // max(x.shape[1], 1))
-        scale = w.reshape(shape) / xp.sqrt(var + self.eps)
-        xc *= scale
-        xc += b.reshape(shape)
-        return xc, mean.reshape(-1), var.reshape(-1)
+        # x * alpha + beta as torch's kernel (not (x - mean) * alpha + b): they differ where w or b is
+        # infinite (inf - inf = NaN at x > mean for w = inf, b = 0)
+        alpha = w.reshape(shape) * (1.0 / xp.sqrt(var + self.eps))
+        beta = b.reshape(shape) - mean * alpha
+        y = xp.multiply(x, alpha, out=xc)
+        y += beta
+        return y, mean.reshape(-1), var.reshape(-1)
 
     def save_for_backward(self, x, w, b):
         super().save_for_backward(x, w)
@@ -1040,7 +1069,7 @@ class BatchNorm(Primitive):
         gb = g.sum(axes)
         gw = (g * xhat).sum(axes)
         n = x.numel() // max(x.shape[1], 1)
-        gx = (w.reshape(shape) * r) * (g - gb.reshape(shape) / n - xhat * (gw.reshape(shape) / n))
+        gx = (w.reshape(shape) * r) * ((g - gb.reshape(shape) / n) - xhat * (gw.reshape(shape) / n))
         return (gx if need[0] else None), (gw if need[1] else None), (gb if need[2] else None)
 
     def infer(self, x, w, b):
@@ -1067,8 +1096,8 @@ class BatchNormGrad(Primitive):
         gb = g.sum(axis=axes)
         gw = _bn_dot(xp, g, xhat)                                      # sum(g * xhat)
         xhat *= (gw / n).reshape(shape)
-        gx = xp.subtract(g, xhat, out=xhat)
-        gx -= (gb / n).reshape(shape)
+        gx = g - (gb / n).reshape(shape)   # then - xhat gw/n, torch's order: g - mean(g) is 0 where g is
+        gx -= xhat                         # constant, so an infinite w gives +-inf, not 0 * inf = NaN
         gx *= w.reshape(shape) * r
         return gx, gw, gb
 

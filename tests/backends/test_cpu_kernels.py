@@ -298,14 +298,34 @@ def test_max_pool2d_kernel_path_is_taken(calls, monkeypatch):
         monkeypatch.setattr(K, name, counted)
     x = _channels_last(ember.randn(2, 8, 6, 6)).requires_grad_()
     F.max_pool2d(x, 2).sum().backward()
-    F.max_pool2d(x.detach(), 3, 1, return_indices=True)   # two MaxPoolIndex: the gather's, the result's
-    assert calls == {"max_pool2d": 1, "max_pool2d_grad": 1, "max_pool2d_index": 2}
+    F.max_pool2d(x.detach(), 3, 1, return_indices=True)   # the values' MaxPool, the result's MaxPoolIndex
+    assert calls == {"max_pool2d": 2, "max_pool2d_grad": 1, "max_pool2d_index": 1}
     # NCHW memory, fewer than 8 channels, 1-D pooling, float16: the NumPy forwards
     F.max_pool2d(ember.randn(2, 8, 6, 6, requires_grad=True), 2).sum().backward()
     F.max_pool2d(_channels_last(ember.randn(2, 4, 6, 6)), 2)
     F.max_pool1d(ember.randn(2, 8, 6), 2)
     F.max_pool2d(_channels_last(ember.randn(2, 8, 6, 6, dtype=ember.float16)), 2)
-    assert calls == {"max_pool2d": 1, "max_pool2d_grad": 1, "max_pool2d_index": 2}
+    assert calls == {"max_pool2d": 2, "max_pool2d_grad": 1, "max_pool2d_index": 1}
+
+
+# ties, NaN and infinities: a window holding NaN gives NaN, its index and its gradient at its LAST NaN
+# (torch's CPU kernels: `val > max || isnan(val)`), a window of -infs its first -inf inside x
+SPECIALS = TIES.copy()
+_u = np.random.default_rng(4).random(TIES.shape)
+SPECIALS[_u < 0.06] = np.nan
+SPECIALS[(_u >= 0.06) & (_u < 0.09)] = np.inf
+SPECIALS[(_u >= 0.09) & (_u < 0.2)] = -np.inf
+
+
+@pytest.mark.parametrize("kw", POOLS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
+@pytest.mark.parametrize("layout", ["channels_last", "nchw"])
+def test_max_pool2d_nan_and_infinities_as_torch(kernels, kw, layout):
+    def fn(L, x):
+        x = _channels_last(x) if layout == "channels_last" else x
+        return L.nn.functional.max_pool2d(x * 1, **kw)
+    check_op(fn, SPECIALS)
+    check_op(lambda L, x: L.nn.functional.max_pool2d(_channels_last(x), return_indices=True, **kw)[1],
+             SPECIALS, grad=False)
 
 
 def test_max_pool2d_without_numba(monkeypatch):

@@ -447,3 +447,14 @@ def test_threshold_keeps_nan_as_torch():
     t_out, _ = check_op(lambda lib, a: lib.nn.functional.threshold(a, 0.3, -1.0), x)
     assert np.isnan(t_out.detach().numpy()).sum() == 2
     check_op(lambda lib, a: lib.nn.Threshold(0.3, 5.0)(a), x)
+
+
+SPECIALS = np.array([[np.nan, -np.inf, np.inf, 0.3, 25.0, -25.0], [0.0, 1.0, -1.0, np.nan, 2.0, 0.6]])
+
+
+@pytest.mark.parametrize("fn", [lambda L, a: L.nn.functional.softplus(a),
+                                lambda L, a: L.nn.functional.softplus(a, 2.0, 1.0),
+                                lambda L, a: L.nn.functional.logsigmoid(a)], ids=["softplus", "beta_threshold", "logsigmoid"])
+def test_softplus_gradient_at_nan_is_nan_as_torch(fn):
+    # clamp's gradient is 0 at NaN; torch's softplus backward gives NaN there
+    check_op(fn, SPECIALS)

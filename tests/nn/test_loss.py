@@ -1007,3 +1007,22 @@ def test_cross_entropy_and_nll_loss_ignore_rows_with_nan_and_inf(reduction, kw):
     assert np.isfinite(t_out.detach().numpy()).all()
     if "label_smoothing" not in kw:
         check_op(lambda lib, x, t, weight: call(lib, x, t, weight, "nll_loss"), _LOGITS, _TARGET, NoGrad(w))
+
+
+# NaN and infinities: an infinite |x - y| gives +-1 (times delta), not the unused square's 0 * inf = NaN,
+# and a NaN difference a NaN gradient, as torch's smooth_l1/huber backward
+X_SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, 1.0, -0.5, 0.2, np.inf, 3.0])
+Y_SPECIAL = np.array([0.3, np.nan, 1.0, np.inf, -np.inf, 0.5, 0.0, np.inf, 2.5])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, x, y: L.nn.functional.smooth_l1_loss(x, y, reduction="none"),
+    lambda L, x, y: L.nn.functional.smooth_l1_loss(x, y, reduction="sum", beta=0.5),
+    lambda L, x, y: L.nn.functional.huber_loss(x, y, reduction="none", delta=2.0),
+    lambda L, x, y: L.nn.functional.huber_loss(x, y, reduction="mean"),
+    lambda L, x, y: L.nn.functional.binary_cross_entropy_with_logits(x, y.abs().clamp(max=1), reduction="none"),
+    lambda L, x, y: L.nn.functional.kl_div(x, y, reduction="none"),
+], ids=["smooth_l1", "smooth_l1_beta", "huber", "huber_mean", "bce_logits", "kl_div"])
+def test_losses_at_nan_and_infinities_as_torch(fn):
+    check_op(fn, X_SPECIAL, NoGrad(Y_SPECIAL) if "kl_div" in fn.__code__.co_names else Y_SPECIAL)
+    check_op(fn, Y_SPECIAL, NoGrad(X_SPECIAL) if "kl_div" in fn.__code__.co_names else X_SPECIAL)

@@ -102,7 +102,7 @@ def test_batchnorm_train_and_eval_on_channels_last_input():
 # ------------------------------------------------------------------ the functional forms, every path
 import numpy as np
 
-from helpers import check_op
+from helpers import NoGrad, check_op
 
 RNG = np.random.default_rng(9)
 MEAN3, VAR3 = RNG.standard_normal(3), RNG.uniform(0.5, 2.0, 3)
@@ -257,6 +257,40 @@ def test_group_norm_of_half_precision_inputs_computes_in_float32_as_torch(dt):
     e = ember.nn.functional.group_norm(ember.tensor(x).to(getattr(ember, dt)), 2)
     assert e.dtype.name == dt   # statistics in bfloat16 gave twice torch's error (1.2 against 0.67 relative)
     np.testing.assert_allclose(e.double().numpy(), t, atol=4e-3)
+
+
+# an infinite weight or bias: torch's batch/group/instance norm kernels compute x * alpha + beta with
+# alpha = w / std, beta = b - mean * alpha (inf - inf = NaN where x > mean for w = inf, b = 0), not
+# (x - mean) * alpha + b; the gradient's g - mean(g) first (0, then +-inf, where g is constant)
+W_INF = np.array([np.inf, 1.5, -np.inf])
+B_INF = np.array([0.5, np.inf, np.inf])
+X_BN = np.random.default_rng(11).standard_normal((4, 3, 5))
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_batch_norm_with_an_infinite_weight_or_bias_as_torch(training):
+    check_op(_bn(training, "both"), X_BN, NoGrad(W_INF), NoGrad(B_INF))
+    check_op(_bn(training, "bias"), X_BN, NoGrad(B_INF))
+    check_op(_bn(training, "weight"), X_BN, NoGrad(W_INF))
+    if training:   # and the gradients at an infinite weight (both layouts of the float32 kernels)
+        check_op(lambda L, x, w, b: L.nn.functional.batch_norm(x, None, None, w, b, training=True), X_BN, W_INF,
+                 B_INF)
+        check_op(lambda L, x, w, b: L.nn.functional.batch_norm(_cl(x), None, None, w, b, training=True),
+                 X_BN.reshape(2, 3, 2, 5), W_INF, B_INF)
+
+
+def _cl(x):
+    """x (N, C, H, W) channels-last in memory (BatchNorm's other kernel layout)."""
+    return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+
+
+def test_group_and_instance_norm_with_an_infinite_weight_or_bias_as_torch():
+    w4, b4 = np.array([np.inf, 1.0, -2.0, -np.inf]), np.array([1.0, np.inf, -np.inf, 0.0])
+    x = np.random.default_rng(12).standard_normal((3, 4, 5))
+    # group_norm's gradient there is not torch's (see below): values only
+    check_op(lambda L, x, w, b: L.nn.functional.group_norm(x, 2, w, b), x, NoGrad(w4), NoGrad(b4), grad=False)
+    check_op(lambda L, x, w, b: L.nn.functional.group_norm(x, 4, w, b), x, NoGrad(w4), NoGrad(b4), grad=False)
+    check_op(lambda L, x, w, b: L.nn.functional.instance_norm(x, weight=w, bias=b), x, NoGrad(w4), NoGrad(b4))
 
 
 # ------------------------------------------------------------------ RMSNorm and LocalResponseNorm

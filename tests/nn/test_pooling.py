@@ -582,3 +582,30 @@ def test_max_unpool_to_an_empty_default_size_returns_it_as_torch():
             o, i = getattr(F, f"max_pool{nd}d")(lib.tensor(x), 2, stride=3, padding=1, return_indices=True)
             outs.append(tuple(getattr(F, f"max_unpool{nd}d")(o, i, 2, stride=3, padding=1).shape))
         assert outs[0] == outs[1] and 0 in outs[1]
+
+
+# ties, NaN and infinities (small integers, so ties are many): a window holding NaN gives NaN with its
+# index and gradient at its LAST NaN (torch's CPU kernels: `val > max || isnan(val)`); a window of -infs
+# its first -inf inside the input, never a padding position before it
+_SPECIAL = np.round(np.random.default_rng(5).standard_normal((2, 3, 5, 6, 7)) * 1.5)
+_u = np.random.default_rng(6).random(_SPECIAL.shape)
+_SPECIAL[_u < 0.1] = np.nan
+_SPECIAL[(_u >= 0.1) & (_u < 0.13)] = np.inf
+_SPECIAL[(_u >= 0.13) & (_u < 0.25)] = -np.inf
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, stride=1, padding=1), dict(kernel_size=2, stride=2, padding=1,
+                                                                               dilation=2, ceil_mode=True),
+                                dict(kernel_size=3)], ids=["overlap", "dilated_ceil", "disjoint"])
+def test_max_pool_nan_and_infinities_as_torch(nd, kw):
+    x = _SPECIAL.reshape(2, 3, -1)[:, :, :30].reshape((2, 3) + ((30,), (5, 6), (5, 6, 7))[nd - 1][:nd]) \
+        if nd < 3 else _SPECIAL
+    check_op(lambda lib, t: getattr(lib.nn.functional, f"max_pool{nd}d")(t, **kw), x)
+    check_op(lambda lib, t: getattr(lib.nn.functional, f"max_pool{nd}d")(t, return_indices=True, **kw), x)
+
+
+@pytest.mark.parametrize("nd,size", [(1, 4), (2, (3, 4)), (3, (2, 4, 3))])
+def test_adaptive_max_pool_nan_and_infinities_as_torch(nd, size):
+    x = _SPECIAL[:, :, 0, 0] if nd == 1 else _SPECIAL[:, :, 0] if nd == 2 else _SPECIAL
+    check_op(lambda lib, t: getattr(lib.nn.functional, f"adaptive_max_pool{nd}d")(t, size, return_indices=True), x)

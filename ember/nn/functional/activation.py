@@ -62,8 +62,10 @@ def silu(input, inplace=False) -> Tensor:
 def softplus(input, beta=1.0, threshold=20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (for stability)."""
     bx = input * beta
-    soft = M.log1p(M.exp(M.clamp(bx, max=threshold))) / beta
-    return M.where(bx > threshold, input, soft)
+    big = bx > threshold
+    # where, not clamp: a NaN input reaches exp, so its gradient is NaN as torch's (clamp's is 0 there)
+    soft = M.log1p(M.exp(M.where(big, threshold, bx))) / beta
+    return M.where(big, input, soft)
 
 
 def mish(input, inplace=False) -> Tensor:

@@ -10,6 +10,7 @@ from ..._errors import check_same_device, op_error, warn
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...ops import math as M, creation as C, primitives as P
+from ...ops.pointwise import xlogy
 from ...ops.shape import cat
 from .activation import log_softmax, logsigmoid, softplus
 from .vision import pairwise_distance
@@ -86,14 +87,20 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     d = M.abs(input - target)
     if beta == 0.0:
         return _reduce(d, reduction, "smooth_l1_loss")
-    loss = M.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    # the square of d, beta where d >= beta (an infinite d in the unused branch would give 0 * inf = NaN);
+    # a NaN d takes the square, whose gradient is NaN as torch's
+    big = d >= beta
+    q = M.where(big, beta, d)
+    loss = M.where(big, d - 0.5 * beta, 0.5 * q * q / beta)
     return _reduce(loss, reduction, "smooth_l1_loss")
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:
     _broadcast_target(input, target, "huber_loss")
     d = M.abs(input - target)
-    loss = M.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    big = d >= delta   # as smooth_l1_loss: no 0 * inf = NaN from the unused branch, NaN's gradient NaN
+    q = M.where(big, delta, d)
+    loss = M.where(big, delta * (d - 0.5 * delta), 0.5 * q * q)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "huber_loss")
@@ -280,9 +287,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = M.exp(target) * (target - input)
     else:
-        # xlogy(t, t) - t * input: 0 log 0 counts as 0
-        safe = M.where(target > 0, target, 1.0)
-        loss = M.where(target > 0, target * M.log(safe), 0.0) - target * input
+        # xlogy(t, t) - t * input as torch: 0 log 0 counts as 0, a negative or NaN target gives NaN
+        loss = xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.ndim else loss.sum()
     return _reduce(loss, reduction, "kl_div")

@@ -22,9 +22,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     C_ = input.shape[1]
     shape = (1, C_) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
-    if training and weight is not None and bias is not None and input.dtype in (float32, float64) \
-            and weight.dtype == input.dtype == bias.dtype:
-        # one fused primitive (and one fused gradient): statistics, normalisation, scale and shift
+    fused = training and input.dtype in (float32, float64) and all(
+        t is None or t.dtype == input.dtype for t in (weight, bias))
+    if fused:
+        # one fused primitive (and one fused gradient, torch's formula: a composite's gradient is
+        # inf - inf = NaN where torch's is +-inf at an infinite weight): statistics, normalisation, scale
+        # and shift; a missing weight is ones, a missing bias zeros
+        if weight is None:
+            weight = input.new_ones(C_)
+        if bias is None:
+            bias = input.new_zeros(C_)
         n = input.numel() // max(C_, 1)
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
@@ -58,12 +65,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_var.mul_(1 - momentum).add_(var.reshape(C_) * n / (n - 1) * momentum)
     else:
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    out = (input - mean) * M.rsqrt(var + eps)
+    # x * alpha + beta, as torch's kernels (they differ from (x - mean) * alpha + b at an infinite w or b)
+    alpha = M.rsqrt(var + eps)
     if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+        alpha = alpha * weight.reshape(shape)
+    beta = -(mean * alpha) if bias is None else bias.reshape(shape) - mean * alpha
+    return input * alpha + beta
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Tensor:
@@ -148,15 +155,18 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:
     if C_ % num_groups:
         raise op_error("group_norm", f"{C_} channels are not divisible into {num_groups} groups")
     x = input.reshape(N, num_groups, input.numel() // max(N * num_groups, 1))   # not -1: N may be 0
-    mean = x.mean(-1, keepdim=True)
+    mean = x.mean(-1, keepdim=True)                                      # (N, G, 1)
     var = x.var(-1, keepdim=True, correction=0)
-    out = ((x - mean) * M.rsqrt(var + eps)).reshape(input.shape)
-    shape = (1, C_) + (1,) * (input.ndim - 2)
+    # x * alpha + beta per (sample, channel), as torch's kernel (it differs from (x - mean) * alpha + b
+    # where w or b is infinite); two passes over x
+    alpha = M.rsqrt(var + eps)                                           # (N, G, 1)
     if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+        alpha = alpha * weight.reshape(1, num_groups, C_ // num_groups)  # (N, G, C/G)
+    beta = -(mean * alpha) if bias is None else bias.reshape(1, num_groups, C_ // num_groups) - mean * alpha
+    shape = (N, C_) + (1,) * (input.ndim - 2)
+    if alpha.shape[-1] == 1:   # no weight: one scale per group
+        return (x * alpha + beta).reshape(input.shape)
+    return input * alpha.reshape(shape) + beta.reshape(shape)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

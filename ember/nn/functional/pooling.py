@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..._dtype import int8
 from ..._errors import op_error
 from ..._tensor import Tensor
 from ...backends import host
@@ -69,17 +70,14 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
         raise op_error(op, f"expected the input's non-batch dimensions to have positive length, got shape "
                            f"{tuple(input.shape)}")
     k, s, p, d, pads = _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
-    if not return_indices:   # one primitive: maxima over strided views, the gradient to the first maximum
-        return MaxPool.apply(input, kernel=k, stride=s, dilation=d,
-                             padding=tuple(pads) if any(b or a for b, a in pads) else None)
-    x = _pad_spatial(input, pads, value=-math.inf)
-    N, Cc = x.shape[:2]
-    index = MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d)      # (N, C, *out)
-    # the maxima: x gathered at those positions (its gradient scatters back to them)
-    flat = (N, Cc, math.prod(index.shape[2:]))
-    out = Gather.apply(x.reshape(N, Cc, math.prod(x.shape[2:])), index.reshape(flat), axis=2).reshape(index.shape)
-    # indices into the unpadded input, as torch returns them
-    return out, MaxPoolIndex.apply(x.detach(), kernel=k, stride=s, dilation=d, pads=tuple(pads))
+    # one primitive: maxima over strided views, the gradient to the first maximum (the last NaN)
+    out = MaxPool.apply(input, kernel=k, stride=s, dilation=d,
+                        padding=tuple(pads) if any(b or a for b, a in pads) else None)
+    if not return_indices:
+        return out
+    # the positions of those maxima in the unpadded input, as torch returns them
+    x = _pad_spatial(input.detach(), pads, value=-math.inf)
+    return out, MaxPoolIndex.apply(x, kernel=k, stride=s, dilation=d, pads=tuple(pads))
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -329,7 +327,12 @@ def _adaptive_max_poolnd(input, output_size, return_indices, nd, op):
     table = _from_host(_adaptive_window_table(input.shape[2:], size), input.device)   # (M, K)
     x = input.reshape(N, Cc, math.prod(input.shape[2:]))                             # (N, C, L)
     # each window's candidates, the first maximum among them, and its flat position (no gradient)
-    first = M.argmax(x.detach()[:, :, table], dim=-1, keepdim=True)                   # (N, C, M, 1)
+    cand = x.detach()[:, :, table]                                                    # (N, C, M, K)
+    first = M.argmax(cand, dim=-1, keepdim=True)                                      # (N, C, M, 1)
+    nan = M.isnan(Gather.apply(cand, first, axis=3))
+    if not input.is_meta and M.any(nan).item():   # a window holding NaN: its last NaN, as torch's
+        last = table.shape[1] - 1 - M.argmax(M.isnan(cand).flip(-1).to(int8), dim=-1, keepdim=True)
+        first = M.where(nan, last, first)
     index = Gather.apply(table.expand(N, Cc, *table.shape), first, axis=3).reshape(N, Cc, table.shape[0])
     # the maxima: x gathered there (the gradient scatters back, adding where windows overlap)
     out = Gather.apply(x, index, axis=2).reshape(N, Cc, *size)
