@@ -46,8 +46,6 @@ Tensor.H = property(lambda self: S.t(self))
 Tensor.mH = Tensor.mT
 
 
-
-
 # ------------------------------------------------------------------ in-place shape changes (t_, unsqueeze_, ...)
 def _reshape_inplace(name, fn):
     """A method that gives this tensor the shape (and strides) of `fn(self, ...)`, a view of the same
