@@ -13,7 +13,8 @@ from .pooling import (max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indice
                       adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
                       adaptive_max_pool2d, adaptive_max_pool3d, adaptive_max_pool1d_with_indices,
                       adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices, max_unpool1d,
-                      max_unpool2d, max_unpool3d)
+                      max_unpool2d, max_unpool3d, fractional_max_pool2d, fractional_max_pool3d,
+                      fractional_max_pool2d_with_indices, fractional_max_pool3d_with_indices)
 from .normalization import batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm
 from .dropout import dropout, dropout1d, dropout2d, dropout3d, alpha_dropout, feature_alpha_dropout
 from .embedding import embedding, embedding_bag, one_hot
@@ -36,7 +37,8 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
     "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
-    "max_unpool3d",
+    "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d_with_indices",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "embedding",
     "embedding_bag",
