@@ -14,7 +14,7 @@ import numpy as np
 
 __all__ = ["array", "asarray", "from_dlpack", "full", "zeros", "ones", "empty", "eye", "arange", "linspace",
            "logspace", "tril_indices", "triu_indices", "triu_mask", "orthogonal", "erfinv", "clip",
-           "contiguous", "format_array", "uint64_words", "all_finite"]
+           "contiguous", "format_array", "window", "uint64_words", "all_finite"]
 
 
 # --- converting user data ---------------------------------------------------------------------
@@ -111,6 +111,21 @@ def clip(a, lo, hi):
 
 def all_finite(a) -> bool:
     return bool(np.isfinite(a).all())
+
+
+# --- window functions (ember/ops/windows.py): symmetric windows of `points` > 1 points, in float64 ----------
+def window(kind: str, points: int, alpha: float = 0.54, beta: float = 0.46):
+    """hamming (alpha - beta cos), blackman, bartlett or kaiser (beta) at n = 0 .. points - 1."""
+    n = np.arange(points, dtype=np.float64)
+    x = 2 * np.pi * n / (points - 1)
+    if kind == "hamming":
+        return alpha - beta * np.cos(x)
+    if kind == "blackman":
+        return 0.42 - 0.5 * np.cos(x) + 0.08 * np.cos(2 * x)
+    if kind == "bartlett":
+        return 1 - np.abs(2 * n / (points - 1) - 1)
+    a = (points - 1) / 2   # kaiser
+    return np.i0(beta * np.sqrt(np.clip(1 - ((n - a) / a) ** 2, 0, None))) / np.i0(beta)
 
 
 # --- printing values already copied to the host ------------------------------------------------

@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import copy
-import math
 
 from .. import _dtype
 from .._errors import user_frame
 from .._tensor import Tensor
 from ..backends import array_module, host
-from ..ops import creation as C, math as M, shape as S
+from ..ops import creation as C
 from . import functional as F, init
-from .functional.attention import _additive_mask  # noqa: F401  (the Transformer layers' masks)
 from .containers import ModuleList
 from .dropout import Dropout
 from .linear import Linear

@@ -7,17 +7,16 @@ float64 and cast to the asked dtype, as `linspace` is.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _dtype
 from .._errors import op_error
+from ..backends import host
 from .creation import _from_host, _resolve_device
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
 
 
 def _check(op: str, window_length, dtype):
-    if isinstance(window_length, bool) or not isinstance(window_length, (int, np.integer)):
+    if isinstance(window_length, bool) or not hasattr(window_length, "__index__"):
         raise op_error(op, f"window_length must be an int, got {type(window_length).__name__} "
                            f"{window_length!r}", TypeError)
     if window_length < 0:
@@ -28,15 +27,16 @@ def _check(op: str, window_length, dtype):
     return dt
 
 
-def _window(op: str, window_length, periodic: bool, dtype, device, requires_grad: bool, formula):
-    """`formula(n, N)`: the symmetric window of N > 1 points at positions n (a float64 array)."""
+def _window(op: str, window_length, periodic: bool, dtype, device, requires_grad: bool, kind: str, **params):
+    """The window of `kind` (host.window: its symmetric form over N > 1 points) in torch's conventions."""
     dt = _check(op, window_length, dtype)
+    window_length = int(window_length)
     if window_length <= 1:
-        values = np.ones(window_length)
+        values = host.ones((window_length,), dt.np)
     else:
         points = window_length + 1 if periodic else window_length
-        values = formula(np.arange(points, dtype=np.float64), points)[:window_length]
-    t = _from_host(values.astype(dt.np), _resolve_device(device))
+        values = host.window(kind, points, **params)[:window_length].astype(dt.np)
+    t = _from_host(values, _resolve_device(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -47,9 +47,8 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
     >>> ember.hamming_window(4, periodic=False).tolist()
     [0.07999999821186066, 0.7699999809265137, 0.7699999809265137, 0.07999999821186066]
     """
-    def formula(n, N):
-        return alpha - beta * np.cos(2 * np.pi * n / (N - 1))
-    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad, formula)
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad, "hamming", alpha=alpha,
+                   beta=beta)
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device=None,
@@ -59,9 +58,8 @@ def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device
     >>> ember.hann_window(4).tolist()
     [0.0, 0.5, 1.0, 0.5]
     """
-    def formula(n, N):
-        return 0.5 - 0.5 * np.cos(2 * np.pi * n / (N - 1))
-    return _window("hann_window", window_length, periodic, dtype, device, requires_grad, formula)
+    return _window("hann_window", window_length, periodic, dtype, device, requires_grad, "hamming", alpha=0.5,
+                   beta=0.5)
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, device=None,
@@ -71,9 +69,7 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, de
     >>> [round(v, 4) for v in ember.blackman_window(4, dtype=ember.float64).tolist()]
     [-0.0, 0.34, 1.0, 0.34]
     """
-    def formula(n, N):
-        return 0.42 - 0.5 * np.cos(2 * np.pi * n / (N - 1)) + 0.08 * np.cos(4 * np.pi * n / (N - 1))
-    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad, formula)
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad, "blackman")
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, device=None,
@@ -83,9 +79,7 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, de
     >>> ember.bartlett_window(4).tolist()
     [0.0, 0.5, 1.0, 0.5]
     """
-    def formula(n, N):
-        return 1 - np.abs(2 * n / (N - 1) - 1)
-    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad, formula)
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad, "bartlett")
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None, device=None,
@@ -95,7 +89,4 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     >>> [round(v, 4) for v in ember.kaiser_window(5, periodic=False, beta=3.0).tolist()]
     [0.2049, 0.7269, 1.0, 0.7269, 0.2049]
     """
-    def formula(n, N):
-        a = (N - 1) / 2
-        return np.i0(beta * np.sqrt(np.clip(1 - ((n - a) / a) ** 2, 0, None))) / np.i0(beta)
-    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad, formula)
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad, "kaiser", beta=beta)

@@ -49,3 +49,15 @@ def test_windows_reject_bad_lengths_and_dtypes(name):
     raises_exactly(lambda: fn(-1), RuntimeError, f"{name}: requires non-negative window_length, got window_length=-1")
     raises_exactly(lambda: fn(3, dtype=ember.int64), RuntimeError, f"{name}: expects floating point dtypes, got: int64")
     raises_exactly(lambda: fn(3.0), TypeError, f"{name}: window_length must be an int, got float 3.0")
+
+
+@pytest.mark.parametrize("module", ["ember.ops.windows", "ember._device", "ember._print"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    try:
+        result = doctest.testmod(importlib.import_module(module), extraglobs={"ember": ember})
+    finally:
+        ember.set_printoptions(profile="default")
+        ember.set_default_device(None)
+    assert result.attempted > 0 and result.failed == 0
