@@ -13,7 +13,8 @@ import builtins as _builtins
 from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool,
                      half, float, double, short, int, long, get_default_dtype, set_default_dtype,
                      promote_types, result_type, finfo, iinfo, can_cast)
-from ._device import device
+from ._device import device, get_default_device, set_default_device
+from ._print import set_printoptions
 from ._memory import OutOfMemoryError
 from ._tensor import Tensor
 from . import _tensor_methods  # noqa: F401  (binds the ops as Tensor methods)
@@ -31,6 +32,7 @@ from .ops.products import *  # noqa: F401,F403
 from .ops.special import *  # noqa: F401,F403
 from .ops.functional_aliases import *  # noqa: F401,F403
 from .ops.method_functions import *  # noqa: F401,F403
+from .ops.windows import *  # noqa: F401,F403
 from .ops.shape import to_device as _to_device  # noqa: F401
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
                      default_generator, rand, randn, randint, randperm, normal, bernoulli, multinomial,
@@ -61,6 +63,7 @@ from .ops.products import __all__ as _products_all
 from .ops.special import __all__ as _special_all
 from .ops.functional_aliases import __all__ as _functional_aliases_all
 from .ops.method_functions import __all__ as _method_functions_all
+from .ops.windows import __all__ as _windows_all
 
 __version__ = "0.1.0"
 
@@ -90,6 +93,11 @@ def is_tensor(obj) -> bool:
 
 def is_floating_point(t) -> bool:
     return t.dtype.is_floating_point
+
+
+def is_inference(t) -> bool:
+    """`t.is_inference()`: whether `t` was made inside `ember.inference_mode()`."""
+    return t.is_inference()
 
 
 def numel(t) -> int:
@@ -143,11 +151,12 @@ __all__ = (
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + _pointwise_all + _indexing_all
     + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander", "lu_unpack", "geqrf", "orgqr", "ormqr"]
-    + _functional_aliases_all + _method_functions_all
+    + _functional_aliases_all + _method_functions_all + _windows_all
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson", "binomial"]
     + ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "GradientTape",
        "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
+    + ["get_default_device", "set_default_device", "set_printoptions", "is_inference"]
     + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]
 )

@@ -1,7 +1,7 @@
 """`ember.device`: where a tensor lives ("cpu", "cuda", "cuda:1")."""
 from __future__ import annotations
 
-__all__ = ["device"]
+__all__ = ["device", "get_default_device", "set_default_device"]
 
 _CACHE: dict = {}
 
@@ -66,3 +66,33 @@ class device:
 
 
 CPU = device("cpu")
+
+# where factory functions (zeros, tensor, arange, rand, ...) put a tensor when no device= is given:
+# read only by ember/ops/creation.py's _resolve_device. One for the process (torch's is per thread).
+DEFAULT = CPU
+
+
+def get_default_device() -> device:
+    """The device factory functions use when no device= is given (torch.get_default_device).
+
+    >>> ember.get_default_device()
+    device(type='cpu')
+    """
+    return DEFAULT
+
+
+def set_default_device(dev) -> None:
+    """Make factory functions (zeros, ones, tensor, arange, rand, the windows ...) create tensors on `dev`
+    when no device= is given; None restores the CPU. As torch.set_default_device; ops on existing
+    tensors keep their inputs' device.
+
+    >>> ember.set_default_device("meta"); ember.zeros(2).device
+    device(type='meta')
+    >>> ember.set_default_device(None); ember.zeros(2).device
+    device(type='cpu')
+    """
+    global DEFAULT
+    if dev is not None and not isinstance(dev, (str, int, device)):
+        raise TypeError(f"set_default_device: expected a device, a string or None, got {type(dev).__name__} "
+                        f"{dev!r}")
+    DEFAULT = CPU if dev is None else device(dev)

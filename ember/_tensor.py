@@ -23,6 +23,15 @@ __all__ = ["Tensor"]
 # one that existed before it, when both are still alive after the call.
 TRACE_EPOCH = 0
 
+# The number of inference_mode blocks open now in any thread (grad_mode.inference_mode keeps it): while
+# it is 0, making a tensor does not read the thread-local inference flag (see Tensor.is_inference).
+INFERENCE_OPEN = 0
+
+
+def _in_inference_mode() -> bool:
+    from .autograd.grad_mode import STATE
+    return STATE.inference
+
 
 class Tensor:
     # defaults live on the class so that making a tensor sets only what differs (a hot path)
@@ -37,6 +46,7 @@ class Tensor:
     _retains_grad = False
     _is_param = False
     _born = 0             # TRACE_EPOCH when made
+    _inference = False    # made under inference_mode
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
@@ -54,6 +64,8 @@ class Tensor:
         self._data, self._device = arr, dev
         if TRACE_EPOCH:
             self._born = TRACE_EPOCH
+        if INFERENCE_OPEN and _in_inference_mode():
+            self._inference = True
         if requires_grad:
             self.requires_grad_(True)
 
@@ -64,6 +76,8 @@ class Tensor:
         t._device = device
         if TRACE_EPOCH:
             t._born = TRACE_EPOCH
+        if INFERENCE_OPEN and _in_inference_mode():
+            t._inference = True
         if requires_grad:
             t.requires_grad = True
             t._node = node
@@ -135,6 +149,16 @@ class Tensor:
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made inside `ember.inference_mode()` (torch's inference tensors).
+
+        >>> with ember.inference_mode():
+        ...     y = ember.ones(2) * 2
+        >>> y.is_inference(), ember.ones(2).is_inference()
+        (True, False)
+        """
+        return self._inference
 
     def stride(self, dim: int | None = None):
         s = tuple(st // self._data.itemsize for st in self._data.strides)

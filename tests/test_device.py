@@ -164,3 +164,29 @@ def test_cuda_helpers_without_a_device():
     assert ember.rand(4).tolist() == a.tolist()
     ember.cuda.manual_seed_all(5)
     assert ember.rand(4).tolist() == a.tolist()
+
+
+def test_set_default_device_moves_factory_functions_and_is_restored():
+    from helpers import raises_exactly
+    assert ember.get_default_device() == ember.device("cpu")
+    try:
+        ember.set_default_device("meta")
+        assert ember.get_default_device() is ember.device("meta")
+        made = [ember.zeros(2), ember.ones(2, 3), ember.full((2,), 1.5), ember.empty(1), ember.tensor([1.0, 2.0]),
+                ember.arange(3), ember.linspace(0, 1, 4), ember.eye(2), ember.rand(2), ember.randn(2),
+                ember.hann_window(4)]
+        assert all(t.device.type == "meta" for t in made), [t.device for t in made]
+        assert ember.zeros(2).shape == (2,) and ember.zeros(2, device="cpu").device.type == "cpu"
+        assert ember.zeros_like(ember.zeros(2, device="cpu")).device.type == "cpu"   # *_like keeps its input's
+        ember.set_default_device("cpu")
+        assert ember.zeros(2).device.type == "cpu" and ember.zeros(2).tolist() == [0.0, 0.0]
+        ember.set_default_device(ember.device("meta"))
+        assert ember.zeros(2).device.type == "meta"
+    finally:
+        ember.set_default_device(None)
+    assert ember.get_default_device() is ember.device("cpu") and ember.zeros(2).device.type == "cpu"
+    raises_exactly(lambda: ember.set_default_device(1.5), TypeError,
+                   "set_default_device: expected a device, a string or None, got float 1.5", located=False)
+    with pytest.raises(ValueError, match="unknown device type 'foo'"):
+        ember.set_default_device("foo")
+    assert ember.get_default_device() is ember.device("cpu")

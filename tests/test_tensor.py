@@ -198,3 +198,66 @@ def test_legacy_constructor_like_torch():
     assert ember.Tensor(2, 3).shape == tuple(torch.Tensor(2, 3).shape)
     assert ember.Tensor().shape == tuple(torch.Tensor().shape) == (0,)
     assert ember.Tensor([1.0], dtype=ember.float64).dtype is ember.float64
+
+
+PRINT_CASES = [
+    (dict(precision=2), lambda L: L.tensor([1.12345, -2.5])),
+    (dict(precision=6), lambda L: L.tensor([0.1234567, 10.5], dtype=L.float64)),
+    (dict(threshold=5), lambda L: L.arange(10)),
+    (dict(threshold=5, edgeitems=1), lambda L: L.arange(12.0).reshape(3, 4)),
+    (dict(linewidth=30), lambda L: L.arange(20.0)),
+    (dict(sci_mode=True), lambda L: L.tensor([1.5, 2.0])),
+    (dict(sci_mode=True), lambda L: L.tensor([1.0, 2.0])),
+    (dict(sci_mode=False), lambda L: L.tensor([1e-5, 1.0])),
+    (dict(profile="short"), lambda L: L.tensor([1.12345, 2.0, 3.0, 4.0, 5.0])),
+    (dict(profile="full"), lambda L: L.arange(1200.0)),
+    (dict(profile="short", precision=3), lambda L: L.tensor([1.12345])),
+    (dict(), lambda L: L.tensor([0.001, 10.0])),      # spans more than 1000x: e-notation, as torch
+    (dict(), lambda L: L.tensor([1.0, 2000.0])),
+]
+
+
+@pytest.mark.parametrize("i", range(len(PRINT_CASES)))
+def test_set_printoptions_like_torch(i):
+    options, make = PRINT_CASES[i]
+    try:
+        ember.set_printoptions(**options)
+        torch.set_printoptions(**options)
+        e, t = repr(make(ember)), repr(make(torch))
+    finally:
+        ember.set_printoptions(profile="default")
+        torch.set_printoptions(profile="default")
+    assert e == t.replace("torch.", "ember."), (e, t)
+    assert repr(ember.tensor([1.12345])) == "tensor([1.1235])"   # restored
+
+
+def test_set_printoptions_rejects_bad_options():
+    from helpers import raises_exactly
+    raises_exactly(lambda: ember.set_printoptions(profile="long"), ValueError,
+                   "set_printoptions: profile must be one of 'default', 'short' or 'full', got 'long'")
+    raises_exactly(lambda: ember.set_printoptions(precision=-1), ValueError,
+                   "set_printoptions: precision must be a non-negative int, got -1")
+    raises_exactly(lambda: ember.set_printoptions(threshold="x"), ValueError,
+                   "set_printoptions: threshold must be a number, got 'x'")
+    assert repr(ember.tensor([1.12345])) == "tensor([1.1235])"
+
+
+def test_is_inference_marks_tensors_made_in_inference_mode():
+    x = ember.ones(2)
+    with ember.inference_mode():
+        y, z = x * 2, ember.zeros(3)
+        with ember.inference_mode(False):
+            w = x * 2
+    with ember.no_grad():
+        v = x * 2
+    assert y.is_inference() and z.is_inference() and ember.is_inference(y)
+    assert not any(t.is_inference() for t in (x, w, v, x * 2))
+    tx = torch.ones(2)
+    with torch.inference_mode():
+        ty = tx * 2
+        with torch.inference_mode(False):
+            tw = tx * 2
+    with torch.no_grad():
+        tv = tx * 2
+    assert [ty.is_inference(), tw.is_inference(), tv.is_inference(), tx.is_inference()] == \
+        [y.is_inference(), w.is_inference(), v.is_inference(), x.is_inference()]

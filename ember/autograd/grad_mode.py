@@ -139,13 +139,17 @@ class inference_mode(_Mode):
     def __enter__(self):
         # as torch's InferenceMode(mode): inference on means grad off; inference_mode(False) turns
         # inference mode off and grad mode on inside, even within no_grad or inference_mode
+        from ember import _tensor
         self._prev = (STATE.enabled, STATE.inference)
         set_enabled(not self.mode)
         STATE.inference = bool(self.mode)
+        _tensor.INFERENCE_OPEN += 1   # tensors made inside are marked (Tensor.is_inference)
 
     def __exit__(self, *exc):
+        from ember import _tensor
         set_enabled(self._prev[0])
         STATE.inference = self._prev[1]
+        _tensor.INFERENCE_OPEN -= 1
         return False
 
     def __call__(self, fn):

@@ -8,12 +8,13 @@ only under ember/backends/ (tests/test_lint.py); a tensor's own math goes throug
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
 __all__ = ["array", "asarray", "from_dlpack", "full", "zeros", "ones", "empty", "eye", "arange", "linspace",
            "logspace", "tril_indices", "triu_indices", "triu_mask", "orthogonal", "erfinv", "clip",
-           "contiguous", "format_array", "uint64_words", "all_finite"]
+           "contiguous", "format_array", "window", "uint64_words", "all_finite"]
 
 
 # --- converting user data ---------------------------------------------------------------------
@@ -112,6 +113,21 @@ def all_finite(a) -> bool:
     return bool(np.isfinite(a).all())
 
 
+# --- window functions (ember/ops/windows.py): symmetric windows of `points` > 1 points, in float64 ----------
+def window(kind: str, points: int, alpha: float = 0.54, beta: float = 0.46):
+    """hamming (alpha - beta cos), blackman, bartlett or kaiser (beta) at n = 0 .. points - 1."""
+    n = np.arange(points, dtype=np.float64)
+    x = 2 * np.pi * n / (points - 1)
+    if kind == "hamming":
+        return alpha - beta * np.cos(x)
+    if kind == "blackman":
+        return 0.42 - 0.5 * np.cos(x) + 0.08 * np.cos(2 * x)
+    if kind == "bartlett":
+        return 1 - np.abs(2 * n / (points - 1) - 1)
+    a = (points - 1) / 2   # kaiser
+    return np.i0(beta * np.sqrt(np.clip(1 - ((n - a) / a) ** 2, 0, None))) / np.i0(beta)
+
+
 # --- printing values already copied to the host ------------------------------------------------
 def _padded(fmt, a):
     # torch right-aligns every element to the widest one: tensor([ 0.1235, 10.5000])
@@ -119,22 +135,33 @@ def _padded(fmt, a):
     return lambda v: fmt(v).rjust(width)
 
 
-def _formatter(a: np.ndarray):
+def _formatter(a: np.ndarray, precision: int, sci_mode):
+    """torch's _Formatter: integers with a dot when every value is whole, e-notation when the nonzero
+    finite values span more than 1000x or leave [1e-4, 1e8] (or as `sci_mode` forces), else fixed."""
     if a.dtype.kind == "b":
         return {"bool": _padded(lambda v: "True" if v else "False", a)}
     if a.dtype.kind in "iu":
         return None
-    finite = a[np.isfinite(a)] if a.size else a
-    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-        fmt = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v).replace("nan", "nan")  # noqa: E731
-    elif finite.size and (np.abs(finite).max() >= 1e8 or np.abs(finite[finite != 0]).min(initial=1) < 1e-4):
-        fmt = lambda v: f"{v:.4e}"  # noqa: E731
+    nonzero = a[np.isfinite(a) & (a != 0)].astype(np.float64) if a.size else a
+    if nonzero.size == 0:
+        int_mode, sci = True, False
     else:
-        fmt = lambda v: f"{v:.4f}"  # noqa: E731
+        lo, hi = np.abs(nonzero).min(), np.abs(nonzero).max()
+        int_mode = bool(np.all(nonzero == np.ceil(nonzero)))
+        sci = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4) if sci_mode is None else bool(sci_mode)
+    if sci:
+        fmt = lambda v: f"{v:.{precision}e}"  # noqa: E731
+    elif int_mode:
+        fmt = lambda v: f"{v:.0f}." if np.isfinite(v) else f"{v:.0f}"  # noqa: E731
+    else:
+        fmt = lambda v: f"{v:.{precision}f}"  # noqa: E731
     return {"float_kind": _padded(fmt, a)}
 
 
-def format_array(a, prefix: str) -> str:
-    """torch's layout of a host array's values: 4 decimals, or integers with a dot, or 4-digit e-notation."""
-    return np.array2string(a, separator=", ", prefix=prefix, formatter=_formatter(a),
-                           threshold=1000, edgeitems=3, max_line_width=80)
+def format_array(a, prefix: str, precision: int = 4, threshold: float = 1000, edgeitems: int = 3,
+                 linewidth: int = 80, sci_mode=None) -> str:
+    """torch's layout of a host array's values (the options of `ember.set_printoptions`)."""
+    threshold = sys.maxsize if threshold == math.inf else int(threshold)
+    text = np.array2string(a, separator=", ", prefix=prefix, formatter=_formatter(a, precision, sci_mode),
+                           threshold=threshold, edgeitems=edgeitems, max_line_width=linewidth)
+    return text.replace(", ...,", ",  ...,")   # torch's summary item is " ..." after the separator

@@ -14,9 +14,10 @@ from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Con
                    LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d)
 from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d,
                       AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
-                      AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
+                      AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, FractionalMaxPool2d,
+                      FractionalMaxPool3d)
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm,
-                            GroupNorm, RMSNorm, LocalResponseNorm, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                            GroupNorm, RMSNorm, LocalResponseNorm, CrossMapLRN2d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
                             LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, SELU, GELU, SiLU, Mish, Tanh, Sigmoid, Softplus,
                          Hardtanh, LogSigmoid, Softmax, LogSoftmax, Softmin, Hardshrink, Softshrink, Tanhshrink,
@@ -50,9 +51,10 @@ __all__ = [
     "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "GroupNorm",
-    "RMSNorm", "LocalResponseNorm",
+    "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d",
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus",
     "Hardtanh", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin", "Hardshrink", "Softshrink", "Tanhshrink",
     "Softsign", "Threshold", "CELU", "GLU", "Hardsigmoid", "Hardswish", "PReLU", "Softmax2d", "RReLU",

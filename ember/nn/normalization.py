@@ -1,9 +1,11 @@
 """BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d (and their lazy forms), LayerNorm, GroupNorm, RMSNorm,
-LocalResponseNorm."""
+LocalResponseNorm,
+CrossMapLRN2d."""
 from __future__ import annotations
 
 from .. import _dtype
 from .._errors import op_error
+from ..autograd.function import Function
 from ..ops import creation as C
 from . import functional as F, init
 from .lazy import LazyModuleMixin
@@ -11,7 +13,7 @@ from .module import Module
 from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm",
-           "GroupNorm", "RMSNorm", "LocalResponseNorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
@@ -214,6 +216,83 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _channel_window_sum(t, lo: int, hi: int):
+    """out[:, c] = sum of t[:, r] for r in [c + lo, c + hi] within 0..C-1 (zero beyond), for 4-D t."""
+    left, right = max(-lo, 0), max(hi, 0)
+    padded = F.pad(t, (0, 0, 0, 0, left, right))                      # (N, C + left + right, H, W)
+    channels = t.shape[1]
+    out = None
+    for offset in range(lo, hi + 1):
+        part = padded[:, offset + left:offset + left + channels]
+        out = part if out is None else out + part
+    return out
+
+
+def _cross_map_scale(input, size, alpha, k):
+    """k + alpha / size * (sum of squares over channels c - p + 1 .. c + p - 1, p = (size - 1) // 2 + 1),
+    plus channel 0's square wherever that window starts after it: torch's legacy running sum never
+    subtracts channel 0 again, and this reproduces its values."""
+    pre_pad = int((size - 1) / 2 + 1)
+    sq = input * input
+    window = _channel_window_sum(sq, -(pre_pad - 1), pre_pad - 1)
+    channels = input.shape[1]
+    if channels > pre_pad:   # channels c >= pre_pad also count channel 0
+        from ..ops import shape as S
+        tail = sq[:, :1].expand(sq.shape[0], channels - pre_pad, *sq.shape[2:])
+        window = window + S.cat([C.zeros_like(sq[:, :pre_pad]), tail], dim=1)
+    return window * (alpha / size) + k
+
+
+class _CrossMapLRN2dFunction(Function):
+    """torch's legacy cross-channel LRN (torch/nn/modules/_functions.py CrossMapLRN2d): its forward, and its
+    hand-written backward, which is not the exact gradient of that forward (its window of ratios is shifted:
+    channels c - q .. c + size - 1 - q, q = size - (size - 1) // 2); kept so that training matches torch."""
+
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        scale = _cross_map_scale(input, size, alpha, k)
+        output = input * scale ** (-beta)
+        ctx.save_for_backward(input, output, scale)
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        return output
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, output, scale = ctx.saved_tensors
+        size = ctx.size
+        inverse_pre_pad = int(size - (size - 1) / 2)
+        ratio = grad * output / scale
+        accum = _channel_window_sum(ratio, -inverse_pre_pad, size - 1 - inverse_pre_pad)
+        grad_input = scale ** (-ctx.beta) * grad - input * accum * (2 * ctx.alpha * ctx.beta / size)
+        return grad_input, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """torch's legacy local response normalisation across channels of a 4-D input (nn.CrossMapLRN2d):
+    `x / (k + alpha / size * sum of x^2 over neighbouring channels)^beta`, with torch's values and
+    gradients (see `_cross_map_scale` and `_CrossMapLRN2dFunction` for where they depart from
+    `LocalResponseNorm`). Prefer `LocalResponseNorm` in new code.
+
+    >>> [round(v, 4) for v in nn.CrossMapLRN2d(3, alpha=1.0, beta=1.0, k=1.0)(ember.ones(1, 2, 1, 1)).flatten().tolist()]
+    [0.6, 0.6]
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"CrossMapLRN2d: size must be a positive int, got {size!r}")
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if input.ndim != 4:
+            raise op_error("CrossMapLRN2d", f"Expected input to be 4D, got {input.ndim}D instead "
+                                            f"(shape {tuple(input.shape)})", ValueError)
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

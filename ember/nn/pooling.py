@@ -7,7 +7,8 @@ from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d",
            "LPPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -213,3 +214,49 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     _nd, _fn = 3, staticmethod(F.max_unpool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        name = type(self).__name__
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError(f"{name}: only one of output_size and output_ratio may be specified")
+        if output_ratio is not None:
+            ratio = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * self._nd
+            if len(ratio) != self._nd or not all(0 < r < 1 for r in ratio):
+                raise ValueError(f"{name}: output_ratio must be between 0 and 1 (got {output_ratio})")
+        self.kernel_size, self.output_size, self.output_ratio = kernel_size, output_size, output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+
+    def forward(self, input):
+        return self._fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                        _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling over (H, W) (F.fractional_max_pool2d): `kernel_size` windows at pseudo-random
+    starts drawn per plane from Ember's generator on each call (or the fixed `_random_samples`), to
+    `output_size` or `output_ratio` times the input size.
+
+    >>> nn.FractionalMaxPool2d(3, output_ratio=0.5)(ember.randn(2, 4, 10, 12)).shape
+    (2, 4, 5, 6)
+    """
+    _nd = 2
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling over (T, H, W) (F.fractional_max_pool3d).
+
+    >>> nn.FractionalMaxPool3d(2, output_size=(3, 4, 5))(ember.randn(1, 2, 6, 7, 8)).shape
+    (1, 2, 3, 4, 5)
+    """
+    _nd = 3
+    _fn = staticmethod(F.fractional_max_pool3d)

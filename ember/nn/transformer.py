@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import copy
-import math
 
 from .. import _dtype
 from .._errors import user_frame
 from .._tensor import Tensor
 from ..backends import array_module, host
-from ..ops import creation as C, math as M, shape as S
+from ..ops import creation as C
 from . import functional as F, init
 from .containers import ModuleList
 from .dropout import Dropout
@@ -21,13 +20,6 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderL
            "TransformerDecoder", "Transformer"]
 
 
-def _additive_mask(mask, dtype):
-    """A boolean mask (True = may NOT attend, torch's MHA convention) as 0 / -inf; float masks pass."""
-    if mask is None:
-        return None
-    if mask.dtype is _dtype.bool:
-        return C.zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, -math.inf)
-    return mask.to(dtype)
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -99,77 +91,27 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _project(self, query, key, value):
-        E = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            if query is key and key is value:   # self-attention: one GEMM for q, k and v
-                return S.chunk(F.linear(query, w, b), 3, -1)
-            wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         batched = query.ndim == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        L, N, E = query.shape                                       # sequence-first from here on
-        if E != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E} "
-                                 f"(at {user_frame()})")
-        H, hd = self.num_heads, self.head_dim
-        q, k, v = self._project(query, key, value)                  # (L, N, E), (S, N, E), (S, N, E)
+        if batched and self.batch_first:
+            if query is key and key is value:    # self-attention keeps its one input projection
+                query = key = value = query.transpose(0, 1)
+            else:
+                query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         if is_causal and attn_mask is None:
             xp = array_module(query)
-            attn_mask = Tensor._make(xp.triu(xp.ones((L, key.shape[0]), dtype=bool), 1), query._device)
-        mask = _additive_mask(attn_mask, q.dtype)
-        kpm = _additive_mask(key_padding_mask, q.dtype)
-        if self.bias_k is not None:
-            k = S.cat([k, self.bias_k.expand(1, N, E)], 0)
-            v = S.cat([v, self.bias_v.expand(1, N, E)], 0)
-            mask = F.pad(mask, (0, 1)) if mask is not None else None
-            kpm = F.pad(kpm, (0, 1)) if kpm is not None else None
-        # (L, N, E) -> (N, H, L, hd)
-        q = q.reshape(L, N, H, hd).permute(1, 2, 0, 3)
-        k = k.reshape(k.shape[0], N, H, hd).permute(1, 2, 0, 3)
-        v = v.reshape(v.shape[0], N, H, hd).permute(1, 2, 0, 3)
-        if self.add_zero_attn:
-            k = S.cat([k, C.zeros(N, H, 1, hd, dtype=k.dtype, device=k.device)], 2)
-            v = S.cat([v, C.zeros(N, H, 1, hd, dtype=v.dtype, device=v.device)], 2)
-            mask = F.pad(mask, (0, 1)) if mask is not None else None
-            kpm = F.pad(kpm, (0, 1)) if kpm is not None else None
-        Sk = k.shape[2]
-        if mask is not None and mask.ndim == 3:                      # (N*H, L, S) -> (N, H, L, S)
-            mask = mask.reshape(N, H, L, Sk)
-        if kpm is not None:
-            kpm = kpm.reshape(N, 1, 1, Sk)
-            mask = kpm if mask is None else mask + kpm
-        scores = M.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))   # (N, H, L, S)
-        if mask is not None:
-            scores = scores + mask
-        attn = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            attn = F.dropout(attn, self.dropout, True)
-        out = M.matmul(attn, v)                                      # (N, H, L, hd)
-        out = out.permute(2, 0, 1, 3).reshape(L, N, E)
-        out = self.out_proj(out)
-        if self.batch_first and batched:
+            L, Sk = query.shape[0], key.shape[0]
+            attn_mask = Tensor._make(xp.triu(xp.ones((L, Sk), dtype=bool), 1), query._device)
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+            self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights)
+        if batched and self.batch_first:
             out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        weights = attn.mean(1) if average_attn_weights else attn     # (N, L, S) or (N, H, L, S)
-        if not batched:
-            weights = weights.squeeze(0)
         return out, weights
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype, _memory
+from .. import _device
 from .._device import device as _device_cls, CPU
 from .._tensor import Tensor
 from .._errors import check_scalar_fits
@@ -16,7 +17,8 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
 
 
 def _resolve_device(device):
-    return CPU if device is None else _device_cls(device)
+    """The device a factory function creates on: `device`, or the default (`ember.set_default_device`)."""
+    return _device.DEFAULT if device is None else _device_cls(device)
 
 
 def _from_host(arr: np.ndarray, device) -> Tensor:

@@ -427,3 +427,40 @@ RMS_ERRORS = [
 def test_rms_and_local_response_norm_errors(k):
     call, exc, message = RMS_ERRORS[k]
     raises_exactly(lambda: call(ember.nn.functional), exc, message, located=False)
+
+
+# ------------------------------------------------------------------ CrossMapLRN2d (torch's legacy LRN)
+CROSS_MAP_CASES = [
+    ("size3", lambda lib: lib.nn.CrossMapLRN2d(3, alpha=0.5, beta=0.75, k=1.0), [(2, 8, 3, 4)]),
+    ("size5_defaults", lambda lib: lib.nn.CrossMapLRN2d(5), [(2, 7, 2, 3)]),
+    ("size4_even", lambda lib: lib.nn.CrossMapLRN2d(4, alpha=1.0, beta=0.6, k=2.0), [(1, 9, 2, 2)]),
+    ("size2", lambda lib: lib.nn.CrossMapLRN2d(2, alpha=0.8, beta=1.0, k=1.5), [(2, 5, 3, 2)]),
+    ("window_wider_than_channels", lambda lib: lib.nn.CrossMapLRN2d(7, alpha=0.9), [(2, 3, 2, 2)]),
+    ("one_channel", lambda lib: lib.nn.CrossMapLRN2d(3, alpha=0.9), [(2, 1, 2, 2)]),
+    ("empty_batch", lambda lib: lib.nn.CrossMapLRN2d(3, alpha=0.9), [(0, 4, 2, 2)]),
+]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in CROSS_MAP_CASES], ids=[c[0] for c in CROSS_MAP_CASES])
+def test_cross_map_lrn2d_matches_torch_forward_and_backward(build, inputs):
+    # torch's backward is its own hand-written formula (not the exact gradient of its forward): Ember's
+    # matches it, so the gradients compared here are torch's
+    check_module(build, *inputs, low=-3, high=3)
+
+
+def test_cross_map_lrn2d_differs_from_local_response_norm_where_torch_does():
+    x = np.random.default_rng(0).standard_normal((1, 8, 2, 2))
+    ours = ember.nn.CrossMapLRN2d(3, alpha=0.5)(ember.tensor(x)).numpy()
+    lrn = ember.nn.LocalResponseNorm(3, alpha=0.5)(ember.tensor(x)).numpy()
+    assert np.allclose(ours[:, :2], lrn[:, :2]) and not np.allclose(ours[:, 3:], lrn[:, 3:])   # channel 0 kept
+    assert repr(ember.nn.CrossMapLRN2d(3)) == repr(torch.nn.CrossMapLRN2d(3)) == \
+        "CrossMapLRN2d(3, alpha=0.0001, beta=0.75, k=1)"
+
+
+def test_cross_map_lrn2d_rejects_bad_input():
+    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead"):
+        torch.nn.CrossMapLRN2d(3)(torch.ones(2, 3, 4))
+    raises_exactly(lambda: ember.nn.CrossMapLRN2d(3)(ember.ones(2, 3, 4)), ValueError,
+                   "CrossMapLRN2d: Expected input to be 4D, got 3D instead (shape (2, 3, 4))")
+    with pytest.raises(ValueError, match="CrossMapLRN2d: size must be a positive int, got 0"):
+        ember.nn.CrossMapLRN2d(0)

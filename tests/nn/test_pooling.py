@@ -609,3 +609,111 @@ def test_max_pool_nan_and_infinities_as_torch(nd, kw):
 def test_adaptive_max_pool_nan_and_infinities_as_torch(nd, size):
     x = _SPECIAL[:, :, 0, 0] if nd == 1 else _SPECIAL[:, :, 0] if nd == 2 else _SPECIAL
     check_op(lambda lib, t: getattr(lib.nn.functional, f"adaptive_max_pool{nd}d")(t, size, return_indices=True), x)
+# ------------------------------------------------------------------ fractional max pooling
+from helpers import NoGrad   # noqa: E402
+
+S2 = RNG.random((2, 3, 2))            # one sample per plane and axis, torch's (W, H) order
+S3 = RNG.random((2, 3, 3))            # (T, H, W)
+X5 = RNG.permutation(2 * 3 * 6 * 7 * 8).reshape(2, 3, 6, 7, 8) / 100.0
+
+FRACTIONAL_CASES = [
+    ("2d_size", lambda L, x, s: L.nn.functional.fractional_max_pool2d(x, 2, output_size=(5, 4), _random_samples=s),
+     [X4, NoGrad(S2)]),
+    ("2d_overlapping", lambda L, x, s: L.nn.functional.fractional_max_pool2d(x, 3, output_size=(7, 6),
+                                                                             _random_samples=s), [X4, NoGrad(S2)]),
+    ("2d_rect_ratio", lambda L, x, s: L.nn.functional.fractional_max_pool2d(x, (3, 2), output_ratio=(0.5, 0.7),
+                                                                            _random_samples=s), [X4, NoGrad(S2)]),
+    ("2d_indices", lambda L, x, s: L.nn.functional.fractional_max_pool2d(x, 2, output_size=4, return_indices=True,
+                                                                         _random_samples=s), [X4, NoGrad(S2)]),
+    ("2d_with_indices", lambda L, x, s: L.nn.functional.fractional_max_pool2d_with_indices(
+        x, 2, output_size=(8, 7), _random_samples=s), [X4, NoGrad(S2)]),     # the largest output: starts 0, 1, ...
+    ("2d_output_one", lambda L, x, s: L.nn.functional.fractional_max_pool2d(x, 2, output_size=1, _random_samples=s),
+     [X4, NoGrad(S2)]),
+    ("2d_unbatched", lambda L, x, s: L.nn.functional.fractional_max_pool2d(x, 2, output_size=(4, 3), return_indices=True,
+                                                                           _random_samples=s), [X4[0], NoGrad(S2[:1])]),
+    ("2d_more_samples_than_batch", lambda L, x, s: L.nn.functional.fractional_max_pool2d(
+        x, 2, output_size=3, _random_samples=s), [X4[:1], NoGrad(S2)]),
+    ("3d_size", lambda L, x, s: L.nn.functional.fractional_max_pool3d(x, 2, output_size=(3, 4, 5), return_indices=True,
+                                                                      _random_samples=s), [X5, NoGrad(S3)]),
+    ("3d_ratio_rect", lambda L, x, s: L.nn.functional.fractional_max_pool3d_with_indices(
+        x, (2, 3, 1), output_ratio=0.5, _random_samples=s), [X5, NoGrad(S3)]),
+    ("3d_unbatched", lambda L, x, s: L.nn.functional.fractional_max_pool3d(x, 2, output_size=(2, 3, 4),
+                                                                           _random_samples=s), [X5[0], NoGrad(S3[:1])]),
+]
+
+
+@pytest.mark.parametrize("fn,inputs", [c[1:] for c in FRACTIONAL_CASES], ids=[c[0] for c in FRACTIONAL_CASES])
+def test_fractional_max_pool_matches_torch_with_the_same_samples(fn, inputs):
+    check_op(fn, *inputs)
+
+
+def test_fractional_max_pool_modules_match_torch():
+    check_module(lambda lib: lib.nn.FractionalMaxPool2d(3, output_size=(5, 4), return_indices=True,
+                                                        _random_samples=lib.tensor(S2, dtype=lib.float64)),
+                 X4, dtypes=("float64",))
+    check_module(lambda lib: lib.nn.FractionalMaxPool3d(2, output_ratio=(0.5, 0.5, 0.6),
+                                                        _random_samples=lib.tensor(S3, dtype=lib.float64)),
+                 X5, dtypes=("float64",))
+
+
+def test_fractional_max_pool_draws_from_embers_generator():
+    x = ember.tensor(X4, dtype=ember.float32)
+    pool = ember.nn.FractionalMaxPool2d(2, output_ratio=0.5)
+    ember.manual_seed(3)
+    a = pool(x)
+    ember.manual_seed(3)
+    samples = ember.rand(2, 3, 2)
+    ember.manual_seed(3)
+    b, idx = ember.nn.functional.fractional_max_pool2d(x, 2, output_ratio=0.5, return_indices=True)
+    assert a.shape == (2, 3, 4, 4) and idx.shape == (2, 3, 4, 4) and idx.dtype is ember.int64
+    assert (a == b).all().item()
+    fixed = ember.nn.functional.fractional_max_pool2d(x, 2, output_ratio=0.5, _random_samples=samples)
+    assert (a == fixed).all().item()      # the draw is ember.rand(N, C, 2) of the input's dtype, as torch's
+    draws = {tuple(ember.nn.functional.fractional_max_pool2d(x, 2, output_size=(6, 5), return_indices=True)[1]
+                   .flatten().tolist()) for _ in range(6)}
+    assert len(draws) > 1                 # unseeded calls differ
+    t = torch.nn.FractionalMaxPool2d(2, output_ratio=0.5)(torch.tensor(X4, dtype=torch.float32))
+    assert tuple(t.shape) == a.shape
+    assert ember.nn.functional.fractional_max_pool3d(ember.tensor(X5), 2, output_size=(3, 3, 3)).shape == (2, 3, 3, 3, 3)
+
+
+def test_fractional_max_pool_rejects_bad_arguments():
+    x = ember.tensor(X4)
+    F = ember.nn.functional
+    s = ember.tensor(S2)
+    with pytest.raises(ValueError, match="requires specifying either an output_size or an output_ratio"):
+        torch.nn.functional.fractional_max_pool2d(torch.tensor(X4), 2)
+    raises_exactly(lambda: F.fractional_max_pool2d(x, 2), ValueError,
+                   "fractional_max_pool2d: requires specifying either an output_size or an output_ratio")
+    with pytest.raises(RuntimeError, match="pool height 2 too large relative to input height 9"):
+        torch.nn.functional.fractional_max_pool2d(torch.tensor(X4), 2, output_size=(9, 4))
+    raises_exactly(lambda: F.fractional_max_pool2d(x, 2, output_size=(9, 4)), RuntimeError,
+                   "fractional_max_pool2d: pool height 2 too large relative to input height 9 (output height 9)")
+    raises_exactly(lambda: F.fractional_max_pool3d(ember.tensor(X5), 2, output_size=(5, 3, 3)), RuntimeError,
+                   "fractional_max_pool3d: pool time 2 too large relative to input time 6 (output time 5)")
+    raises_exactly(lambda: F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=ember.rand(2, 3, 3,
+                                                                                                     dtype=ember.float64)),
+                   RuntimeError, "fractional_max_pool2d: _random_samples must have shape (N, C, 2), got (2, 3, 3)")
+    raises_exactly(lambda: F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=s[:1]), RuntimeError,
+                   "fractional_max_pool2d: _random_samples has 1 rows, fewer than the input's batch 2")
+    raises_exactly(lambda: F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=s[:, :2]), RuntimeError,
+                   "fractional_max_pool2d: _random_samples has 2 channels, the input 3")
+    raises_exactly(lambda: F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=s.float()), RuntimeError,
+                   "fractional_max_pool2d: expected _random_samples of the input's dtype float64, got float32")
+    raises_exactly(lambda: F.fractional_max_pool2d(x.long(), 2, output_size=3), TypeError,
+                   "fractional_max_pool2d: expected a floating point input, got int64")
+    raises_exactly(lambda: F.fractional_max_pool2d(x[0, 0], 2, output_size=3), ValueError,
+                   "fractional_max_pool2d: expected a 3-D or 4-D input, got shape (9, 8)")
+    raises_exactly(lambda: F.fractional_max_pool2d(ember.zeros(2, 0, 5, 5), 2, output_size=3), RuntimeError,
+                   "fractional_max_pool2d: expected input to have non-zero size for non-batch dimensions, got shape "
+                   "(2, 0, 5, 5)")
+    raises_exactly(lambda: F.fractional_max_pool2d(x, 0, output_size=3), RuntimeError,
+                   "fractional_max_pool2d: kernel_size must be greater than zero, got kernel_size=(0, 0)")
+    for kwargs, message in [({}, "FractionalMaxPool2d requires specifying either an output size, or a pooling ratio"),
+                            (dict(output_size=3, output_ratio=0.5), "only one of output_size and output_ratio"),
+                            (dict(output_ratio=1.0), r"output_ratio must be between 0 and 1 \(got 1.0\)")]:
+        with pytest.raises(ValueError, match=message):
+            torch.nn.FractionalMaxPool2d(2, **kwargs)
+        with pytest.raises(ValueError, match=message):
+            ember.nn.FractionalMaxPool2d(2, **kwargs)
+    assert F.fractional_max_pool2d(x[:0], 2, output_size=3).shape == (0, 3, 3, 3)   # an empty batch, as torch

@@ -36,6 +36,22 @@ INVALID = [
     (optim.LBFGS, dict(lr=-1), "LBFGS: invalid learning rate: -1"),
     (optim.LBFGS, dict(line_search_fn="armijo"), "LBFGS: invalid line_search_fn"),
     (optim.LBFGS, dict(history_size=0), "LBFGS: invalid history_size: 0"),
+    (optim.Adafactor, dict(lr=-1), "Adafactor: invalid learning rate: -1"),
+    (optim.Adafactor, dict(beta2_decay=0.5), "Adafactor: invalid beta2_decay (must be <= 0): 0.5"),
+    (optim.Adafactor, dict(eps=(-1.0, 1e-3)), "Adafactor: invalid epsilon1 value: -1.0"),
+    (optim.Adafactor, dict(eps=(None, -1e-3)), "Adafactor: invalid epsilon2 value: -0.001"),
+    (optim.Adafactor, dict(d=0.5), "Adafactor: invalid clipping threshold d (must be >= 1): 0.5"),
+    (optim.Adafactor, dict(weight_decay=-0.1), "Adafactor: invalid weight_decay value: -0.1"),
+    (optim.Muon, dict(lr=-1), "Muon: invalid learning rate: -1"),
+    (optim.Muon, dict(momentum=-0.5), "Muon: invalid momentum value: -0.5"),
+    (optim.Muon, dict(weight_decay=-0.5), "Muon: invalid weight_decay value: -0.5"),
+    (optim.Muon, dict(adjust_lr_fn="sqrt"),
+     "Muon: invalid adjust_lr_fn (expected None, 'original' or 'match_rms_adamw'): 'sqrt'"),
+    (optim.Muon, dict(ns_coefficients=(1.0, 2.0)), "Muon: invalid ns_coefficients (expected 3 values): (1.0, 2.0)"),
+    (optim.Muon, dict(ns_steps=100), "Muon: invalid ns_steps (must be less than 100): 100"),
+    (optim.SparseAdam, dict(lr=0.0), "SparseAdam: invalid learning rate: 0.0"),
+    (optim.SparseAdam, dict(eps=0.0), "SparseAdam: invalid epsilon value: 0.0"),
+    (optim.SparseAdam, dict(betas=(0.9, 1.0)), "SparseAdam: invalid beta parameter at index 1: 1.0"),
 ]
 
 

@@ -106,6 +106,10 @@ CASES = [
     ("Rprop", dict(lr=0.05)),
     ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.1))),
     ("Rprop", dict(lr=0.01, maximize=True)),
+    ("Adafactor", dict()),                          # matrix w: row/column factors; vector b: a full variance
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
+    ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, eps=(1e-6, 1e-2), d=2.0, maximize=True)),
+    ("Adafactor", dict(lr=0.05, eps=(1e-3, 1e-3), foreach=False)),
 ]
 
 
@@ -148,6 +152,7 @@ GROUP_CASES = [
     ("Adamax", dict(lr=0.02), [dict(lr=0.05), dict(betas=(0.5, 0.9), weight_decay=0.1)]),
     ("ASGD", dict(lr=0.05, t0=4), [dict(lambd=0.01), dict(lr=0.02, t0=2, alpha=0.5)]),
     ("Rprop", dict(lr=0.02), [dict(etas=(0.4, 1.3)), dict(lr=0.01, step_sizes=(1e-4, 0.05))]),
+    ("Adafactor", dict(lr=0.02), [dict(lr=0.05, eps=(1e-4, 1e-3)), dict(weight_decay=0.1, beta2_decay=-0.6)]),
 ]
 
 
@@ -160,7 +165,7 @@ RESUME_CASES = [("SGD", dict(lr=0.05, momentum=0.9)), ("Adam", dict(lr=0.05, ams
                 ("AdamW", dict(lr=0.05)), ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
                 ("Adagrad", dict(lr=0.1, lr_decay=0.01)), ("Adadelta", dict(lr=0.5)),
                 ("RAdam", dict(lr=0.05)), ("Adamax", dict(lr=0.05)), ("ASGD", dict(lr=0.05, t0=5)),
-                ("Rprop", dict(lr=0.05))]
+                ("Rprop", dict(lr=0.05)), ("Adafactor", dict(lr=0.05, weight_decay=0.1))]
 # NAdam is not here: its 0-d "mu_product" is float32 until a load casts it to the parameter's dtype (torch's
 # load_state_dict does the same), so a resumed float64 run rounds it differently; see the next test
 
@@ -191,7 +196,7 @@ def _to_ember(value):
 
 NEW_RESUME_CASES = [("NAdam", dict(lr=0.05)), ("NAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
                     ("RAdam", dict(lr=0.05)), ("Adamax", dict(lr=0.05)), ("ASGD", dict(lr=0.05, t0=5)),
-                    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5)))]
+                    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5))), ("Adafactor", dict(lr=0.05, d=2.0))]
 
 
 @pytest.mark.parametrize("name,kwargs", NEW_RESUME_CASES, ids=[c[0] for c in NEW_RESUME_CASES])

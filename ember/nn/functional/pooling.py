@@ -9,11 +9,11 @@ import math
 
 import numpy as np
 
-from ..._dtype import int8
+from ... import _dtype
 from ..._errors import op_error
 from ..._tensor import Tensor
 from ...backends import host
-from ...ops import math as M, creation as C
+from ...ops import math as M, creation as C, shape as S
 from ...ops.layers import Conv, Embedding, MaxPool, MaxPoolIndex
 from ...ops.primitives import Gather, Pad, Scatter
 from ._utils import _ntuple, _check_dim
@@ -24,7 +24,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", 
            "lp_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
-           "max_unpool3d"]
+           "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d_with_indices"]
 
 
 def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
@@ -331,7 +332,7 @@ def _adaptive_max_poolnd(input, output_size, return_indices, nd, op):
     first = M.argmax(cand, dim=-1, keepdim=True)                                      # (N, C, M, 1)
     nan = M.isnan(Gather.apply(cand, first, axis=3))
     if not input.is_meta and M.any(nan).item():   # a window holding NaN: its last NaN, as torch's
-        last = table.shape[1] - 1 - M.argmax(M.isnan(cand).flip(-1).to(int8), dim=-1, keepdim=True)
+        last = table.shape[1] - 1 - M.argmax(M.isnan(cand).flip(-1).to(_dtype.int8), dim=-1, keepdim=True)
         first = M.where(nan, last, first)
     index = Gather.apply(table.expand(N, Cc, *table.shape), first, axis=3).reshape(N, Cc, table.shape[0])
     # the maxima: x gathered there (the gradient scatters back, adding where windows overlap)
@@ -440,3 +441,121 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
+
+
+def _fractional_starts(sample, n, out, k):
+    """torch's generate_intervals for every plane at once: the first input position of each of `out`
+    windows of size `k` along an axis of `n`, from one uniform sample per plane (N, C) in the input's dtype:
+    int((i + u) * alpha) - int(u * alpha), alpha = (n - k) / (out - 1), and the last window at n - k."""
+    N, Cc = sample.shape
+    last = C.full((N, Cc, 1), n - k, dtype=_dtype.int64, device=sample.device)
+    if out <= 1:
+        return last[:, :, :out]
+    alpha = C.full((), (n - k) / (out - 1), dtype=sample.dtype, device=sample.device)   # rounded as torch's
+    i = C.arange(out - 1, dtype=sample.dtype, device=sample.device)
+    u = sample.unsqueeze(-1)                                                                # (N, C, 1)
+    starts = ((i + u) * alpha).to(_dtype.int64) - (u * alpha).to(_dtype.int64)          # (N, C, out - 1)
+    return S.cat([starts, last], dim=-1)                                                    # (N, C, out)
+
+
+def _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, nd, op):
+    _check_dim(input, (nd + 1, nd + 2), op)
+    if input.ndim == nd + 1:
+        out = _fractional_max_poolnd(input.unsqueeze(0), kernel_size, output_size, output_ratio, True,
+                                     _random_samples, nd, op)
+        out = tuple(o.squeeze(0) for o in out)
+        return out if return_indices else out[0]
+    if output_size is None and output_ratio is None:
+        raise op_error(op, "requires specifying either an output_size or an output_ratio", ValueError)
+    k = _ntuple(kernel_size, nd, "kernel_size")
+    spatial = tuple(input.shape[2:])
+    if output_size is None:
+        ratio = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * nd
+        if len(ratio) != nd:
+            raise op_error(op, f"output_ratio must be a number or a tuple of {nd}, got {tuple(ratio)}", ValueError)
+        size = tuple(int(n * r) for n, r in zip(spatial, ratio))
+    else:
+        size = _ntuple(output_size, nd, "output_size")
+    if min(k) <= 0:
+        raise op_error(op, f"kernel_size must be greater than zero, got kernel_size={k}")
+    if min(size) < 0:
+        raise op_error(op, f"output_size must be non-negative, got {size}")
+    N, Cc = input.shape[:2]
+    if Cc == 0 or 0 in spatial:
+        raise op_error(op, f"expected input to have non-zero size for non-batch dimensions, got shape "
+                           f"{tuple(input.shape)}")
+    for name, n, o, kk in zip(("height", "width") if nd == 2 else ("time", "height", "width"), spatial, size, k):
+        if o + kk - 1 > n or (nd == 3 and o + kk - 1 == n):   # torch's 3-D check is strict
+            raise op_error(op, f"pool {name} {kk} too large relative to input {name} {n} (output {name} {o})")
+    if not input.dtype.is_floating_point:
+        raise op_error(op, f"expected a floating point input, got {input.dtype.name}", TypeError)
+    if _random_samples is None:
+        from ...random import rand
+        samples = rand(N, Cc, nd, dtype=input.dtype, device=input.device)
+    else:
+        samples = _random_samples
+        if samples.ndim != 3 or samples.shape[2] != nd:
+            raise op_error(op, f"_random_samples must have shape (N, C, {nd}), got {tuple(samples.shape)}")
+        if samples.shape[0] < N:
+            raise op_error(op, f"_random_samples has {samples.shape[0]} rows, fewer than the input's batch {N}")
+        if samples.shape[1] != Cc:
+            raise op_error(op, f"_random_samples has {samples.shape[1]} channels, the input {Cc}")
+        if samples.dtype != input.dtype:
+            raise op_error(op, f"expected _random_samples of the input's dtype {input.dtype.name}, got "
+                               f"{samples.dtype.name}")
+        samples = samples.detach()[:N]
+    # torch's samples are ordered (W, H) in 2-D and (T, H, W) in 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    # the flat position in the input plane of every (output position, kernel offset): (N, C, M, K)
+    index = C.zeros((N, Cc) + (1,) * (2 * nd), dtype=_dtype.int64, device=input.device)
+    step = 1
+    for d in reversed(range(nd)):
+        starts = _fractional_starts(samples[:, :, order[d]], spatial[d], size[d], k[d])       # (N, C, out_d)
+        pos = starts.unsqueeze(-1) + C.arange(k[d], device=input.device)                      # (N, C, out_d, k_d)
+        shape = [N, Cc] + [1] * (2 * nd)
+        shape[2 + d], shape[2 + nd + d] = size[d], k[d]
+        index = index + pos.reshape(shape) * step
+        step *= spatial[d]
+    index = index.reshape(N, Cc, math.prod(size), math.prod(k))
+    x = input.reshape(N, Cc, math.prod(spatial))                                               # (N, C, L)
+    # the first maximum of each window (no gradient), its flat position, and x gathered there
+    candidates = Gather.apply(x.detach(), index.reshape(N, Cc, index.shape[2] * index.shape[3]), axis=2)
+    candidates = candidates.reshape(index.shape)                                               # (N, C, M, K)
+    first = M.argmax(candidates, dim=-1, keepdim=True)                                         # (N, C, M, 1)
+    where = Gather.apply(index, first, axis=3).reshape(N, Cc, math.prod(size))
+    out = Gather.apply(x, where, axis=2).reshape(N, Cc, *size)
+    return (out, where.reshape(N, Cc, *size)) if return_indices else out
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Fractional max pooling (Graham, 2014), as torch's: windows of `kernel_size` at pseudo-random starts,
+    one uniform sample per plane and axis (`_random_samples` (N, C, 2) in (W, H) order, or drawn from Ember's
+    generator), giving `output_size` or `input size * output_ratio` outputs; indices are flat positions in
+    each (H, W) plane.
+
+    >>> x = ember.arange(16.0).reshape(1, 1, 4, 4)
+    >>> F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=ember.full((1, 1, 2), 0.5)).tolist()
+    [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, return_indices, _random_samples,
+                                  2, "fractional_max_pool2d")
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Fractional max pooling over (T, H, W), as torch's; `_random_samples` is (N, C, 3) in (T, H, W) order."""
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, return_indices, _random_samples,
+                                  3, "fractional_max_pool3d")
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, True, _random_samples, 2,
+                                  "fractional_max_pool2d")
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, True, _random_samples, 3,
+                                  "fractional_max_pool3d")
