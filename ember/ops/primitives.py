@@ -362,9 +362,14 @@ class Maximum(Primitive):
     saves_inputs = True
     def forward(self, a, b): return array_module(a).maximum(a, b)
     def backward(self, g):
+        # torch's: g to a unless a < b, to b unless a > b, halved on ties; so where either is NaN (no
+        # comparison holds) both sides get all of g. Selected, not multiplied: an inf g gives 0, not NaN
         a, b = self.saved_tensors
-        w = ((a > b) + (a == b) * 0.5).to(g.dtype)
-        return sum_to(g * w, a.shape), sum_to(g * (1 - w), b.shape)
+        zero = g.new_zeros(())
+        shared = Where.apply(a == b, g * 0.5, g)
+        ga = sum_to(Where.apply(a < b, zero, shared), a.shape) if self.needs_input_grad[0] else None
+        gb = sum_to(Where.apply(a > b, zero, shared), b.shape) if self.needs_input_grad[1] else None
+        return ga, gb
     def infer(self, a, b): return _broadcast(self, a, b)
 
 
@@ -420,8 +425,11 @@ class Sum(Primitive):
 
 
 class Amax(Primitive):
-    """Max (or min, with `neg`) over axes; the gradient is shared evenly among ties (as torch.amax)."""
-    attrs = {"axis": AXES, "keepdims": bool, "neg": bool}
+    """Max (or min, with `neg`) over axes; the gradient is shared evenly among ties (as torch.amax).
+    Where the result is NaN no element equals it, and torch.amax's gradient is NaN there (g / 0 * 0);
+    with `nan_ties` the NaN elements share it instead (torch.max()'s, and the inf-norm's)."""
+    attrs = {"axis": AXES, "keepdims": bool, "neg": bool, "nan_ties": bool}
+    nan_ties = False
     saves_inputs = True
     saves_output = True
     def forward(self, x):
@@ -433,7 +441,10 @@ class Amax(Primitive):
         if not self.keepdims and self.axis is not None:
             shp = _keepdim_shape(x.shape, self.axis)
             y, g = y.reshape(shp), g.reshape(shp)
-        mask = (x == y).to(g.dtype)
+        mask = x == y
+        if self.nan_ties:
+            mask = mask | (x.isnan() & y.isnan())
+        mask = mask.to(g.dtype)
         return (g * mask / mask.sum(self.axis, keepdim=True),)
     def infer(self, x): return _reduced(x.shape, self.axis, self.keepdims), x.dtype
 

@@ -504,6 +504,27 @@ def test_reductions_with_ties(fn):
     check_op(fn, np.full((2, 3), 1.5))                  # everything tied
 
 
+# NaN and inf against finite values, ties and each other (columns of NAN_A/NAN_B)
+NAN_A = np.array([[np.nan, 1.0, np.nan, 2.0, 2.0, np.inf, -np.inf, np.nan], [3.0, -np.inf, 0.5, np.inf, 1.0, 1.0, 4.0, -1.0]])
+NAN_B = np.array([[1.0, np.nan, np.nan, 2.0, 3.0, np.inf, 1.0, -np.inf], [np.nan, -np.inf, 0.5, 1.0, 1.0, np.nan, 4.0, 0.0]])
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_binary_max_min_gradient_with_nan_as_torch(name):
+    # torch: a NaN on either side gives both sides all of g (no comparison holds); Ember gave it to one
+    check_op(lambda L, a, b: getattr(L, name)(a, b), NAN_A, NAN_B)
+    check_op(lambda L, a, b: getattr(L, name)(a, b), NAN_A, NAN_B[:1, :1])   # broadcast
+
+
+@pytest.mark.parametrize("fn", [lambda L, a: a.max(), lambda L, a: a.min(), lambda L, a: L.amax(a, 1),
+                                lambda L, a: L.amin(a, 0), lambda L, a: a.max(1), lambda L, a: L.amax(a)],
+                         ids=["max", "min", "amax_1", "amin_0", "max_dim1", "amax_all"])
+def test_reductions_gradient_with_nan_as_torch(fn):
+    # torch.max()/min() share the gradient among the NaNs when the result is NaN; amax/amin give NaN there
+    check_op(fn, NAN_A)
+    check_op(fn, np.array([[1.0, np.nan, 3.0, np.nan], [np.nan, 3.0, 3.0, -np.inf]]))
+
+
 @pytest.mark.parametrize("args", [dict(min=-1.0, max=3.0), dict(min=2.0), dict(max=2.0), dict(min=-1, max=-1)],
                          ids=str)
 def test_clamp_at_the_bounds(args):

@@ -177,7 +177,9 @@ def glu(input, dim=-1) -> Tensor:
 
 def hardsigmoid(input, inplace=False) -> Tensor:
     """relu6(x + 3) / 6."""
-    return _apply_inplace(input, _flat_outside(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    # relu6 of a clamp: torch's gradient is 0 at a NaN input here (its hardtanh/relu6 pass it or not
+    # depending on the element's position, so theirs keep g there, at no extra cost)
+    return _apply_inplace(input, _flat_outside(M.clamp(input + 3.0, 0.0, 6.0), 0.0, 6.0) / 6.0, inplace)
 
 
 def hardswish(input, inplace=False) -> Tensor:
