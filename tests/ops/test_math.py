@@ -902,6 +902,32 @@ def test_scan_dtypes_as_torch():
     check_op(lambda L, a: L.cumprod(a, 0), ())
 
 
+# zeros: one, several, first and last in the slice, a whole slice; NaN and inf after a zero
+CUMPROD_ZEROS = np.array([[[1.5, 0.0, 2.0, -3.0], [0.0, 2.0, 0.5, 1.5], [2.0, -1.5, 0.5, 0.0]],
+                          [[0.0, 0.0, 2.0, 1.5], [2.0, 0.0, 3.0, 0.0], [0.0, 0.0, 0.0, 0.0]]])
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cumprod_gradient_with_zeros_as_torch(dim):
+    # torch's cumprod_backward is exact around zeros; y_k / x_i gave NaN/inf for every x_i == 0
+    check_op(lambda L, a: L.cumprod(a, dim), CUMPROD_ZEROS)
+    check_op(lambda L, a: a.cumprod(dim), np.where(CUMPROD_ZEROS == 2.0, np.nan, CUMPROD_ZEROS))
+    check_op(lambda L, a: a.cumprod(dim), np.where(CUMPROD_ZEROS == 2.0, np.inf, CUMPROD_ZEROS))
+
+
+def test_cumprod_double_backward_with_zeros():
+    # with create_graph the backward is torch's grad-mode one (explicit products), exact at zeros
+    x = ember.tensor(CUMPROD_ZEROS, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda a: a.cumprod(2), (x,))
+    for dim in (0, 1, 2):
+        assert ember.autograd.gradgradcheck(lambda a: a.cumprod(dim), (x,))
+        g = np.random.default_rng(dim).standard_normal(CUMPROD_ZEROS.shape)
+        tx = torch.tensor(CUMPROD_ZEROS, requires_grad=True)
+        want, = torch.autograd.grad(tx.cumprod(dim), tx, torch.tensor(g), create_graph=True)
+        got, = ember.autograd.grad(x.cumprod(dim), x, ember.tensor(g), create_graph=True)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
 def test_division_by_a_float_zero_is_no_error():
     # only integer divisors are checked: floats give inf/nan (as torch)
     check_op(lambda L, a, b: L.floor_divide(a, b), np.array([1.0, -1.0, 2.0]), np.array([0.0, 0.0, 1.0]), grad=False)
