@@ -126,8 +126,8 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1) -> Tensor:
 
 # ------------------------------------------------------------------ shrinkage, gated and hard activations
 def hardshrink(input, lambd=0.5) -> Tensor:
-    """input where |input| > lambd, else 0."""
-    return M.where(M.abs(input) > lambd, input, 0.0)
+    """input where |input| > lambd, else 0 (NaN stays NaN, as torch)."""
+    return M.where(M.abs(input) <= lambd, 0.0, input)
 
 
 def softshrink(input, lambd=0.5) -> Tensor:
@@ -135,7 +135,8 @@ def softshrink(input, lambd=0.5) -> Tensor:
     if lambd < 0:
         raise op_error("softshrink", f"lambda must be in range [0, inf) for input {input.dtype.name}, but found "
                                      f"{lambd}")
-    return M.where(input > lambd, input - lambd, M.where(input < -lambd, input + lambd, 0.0))
+    # NaN fails both tests and falls through to input + lambd: NaN, as torch's
+    return M.where(input > lambd, input - lambd, M.where(input >= -lambd, 0.0, input + lambd))
 
 
 def tanhshrink(input) -> Tensor:
