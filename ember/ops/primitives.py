@@ -522,11 +522,12 @@ def _cumprod_grad_omitted(x, g, axis):
     """dx_i = sum_{k >= i} g_k prod_{j < i} x_j prod_{i < j <= k} x_j, the products built explicitly
     ((..., n, n) along `axis`), as torch's cumprod_backward in grad mode: no division, so its own
     derivative is right where x has zeros."""
-    from .creation import tensor
+    from .creation import arange
     xm, gm = x.movedim(axis, -1), g.movedim(axis, -1)                  # (..., n)
     n = xm.shape[-1]
-    after_i = tensor(np.triu(np.ones((n, n), bool), 1), device=x._device)   # (n, n): j > i
-    from_i = tensor(np.triu(np.ones((n, n), bool)), device=x._device)       # (n, n): k >= i
+    pos = arange(n, device=x._device)
+    after_i = pos > pos.unsqueeze(-1)                                    # (n, n): j > i
+    from_i = pos >= pos.unsqueeze(-1)                                    # (n, n): k >= i
     one, zero = x.new_ones(()), x.new_zeros(())
     rows = xm.unsqueeze(-2).expand(xm.shape[:-1] + (n, n))              # (..., i, j): x_j
     from_next = Cumprod.apply(Where.apply(after_i, rows, one), axis=-1)  # (..., i, k): prod_{i < j <= k} x_j
