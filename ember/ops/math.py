@@ -679,7 +679,7 @@ def _max_min(input, dim, keepdim, is_max, other, name):
     if dim is None:
         if input._data.size == 0:
             raise op_error(name, "operation does not have an identity: the input is empty")
-        return P.Amax.apply(input, axis=None, keepdims=False, neg=not is_max)
+        return P.Amax.apply(input, axis=None, keepdims=False, neg=not is_max, nan_ties=True)
     ax = _axes(dim, input.ndim, name)[0] if input.ndim else None
     _check_identity_free(name, input, None if ax is None else (ax,))
     if input.ndim == 0:
@@ -812,10 +812,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     _memory.check("norm", input.shape, input.dtype)   # |input|^p is a temporary of input's size
     if p == "fro" or p == 2:
         return _zero_safe_root(sum(input * input, dim, keepdim), 2)
-    if p == float("inf"):
-        return amax(abs(input), dim if dim is not None else (), keepdim)
-    if p == float("-inf"):
-        return amin(abs(input), dim if dim is not None else (), keepdim)
+    if p in (float("inf"), float("-inf")):
+        # nan_ties: a NaN norm's gradient is 0 (sign(NaN) = 0), as torch's, not amax's NaN
+        axis = _axes(dim if dim is not None else (), input.ndim, "norm")
+        _check_identity_free("norm", input, axis)
+        return P.Amax.apply(abs(input), axis=axis, keepdims=keepdim, neg=p < 0, nan_ties=True)
     if p == 1:
         return sum(abs(input), dim, keepdim)
     if p == 0:

@@ -209,10 +209,12 @@ def xlogy(input, other):
     [0.0, 0.0]
     """
     x, y = M._float_operands(input, other, "xlogy")
-    # torch's gradient for input is g * log(other) but 0 where input == 0 and other <= 0; there the value
-    # is 0 and log is taken of 1 (no 0 * log(0) = NaN in the unused branch's gradient)
-    zero = M.logical_and(M.eq(x, 0), M.le(y, 0))
-    return M.where(zero, 0.0, x * M.log(M.where(zero, 1.0, y)))
+    # torch's value is 0 where input == 0 (other not NaN); its gradients are g * log(other), but 0 where
+    # input == 0 and other <= 0, and g * input / other, so NaN at input == other == 0 (0 / 0), which the
+    # log of other itself gives (log's backward divides by other). At input == 0, other == inf the value
+    # is 0 and so is the input's gradient (torch's is inf).
+    zero = M.logical_and(M.eq(x, 0), M.logical_or(M.le(y, 0), M.eq(y, _math.inf)))
+    return x * M.where(zero, 0.0, M.log(y))
 
 
 def sinc(input):

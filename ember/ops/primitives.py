@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Primitive
+from ..autograd.grad_mode import STATE
 from ..backends import array_module
 from ..backends.cpu import rows_sum as _rows_sum
 from ._attr_types import AXES, AXIS, DEVICE, DTYPE, INTS, KEY, NUMBER, OPT_NUMBER, SHAPE
@@ -362,9 +363,14 @@ class Maximum(Primitive):
     saves_inputs = True
     def forward(self, a, b): return array_module(a).maximum(a, b)
     def backward(self, g):
+        # torch's: g to a unless a < b, to b unless a > b, halved on ties; so where either is NaN (no
+        # comparison holds) both sides get all of g. Selected, not multiplied: an inf g gives 0, not NaN
         a, b = self.saved_tensors
-        w = ((a > b) + (a == b) * 0.5).to(g.dtype)
-        return sum_to(g * w, a.shape), sum_to(g * (1 - w), b.shape)
+        zero = g.new_zeros(())
+        shared = Where.apply(a == b, g * 0.5, g)
+        ga = sum_to(Where.apply(a < b, zero, shared), a.shape) if self.needs_input_grad[0] else None
+        gb = sum_to(Where.apply(a > b, zero, shared), b.shape) if self.needs_input_grad[1] else None
+        return ga, gb
     def infer(self, a, b): return _broadcast(self, a, b)
 
 
@@ -420,8 +426,11 @@ class Sum(Primitive):
 
 
 class Amax(Primitive):
-    """Max (or min, with `neg`) over axes; the gradient is shared evenly among ties (as torch.amax)."""
-    attrs = {"axis": AXES, "keepdims": bool, "neg": bool}
+    """Max (or min, with `neg`) over axes; the gradient is shared evenly among ties (as torch.amax).
+    Where the result is NaN no element equals it, and torch.amax's gradient is NaN there (g / 0 * 0);
+    with `nan_ties` the NaN elements share it instead (torch.max()'s, and the inf-norm's)."""
+    attrs = {"axis": AXES, "keepdims": bool, "neg": bool, "nan_ties": bool}
+    nan_ties = False
     saves_inputs = True
     saves_output = True
     def forward(self, x):
@@ -433,7 +442,10 @@ class Amax(Primitive):
         if not self.keepdims and self.axis is not None:
             shp = _keepdim_shape(x.shape, self.axis)
             y, g = y.reshape(shp), g.reshape(shp)
-        mask = (x == y).to(g.dtype)
+        mask = x == y
+        if self.nan_ties:
+            mask = mask | (x.isnan() & y.isnan())
+        mask = mask.to(g.dtype)
         return (g * mask / mask.sum(self.axis, keepdim=True),)
     def infer(self, x): return _reduced(x.shape, self.axis, self.keepdims), x.dtype
 
@@ -483,13 +495,45 @@ class Cumprod(Primitive):
     saves_output = True
     def forward(self, x): return array_module(x).cumprod(x, axis=self.axis, dtype=_half_acc(x))
     def backward(self, g):
-        # d y_k / d x_i = y_k / x_i for k >= i (inputs assumed non-zero)
+        # torch's cumprod_backward: dx_i = sum_{k >= i} g_k prod_{j <= k, j != i} x_j
         x, = self.saved_tensors
+        if STATE.enabled:   # create_graph: the O(n^2) form, whose own derivative is right at zeros too
+            return (_cumprod_grad_omitted(x, g, self.axis),)
+        # Before a slice's first zero z: sum_{i <= k < z} g_k y_k / x_i. At z: prod(x[:z]) times
+        # sum_{z <= k < z2} g_k prod(x[z+1:k+1]), z2 the second zero. After z: 0 (every product has x_z)
         y = self.saved_output()
-        rev = Flip.apply(Cumsum.apply(Flip.apply(g * y, axes=(self.axis,)), axis=self.axis),
-                         axes=(self.axis,))
-        return (rev / x,)
+        ax = self.axis
+        is_zero = x == 0
+        seen = Cumsum.apply(is_zero.to(np.int32), axis=ax)   # zeros so far, this one included
+        before, one_seen = seen == 0, seen == 1
+        first = is_zero & one_seen
+        one, zero = x.new_ones(()), x.new_zeros(())
+        rev = Flip.apply(Cumsum.apply(Flip.apply(Where.apply(before, g * y, zero), axes=(ax,)), axis=ax),
+                         axes=(ax,))
+        before_z = rev / Where.apply(before, x, one)
+        between = Cumprod.apply(Where.apply(one_seen & ~is_zero, x, one), axis=ax)   # x[z+1:k+1] products
+        at_z = Sum.apply(Where.apply(one_seen, g, zero) * between, axis=(ax,), keepdims=True) * \
+            Prod.apply(Where.apply(before, x, one), axis=(ax,), keepdims=True)
+        return (Where.apply(before, before_z, Where.apply(first, at_z, zero)),)
     def infer(self, x): return x.shape, _acc_dtype(x.dtype)
+
+
+def _cumprod_grad_omitted(x, g, axis):
+    """dx_i = sum_{k >= i} g_k prod_{j < i} x_j prod_{i < j <= k} x_j, the products built explicitly
+    ((..., n, n) along `axis`), as torch's cumprod_backward in grad mode: no division, so its own
+    derivative is right where x has zeros."""
+    from .creation import arange
+    xm, gm = x.movedim(axis, -1), g.movedim(axis, -1)                  # (..., n)
+    n = xm.shape[-1]
+    pos = arange(n, device=x._device)
+    after_i = pos > pos.unsqueeze(-1)                                    # (n, n): j > i
+    from_i = pos >= pos.unsqueeze(-1)                                    # (n, n): k >= i
+    one, zero = x.new_ones(()), x.new_zeros(())
+    rows = xm.unsqueeze(-2).expand(xm.shape[:-1] + (n, n))              # (..., i, j): x_j
+    from_next = Cumprod.apply(Where.apply(after_i, rows, one), axis=-1)  # (..., i, k): prod_{i < j <= k} x_j
+    until = Cumprod.apply(Cat.apply(xm.new_ones(xm.shape[:-1] + (1,)), xm[..., :-1], axis=-1), axis=-1)   # prod_{j < i}
+    terms = Where.apply(from_i, gm.unsqueeze(-2) * (until.unsqueeze(-1) * from_next), zero)
+    return Sum.apply(terms, axis=(-1,), keepdims=False).movedim(-1, axis)
 
 
 def _keepdim_shape(shape, axis):

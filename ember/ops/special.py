@@ -386,6 +386,7 @@ def xlog1py(input, other):
         raise TypeError(f"xlog1py(): expected a Tensor for input or other, got {type(input).__name__} and "
                         f"{type(other).__name__}")
     x, y = M._float_operands(input, other, "xlog1py")
-    # log1p is -inf or NaN for other <= -1 and 0 * inf is NaN: there the value is 0 and log1p is taken of 0
+    # as xlogy: 0 where input == 0 and other <= -1 or inf; other's gradient g * input / (1 + other), so
+    # NaN at input == 0, other == -1 (log1p's backward divides by 1 + other)
     zero = M.logical_and(M.eq(x, 0), M.logical_or(M.le(y, -1), M.eq(y, _math.inf)))
-    return M.where(zero, 0.0, x * M.log1p(M.where(zero, 0.0, y)))
+    return x * M.where(zero, 0.0, M.log1p(y))

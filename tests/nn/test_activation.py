@@ -452,6 +452,22 @@ def test_threshold_keeps_nan_as_torch():
 SPECIALS = np.array([[np.nan, -np.inf, np.inf, 0.3, 25.0, -25.0], [0.0, 1.0, -1.0, np.nan, 2.0, 0.6]])
 
 
+@pytest.mark.parametrize("name", ["hardshrink", "softshrink"])
+def test_shrink_keeps_nan_as_torch(name):
+    # values only: torch's gradient at NaN depends on the element's position (scalar vs vector loop)
+    x = np.array([[np.nan, -np.inf, np.inf, 0.3, 0.5, -0.5], [0.0, 1.0, -1.0, np.nan, 2.0, 0.6]])
+    check_op(lambda L, a: getattr(L.nn.functional, name)(a, 0.5), x, grad=False)
+    check_op(lambda L, a: getattr(L.nn.functional, name)(a, 0.5), (3, 4))
+
+
+def test_hardsigmoid_gradient_at_nan_is_zero_as_torch():
+    # torch: 0 unless -3 < x < 3, so 0 at NaN (relu6/hardtanh/hardswish are left: torch's own answer at
+    # NaN there depends on the element's position, its scalar loop passing g, its vector loop not)
+    x = np.array([[np.nan, -np.inf, np.inf, 0.3, 3.0, -3.0], [0.0, 1.0, -1.0, np.nan, 2.0, 5.0]])
+    check_op(lambda L, a: L.nn.functional.hardsigmoid(a), x, **LOOSE)
+    check_op(lambda L, a: L.nn.Hardsigmoid()(a), np.full((3, 40), np.nan), **LOOSE)
+
+
 @pytest.mark.parametrize("fn", [lambda L, a: L.nn.functional.softplus(a),
                                 lambda L, a: L.nn.functional.softplus(a, 2.0, 1.0),
                                 lambda L, a: L.nn.functional.logsigmoid(a)], ids=["softplus", "beta_threshold", "logsigmoid"])

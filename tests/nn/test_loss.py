@@ -107,6 +107,14 @@ def test_loss_shapes_that_cannot_broadcast_raise(name):
         getattr(ember.nn.functional, name)(ember.zeros(4, 3), ember.zeros(4))
 
 
+@pytest.mark.parametrize("reduction", ["none", "sum", "batchmean"])
+def test_kl_div_target_gradient_at_zero_target_is_nan_as_torch(reduction):
+    # torch's xlogy(t, t) gradient for t is log t + t / t: NaN at t == 0 (0 / 0)
+    from helpers import check_op
+    t = np.array([[0.0, 0.5, 0.5], [0.2, 0.0, 0.8]])
+    check_op(lambda L, x, t: L.nn.functional.kl_div(x, t, reduction=reduction), np.log(PROBS[:2, :3]), t)
+
+
 def test_kl_div_broadcasts_silently_as_torch():
     import torch
     a, b = np.log(PROBS[:, :1]), PROBS[0]                      # (5, 1) against (4,)

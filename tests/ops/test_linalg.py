@@ -236,6 +236,19 @@ def test_vector_norm_gradient_at_zero_is_zero_as_torch(ord):
     assert x.grad.tolist() == [[0.0] * 3] * 2
 
 
+@pytest.mark.parametrize("ord", [float("inf"), float("-inf")])
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_vector_norm_inf_gradient_with_ties_and_nan_as_torch(ord, dim):
+    # ties share the gradient (with their signs); a NaN norm's gradient is 0, not amax's NaN
+    x = np.array([[1.0, np.nan, -3.0, 3.0], [2.0, -2.0, 1.0, 0.0], [np.inf, -np.inf, np.nan, 1.0]])
+    check_op(lambda L, x: L.linalg.vector_norm(x, ord, dim), x)
+    check_op(lambda L, x: L.norm(x, ord, dim), x)
+    check_op(lambda L, x: L.linalg.vector_norm(x, ord, dim), TIES_NORM)
+
+
+TIES_NORM = np.array([[1.0, -3.0, 3.0, 3.0], [-2.0, 2.0, 0.5, -0.5], [0.0, 0.0, 0.0, 0.0]])
+
+
 def test_matrix_norm_fro_gradient_at_zero_is_zero_as_torch():
     x = ember.zeros(2, 3, requires_grad=True)
     ember.linalg.matrix_norm(x).backward()

@@ -504,6 +504,27 @@ def test_reductions_with_ties(fn):
     check_op(fn, np.full((2, 3), 1.5))                  # everything tied
 
 
+# NaN and inf against finite values, ties and each other (columns of NAN_A/NAN_B)
+NAN_A = np.array([[np.nan, 1.0, np.nan, 2.0, 2.0, np.inf, -np.inf, np.nan], [3.0, -np.inf, 0.5, np.inf, 1.0, 1.0, 4.0, -1.0]])
+NAN_B = np.array([[1.0, np.nan, np.nan, 2.0, 3.0, np.inf, 1.0, -np.inf], [np.nan, -np.inf, 0.5, 1.0, 1.0, np.nan, 4.0, 0.0]])
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_binary_max_min_gradient_with_nan_as_torch(name):
+    # torch: a NaN on either side gives both sides all of g (no comparison holds); Ember gave it to one
+    check_op(lambda L, a, b: getattr(L, name)(a, b), NAN_A, NAN_B)
+    check_op(lambda L, a, b: getattr(L, name)(a, b), NAN_A, NAN_B[:1, :1])   # broadcast
+
+
+@pytest.mark.parametrize("fn", [lambda L, a: a.max(), lambda L, a: a.min(), lambda L, a: L.amax(a, 1),
+                                lambda L, a: L.amin(a, 0), lambda L, a: a.max(1), lambda L, a: L.amax(a)],
+                         ids=["max", "min", "amax_1", "amin_0", "max_dim1", "amax_all"])
+def test_reductions_gradient_with_nan_as_torch(fn):
+    # torch.max()/min() share the gradient among the NaNs when the result is NaN; amax/amin give NaN there
+    check_op(fn, NAN_A)
+    check_op(fn, np.array([[1.0, np.nan, 3.0, np.nan], [np.nan, 3.0, 3.0, -np.inf]]))
+
+
 @pytest.mark.parametrize("args", [dict(min=-1.0, max=3.0), dict(min=2.0), dict(max=2.0), dict(min=-1, max=-1)],
                          ids=str)
 def test_clamp_at_the_bounds(args):
@@ -879,6 +900,32 @@ def test_scan_dtypes_as_torch():
         check_op(fn, x, grad=False)
     check_op(lambda L, a: L.cumsum(a, 0, dtype=L.float64), (3,))
     check_op(lambda L, a: L.cumprod(a, 0), ())
+
+
+# zeros: one, several, first and last in the slice, a whole slice; NaN and inf after a zero
+CUMPROD_ZEROS = np.array([[[1.5, 0.0, 2.0, -3.0], [0.0, 2.0, 0.5, 1.5], [2.0, -1.5, 0.5, 0.0]],
+                          [[0.0, 0.0, 2.0, 1.5], [2.0, 0.0, 3.0, 0.0], [0.0, 0.0, 0.0, 0.0]]])
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cumprod_gradient_with_zeros_as_torch(dim):
+    # torch's cumprod_backward is exact around zeros; y_k / x_i gave NaN/inf for every x_i == 0
+    check_op(lambda L, a: L.cumprod(a, dim), CUMPROD_ZEROS)
+    check_op(lambda L, a: a.cumprod(dim), np.where(CUMPROD_ZEROS == 2.0, np.nan, CUMPROD_ZEROS))
+    check_op(lambda L, a: a.cumprod(dim), np.where(CUMPROD_ZEROS == 2.0, np.inf, CUMPROD_ZEROS))
+
+
+def test_cumprod_double_backward_with_zeros():
+    # with create_graph the backward is torch's grad-mode one (explicit products), exact at zeros
+    x = ember.tensor(CUMPROD_ZEROS, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda a: a.cumprod(2), (x,))
+    for dim in (0, 1, 2):
+        assert ember.autograd.gradgradcheck(lambda a: a.cumprod(dim), (x,))
+        g = np.random.default_rng(dim).standard_normal(CUMPROD_ZEROS.shape)
+        tx = torch.tensor(CUMPROD_ZEROS, requires_grad=True)
+        want, = torch.autograd.grad(tx.cumprod(dim), tx, torch.tensor(g), create_graph=True)
+        got, = ember.autograd.grad(x.cumprod(dim), x, ember.tensor(g), create_graph=True)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_division_by_a_float_zero_is_no_error():

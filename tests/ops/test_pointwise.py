@@ -157,6 +157,15 @@ def test_xlogy_matches_torch_with_zero_times_log_zero_and_its_gradient():
     check_op(lambda L, x, y: L.xlogy(x, y), (0,), (1,))
 
 
+def test_xlogy_gradients_at_zero_nan_and_inf_as_torch():
+    # torch: other's gradient is g * x / y, NaN at x == y == 0; the value is 0 at x == 0, y == inf.
+    # Not matched: x's gradient at x == 0, y == inf (torch's g * log(y) = inf, Ember's 0)
+    x = np.array([0.0, 0.0, 1.0, 0.0, NAN, 1.0, 0.0, INF, 2.0, 0.0])
+    y = np.array([0.0, 1.0, 0.0, NAN, 0.0, INF, -INF, 1.0, -1.0, -2.0])
+    check_op(lambda L, x, y: L.xlogy(x, y), x, y)
+    check_op(lambda L, x, y: L.xlogy(x, y), NoGrad(np.array([0.0, 0.0])), np.array([INF, 3.0]))
+
+
 def test_sinc_matches_torch_with_its_gradient_at_zero():
     check_op(lambda L, x: L.sinc(x), (3, 4), low=-3, high=3)
     check_op(lambda L, x: x.sinc(), np.array([0.0, -0.0, 1.0, 0.5, -2.5]))

@@ -148,6 +148,13 @@ def test_entr_matches_torch():
     assert x.grad.tolist() == [0.0, 0.0]
 
 
+def test_xlog1py_gradients_at_zero_nan_and_inf_as_torch():
+    # other's gradient g * x / (1 + y): NaN at x == 0, y == -1, as torch
+    x = np.array([0.0, 0.0, 1.0, 0.0, NAN, 1.0, 0.0, INF, 2.0, 0.0])
+    y = np.array([-1.0, 0.0, -1.0, NAN, -1.0, INF, -INF, 0.0, -2.0, -3.0])
+    check_op(lambda L, x, y: L.special.xlog1py(x, y), x, y)
+
+
 def test_xlog1py_matches_torch():
     check_op(lambda L, x, y: L.special.xlog1py(x, y), (3, 4), (4,), low=-0.9, high=3)
     x = np.array([0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 1.0])

@@ -126,8 +126,8 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1) -> Tensor:
 
 # ------------------------------------------------------------------ shrinkage, gated and hard activations
 def hardshrink(input, lambd=0.5) -> Tensor:
-    """input where |input| > lambd, else 0."""
-    return M.where(M.abs(input) > lambd, input, 0.0)
+    """input where |input| > lambd, else 0 (NaN stays NaN, as torch)."""
+    return M.where(M.abs(input) <= lambd, 0.0, input)
 
 
 def softshrink(input, lambd=0.5) -> Tensor:
@@ -135,7 +135,8 @@ def softshrink(input, lambd=0.5) -> Tensor:
     if lambd < 0:
         raise op_error("softshrink", f"lambda must be in range [0, inf) for input {input.dtype.name}, but found "
                                      f"{lambd}")
-    return M.where(input > lambd, input - lambd, M.where(input < -lambd, input + lambd, 0.0))
+    # NaN fails both tests and falls through to input + lambd: NaN, as torch's
+    return M.where(input > lambd, input - lambd, M.where(input >= -lambd, 0.0, input + lambd))
 
 
 def tanhshrink(input) -> Tensor:
@@ -177,7 +178,9 @@ def glu(input, dim=-1) -> Tensor:
 
 def hardsigmoid(input, inplace=False) -> Tensor:
     """relu6(x + 3) / 6."""
-    return _apply_inplace(input, _flat_outside(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    # relu6 of a clamp: torch's gradient is 0 at a NaN input here (its hardtanh/relu6 pass it or not
+    # depending on the element's position, so theirs keep g there, at no extra cost)
+    return _apply_inplace(input, _flat_outside(M.clamp(input + 3.0, 0.0, 6.0), 0.0, 6.0) / 6.0, inplace)
 
 
 def hardswish(input, inplace=False) -> Tensor:
