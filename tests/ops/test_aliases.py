@@ -123,8 +123,9 @@ def test_qr_and_svd():
     check_op(lambda L, a: L.svd(a, compute_uv=False), (3, 2), atol=1e-4, grad_atol=1e-3)
 
 
-def test_get_device_and_anomaly_switch():
+def test_get_device_and_anomaly_switch(fake_cuda):
     assert ember.ones(2).get_device() == ember.get_device(ember.ones(1)) == torch.ones(2).get_device() == -1
+    assert ember.ones(2, device="cuda").get_device() == ember.get_device(ember.ones(1, device="cuda:0")) == 0
     assert not ember.is_anomaly_enabled()
     try:
         ember.set_anomaly_enabled(True)
@@ -149,7 +150,7 @@ def test_shape_inplace_with_gradient(name, args, shape):
         y = x * 2
         out = getattr(y, name)(*args)
         assert out is y
-        return y * L.arange(y.numel(), dtype=y.dtype).reshape(y.shape)
+        return y * L.arange(y.numel(), dtype=y.dtype, device=y.device).reshape(y.shape)
     check_op(fn, shape)
 
 

@@ -52,12 +52,11 @@ CASES += [
     ("is_same_size", lambda L, a, b: (L.is_same_size(a, b), L.is_same_size(a, b.T)), [(3, 4), (3, 4)], {}),
     ("is_signed", lambda L, x: (L.is_signed(x), L.is_signed(x > 0), L.is_signed(x.to(L.uint8)),
                                 L.is_signed(x.to(L.int16))), [(3,)], {}),
-    ("get_device", lambda L, x: L.get_device(x), [(3,)], {}),
 ]
 
 
 def test_every_function_form_has_a_case():
-    assert sorted({c[0] for c in CASES}) == sorted(ember.ops.method_functions.__all__)
+    assert sorted({c[0] for c in CASES} | {"get_device"}) == sorted(ember.ops.method_functions.__all__)   # get_device: test_aliases.py (its answer depends on the device)
 
 
 @pytest.mark.parametrize("name,fn,inputs,kw", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
