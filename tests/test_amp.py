@@ -71,6 +71,7 @@ OPS = [
     ("quantile", lambda lib, a: lib.quantile(a, 0.3, dim=1), [(3, 4)]),
     # on no list: run on the inputs' dtypes (float32 in, float32 out)
     ("mv", lambda lib, a, v: lib.mv(a, v), [(3, 4), (4,)]),
+    ("einsum_one_operand", lambda lib, a: lib.einsum("ij->ji", a), [(3, 4)]),
     ("bilinear", lambda lib, a, b, w: lib.nn.functional.bilinear(a, b, w), [(2, 3), (2, 4), (5, 3, 4)]),
     ("dot", lambda lib, a, b: lib.dot(a, b), [(4,), (4,)]),
     ("relu", lambda lib, a: lib.nn.functional.relu(a), [(3, 4)]),

@@ -277,6 +277,11 @@ def autocast_op(policy: str):
     return decorate
 
 
+def active() -> bool:
+    """Whether autocast is on in this thread and not suspended by an autocast op running."""
+    return bool(ON) and STATE.listed
+
+
 def _first_tensor(values):
     for v in values:
         if hasattr(v, "_data") and hasattr(v, "_device"):

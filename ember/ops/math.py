@@ -20,7 +20,7 @@ from .._tensor import Tensor
 from ..backends import host
 from ..autograd.grad_mode import STATE
 from . import primitives as P
-from ..amp import autocast_op
+from ..amp import autocast_op, active as autocast_active
 
 __all__ = [  # the public ops, re-exported by `ember`
     "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "true_divide", "neg",
@@ -936,11 +936,12 @@ def outer(input, vec2):
 ger = outer
 
 
-@autocast_op("lower")
 def einsum(equation, *operands):
     """Einstein summation, e.g. einsum('bij,bjk->bik', a, b) (explicit letters, no '...')."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if len(operands) > 1 and autocast_active():   # a product (torch's bmm): autocast's lower precision
+        return _einsum_product(equation, *operands)
     eq = equation.replace(" ", "")
     if "..." in eq:
         raise NotImplementedError("einsum: '...' is not supported; name every dimension")
@@ -962,6 +963,9 @@ def einsum(equation, *operands):
         return P.Einsum.apply(*ops, eq=eq)
     except ValueError as e:
         raise op_error("einsum", f"{e}; operand shapes {[tuple(t.shape) for t in operands]}") from None
+
+
+_einsum_product = autocast_op("lower")(einsum)
 
 
 def _einsum_diagonals(k, s, t):
