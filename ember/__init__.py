@@ -48,6 +48,15 @@ from . import linalg
 from .linalg import cholesky_solve, cholesky_inverse, _vander as vander  # noqa: F401  (torch.* names)
 from .linalg import lu_unpack, geqrf, ormqr, householder_product as orgqr  # noqa: F401  (torch.* names)
 from . import scaling
+from . import amp
+from .amp import (autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
+                  is_autocast_cache_enabled, set_autocast_cache_enabled, clear_autocast_cache,
+                  autocast_increment_nesting, autocast_decrement_nesting, get_autocast_cpu_dtype,
+                  set_autocast_cpu_dtype, is_autocast_cpu_enabled, set_autocast_cpu_enabled, get_autocast_gpu_dtype,
+                  set_autocast_gpu_dtype, get_autocast_ipu_dtype, set_autocast_ipu_dtype, is_autocast_ipu_enabled,
+                  set_autocast_ipu_enabled, get_autocast_xla_dtype, set_autocast_xla_dtype, is_autocast_xla_enabled,
+                  set_autocast_xla_enabled)
+from .amp import __all__ as _amp_all
 from .planner import summary  # noqa: E402  (ember.summary: the hardware planner)
 from ._dtype import __all__ as _dtype_all
 from .ops.math import __all__ as _math_all
@@ -139,6 +148,8 @@ def __getattr__(name):
     if name == "compile":   # torch.compile's name for the tracing compiler (ember/jit/)
         from .jit import compile
         return compile
+    if name == "GradScaler":   # torch.GradScaler is torch.amp.GradScaler
+        return amp.GradScaler
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)
@@ -159,4 +170,5 @@ __all__ = (
        "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
     + ["get_default_device", "set_default_device", "set_printoptions", "is_inference"]
     + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]
+    + [n for n in _amp_all if n != "is_autocast_available"]
 )

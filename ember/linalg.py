@@ -23,6 +23,7 @@ from ._tensor import Tensor
 from .ops import linalg as P
 from .ops import math as M
 from .ops import shape as S
+from .amp import autocast_op
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
            "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular",
@@ -77,6 +78,7 @@ def _run(op, prim, *args, **params):
 
 
 # ---------------------------------------------------------------- solve, inv, det
+@autocast_op("fp32")
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (left=True) or X A = B (left=False); B may be a vector (or a batch of vectors)."""
     _check_matrix("solve", A)
@@ -105,6 +107,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return X.squeeze(-1) if vector else X
 
 
+@autocast_op("fp32")
 def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix in A (..., n, n)."""
     _check_matrix("inv", A)
@@ -126,6 +129,7 @@ def det(A: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------- decompositions
+@autocast_op("fp32")
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """L with A = L L^T (lower), or U = L^T with A = U^T U (upper=True), for symmetric positive-definite A."""
     _check_matrix("cholesky", A)
@@ -133,6 +137,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     return L.mT if upper else L
 
 
+@autocast_op("fp32")
 def qr(A: Tensor, mode: str = "reduced"):
     """(Q, R) with A = Q R: mode 'reduced' (Q (..., m, k)), 'complete' (Q (..., m, m)) or 'r' (R only; Q empty)."""
     _check_matrix("qr", A, square=False)
@@ -159,6 +164,7 @@ def qr(A: Tensor, mode: str = "reduced"):
     return _QRResult(Q, R)
 
 
+@autocast_op("fp32")
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending. Gradients as torch's (gauge-invariant losses only:
     singular vectors are defined up to sign); full_matrices=True on a non-square A is not differentiable."""
@@ -174,12 +180,14 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
     return _SVDResult(*_run("svd", P.Svd, A))
 
 
+@autocast_op("fp32")
 def svdvals(A: Tensor) -> Tensor:
     """The singular values of A, descending."""
     _check_matrix("svdvals", A, square=False)
     return _run("svdvals", P.Svd, A)[1]
 
 
+@autocast_op("fp32")
 def eigh(A: Tensor, UPLO: str = "L"):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, reading its lower (UPLO='L') or
     upper triangle. Eigenvectors are defined up to sign: differentiate gauge-invariant losses only."""
@@ -189,6 +197,7 @@ def eigh(A: Tensor, UPLO: str = "L"):
     return _EighResult(*_run("eigh", P.Eigh, A, UPLO=UPLO))
 
 
+@autocast_op("fp32")
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The eigenvalues of symmetric A, ascending."""
     _check_matrix("eigvalsh", A)
@@ -290,6 +299,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     return _cross("linalg.cross", input, other, dim)
 
 
+@autocast_op("lower")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of x and y along `dim`, broadcasting the other dims."""
     _check_float("vecdot", x, "x", low_precision=True)
@@ -425,6 +435,7 @@ def _check_cholesky_factor(op, L):
                            f"{L.shape[-1]} matrices (A {describe(L)})")
 
 
+@autocast_op("fp32")
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """X with A X = B for A = L L^T (or U^T U with upper=True), given the Cholesky factor L.
 
@@ -448,6 +459,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     return solve(L.mT, solve(L, B))
 
 
+@autocast_op("fp32")
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """A^-1 for A = L L^T (or U^T U with upper=True), given the Cholesky factor L.
 
@@ -512,6 +524,7 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
 _COND_ORDS = ("fro", "nuc", float("inf"), float("-inf"), 1, -1)
 
 
+@autocast_op("fp32")
 def cond(A: Tensor, p=None) -> Tensor:
     """The condition number of A in the norm p: smax / smin for p=None or 2 (smin / smax for -2), else
     norm(A, p) * norm(A^-1, p) for square A, inf where A is singular.
@@ -609,6 +622,7 @@ def _usable(A, info):
     return M.where(failed, _eye_like(A), A)
 
 
+@autocast_op("fp32")
 def inv_ex(A: Tensor, *, check_errors: bool = False):
     """(inverse, info) with info (A's batch shape, int32) 0 for an invertible matrix, else the 1-based index
     of the first zero pivot of its LU factorisation; that matrix's inverse is NaN. check_errors=True raises
@@ -627,6 +641,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False):
     return _ExResult(_nan_where(info, A, inv(_usable(A, info)), 2), info)
 
 
+@autocast_op("fp32")
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
     """(result, info) of solve(A, B, left=left), info as inv_ex's (NaN results for singular matrices);
     check_errors=True raises LinAlgError instead."""
@@ -640,6 +655,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     return _SolveExResult(_nan_where(info, A, X, X.ndim - (A.ndim - 2)), info)
 
 
+@autocast_op("fp32")
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False):
     """(L, info) with info 0 where A is positive-definite, else the order of its first leading minor that
     is not (that L is NaN); check_errors=True raises LinAlgError instead.
@@ -666,6 +682,7 @@ def _prod(shape):
     return out
 
 
+@autocast_op("fp32")
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """The inverse of A read as a matrix (prod(shape[:ind]) rows): shape A.shape[ind:] + A.shape[:ind], so that
     tensordot(tensorinv(A, ind), A, ind) is the identity."""
@@ -679,6 +696,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     return inv(A.reshape(_prod(rows), _prod(cols))).reshape(cols + rows)
 
 
+@autocast_op("fp32")
 def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
     """X with tensordot(A, X, X.ndim) == B: X has shape A.shape[B.ndim:]; `dims` of A are moved to the end first."""
     _check_float("tensorsolve", A, low_precision=True)
@@ -861,6 +879,7 @@ def _check_householder(op, A, tau):
                            f"{list(tau.shape[:-1])} (input {describe(A)}, tau {describe(tau)})")
 
 
+@autocast_op("fp32")
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of H_1 H_2 ... H_k, H_i = I - tau_i v_i v_i^T with v_i stored below the diagonal
     of column i of A (m, n) (geqrf's output): the Q of a QR factorisation. m >= n >= k. Differentiable in
@@ -885,6 +904,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     return _apply_reflectors(Q, _reflectors(A, tau), True, reversed)       # H_1 (H_2 (... (H_k I)))
 
 
+@autocast_op("fp32")
 def geqrf(input: Tensor):
     """(a, tau): LAPACK geqrf's QR factorisation of each (m, n) matrix: R on and above a's diagonal, the
     Householder vectors of Q below it, their scales in tau (..., min(m, n)). Q is
@@ -910,6 +930,7 @@ def geqrf(input: Tensor):
     return _GeqrfResult(Tensor._make(a, input._device), Tensor._make(tau.astype(data.dtype, copy=False), input._device))
 
 
+@autocast_op("fp32")
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False) -> Tensor:
     """Q other (left=True) or other Q (left=False), with Q^T instead when transpose=True, where Q (mn, mn) =
     H_1 ... H_k is given by geqrf's (input (mn, k'), tau (k)): without forming Q. Differentiable.

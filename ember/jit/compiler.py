@@ -13,6 +13,7 @@ import numpy as np
 from .._errors import user_frame, _is_internal
 from .._tensor import Tensor
 from ..backends import host as _host
+from .. import amp as _amp
 from . import capture as _cap
 from .codegen import Runner, GuardFailure, CompileError
 
@@ -179,6 +180,7 @@ class CompiledFunction:
         from .._dtype import get_default_dtype
         key.append(("grad_enabled", is_grad_enabled()))
         key.append(("default_dtype", get_default_dtype().name))
+        key.append(("autocast", _amp.state_key()))   # casts are traced: another autocast state is another graph
         return tuple(key), leaves, tuple(sizes)
 
     def _explain(self, old, new):

@@ -20,6 +20,7 @@ from .._tensor import Tensor
 from ..backends import host
 from ..autograd.grad_mode import STATE
 from . import primitives as P
+from ..amp import autocast_op, active as autocast_active
 
 __all__ = [  # the public ops, re-exported by `ember`
     "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "true_divide", "neg",
@@ -615,6 +616,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         P.Sum.apply(input, axis=axis, keepdims=keepdim) * float("nan")
 
 
+@autocast_op("fp32")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
@@ -858,6 +860,7 @@ def _check_matmul(op, a, b):
                            f"({k1} != {k2})")
 
 
+@autocast_op("lower")
 def matmul(input, other):
     """Matrix product with NumPy/torch semantics: 1-D operands, broadcast batch dims."""
     _check_matmul("matmul", input, other)
@@ -881,6 +884,7 @@ def matmul(input, other):
     return out
 
 
+@autocast_op("lower")
 def mm(input, mat2):
     _check_matmul("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
@@ -888,6 +892,7 @@ def mm(input, mat2):
     return P.MatMul.apply(input, mat2)
 
 
+@autocast_op("lower")
 def bmm(input, mat2):
     _check_matmul("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
@@ -896,6 +901,7 @@ def bmm(input, mat2):
     return P.MatMul.apply(input, mat2)
 
 
+@autocast_op("keep")
 def mv(input, vec):
     return matmul(input, vec)
 
@@ -934,6 +940,8 @@ def einsum(equation, *operands):
     """Einstein summation, e.g. einsum('bij,bjk->bik', a, b) (explicit letters, no '...')."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if len(operands) > 1 and autocast_active():   # a product (torch's bmm): autocast's lower precision
+        return _einsum_product(equation, *operands)
     eq = equation.replace(" ", "")
     if "..." in eq:
         raise NotImplementedError("einsum: '...' is not supported; name every dimension")
@@ -955,6 +963,9 @@ def einsum(equation, *operands):
         return P.Einsum.apply(*ops, eq=eq)
     except ValueError as e:
         raise op_error("einsum", f"{e}; operand shapes {[tuple(t.shape) for t in operands]}") from None
+
+
+_einsum_product = autocast_op("lower")(einsum)
 
 
 def _einsum_diagonals(k, s, t):

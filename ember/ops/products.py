@@ -16,6 +16,7 @@ from .._tensor import Tensor
 from . import math as M
 from . import shape as S
 from . import creation as C
+from ..amp import autocast_op
 
 __all__ = ["addmm", "addmv", "addr", "baddbmm", "addbmm", "kron", "block_diag", "cross", "diag_embed", "cdist",
            "adjoint"]
@@ -107,12 +108,14 @@ def _check_batches(op, input, batch1, batch2):
     _check_same_dtype(op, input, batch1, batch2)
 
 
+@autocast_op("lower")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2): (b, n, m) @ (b, m, p), input broadcastable to (b, n, p)."""
     _check_batches("baddbmm", input, batch1, batch2)
     return _scaled_sum("baddbmm", input, M.matmul(batch1, batch2), beta, alpha)
 
 
+@autocast_op("lower")
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b]: the batch reduced, input broadcastable to (n, p)."""
     _check_batches("addbmm", input, batch1, batch2)
@@ -123,6 +126,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) ->
     return _scaled_sum("addbmm", input, product, beta, alpha)
 
 
+@autocast_op("lower")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcastable to (n, p); beta=0 ignores input's values."""
     for name, t in (("input", input), ("mat1", mat1), ("mat2", mat2)):
@@ -231,6 +235,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
+@autocast_op("fp32")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M): (..., P, R).
     At a zero distance the gradient is 0, as torch's. For p=2 with more than 25 rows (or compute_mode

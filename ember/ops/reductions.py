@@ -17,6 +17,7 @@ from .._tensor import Tensor
 from . import creation as C
 from . import math as M
 from . import shape as S
+from ..amp import autocast_op
 
 __all__ = ["nansum", "nanmean", "aminmax", "diff", "median", "nanmedian", "quantile", "nanquantile", "mode",
            "cummax", "cummin", "logcumsumexp", "bincount", "histc", "renorm", "cov", "corrcoef", "trapezoid",
@@ -237,6 +238,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
 
 
 @numpy_names
+@autocast_op("fp32")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The q-th quantiles of `input` (flattened, or along `dim`): a float q gives the reduced shape, a 1-D
     tensor q a leading dim of len(q). Between two values, `interpolation` picks 'linear', 'lower',
@@ -251,6 +253,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 @numpy_names
+@autocast_op("fp32")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """quantile of the non-NaN values (NaN where a row is all NaN).
 

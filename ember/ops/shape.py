@@ -13,6 +13,7 @@ from .._errors import check_same_device, check_scalar_fits, describe, op_error
 from .._tensor import Tensor
 from ..backends import array_module, host
 from . import primitives as P
+from ..amp import autocast_op
 
 
 def _view_of(out, base):
@@ -423,6 +424,7 @@ def diag(input, diagonal_=0):
     return diagonal(input, diagonal_)
 
 
+@autocast_op("fp32")
 def trace(input):
     return diagonal(input).sum()
 

@@ -10,6 +10,7 @@ from ...ops import math as M, creation as C
 from ...ops.inplace import inplace as _inplace
 from ...ops.layers import Gelu
 from ._utils import _apply_inplace
+from ...amp import autocast_op
 
 
 def relu(input, inplace=False) -> Tensor:
@@ -188,6 +189,7 @@ def hardswish(input, inplace=False) -> Tensor:
     return _apply_inplace(input, input * (_flat_outside(input + 3.0, 0.0, 6.0) / 6.0), inplace)
 
 
+@autocast_op("lower")
 def prelu(input, weight) -> Tensor:
     """x where x > 0, else weight * x, with one weight per channel (dim 1) or one shared."""
     n = weight.numel()

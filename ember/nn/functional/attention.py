@@ -13,6 +13,7 @@ from ...ops import math as M
 from ...ops.attention import Attention
 from .activation import softmax
 from .dropout import dropout
+from ...amp import autocast_op
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -47,6 +48,7 @@ def _causal_bias(L, S_, like):
     return bias
 
 
+@autocast_op("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v over (..., L, E) queries and (..., S, E) keys/values.

@@ -7,6 +7,7 @@ from ...ops import math as M
 from ...ops import primitives as P
 from ...ops.layers import Conv, ConvInputGrad, out_size
 from ._utils import _ntuple, _check_dim
+from ...amp import autocast_op
 
 
 def _conv_padding(padding, k, dilation, nd):
@@ -72,11 +73,13 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
     return out
 
 
+@autocast_op("lower")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """1-D convolution of input (N, C, L) with weight (O, C/groups, k)."""
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
+@autocast_op("lower")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """2-D convolution of input (N, C, H, W) with weight (O, C/groups, kh, kw).
 
@@ -86,6 +89,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@autocast_op("lower")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
@@ -135,17 +139,20 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     return out
 
 
+@autocast_op("lower")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
                              "conv_transpose1d")
 
 
+@autocast_op("lower")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Transposed 2-D convolution (the gradient of conv2d w.r.t. its input); weight (C_in, C_out/groups, kh, kw)."""
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                              "conv_transpose2d")
 
 
+@autocast_op("lower")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Transposed 3-D convolution; weight (C_in, C_out/groups, kd, kh, kw)."""
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,

@@ -8,8 +8,10 @@ from ..._errors import op_error
 from ..._tensor import Tensor
 from ...ops import math as M
 from ...ops.layers import Linear as LinearPrim
+from ...amp import autocast_op
 
 
+@autocast_op("lower")
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """y = input @ weight.T + bias, over the last dim of input.
 
@@ -35,6 +37,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     return out if input.ndim == 2 else out.reshape(*lead, weight.shape[0])
 
 
+@autocast_op("keep")
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """y_k = x1 @ W_k @ x2 + b_k."""
     lead = input1.shape[:-1]

@@ -14,6 +14,7 @@ from ...ops.pointwise import xlogy
 from ...ops.shape import cat
 from .activation import log_softmax, logsigmoid, softplus
 from .vision import pairwise_distance
+from ...amp import autocast_op
 
 
 def _legacy_reduction(size_average, reduce, reduction):
@@ -67,6 +68,7 @@ def _broadcast_target(input, target, op, warn_if_different=True):
                  f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.")
 
 
+@autocast_op("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
     """Mean squared error; a target of another shape broadcasts, with a warning (as torch)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -75,12 +77,14 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean") ->
     return _reduce(d * d, reduction, "mse_loss")
 
 
+@autocast_op("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _broadcast_target(input, target, "l1_loss")
     return _reduce(M.abs(input - target), reduction, "l1_loss")
 
 
+@autocast_op("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _broadcast_target(input, target, "smooth_l1_loss")
@@ -95,6 +99,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction, "smooth_l1_loss")
 
 
+@autocast_op("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None) -> Tensor:
     _broadcast_target(input, target, "huber_loss")
     d = M.abs(input - target)
@@ -125,6 +130,7 @@ def _class_target(input, target, op, weight=None):
                        f"{tuple(target.shape)}", ValueError)
 
 
+@autocast_op("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean") -> Tensor:
     """-input[n, target[n]] (input holds log-probabilities (N, C, ...)), weighted, ignoring ignore_index."""
@@ -173,6 +179,7 @@ def _class_weights(weight, safe, valid, like):
     return M.where(valid, weight.detach()[safe].to(like.dtype), 0.0)
 
 
+@autocast_op("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0) -> Tensor:
     """log_softmax over dim 1 then nll_loss; also class-probability targets and label smoothing.
@@ -247,6 +254,7 @@ class _BinaryCrossEntropy(Function):
         return g_input, g_target
 
 
+@autocast_op("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
@@ -262,6 +270,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction, "binary_cross_entropy")
 
 
+@autocast_op("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None) -> Tensor:
     """Sigmoid + binary cross-entropy in one stable expression; pos_weight scales the positive term."""
@@ -280,6 +289,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
+@autocast_op("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False) -> Tensor:
     """target * (log target - input), input being log-probabilities; reduction 'batchmean' divides by N."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -294,6 +304,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction, "kl_div")
 
 
+@autocast_op("fp32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean") -> Tensor:
     """Multi-class hinge: sum_{i != y} max(0, margin - x[y] + x[i])^p / C (times weight[y])."""
@@ -317,6 +328,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction, "multi_margin_loss")
 
 
+@autocast_op("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -329,6 +341,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(M.relu(-target * (input1 - input2) + margin), reduction, "margin_ranking_loss")
 
 
+@autocast_op("fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean") -> Tensor:
     """1 - cos(x1, x2) where target is 1; max(0, cos - margin) where it is -1."""
@@ -349,6 +362,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction, "cosine_embedding_loss")
 
 
+@autocast_op("fp32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -402,6 +416,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction, op)
 
 
+@autocast_op("fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean") -> Tensor:
     """exp(input) - target input (log_input), else input - target log(input + eps); `full` adds
@@ -438,6 +453,7 @@ def _target_fits(input, target, op):
         raise op_error(op, f"target shape {t_shape} does not broadcast to input shape {shape}")
 
 
+@autocast_op("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
     """log(1 + exp(-target input)), targets being 1 or -1; the target broadcasts to input's shape.
 
@@ -478,6 +494,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction, op)
 
 
+@autocast_op("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
     """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C, per sample.
 
@@ -520,6 +537,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return _reduce(loss, reduction, op)
 
 
+@autocast_op("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean") -> Tensor:
     """input where target is 1, max(0, margin - input) where it is -1 (torch's sum of both for other
     values); target and input broadcast together.
@@ -593,6 +611,7 @@ def _log_add3(a, b, c):
     return M.where(some, M.log(M.where(some, s, 1.0)) + m, float("-inf"))
 
 
+@autocast_op("fp32")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False) -> Tensor:
     """Connectionist temporal classification loss: -log of the total probability of every alignment of

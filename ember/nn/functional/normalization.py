@@ -13,9 +13,19 @@ from ..._dtype import float32, float64
 from ...ops.layers import LayerNorm as LayerNormPrim
 
 
+def _mixed(input, *params) -> bool:
+    """torch's mixed-dtype CPU kernels: a float16/bfloat16 input with float32 parameters (autocast's
+    bfloat16 Linear into a float32 LayerNorm) is normalised in float32 and returned in its own dtype."""
+    return input.dtype.itemsize == 2 and input.dtype.is_floating_point and \
+        any(p is not None and p.dtype is float32 for p in params)
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-5) -> Tensor:
     """Normalise over every dim but the channel dim (1); updates the running stats in training."""
+    if _mixed(input, running_mean, running_var, weight, bias):
+        return batch_norm(input.float(), running_mean, running_var, weight, bias, training, momentum,
+                          eps).to(input.dtype)
     if input.ndim < 2:
         raise op_error("batch_norm", f"expected at least 2-D input (N, C, ...), got {tuple(input.shape)}",
                        ValueError)
@@ -80,6 +90,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
     if tuple(input.shape[-nd:]) != normalized_shape:
         raise op_error("layer_norm", f"expected input with trailing shape {normalized_shape}, got "
                        f"{tuple(input.shape)}")
+    if _mixed(input, weight, bias):
+        return layer_norm(input.float(), normalized_shape, weight, bias, eps).to(input.dtype)
     if weight is not None and bias is not None and weight.dtype == input.dtype == bias.dtype:
         return LayerNormPrim.apply(input, weight, bias, n=nd, eps=float(eps))
     out = Normalize.apply(input, n=nd, eps=float(eps))

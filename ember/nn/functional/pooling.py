@@ -18,6 +18,7 @@ from ...ops.layers import Conv, Embedding, MaxPool, MaxPoolIndex
 from ...ops.primitives import Gather, Pad, Scatter
 from ._utils import _ntuple, _check_dim
 from .conv import _pad_spatial
+from ...amp import autocast_op
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d",
@@ -90,6 +91,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
 
 
+@autocast_op("fp32")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W); stride defaults to the kernel size.
 
@@ -110,6 +112,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2, "max_pool2d")
 
 
+@autocast_op("fp32")
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     """max_pool3d's values and indices (flat positions in each (D, H, W) volume, as torch's).
@@ -166,6 +169,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                        "avg_pool2d")
 
 
+@autocast_op("fp32")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mean over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W); stride defaults to the kernel size.
@@ -290,6 +294,7 @@ def adaptive_avg_pool2d(input, output_size) -> Tensor:
     return _adaptive_avg_poolnd(input, output_size, 2, "adaptive_avg_pool2d")
 
 
+@autocast_op("fp32")
 def adaptive_avg_pool3d(input, output_size) -> Tensor:
     """Average pooling of (N, C, D, H, W) or (C, D, H, W) to (..., *output_size); None keeps a size.
 
@@ -355,6 +360,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max_poolnd(input, output_size, return_indices, 2, "adaptive_max_pool2d")
 
 
+@autocast_op("fp32")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max_poolnd(input, output_size, return_indices, 3, "adaptive_max_pool3d")
 
@@ -367,6 +373,7 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     return _adaptive_max_poolnd(input, output_size, True, 2, "adaptive_max_pool2d")
 
 
+@autocast_op("fp32")
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     return _adaptive_max_poolnd(input, output_size, True, 3, "adaptive_max_pool3d")
 
@@ -429,6 +436,7 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
 
 
+@autocast_op("fp32")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
     """The partial inverse of max_pool2d: each value put back at its index, zeros elsewhere.
 
@@ -439,6 +447,7 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
 
 
+@autocast_op("fp32")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
 
@@ -527,6 +536,7 @@ def _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, return
     return (out, where.reshape(N, Cc, *size)) if return_indices else out
 
 
+@autocast_op("fp32")
 def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                           _random_samples=None):
     """Fractional max pooling (Graham, 2014), as torch's: windows of `kernel_size` at pseudo-random starts,
@@ -542,6 +552,7 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
                                   2, "fractional_max_pool2d")
 
 
+@autocast_op("fp32")
 def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                           _random_samples=None):
     """Fractional max pooling over (T, H, W), as torch's; `_random_samples` is (N, C, 3) in (T, H, W) order."""
@@ -549,12 +560,14 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
                                   3, "fractional_max_pool3d")
 
 
+@autocast_op("fp32")
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
     return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, True, _random_samples, 2,
                                   "fractional_max_pool2d")
 
 
+@autocast_op("fp32")
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
     return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, True, _random_samples, 3,

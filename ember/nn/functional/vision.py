@@ -14,6 +14,7 @@ from ...backends import array_module
 from ...ops import math as M, creation as C
 from ...ops import primitives as P
 from ._utils import _ntuple
+from ...amp import autocast_op
 
 
 def pad(input, pad, mode="constant", value=None) -> Tensor:
@@ -322,6 +323,7 @@ def _cubic_weights(t):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+@autocast_op("fp32")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None) -> Tensor:
     """Sample input (N, C, H, W) at the points grid (N, H_out, W_out, 2) (x, y in [-1, 1]; 5-D input takes
     (N, D_out, H_out, W_out, 3)): (N, C, H_out, W_out). Differentiable in input and grid.
