@@ -391,7 +391,7 @@ def test_grad_scaler_matches_torch_step_by_step(opt_name):
 def test_grad_scaler_skips_the_step_on_inf():
     m = enn.Linear(2, 1)
     opt = ember.optim.SGD(m.parameters(), lr=1.0)
-    scaler = ember.amp.GradScaler(init_scale=8.0)
+    scaler = ember.amp.GradScaler("cpu", init_scale=8.0)
     before = m.weight.detach().clone()
     scaler.scale(m(ember.ones(1, 2)).sum()).backward()
     m.bias.grad[0] = float("nan")
@@ -409,7 +409,7 @@ def test_grad_scaler_skips_the_step_on_inf():
 
 
 def test_grad_scaler_scale_nested_outputs_and_state():
-    scaler = ember.amp.GradScaler(init_scale=4.0, growth_factor=3.0, backoff_factor=0.25, growth_interval=7)
+    scaler = ember.amp.GradScaler("cpu", init_scale=4.0, growth_factor=3.0, backoff_factor=0.25, growth_interval=7)
     a, b = ember.ones(2), ember.full((1,), 2.0)
     out = scaler.scale([a, (b, a)])
     assert isinstance(out, list) and isinstance(out[1], tuple)
@@ -422,7 +422,7 @@ def test_grad_scaler_scale_nested_outputs_and_state():
     scaler.set_growth_interval(3)
     assert scaler.state_dict() == {"scale": 4.0, "growth_factor": 4.0, "backoff_factor": 0.5,
                                    "growth_interval": 3, "_growth_tracker": 0}
-    other = ember.amp.GradScaler()
+    other = ember.amp.GradScaler("cpu")
     other.load_state_dict(scaler.state_dict())
     assert other.get_scale() == 4.0 and other.get_growth_interval() == 3
     assert ember.GradScaler is ember.amp.GradScaler and other.is_enabled()
@@ -455,7 +455,7 @@ def test_grad_scaler_disabled_is_a_pass_through():
 def test_grad_scaler_errors_match_torch():
     m = enn.Linear(2, 1)
     opt = ember.optim.SGD(m.parameters(), lr=0.1)
-    scaler = ember.amp.GradScaler()
+    scaler = ember.amp.GradScaler("cpu")
     with pytest.raises(RuntimeError, match="GradScaler.step: attempted step but _scale is None"):
         scaler.step(opt)
     scaler.scale(m(ember.ones(1, 2)).sum()).backward()
@@ -476,15 +476,15 @@ def test_grad_scaler_errors_match_torch():
     with pytest.raises(RuntimeError, match="The source state dict is empty"):
         scaler.load_state_dict({})
     with pytest.raises(ValueError, match="growth_factor should be > 1, got 1.0"):
-        ember.amp.GradScaler(growth_factor=1.0)
+        ember.amp.GradScaler("cpu", growth_factor=1.0)
     with pytest.raises(ValueError, match="backoff_factor should be < 1, got 1.5"):
-        ember.amp.GradScaler(backoff_factor=1.5)
+        ember.amp.GradScaler("cpu", backoff_factor=1.5)
     with pytest.raises(ValueError, match="growth_interval should be a positive integer, got 0"):
-        ember.amp.GradScaler(growth_interval=0)
+        ember.amp.GradScaler("cpu", growth_interval=0)
     with pytest.raises(ValueError, match="outputs must be a Tensor or an iterable of Tensors, got str"):
-        ember.amp.GradScaler().scale(["loss"])
+        ember.amp.GradScaler("cpu").scale(["loss"])
     half = enn.Linear(2, 1).to(ember.float16)
-    s = ember.amp.GradScaler()
+    s = ember.amp.GradScaler("cpu")
     s.scale(half(ember.ones(1, 2, dtype=ember.float16)).float().sum()).backward()
     with pytest.raises(ValueError, match="attempting to unscale FP16 gradients"):
         s.step(ember.optim.SGD(half.parameters(), lr=0.1))
@@ -496,3 +496,19 @@ def test_docstring_examples(name):
     import importlib
     result = doctest.testmod(importlib.import_module(name), extraglobs={"ember": ember}, report=True)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_grad_scaler_defaults_to_cuda_and_turns_off_without_it_as_torch():
+    """torch.amp.GradScaler() means device 'cuda'; without a GPU it warns and is disabled (scale() is the
+    identity), so a ported AMP loop runs unchanged on a CPU-only machine."""
+    import inspect
+    import torch
+    assert inspect.signature(ember.amp.GradScaler).parameters["device"].default == \
+        inspect.signature(torch.amp.GradScaler).parameters["device"].default == "cuda"
+    if ember.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        s = ember.amp.GradScaler()
+    assert not s.is_enabled()
+    loss = ember.ones(())
+    assert s.scale(loss) is loss

@@ -33,14 +33,14 @@ class GradScaler:
     >>> import ember.nn as nn
     >>> model = nn.Linear(3, 1)
     >>> opt = ember.optim.SGD(model.parameters(), lr=0.1)
-    >>> scaler = ember.amp.GradScaler()
+    >>> scaler = ember.amp.GradScaler("cpu")   # torch's default is "cuda" (off, with a warning, without a GPU)
     >>> scaler.scale(model(ember.ones(2, 3)).sum()).backward()
     >>> scaler.step(opt); scaler.update()
     >>> scaler.get_scale()
     65536.0
     """
 
-    def __init__(self, device: str = "cpu", init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
+    def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
         if not isinstance(device, str):
             raise TypeError(f"GradScaler: device must be a device type string ('cpu', 'cuda'), got {device!r}")
@@ -83,7 +83,7 @@ class GradScaler:
     def scale(self, outputs):
         """`outputs` times the scale: a tensor, or (nested) lists and tuples of tensors.
 
-        >>> ember.amp.GradScaler(init_scale=4.0).scale(ember.ones(2)).tolist()
+        >>> ember.amp.GradScaler("cpu", init_scale=4.0).scale(ember.ones(2)).tolist()
         [4.0, 4.0]
         """
         if not self._enabled:
@@ -241,7 +241,7 @@ class GradScaler:
     def state_dict(self) -> dict:
         """scale, growth_factor, backoff_factor, growth_interval and _growth_tracker ({} when disabled).
 
-        >>> ember.amp.GradScaler(init_scale=8.0).state_dict()["scale"]
+        >>> ember.amp.GradScaler("cpu", init_scale=8.0).state_dict()["scale"]
         8.0
         """
         if not self._enabled:
