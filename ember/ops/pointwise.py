@@ -197,9 +197,13 @@ def logit(input, eps=None):
     1.0986
     """
     x = input if input.dtype.is_floating_point else M.cast_for("logit", input, _dtype.get_default_dtype().np)
+    # torch's gradient g / (x (1 - x)): +-inf at 0 and 1 (log(x / (1 - x))'s backward gives inf * 0 = NaN
+    # there), NaN at a NaN x, and 0 outside [eps, 1 - eps] (a where, not clamp, whose gradient at NaN is 0)
     if eps is not None:
-        x = M.clamp(x, eps, 1 - eps)
-    return M.log(x / (1 - x))
+        x = M.where(M.lt(x, eps), eps, M.where(M.gt(x, 1 - eps), 1 - eps, x))
+        return M.log(x) - M.log1p(-x)
+    outside = M.logical_or(M.lt(x, 0), M.gt(x, 1))   # torch: NaN and a NaN gradient
+    return M.where(outside, M.where(outside, _math.nan, 1.0).to(x.dtype) * x, M.log(x) - M.log1p(-x))
 
 
 def xlogy(input, other):
@@ -212,9 +216,18 @@ def xlogy(input, other):
     # torch's value is 0 where input == 0 (other not NaN); its gradients are g * log(other), but 0 where
     # input == 0 and other <= 0, and g * input / other, so NaN at input == other == 0 (0 / 0), which the
     # log of other itself gives (log's backward divides by other). At input == 0, other == inf the value
-    # is 0 and so is the input's gradient (torch's is inf).
+    # is 0 and the input's gradient g * log(inf) = inf (_inf_slope_at_zero).
     zero = M.logical_and(M.eq(x, 0), M.logical_or(M.le(y, 0), M.eq(y, _math.inf)))
-    return x * M.where(zero, 0.0, M.log(y))
+    return x * M.where(zero, 0.0, M.log(y)) + _inf_slope_at_zero(x, y)
+
+
+def _inf_slope_at_zero(x, y):
+    """0, with gradient inf for x where x == 0 and y == inf (torch's g * log(y) of xlogy, xlog1py there):
+    x ** (1/3) is 0 at 0 with slope inf. Only built when x needs a gradient."""
+    if not x.requires_grad:
+        return 0.0
+    at = M.logical_and(M.eq(x, 0), M.eq(y, _math.inf))
+    return M.where(at, M.where(at, x, 1.0) ** (1.0 / 3.0), 0.0)
 
 
 def sinc(input):

@@ -271,28 +271,65 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     if x1.dtype.name in ("float16", "bfloat16") and P * R * width > 0:   # torch's CPU kernel has neither
         raise op_error("cdist", f'"cdist" not implemented for \'{_TORCH_NAMES[x1.dtype.name]}\' (x1 {describe(x1)})',
                        NotImplementedError)
-    diff = M.abs(x1.unsqueeze(-2) - x2.unsqueeze(-3))         # (..., P, R, M)
-    if p == 0:   # the count of differing coordinates, differentiable with gradient 0 as torch's
-        return M.sum(M.where(M.ne(diff, 0), 1.0, diff), -1)
-    if p == 1 or width == 0:
-        return M.sum(diff, -1)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)                # (..., P, R, M)
+    return _pnorm_dist(diff, p, nan_max=False)
+
+
+def _pnorm_dist(d, p, nan_max):
+    """The p-norm over the last dim of the differences d, with the values and gradients of torch's CPU
+    distance kernels (cdist's and pdist's), NaN and inf included: p = 0 counts |d| > 0 (NaN stays NaN,
+    gradient 0); p = 1's gradient is sign(d) with sign(NaN) = NaN; other p: 0 at a zero distance, 0 at
+    d == 0 for p < 1; p = inf gives each coordinate tied at the max the full gradient, and the max skips
+    NaN (cdist's std::max) unless nan_max (pdist's vector maximum)."""
+    if p == 2:   # gradient 0 * NaN = NaN at d == 0 of a NaN distance, as torch's kernel
+        return M._zero_safe_root(M.sum(d * d, -1), 2)
+    a = M.abs(d)
+    if p == 0:
+        return M.sum(M.where(M.gt(a, 0), 1.0, a), -1)
+    if p == 1 or d.shape[-1] == 0:
+        sign = M.where(M.eq(d, d), M.sign(d), d).detach()
+        return M.sum(d * sign, -1)
     if p == float("inf"):
-        # torch's gradient: the whole upstream gradient to every coordinate at the max (amax splits ties)
-        top = M.amax(diff.detach(), -1, keepdim=True)
-        at_top = M.eq(diff.detach(), top)
-        return top.squeeze(-1) + M.sum(M.where(at_top, diff - diff.detach(), 0.0), -1)
-    return M.norm(diff, p, -1)   # zero-safe: gradient 0 where a distance is 0
+        return _inf_dist(d, a, nan_max)
+    if p < 1:   # |d| ** p's gradient p * |d| ** (p - 1) is inf at d == 0: torch's kernel gives 0
+        zero = M.eq(a, 0)
+        powered = M.where(zero, 0.0, M.where(zero, 1.0, a) ** p)
+    else:       # gradient 0 * NaN = NaN at d == 0 of a NaN distance, as torch's kernel
+        powered = a ** p
+    return M._zero_safe_root(M.sum(powered, -1), p)
+
+
+def _inf_dist(d, a, nan_max):
+    """max |d| over the last dim. torch's gradient g * sign(d) * (|d| == max) is NaN where |d| or the max
+    is NaN, or both are inf (inf - inf); NaN where d is NaN even when cdist's max skipped it."""
+    nan = M.isnan(a)
+    top = M.amax(a if nan_max else M.where(nan, 0.0, a), -1, keepdim=True).detach()   # (..., 1)
+    at_top = M.eq(a, top)
+    finite = top + M.sum(M.where(at_top, a - top, 0.0), -1, keepdim=True)
+    # top inf: sqrt(d * d) is inf with gradient inf * 0 = NaN at the inf coordinates, 0 at the others;
+    # top NaN (pdist): d * NaN is NaN with gradient NaN at every coordinate
+    # (each branch's inputs are guarded so that the branches where does not pick get 0, not 0 * inf)
+    is_inf = M.isinf(a)
+    inf = M.sum(M.where(is_inf, M.sqrt(M.where(is_inf, d, 1.0) ** 2), 0.0), -1, keepdim=True)
+    nan_top = M.isnan(top)
+    nan_row = M.sum(d * M.where(nan_top, top, 1.0), -1, keepdim=True)
+    out = M.where(M.isfinite(top), finite, M.where(nan_top, nan_row, inf))
+    if not nan_max:   # value 0 (NaN ** 0 is 1), gradient 0 * NaN ** -1 = NaN at the skipped NaN coordinates
+        out = out + M.sum(M.where(nan, d, 1.0) ** 0 - 1.0, -1, keepdim=True)
+    return out.squeeze(-1)
 
 
 def _euclidean_mm(x1, x2):
     """torch's `_euclidean_dist`: |a|^2 - 2 a.b + |b|^2 in one matmul, clamped at 1e-30 before the root
-    (so a zero distance has gradient 0)."""
+    (so a zero distance has gradient 0). A NaN passes with its gradient (torch's backward does not
+    see the clamp): a where, not clamp, whose gradient is 0 at NaN."""
     n1 = M.sum(x1 * x1, -1, keepdim=True)                     # (..., P, 1)
     n2 = M.sum(x2 * x2, -1, keepdim=True)                     # (..., R, 1)
     a = S.cat([x1 * -2, n1, C.ones_like(n1)], -1)             # (..., P, M + 2)
     b = S.cat([x2, C.ones_like(n2), n2], -1)                  # (..., R, M + 2)
     # zero-safe root: in float16 the clamp at 1e-30 is itself 0
-    return M._zero_safe_root(M.clamp(M.matmul(a, b.mT), min=1e-30), 2)
+    squared = M.matmul(a, b.mT)                               # (..., P, R)
+    return M._zero_safe_root(M.where(M.lt(squared, 1e-30), 1e-30, squared), 2)
 
 
 def adjoint(input: Tensor) -> Tensor:

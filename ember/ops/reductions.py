@@ -474,8 +474,11 @@ def renorm(input, p, dim, maxnorm):
     if not input.dtype.is_floating_point:
         raise op_error("renorm", f"expected a floating point input, got {describe(input)}")
     others = tuple(i for i in range(input.ndim) if i != d)
-    norm = M.norm(input, p, others, keepdim=True)
-    return input * M.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    # the norm's gradient only from the slices it rescales: a slice with a NaN norm (not > maxnorm) is left
+    # as it is, gradient included, as torch's where; the norm's backward would give it 0 * NaN
+    big = M.norm(input.detach(), p, others, keepdim=True) > maxnorm
+    norm = M.norm(M.where(big, input, 0.0), p, others, keepdim=True)
+    return input * M.where(big, maxnorm / (norm + 1e-7), 1.0)
 _TORCH_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
                 "int8": "Char", "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double"}
 

@@ -21,6 +21,7 @@ from .._tensor import Tensor
 from ..autograd.function import Primitive
 from ..backends import array_module
 from . import math as M
+from .pointwise import _inf_slope_at_zero
 from ._infer import _same
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac"]
@@ -389,4 +390,4 @@ def xlog1py(input, other):
     # as xlogy: 0 where input == 0 and other <= -1 or inf; other's gradient g * input / (1 + other), so
     # NaN at input == 0, other == -1 (log1p's backward divides by 1 + other)
     zero = M.logical_and(M.eq(x, 0), M.logical_or(M.le(y, -1), M.eq(y, _math.inf)))
-    return x * M.where(zero, 0.0, M.log1p(y))
+    return x * M.where(zero, 0.0, M.log1p(y)) + _inf_slope_at_zero(x, y)

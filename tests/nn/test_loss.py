@@ -332,6 +332,22 @@ def test_class_weight_on_another_device(fake_cuda, name):
         getattr(ember.nn.functional, name)(x, t, weight=ember.ones(3))
 
 
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("margin", [1.0, 0.3])
+def test_multi_margin_loss_at_nan_and_inf_as_torch(p, margin):
+    # torch adds only the terms with margin - x[y] + x[i] > 0 off the target: a NaN term (a NaN input,
+    # inf - inf) adds nothing to the value or the gradient (was NaN), nor does a NaN weight of a target
+    # with no such term
+    x = np.array([[np.nan, 0.5, 0.1], [0.2, np.inf, -1.0], [np.inf, np.inf, 0.0], [0.3, -0.2, np.nan],
+                  [5.0, 0.0, -5.0]])
+    t = np.array([0, 2, 1, 1, 0])
+    w = np.array([np.nan, 2.0, 0.5])
+    for reduction in ("none", "mean", "sum"):
+        check_op(lambda L, a, tt: L.nn.functional.multi_margin_loss(a, tt, p, margin, reduction=reduction), x, t)
+        check_op(lambda L, a, tt, ww: L.nn.functional.multi_margin_loss(a, tt, p, margin, ww, reduction=reduction),
+                 x, t, NoGrad(w))
+
+
 def test_multi_margin_loss_on_the_inputs_device(fake_cuda):
     x = ember.tensor(RNG.standard_normal((5, 4)), device="cuda")
     out = ember.nn.functional.multi_margin_loss(x, ember.tensor(T5, device="cuda"))

@@ -427,6 +427,18 @@ def test_lp_pool_of_a_zero_window_has_zero_gradient():
         check_op(lambda lib, a: lib.nn.functional.lp_pool2d(a, p, 2), x)
 
 
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_lp_pool_at_nan_and_inf_as_torch(p, ceil_mode):
+    # a NaN window sum (a NaN, or inf + -inf) passes torch's sign(s) * relu(|s|) with gradient
+    # g * sign(NaN)**2 = g * 0: 0 at p = 1 (the root's g is finite), NaN at p = 2, 3 (the root's g is NaN)
+    x = RNG.standard_normal((1, 2, 5, 5))
+    x[0, 0, 0, 1], x[0, 0, 2, 2], x[0, 0, 2, 3] = np.nan, np.inf, -np.inf
+    x[0, 1, 4, 4], x[0, 1, 1, 0] = np.inf, np.nan
+    check_op(lambda lib, a: lib.nn.functional.lp_pool2d(a, p, 2, None, ceil_mode), x)
+    check_op(lambda lib, a: lib.nn.functional.lp_pool1d(a, p, 3, 2, ceil_mode), x[0])
+
 def test_nd_pooling_on_the_inputs_device(fake_cuda):
     F = ember.nn.functional
     x = ember.randn(1, 2, 4, 5, 6)

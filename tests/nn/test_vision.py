@@ -231,6 +231,16 @@ def test_pdist_matches_torch_incl_the_gradient_at_zero_distance(p):
     check_op(lambda lib, x: lib.pdist(x, p), (5, 3))
 
 
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+def test_pdist_at_nan_and_inf_as_torch(p):
+    # a NaN difference makes the distance NaN (was skipped as a zero for p not 1), an inf one inf for
+    # p = 0 (a count of 1, was NaN) and p = inf (was inf - inf = NaN); gradients as torch's kernel
+    x = np.array([[np.nan, 1.0, 2.0], [np.inf, 1.0, 2.0], [1.0, 1.0, 1.0], [0.0, np.nan, 0.0], [0.0, 0.0, 2.0],
+                  [0.0, 0.0, 2.0]])
+    check_op(lambda lib, a: lib.nn.functional.pdist(a, p), x)
+    check_op(lambda lib, a: lib.nn.functional.pdist(a, p), x[1:3])
+
+
 def test_pdist_small_inputs_and_errors():
     check_op(lambda lib, x: lib.pdist(x), (1, 3))
     check_op(lambda lib, x: lib.pdist(x), (0, 3), grad=False)   # torch 2.13 crashes in this backward

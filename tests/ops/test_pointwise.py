@@ -141,6 +141,11 @@ def test_logit_matches_torch_with_and_without_eps():
     check_op(lambda L, x: x.logit(eps=0.1), (3, 4), low=-0.5, high=1.5)    # clamped: gradient 0 outside
     check_op(lambda L, x: L.logit(x, 1e-6), np.array([0.0, 1.0, 0.5]))
     check_op(lambda L, x: L.logit(x), np.array([0.0, 1.0, NAN]), grad=False)
+    # torch's gradient g / (x (1 - x)): +-inf at 0 and 1 (was NaN), NaN outside [0, 1] and at NaN (also
+    # with eps: was 0 through clamp), 0 outside [eps, 1 - eps]
+    edges = np.array([0.0, 1.0, 0.5, -0.5, 1.5, NAN, 0.2, 0.95])
+    for eps in (None, 0.0, 1e-6, 0.1):
+        check_op(lambda L, x: L.logit(x, eps), edges)
     check_op(lambda L, x: L.logit(x), _ints(0, 1, 2))
     check_op(lambda L, x: L.logit(x), (0,))
 
@@ -158,12 +163,15 @@ def test_xlogy_matches_torch_with_zero_times_log_zero_and_its_gradient():
 
 
 def test_xlogy_gradients_at_zero_nan_and_inf_as_torch():
-    # torch: other's gradient is g * x / y, NaN at x == y == 0; the value is 0 at x == 0, y == inf.
-    # Not matched: x's gradient at x == 0, y == inf (torch's g * log(y) = inf, Ember's 0)
+    # torch: other's gradient is g * x / y, NaN at x == y == 0; the value is 0 at x == 0, y == inf, and
+    # x's gradient there g * log(y) = inf (was 0)
     x = np.array([0.0, 0.0, 1.0, 0.0, NAN, 1.0, 0.0, INF, 2.0, 0.0])
     y = np.array([0.0, 1.0, 0.0, NAN, 0.0, INF, -INF, 1.0, -1.0, -2.0])
     check_op(lambda L, x, y: L.xlogy(x, y), x, y)
     check_op(lambda L, x, y: L.xlogy(x, y), NoGrad(np.array([0.0, 0.0])), np.array([INF, 3.0]))
+    check_op(lambda L, x, y: L.special.xlog1py(x, y), x, y)
+    check_op(lambda L, x, y: L.xlogy(x, y), np.array([0.0, 0.0, 1.0]), np.array([INF, 3.0, INF]))
+    check_op(lambda L, x, y: L.special.xlog1py(x, y), np.array([0.0, 0.0]), np.array([INF, -1.0]))
 
 
 def test_sinc_matches_torch_with_its_gradient_at_zero():

@@ -94,6 +94,22 @@ def test_cdist_gradient_at_zero_distance_as_torch(p, mode):
     assert a.grad[0].tolist() == [0.0, 0.0, 0.0] and not a.grad.isnan().any()
 
 
+# rows with a NaN, an inf, inf and -inf (a NaN difference), a NaN and an inf, a zero difference, finite
+NONFINITE_X1 = np.array([[np.nan, 1.0, 2.0], [np.inf, 1.0, 2.0], [np.inf, -np.inf, 1.0], [np.nan, np.inf, 0.0],
+                         [0.0, np.nan, 0.0], [0.0, 0.0, 2.0]])
+NONFINITE_X2 = np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [np.inf, 1.0, 2.0]])
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"])
+def test_cdist_at_nan_and_inf_as_torch(p, mode):
+    # torch's kernels: p=0 NaN stays NaN (was a count of 1), p=1's gradient sign(NaN) = NaN (was 0), p=inf's
+    # max skips a NaN but its gradient there is NaN, an inf max is inf (was inf - inf = NaN); the matmul
+    # form's NaN gradient passes its clamp (was 0)
+    check_op(lambda L, a, b: L.cdist(a, b, p=p, compute_mode=mode), NONFINITE_X1, NONFINITE_X2)
+    check_op(lambda L, a, b: L.cdist(a, b, p=p, compute_mode=mode), NONFINITE_X2, NONFINITE_X1)
+
+
 def test_cross_without_dim_warns_and_takes_the_first_size_3_dim():
     check_op(lambda L, a, b: L.cross(a, b), (3, 4), (3, 4))
     check_op(lambda L, a, b: L.cross(a, b), (2, 3, 3), (2, 3, 3))

@@ -425,6 +425,16 @@ def test_renorm(p, dim, maxnorm):
     check_op(lambda L, x: (x * 1).renorm_(p, dim % 2, maxnorm), (5, 3))
 
 
+@pytest.mark.parametrize("p", [1, 2, 3, float("inf")])
+def test_renorm_at_nan_and_inf_as_torch(p):
+    # a slice with a NaN norm (not > maxnorm) keeps its values and its gradient, as torch's where (was NaN
+    # through the unused branch's norm backward); an inf norm scales its slice by 0. (Not matched: a 0
+    # in a slice with an inf norm at p = 3: torch's norm_backward gives 0 * NaN, Ember's norm 0.)
+    x = np.array([[1.0, np.nan, 2.0], [3.0, -4.0, 0.5], [np.inf, 1.0, -2.0], [0.1, 0.2, 0.1]])
+    for dim, maxnorm in ((0, 1.0), (1, 1.0), (0, 0.0), (1, 50.0)):
+        check_op(lambda L, a: L.renorm(a, p, dim, maxnorm), x)
+
+
 def test_renorm_of_empty_and_errors():
     check_op(lambda L, x: L.renorm(x, 2, 0, 1.0), (0, 3))
     x = ember.ones(2, 2)

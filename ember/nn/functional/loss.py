@@ -317,13 +317,16 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     n_cls = input.shape[1]
     t = target.detach().long().unsqueeze(1)                        # (N, 1)
     x_y = input.gather(1, t)                                       # (N, 1)
-    z = M.relu(margin - x_y + input)
+    # torch's kernel adds only the terms with z > 0 off the target class: a NaN z (a NaN input, inf - inf)
+    # or a NaN weight of a class with no such term adds nothing, value and gradient
+    z = margin - x_y + input                                       # (N, C)
+    not_y = M.ne(C.arange(n_cls, device=input.device).unsqueeze(0), t)
+    used = M.logical_and(M.gt(z, 0), not_y)
+    z = M.where(used, z, 0.0)
     if p == 2:
         z = z * z
-    not_y = M.ne(C.arange(n_cls, device=input.device).unsqueeze(0), t).to(input.dtype)   # (N, C)
-    z = z * not_y
     if weight is not None:
-        z = z * weight.detach()[target].unsqueeze(1)
+        z = M.where(used, z * weight.detach()[target].unsqueeze(1), 0.0)
     loss = z.sum(1) / n_cls
     return _reduce(loss, reduction, "multi_margin_loss")
 

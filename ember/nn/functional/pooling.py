@@ -183,16 +183,16 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, nd, op):
     """torch's formula: (sum of x**p over each window) ** (1/p), the sum as an average times the window
-    size; max pooling of |x| at p = inf. At a zero sum the gradient is zero, not the root's inf (torch's
-    sign(s) * relu(|s|), the identity with a zero gradient at 0; here a where: Relu's g * (y > 0) would
-    give NaN there)."""
+    size; max pooling of |x| at p = inf. torch passes the sum through sign(s) * relu(|s|): the identity
+    whose gradient is 0 at s == 0 (not the root's inf: relu selects) and g * sign(NaN)**2 = g * 0 at a
+    NaN sum (0 for a finite g, NaN for the root's NaN g at p != 1); here a where and a mask of s == s."""
     if norm_type == math.inf:
         return _max_poolnd(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
     if norm_type == -math.inf:
         return -_max_poolnd(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd, op)
     out = _avg_poolnd(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd, op)
     size = math.prod(_ntuple(kernel_size, nd, "kernel_size"))
-    out = M.where(out == 0, out.new_zeros(()), out)
+    out = M.where(out == 0, out.detach(), out * (out == out).to(out.dtype))
     return out.mul(size).pow(1.0 / norm_type)
 
 

@@ -13,6 +13,7 @@ from ..._tensor import Tensor
 from ...backends import array_module
 from ...ops import math as M, creation as C
 from ...ops import primitives as P
+from ...ops.products import _pnorm_dist
 from ._utils import _ntuple
 from ...amp import autocast_op
 
@@ -436,7 +437,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False) -> Tensor:
 def pdist(input, p=2.0) -> Tensor:
     """The p-norm distance between every pair of rows of an (N, M) input: the N(N-1)/2 entries above the
     diagonal of cdist(input, input), row by row. The gradient is 0 where a distance (or, for p < 1, a
-    coordinate difference) is 0, and p=inf gives every tied coordinate the full gradient, as torch.
+    coordinate difference) is 0, and p=inf gives every tied coordinate the full gradient, as torch; unlike
+    cdist's, pdist's p=inf max is NaN when a coordinate is (torch's kernels differ there).
 
     >>> F.pdist(ember.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 0.0]]))
     tensor([5., 0., 5.])
@@ -448,18 +450,7 @@ def pdist(input, p=2.0) -> Tensor:
     n = input.shape[0]
     i, j = C.triu_indices(n, n, 1, device=input.device)
     rows, other = input.index_select(0, i), input.index_select(0, j)
-    a = M.abs(rows - other)                                             # (N(N-1)/2, M)
-    if p == 0:   # the count of differing coordinates: no gradient (0, as torch)
-        return (a > 0).to(input.dtype).sum(1) + (a * 0.0).sum(1)
-    if p == 1:
-        return a.sum(1)
-    if math.isinf(p):   # each coordinate tied at the max gets the full gradient
-        top = M.amax(a.detach(), 1, keepdim=True)
-        return top.squeeze(1) + ((a - top) * (a == top).to(a.dtype)).sum(1)
-    nonzero = a > 0
-    s = M.where(nonzero, M.where(nonzero, a, 1.0) ** p, 0.0).sum(1)    # sum |d|^p, 0 gradient at d = 0
-    positive = s > 0
-    return M.where(positive, M.where(positive, s, 1.0) ** (1.0 / p), 0.0)
+    return _pnorm_dist(rows - other, p, nan_max=True)                 # (N(N-1)/2,)
 
 
 def _check_factor(op, what, factor):
