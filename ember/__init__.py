@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 import builtins as _builtins
+from typing import TYPE_CHECKING
 
 from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool,
                      half, float, double, short, int, long, get_default_dtype, set_default_dtype,
@@ -132,13 +133,18 @@ _LAZY = {
 }
 
 
+if TYPE_CHECKING:   # what __getattr__ returns, for type checkers (`ember.compile(model)`, `ember.save(...)`)
+    from .jit import compile
+    from .serialization import save, load
+
+
 def __getattr__(name):
     import importlib
     if name in _LAZY:
         return importlib.import_module(f"ember.{name}")
     if name == "compile":   # torch.compile's name for the tracing compiler (ember/jit/)
-        from .jit import compile
-        return compile
+        from . import jit
+        return jit.compile
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)
