@@ -71,7 +71,7 @@ __version__ = "0.1.0"
 Size = tuple
 
 
-def set_num_threads(n: int) -> None:
+def set_num_threads(n: _builtins.int) -> None:
     """Threads that CPU ops use inside one op (NumPy's BLAS pool), as `torch.set_num_threads`.
 
     >>> ember.set_num_threads(1)
@@ -83,25 +83,25 @@ def set_num_threads(n: int) -> None:
     backends.get("cpu").set_num_threads(n)
 
 
-def get_num_threads() -> int:
+def get_num_threads() -> _builtins.int:
     """The number of threads CPU ops use inside one op, as `torch.get_num_threads`."""
     return backends.get("cpu").get_num_threads()
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj) -> _builtins.bool:
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(t) -> bool:
+def is_floating_point(t) -> _builtins.bool:
     return t.dtype.is_floating_point
 
 
-def is_inference(t) -> bool:
+def is_inference(t) -> _builtins.bool:
     """`t.is_inference()`: whether `t` was made inside `ember.inference_mode()`."""
     return t.is_inference()
 
 
-def numel(t) -> int:
+def numel(t) -> _builtins.int:
     return t.numel()
 
 

@@ -45,7 +45,7 @@ else:
 class Tensor(_BoundMethods):
     # defaults live on the class so that making a tensor sets only what differs (a hot path)
     requires_grad = False
-    grad = None
+    grad: Tensor | None = None
     _node = None
     _out_idx = 0
     _vc = None            # version counter: a one-element list shared with views, made on demand

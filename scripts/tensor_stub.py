@@ -243,7 +243,7 @@ def render() -> str:
     body = []
     for name in sorted(vars(Tensor), key=lambda n: (n.startswith("__"), n)):
         attr = vars(Tensor)[name]
-        if name in own or not _public(name) or name in ("__dict__", "__weakref__", "__module__", "__doc__"):
+        if name in own or not _public(name) or name in ("__dict__", "__weakref__", "__module__", "__doc__", "__annotations__"):
             continue
         if isinstance(attr, property):
             body.append("    @property")
