@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 import builtins as _builtins
+from typing import TYPE_CHECKING
 
 from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool,
                      half, float, double, short, int, long, get_default_dtype, set_default_dtype,
@@ -79,7 +80,7 @@ __version__ = "0.1.0"
 Size = tuple
 
 
-def set_num_threads(n: int) -> None:
+def set_num_threads(n: _builtins.int) -> None:
     """Threads that CPU ops use inside one op (NumPy's BLAS pool), as `torch.set_num_threads`.
 
     >>> ember.set_num_threads(1)
@@ -91,25 +92,25 @@ def set_num_threads(n: int) -> None:
     backends.get("cpu").set_num_threads(n)
 
 
-def get_num_threads() -> int:
+def get_num_threads() -> _builtins.int:
     """The number of threads CPU ops use inside one op, as `torch.get_num_threads`."""
     return backends.get("cpu").get_num_threads()
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj) -> _builtins.bool:
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(t) -> bool:
+def is_floating_point(t) -> _builtins.bool:
     return t.dtype.is_floating_point
 
 
-def is_inference(t) -> bool:
+def is_inference(t) -> _builtins.bool:
     """`t.is_inference()`: whether `t` was made inside `ember.inference_mode()`."""
     return t.is_inference()
 
 
-def numel(t) -> int:
+def numel(t) -> _builtins.int:
     return t.numel()
 
 
@@ -141,13 +142,18 @@ _LAZY = {
 }
 
 
+if TYPE_CHECKING:   # what __getattr__ returns, for type checkers (`ember.compile(model)`, `ember.save(...)`)
+    from .jit import compile
+    from .serialization import save, load
+
+
 def __getattr__(name):
     import importlib
     if name in _LAZY:
         return importlib.import_module(f"ember.{name}")
     if name == "compile":   # torch.compile's name for the tracing compiler (ember/jit/)
-        from .jit import compile
-        return compile
+        from . import jit
+        return jit.compile
     if name == "GradScaler":   # torch.GradScaler is torch.amp.GradScaler
         return amp.GradScaler
     if name in ("save", "load"):

@@ -21,7 +21,7 @@ _py_float, _py_int, _py_bool = _b.float, _b.int, _b.bool
 class dtype:
     __slots__ = ("name", "_np", "category", "itemsize")
 
-    def __init__(self, name: str, np_dtype, category: int, itemsize: int):
+    def __init__(self, name: str, np_dtype, category: _b.int, itemsize: _b.int):
         self.name, self._np, self.category, self.itemsize = name, np_dtype, category, itemsize
 
     @property
@@ -37,11 +37,11 @@ class dtype:
         return self._np
 
     @property
-    def is_floating_point(self) -> bool:
+    def is_floating_point(self) -> _b.bool:
         return self.category == _FLOAT
 
     @property
-    def is_signed(self) -> bool:
+    def is_signed(self) -> _b.bool:
         return self.name not in ("uint8", "bool")
 
     def __repr__(self) -> str:

@@ -9,6 +9,7 @@ Most methods are the functions of `ember.ops` bound here; see `ember/ops/`.
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,10 +34,18 @@ def _in_inference_mode() -> bool:
     return STATE.inference
 
 
-class Tensor:
+if TYPE_CHECKING:
+    # the methods ember/_tensor_methods.py binds at import time, declared for type checkers only
+    # (generated: scripts/tensor_stub.py); at run time Tensor's base is object
+    from ._tensor_bound import TensorBoundMethods as _BoundMethods
+else:
+    _BoundMethods = object
+
+
+class Tensor(_BoundMethods):
     # defaults live on the class so that making a tensor sets only what differs (a hot path)
     requires_grad = False
-    grad = None
+    grad: Tensor | None = None
     _node = None
     _out_idx = 0
     _vc = None            # version counter: a one-element list shared with views, made on demand

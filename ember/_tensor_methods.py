@@ -52,7 +52,7 @@ def _reshape_inplace(name, fn):
     memory, as torch's in-place view ops: with history, the tensor's node becomes that view's node (so
     gradients flow through it), and the version is bumped (a graph that saved the old tensor refuses to
     use it, as torch's does)."""
-    def method(self, *args, **kwargs):
+    def method(self, *args, **kwargs) -> Tensor:
         check_leaf(self, name)
         if STATE.enabled and self.requires_grad:
             # run on a stand-in for the old `self`, so the view's node points at the old history
@@ -64,7 +64,7 @@ def _reshape_inplace(name, fn):
         self._data = out._data
         self._bump_version(name)
         return self
-    method.__name__ = name
+    method.__name__, method.__wrapped__ = name, fn   # __wrapped__: inspect.signature shows fn's parameters
     method.__doc__ = f"In-place {name[:-1]}: this tensor itself takes the new shape, a view of the same memory."
     return method
 
@@ -107,9 +107,9 @@ Tensor.__lt__, Tensor.__le__, Tensor.__gt__, Tensor.__ge__ = M.lt, M.le, M.gt, M
 
 # ------------------------------------------------------------------ in-place forms
 def _make_inplace(name, fn):
-    def method(self, *args, **kwargs):
+    def method(self, *args, **kwargs) -> Tensor:
         return inplace(self, lambda s: fn(s, *args, **kwargs), name)
-    method.__name__ = name
+    method.__name__, method.__wrapped__ = name, fn
     method.__doc__ = f"In-place {name[:-1]}: writes into this tensor and returns it."
     return method
 
@@ -124,7 +124,7 @@ def _fast_arith(name, ufunc_name):
     """add_/sub_/mul_/div_: a single ufunc into our memory when no graph is recorded (optimizers)."""
     generic = getattr(Tensor, name)
 
-    def method(self, other, *args, **kwargs):
+    def method(self, other, *args, **kwargs) -> Tensor:
         if kwargs and kwargs.get("alpha", None) == 1 and len(kwargs) == 1:
             kwargs = {}
         if args or kwargs or (name == "div_" and not self.dtype.is_floating_point) or needs_graph(self, other):
@@ -133,7 +133,7 @@ def _fast_arith(name, ufunc_name):
                 return write_direct(self, name, ufunc_name, other)
             return generic(self, other, *args, **kwargs)
         return write_direct(self, name, ufunc_name, other)
-    method.__name__ = name
+    method.__name__, method.__wrapped__ = name, generic
     method.__doc__ = generic.__doc__
     return method
 
@@ -157,7 +157,7 @@ def _view_safe(self, name, other):
     return getattr(Tensor, name)(self, other)
 
 
-def _write(self, arr_fn, name):
+def _write(self, arr_fn, name) -> Tensor:
     """In-place fill that records no graph (zero_, fill_, copy_, uniform_, ...), through `Assign`;
     `arr_fn()` gives a Python number, a Tensor on this device or a raw array. Version bumped."""
     check_leaf(self, name)
@@ -174,18 +174,18 @@ def _write(self, arr_fn, name):
     return self
 
 
-def zero_(self):
+def zero_(self) -> Tensor:
     return _write(self, lambda: 0, "zero_")
 
 
-def fill_(self, value):
+def fill_(self, value) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
     value = check_scalar_fits("fill_", value, self.dtype)
     return _write(self, lambda: value, "fill_")
 
 
-def copy_(self, src, non_blocking=False):
+def copy_(self, src, non_blocking=False) -> Tensor:
     src = src if isinstance(src, Tensor) else C.tensor(src)
     if STATE.enabled and src.requires_grad:
         return inplace(self, lambda s: s * 0 + S.to_device(src, self._device).to(self.dtype), "copy_")
@@ -200,7 +200,7 @@ def copy_(self, src, non_blocking=False):
 
 def _rand_(name, sampler):
     """An in-place sampler: values drawn on the tensor's device by ember.random, then written."""
-    def method(self, *args, generator=None, **kwargs):
+    def method(self, *args, generator=None, **kwargs) -> Tensor:
         return _write(self, lambda: sampler(self, generator, *args, **kwargs)._data, name)
     method.__name__ = name
     return method
@@ -278,7 +278,7 @@ Tensor.multinomial = lambda self, n, replacement=False, *, generator=None: \
 
 
 # ------------------------------------------------------------------ dtype, device, new tensors
-def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False) -> Tensor:
     """Convert dtype and/or device: t.to(ember.float64), t.to('cuda'), t.to(other), t.to('cuda', ember.half)."""
     for a in args:
         if isinstance(a, Tensor):
@@ -315,7 +315,7 @@ for _n, _d in [("float", _dtype.float32), ("double", _dtype.float64), ("half", _
 
 
 def _new(fn):
-    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
         return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad, **kw)
     return method
 
@@ -412,7 +412,7 @@ Tensor.__ilshift__ = lambda self, o: _view_safe(self, "bitwise_left_shift_", o)
 Tensor.__irshift__ = lambda self, o: _view_safe(self, "bitwise_right_shift_", o)
 
 
-def float_power_(self, exponent):
+def float_power_(self, exponent) -> Tensor:
     """In-place float_power: the result is float64, so this tensor must be float64 (as torch)."""
     if self.dtype is not _dtype.float64:
         from ._errors import op_error
@@ -458,9 +458,9 @@ def _product_inplace(name, fn):
                                  f"{list(out.shape)} should match")
         return out
 
-    def method(self, *args, **kwargs):
+    def method(self, *args, **kwargs) -> Tensor:
         return inplace(self, lambda s: same_shape(s, fn(s, *args, **kwargs)), name)
-    method.__name__ = name
+    method.__name__, method.__wrapped__ = name, fn
     method.__doc__ = f"In-place {name[:-1]}: writes into this tensor and returns it."
     return method
 

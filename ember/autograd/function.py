@@ -11,6 +11,7 @@ public torch-style API: static forward(ctx, ...) and backward(ctx, ...) on Tenso
 from __future__ import annotations
 
 import re
+from typing import Any, Callable
 
 import numpy as np
 
@@ -158,6 +159,9 @@ class Primitive(Node):
     keeps_dtype = True    # a float output has the first input's dtype (False: Cast)
     elementwise = False   # output has the inputs' broadcast shape: checked to fit before it is made
     cpu_kernel = None     # fn(node, *arrays) run instead of forward on host arrays (cpu.register_kernel)
+    # name -> accepted type(s) of each attribute (ember.autograd.dispatch.check_attrs); every primitive
+    # declares its own (an annotation only: the base class has none at run time)
+    attrs: dict[str, type | tuple[type, ...]]
 
     @classmethod
     def apply(cls, *inputs, **params):
@@ -331,7 +335,7 @@ def _check_output_fits(node, arrays):
     _memory.check(node.op_name, shape, np.dtype(node.__dict__.get("dtype", arrays[0].dtype)))
 
 
-_make_fn = None   # Tensor._make, set by ember._tensor once the class exists
+_make_fn: Callable[..., Any] | None = None   # Tensor._make, set by ember._tensor once the class exists
 
 
 class FunctionCtx(Node):
