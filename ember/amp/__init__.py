@@ -18,6 +18,11 @@ functions it calls, as torch's CompositeImplicit ops do. The state is per thread
 
 `ember.compile` keys its traces on `state_key()`: a function traced outside autocast retraces inside
 it, and casts made inside a traced function are recorded in its graph.
+
+Not matched yet: `nn.LSTM` under autocast returns float32 where torch returns bfloat16 (torch casts the
+whole fused `lstm` op's weights; Ember's LSTM is a loop of cell steps whose float32 cell state promotes
+the gates back); RNN, GRU and the cells match. The float32-list ops Ember lacks (fft, stft, lstsq, eig)
+and `F.pad`'s reflect/replicate modes are not listed.
 """
 from __future__ import annotations
 
