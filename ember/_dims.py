@@ -5,6 +5,8 @@ dim); anything else is an IndexError naming the op and the user's line.
 """
 from __future__ import annotations
 
+import inspect
+
 import operator
 
 from ._errors import op_error
@@ -63,6 +65,6 @@ def add_numpy_names(namespace: dict, names) -> None:
     """Wrap with `numpy_names` each function of `names` in `namespace` that has a `dim` parameter."""
     for name in names:
         fn = namespace[name]
-        code = getattr(fn, "__code__", None)
+        code = getattr(inspect.unwrap(fn), "__code__", None)   # through decorators (autocast_op)
         if code is not None and "dim" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
             namespace[name] = numpy_names(fn)
