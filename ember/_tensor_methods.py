@@ -314,6 +314,112 @@ for _n, _d in [("float", _dtype.float32), ("double", _dtype.float64), ("half", _
     setattr(Tensor, _n, (lambda d: lambda self: to(self, d))(_d))
 
 
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """With no argument, torch's type string: 'torch.FloatTensor', 'torch.cuda.LongTensor' (torch's own
+    strings, not 'ember.' ones, so that ported comparisons such as `x.type() == 'torch.FloatTensor'` hold).
+    With a dtype, a legacy type (`ember.DoubleTensor`, `ember.cuda.FloatTensor`) or its name
+    ('torch.DoubleTensor'), this tensor converted as `.to` does (itself when it is of that type already;
+    differentiable). A legacy type also names the device: a CPU type brings a CUDA tensor back to the CPU.
+
+    >>> x = ember.ones(2)
+    >>> x.type()
+    'torch.FloatTensor'
+    >>> x.type('torch.LongTensor').type(), x.type(ember.float64).dtype
+    ('torch.LongTensor', ember.float64)
+    """
+    from .ops import aliases
+    if dtype is None:
+        return aliases.type_name(self)
+    if isinstance(dtype, _dtype.dtype):
+        return to(self, dtype)
+    if not isinstance(dtype, (str, type)):
+        from ._errors import op_error
+        raise op_error("type", f"dtype must be a type, str, or dtype object, got {type(dtype).__name__} "
+                               f"{dtype!r}", TypeError)
+    dt, kind = aliases.parse_type("type", dtype)
+    if self._device.type != kind:
+        return to(self, kind, dt)
+    return to(self, dt)
+
+
+Tensor.type = _type
+Tensor.type.__name__ = "type"
+Tensor.output_nr = property(lambda self: self._out_idx if self._node is not None else 0,
+                            doc="The index of this tensor among the outputs of its grad_fn (0 for a leaf).")
+
+
+def _map_elements(self, name, fn, others, names):
+    """apply_/map_/map2_: `fn` called on each element (Python numbers) of self and of `others` broadcast to
+    self's shape; the results written into self, cast to its dtype. CPU only, never with a tensor that
+    requires grad (whatever the grad mode), as torch's."""
+    from ._errors import op_error
+    from .ops import aliases
+    for k, t in enumerate(others):
+        if not isinstance(t, Tensor):
+            raise op_error(name, f"argument '{names[k]}' must be Tensor, not {type(t).__name__}", TypeError)
+    if any(t.requires_grad for t in (self, *others)):
+        raise op_error(name, f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() "
+                             f"instead.")
+    if self._device.type != "cpu":
+        raise op_error(name, f"{name} is only implemented on CPU tensors (got {self._device})", TypeError)
+    for k, t in enumerate(others):
+        if t.dtype is not self.dtype or t._device.type != "cpu":
+            raise op_error(name, f"expected {aliases.type_name(self)} for argument '{names[k]}' (got "
+                                 f"{aliases.type_name(t)})", TypeError)
+    try:
+        others = [S.broadcast_to(t, tuple(self.shape)) for t in others]
+    except (RuntimeError, ValueError):
+        raise op_error(name, f"the tensors {[tuple(t.shape) for t in others]} do not broadcast to this tensor's "
+                             f"shape {tuple(self.shape)}") from None
+    kind = float if self.dtype.is_floating_point else bool if self.dtype is _dtype.bool else int
+    columns = [(to(t, _dtype.float64) if kind is float else t).reshape(-1).tolist() for t in [self, *others]]
+    out = []
+    for values in zip(*columns):
+        r = fn(*values)
+        if isinstance(r, Tensor):
+            r = r.item()
+        if not isinstance(r, (int, float, bool, np.number, np.bool_)):
+            raise op_error(name, f"the callable must return a real number, got {type(r).__name__} {r!r}",
+                           TypeError)
+        out.append(kind(check_scalar_fits(name, kind(r), self.dtype)))
+    result = C.tensor(out, dtype=self.dtype).reshape(self.shape)
+    return _write(self, lambda: result, name)
+
+
+def apply_(self, callable) -> Tensor:
+    """Replace each element x by `callable(x)` (a Python number in, a number out), in place. CPU only, not
+    for tensors that require grad, and slow: one Python call per element, as torch's.
+
+    >>> ember.tensor([1.0, 2.0]).apply_(lambda x: x * 3).tolist()
+    [3.0, 6.0]
+    """
+    return _map_elements(self, "apply_", callable, (), ())
+
+
+def map_(self, tensor, callable) -> Tensor:
+    """Replace each element x by `callable(x, y)`, y the matching element of `tensor` (same dtype,
+    broadcast to this tensor's shape), in place; CPU only, not for tensors that require grad.
+
+    >>> ember.tensor([1.0, 2.0]).map_(ember.tensor([10.0, 20.0]), lambda x, y: x + y).tolist()
+    [11.0, 22.0]
+    """
+    return _map_elements(self, "map_", callable, (tensor,), ("other",))
+
+
+def map2_(self, x, y, callable) -> Tensor:
+    """map_ with two tensors: each element s becomes `callable(s, a, b)`.
+
+    >>> ember.zeros(2).map2_(ember.ones(2), ember.tensor([1.0, 2.0]), lambda s, a, b: s + a * b).tolist()
+    [1.0, 2.0]
+    """
+    return _map_elements(self, "map2_", callable, (x, y), ("x", "y"))
+
+
+Tensor.apply_ = apply_
+Tensor.map_ = map_
+Tensor.map2_ = map2_
+
 def _new(fn):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
         return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad, **kw)

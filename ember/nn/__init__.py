@@ -33,7 +33,8 @@ from .embedding import Embedding, EmbeddingBag
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
                    BCEWithLogitsLoss, KLDivLoss, MultiMarginLoss, MarginRankingLoss, CosineEmbeddingLoss,
                    TripletMarginLoss, GaussianNLLLoss, PoissonNLLLoss, SoftMarginLoss, MultiLabelSoftMarginLoss,
-                   MultiLabelMarginLoss, HingeEmbeddingLoss, TripletMarginWithDistanceLoss, CTCLoss)
+                   MultiLabelMarginLoss, HingeEmbeddingLoss, TripletMarginWithDistanceLoss, CTCLoss,
+                   NLLLoss2d, LinearCrossEntropyLoss, LinearCrossEntropyOptions)
 from .adaptive import AdaptiveLogSoftmaxWithLoss
 from . import functional, init, utils
 
@@ -69,6 +70,7 @@ __all__ = [
     "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
     "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+    "NLLLoss2d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
     "AdaptiveLogSoftmaxWithLoss",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",

@@ -1,13 +1,20 @@
 """Loss modules: each holds its options and calls the matching ember.nn.functional loss."""
 from __future__ import annotations
 
+import dataclasses
+import math
+
+from .. import _dtype
+from .._errors import op_error, warn
 from . import functional as F
+from .linear import Linear
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "MultiMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
-           "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
+           "MultiLabelMarginLoss", "HingeEmbeddingLoss", "TripletMarginWithDistanceLoss", "CTCLoss", "NLLLoss2d", "LinearCrossEntropyLoss",
+           "LinearCrossEntropyOptions"]
 
 
 _legacy = F.loss._legacy_reduction   # torch's deprecated size_average/reduce flags -> reduction
@@ -81,6 +88,89 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its old name, deprecated in torch (a FutureWarning when made, as torch's)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        warn("NLLLoss2d", "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement.",
+             FutureWarning)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class LinearCrossEntropyOptions:
+    """torch's options for the chunked path of `F.linear_cross_entropy` (rows of the batch per chunk, the
+    accumulation policy and dtype), validated as torch validates them. Ember accepts them and computes the
+    reference way (logits, then cross_entropy): the same loss and gradients, without torch's memory saving.
+
+    >>> ember.nn.LinearCrossEntropyOptions(batch_chunk_size=64).batch_chunk_size
+    64
+    """
+
+    allow_retain_graph: bool = False
+    batch_chunk_size: int | None = None
+    chunking_method: str | None = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: object = None
+
+    def __post_init__(self):
+        # plain ValueErrors: op_error's "(at file:line)" would name the dataclass's generated __init__
+        op = "LinearCrossEntropyOptions"
+        if self.acc_policy not in ("auto", "accurate", "balanced", "compact"):
+            raise ValueError(f"{op}: invalid acc_policy: {self.acc_policy!r}")
+        if self.chunking_method is not None and self.chunking_method != "auto":
+            name, sep, factor = self.chunking_method.partition(":")
+            factor = factor if sep else "1"
+            if not (name == "aspect_ratio" and factor.isdigit() and int(factor) > 0):
+                raise ValueError(f"{op}: invalid chunking_method: {self.chunking_method!r}")
+        size = self.batch_chunk_size
+        if not (size is None or (isinstance(size, int) and not isinstance(size, bool) and size > 0)):
+            raise ValueError(f"{op}: batch_chunk_size must be positive int or None, got {size!r}")
+        floats = (_dtype.float16, _dtype.bfloat16, _dtype.float32, _dtype.float64)
+        if self.acc_dtype is not None and self.acc_dtype not in floats:
+            raise ValueError(f"{op}: acc_dtype must be one of None, ember.float16, ember.bfloat16, ember.float32, "
+                             f"ember.float64, got {self.acc_dtype!r}")
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """A Linear layer (in_features -> num_classes * prod(out_features), no bias by default) and the cross
+    entropy of its logits (N, num_classes, *out_features) with the target, as `F.linear_cross_entropy`.
+    The weight is stored flat in `self.linear` (torch's parameter names: linear.weight, linear.bias).
+
+    >>> loss = ember.nn.LinearCrossEntropyLoss(5, 10)
+    >>> loss(ember.randn(3, 5), ember.tensor([1, 0, 9])).shape
+    ()
+    """
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
+                 reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise op_error("LinearCrossEntropyLoss", f"expected weight shape to be {(num_classes,)}, got "
+                                                     f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise op_error("LinearCrossEntropyLoss", f"expected label_smoothing to be in range [0, 1], got "
+                                                     f"{label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes, self.out_features = num_classes, tuple(out_features)
+        self.ignore_index, self.label_smoothing, self.options = ignore_index, label_smoothing, options
+        self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes), bias=bias,
+                             device=device, dtype=dtype)
+
+    def forward(self, input, target):
+        linear_weight = self.linear.weight.reshape(self.num_classes, *self.out_features, self.linear.in_features)
+        linear_bias = None if self.linear.bias is None else \
+            self.linear.bias.reshape(self.num_classes, *self.out_features)
+        return F.linear_cross_entropy(input, linear_weight, target, linear_bias=linear_bias, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
 
 
 class BCELoss(_WeightedLoss):

@@ -24,7 +24,7 @@ from .activation import rrelu, relu_, elu_, leaky_relu_, hardtanh_, selu_, celu_
 from .attention import scaled_dot_product_attention, multi_head_attention_forward
 from .vision import (pad, interpolate, upsample, upsample_nearest, upsample_bilinear, affine_grid, grid_sample, normalize, cosine_similarity, pairwise_distance, pdist,
                      pixel_shuffle, pixel_unshuffle, channel_shuffle)
-from .loss import mse_loss, l1_loss, smooth_l1_loss, huber_loss, nll_loss, cross_entropy, binary_cross_entropy, binary_cross_entropy_with_logits, kl_div, multi_margin_loss, margin_ranking_loss, cosine_embedding_loss, triplet_margin_loss
+from .loss import mse_loss, l1_loss, smooth_l1_loss, huber_loss, nll_loss, cross_entropy, linear_cross_entropy, binary_cross_entropy, binary_cross_entropy_with_logits, kl_div, multi_margin_loss, margin_ranking_loss, cosine_embedding_loss, triplet_margin_loss
 from .loss import (gaussian_nll_loss, poisson_nll_loss, soft_margin_loss, multilabel_soft_margin_loss,
                    multilabel_margin_loss, hinge_embedding_loss, triplet_margin_with_distance_loss, ctc_loss)
 from ._utils import _ntuple, _check_dim  # noqa: F401  (used by the layer modules)
@@ -49,7 +49,7 @@ __all__ = [
     "scaled_dot_product_attention", "multi_head_attention_forward", "one_hot", "pad", "interpolate", "upsample", "upsample_nearest",
     "upsample_bilinear", "affine_grid", "grid_sample", "normalize",
     "cosine_similarity", "pairwise_distance", "pdist", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
-    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "linear_cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "multi_margin_loss",
     "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss",
     "poisson_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multilabel_margin_loss",

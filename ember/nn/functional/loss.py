@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ... import _dtype
-from ..._errors import check_same_device, op_error, warn
+from ..._errors import check_same_device, describe, op_error, warn
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...ops import math as M, creation as C, primitives as P
@@ -230,6 +230,58 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         smooth = _reduce(smooth * valid.to(input.dtype), reduction, "cross_entropy")
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_cls)
 
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None) -> Tensor:
+    """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): input (in_features,) or
+    (N, in_features), linear_weight (C, in_features) or (C, d1, ..., dK, in_features) for a K-dim loss (the
+    logits then (N, C, d1, ..., dK)). ignore_index=None means -100 for class indices and is the only value
+    allowed with class probabilities, as torch's.
+
+    `options` (nn.LinearCrossEntropyOptions) asks torch for its chunked path, which never holds all the
+    logits; Ember computes the same loss and gradients the reference way (logits, then cross_entropy) and
+    warns where torch warns that it ignores the options.
+
+    >>> round(F.linear_cross_entropy(ember.ones(2, 3), ember.zeros(4, 3), ember.tensor([0, 3])).item(), 4)
+    1.3863
+    """
+    op = "linear_cross_entropy"
+    if input.ndim < 1 or input.ndim > 2:
+        raise op_error(op, f"expected input with dimensionality 1 or 2, got {input.ndim} (input {describe(input)})")
+    if linear_weight.ndim < 2:
+        raise op_error(op, f"expected linear_weight with dimensionality at least 2, got {linear_weight.ndim} "
+                           f"(linear_weight {describe(linear_weight)})")
+    batch, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise op_error(op, f"expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{in_features} and {linear_weight.shape[-1]}, respectively")
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise op_error(op, f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batch:
+        raise op_error(op, f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} "
+                           f"requires batched input, (N, {in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batch, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:   # torch's test for probabilities
+        raise op_error(op, "ignore_index cannot be specified when target contains probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    if options is not None and (out_features or reduction not in ("mean", "sum", "none") or label_smoothing != 0.0
+                                or target.dtype is not _dtype.int64):
+        warn(op, f"``options`` ignored; chunked path needs reduction in {{'mean','sum','none'}}, label_smoothing "
+                 f"== 0, target.dtype == int64, out_features == (). Got reduction={reduction!r}, "
+                 f"label_smoothing={label_smoothing}, target.dtype={target.dtype.name}, "
+                 f"out_features={out_features}")
+    if out_features:   # one 2-D weight for F.linear: (C * d1 * ... * dK, in_features)
+        linear_weight = linear_weight.reshape(math.prod(out_features, start=num_classes), in_features)
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(math.prod(out_features, start=num_classes))
+    from .linear import linear
+    logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)   # (N, C, d1, ..., dK)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
+                         label_smoothing=label_smoothing)
 
 class _BinaryCrossEntropy(Function):
     """-(t log p + (1 - t) log(1 - p)) with the logs clamped at -100, and torch's gradients: for p,
