@@ -48,6 +48,8 @@ from . import accelerator
 from . import linalg
 from .linalg import cholesky_solve, cholesky_inverse, _vander as vander  # noqa: F401  (torch.* names)
 from .linalg import lu_unpack, geqrf, ormqr, householder_product as orgqr  # noqa: F401  (torch.* names)
+from .linalg import matrix_power, matrix_exp  # noqa: F401  (torch.* names)
+from ._lowrank import svd_lowrank, pca_lowrank  # noqa: F401  (torch.* names)
 from . import scaling
 from . import amp
 from .amp import (autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
@@ -167,7 +169,8 @@ __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + _pointwise_all + _indexing_all
-    + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander", "lu_unpack", "geqrf", "orgqr", "ormqr"]
+    + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander", "lu_unpack", "geqrf", "orgqr", "ormqr",
+                         "matrix_power", "matrix_exp", "svd_lowrank", "pca_lowrank"]
     + _functional_aliases_all + _method_functions_all + _windows_all
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
