@@ -1258,6 +1258,10 @@ def _check_factor_solve(op, LU, pivots, B, left, lu_name="LU"):
         raise op_error(f"linalg.{op}", f"Expected {lu_name}.shape[:-1] and pivots.shape to be the same, but got "
                                        f"pivots {describe(pivots)} and {lu_name} {describe(LU)}")
     n = LU.shape[-1]
+    if op == "ldl_solve" and B.shape[-2] != n:
+        raise op_error(f"linalg.{op}", f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {n} "
+                                       f"by {n} but each b matrix is {B.shape[-2]} by {B.shape[-1]} (LD "
+                                       f"{describe(LU)}, B {describe(B)})")
     if (B.shape[-2] if left else B.shape[-1]) != n:
         eq = "AX = B" if left else "XA = B"
         raise op_error(f"linalg.{op}", f"Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
