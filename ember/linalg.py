@@ -19,6 +19,7 @@ are composites. Inputs are float32 or float64, as torch's CPU kernels (no half p
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 
@@ -1202,20 +1203,20 @@ def matrix_exp(A: Tensor) -> Tensor:
     if A.numel() == 0:
         return A * 1
     from .ops.creation import tensor
-    norms = np.asarray(M.amax(M.sum(M.abs(A.detach()), -2), -1).to("float64").tolist(), dtype=np.float64)
-    largest = float(norms.max())
-    if not np.isfinite(largest):
+    norms = M.amax(M.sum(M.abs(A.detach()), -2), -1).reshape(-1).to("float64").tolist()   # each 1-norm
+    largest = max(norms)
+    if not math.isfinite(largest):
         return _pade(A, 13)                     # NaN or inf in: NaN out, as torch's
     for m, theta in _PADE_THETA[:-1]:
         if largest <= theta:
             return _pade(A, m)
     theta = _PADE_THETA[-1][1]
-    squarings = np.maximum(0, np.ceil(np.log2(np.maximum(norms, 1e-300) / theta))).astype(np.int64)
+    squarings = [max(0, math.ceil(math.log2(x / theta))) if x > 0 else 0 for x in norms]
     batch = tuple(A.shape[:-2]) + (1, 1)
-    scale = tensor(np.ldexp(1.0, -squarings).reshape(batch), dtype=A.dtype, device=A.device)
+    scale = tensor([2.0 ** -s for s in squarings], dtype=A.dtype, device=A.device).reshape(batch)
     R = _pade(A * scale, 13)
-    steps = tensor(squarings.reshape(batch), device=A.device)
-    for j in range(int(squarings.max())):
+    steps = tensor(squarings, device=A.device).reshape(batch)
+    for j in range(max(squarings)):
         R = M.where(steps > j, R @ R, R)
     return R
 
