@@ -49,7 +49,6 @@ from . import linalg
 from .linalg import cholesky_solve, cholesky_inverse, _vander as vander  # noqa: F401  (torch.* names)
 from .linalg import lu_unpack, geqrf, ormqr, householder_product as orgqr  # noqa: F401  (torch.* names)
 from .linalg import matrix_power, matrix_exp  # noqa: F401  (torch.* names)
-from ._lowrank import svd_lowrank, pca_lowrank  # noqa: F401  (torch.* names)
 from . import scaling
 from . import amp
 from .amp import (autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
@@ -147,6 +146,7 @@ _LAZY = {
 if TYPE_CHECKING:   # what __getattr__ returns, for type checkers (`ember.compile(model)`, `ember.save(...)`)
     from .jit import compile
     from .serialization import save, load
+    from ._lowrank import svd_lowrank, pca_lowrank
 
 
 def __getattr__(name):
@@ -161,6 +161,9 @@ def __getattr__(name):
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)
+    if name in ("svd_lowrank", "pca_lowrank"):   # torch's randomized SVD (ember/_lowrank.py)
+        from . import _lowrank
+        return getattr(_lowrank, name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
