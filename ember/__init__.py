@@ -48,6 +48,7 @@ from . import accelerator
 from . import linalg
 from .linalg import cholesky_solve, cholesky_inverse, _vander as vander  # noqa: F401  (torch.* names)
 from .linalg import lu_unpack, geqrf, ormqr, householder_product as orgqr  # noqa: F401  (torch.* names)
+from .linalg import matrix_power, matrix_exp  # noqa: F401  (torch.* names)
 from . import scaling
 from . import amp
 from .amp import (autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
@@ -145,6 +146,7 @@ _LAZY = {
 if TYPE_CHECKING:   # what __getattr__ returns, for type checkers (`ember.compile(model)`, `ember.save(...)`)
     from .jit import compile
     from .serialization import save, load
+    from ._lowrank import svd_lowrank, pca_lowrank
 
 
 def __getattr__(name):
@@ -159,6 +161,9 @@ def __getattr__(name):
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)
+    if name in ("svd_lowrank", "pca_lowrank"):   # torch's randomized SVD (ember/_lowrank.py)
+        from . import _lowrank
+        return getattr(_lowrank, name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
@@ -167,7 +172,8 @@ __all__ = (
     _dtype_all + ["half", "float", "double", "short", "int", "long", "result_type", "device", "Tensor", "Size"]
     + _math_all + _shape_all + _creation_all + _elementwise_all + _aliases_all + _reductions_all + _stacking_all
     + _pointwise_all + _indexing_all
-    + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander", "lu_unpack", "geqrf", "orgqr", "ormqr"]
+    + _products_all + _special_all + ["cholesky_solve", "cholesky_inverse", "vander", "lu_unpack", "geqrf", "orgqr", "ormqr",
+                         "matrix_power", "matrix_exp", "svd_lowrank", "pca_lowrank"]
     + _functional_aliases_all + _method_functions_all + _windows_all
     + ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",

@@ -581,6 +581,7 @@ from . import linalg as _L  # noqa: E402
 Tensor.cholesky_solve = _L.cholesky_solve
 Tensor.cholesky_inverse = _L.cholesky_inverse
 Tensor.geqrf, Tensor.orgqr, Tensor.ormqr = _L.geqrf, _L.householder_product, _L.ormqr
+Tensor.matrix_power, Tensor.matrix_exp = _L.matrix_power, _L.matrix_exp
 
 
 # ------------------------------------------------------------------ methods of ember.nn.functional (loaded on call)

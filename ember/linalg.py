@@ -3,7 +3,11 @@ the norms, differentiable (twice: the backward formulas are Tensor ops) and batc
 as composites of those, cross, vecdot, multi_dot, solve_triangular, pinv, cond, the _ex variants (an info
 tensor instead of an error), tensorinv, tensorsolve, vander, with torch's cholesky_solve, cholesky_inverse
 and vander (re-exported by `ember`); lu_factor, lu_factor_ex (LuFactor primitive: LAPACK getrf written against
-xp, differentiable), householder_product, and torch's lu_unpack, geqrf, orgqr and ormqr (re-exported by `ember`).
+xp, differentiable), householder_product, and torch's lu_unpack, geqrf, orgqr and ormqr (re-exported by `ember`);
+lstsq (Householder QR, or pinv where A is rank-deficient), matrix_rank, matrix_power and matrix_exp (Pade
+scaling and squaring; both re-exported by `ember`), lu and lu_solve on top of lu_factor, and the
+Bunch-Kaufman ldl_factor, ldl_factor_ex and ldl_solve (LAPACK sytf2/sytrs written against xp; not
+differentiable, as torch's).
 
 Primitives live in `ember/ops/linalg.py` (forward through NumPy's or CuPy's linalg); the norms and det
 are composites. Inputs are float32 or float64, as torch's CPU kernels (no half precision).
@@ -15,6 +19,7 @@ are composites. Inputs are float32 or float64, as torch's CPU kernels (no half p
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 
@@ -28,7 +33,8 @@ from .amp import autocast_op
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
            "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular",
            "pinv", "cond", "inv_ex", "solve_ex", "cholesky_ex", "tensorinv", "tensorsolve", "vander", "lu_factor",
-           "lu_factor_ex", "householder_product", "diagonal", "matmul"]
+           "lu_factor_ex", "householder_product", "diagonal", "matmul", "lstsq", "matrix_rank", "matrix_power",
+           "matrix_exp", "lu", "lu_solve", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 
 class LinAlgError(RuntimeError):
@@ -958,3 +964,431 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpos
     # Q C = H_1 (... (H_k C)); Q^T C = H_k (... (H_1 C)); C Q = ((C H_1) ...) H_k; C Q^T = ((C H_k) ...) H_1
     first_last = left == transpose
     return _apply_reflectors(other, refl, left, (lambda r: r) if first_last else reversed)
+
+
+# ---------------------------------------------------------------- least squares, rank (composites)
+_LstsqResult = collections.namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def _empty_like(A, dtype=None):
+    from .ops.creation import empty
+    return empty(0, dtype=A.dtype if dtype is None else dtype, device=A.device)
+
+
+def _full_rank_lstsq(A, B):
+    """The least-squares solution (m >= n) or the minimum-norm solution (m < n) of a full-rank A through
+    Householder QR, as LAPACK's gels: stable in value (no normal equations) and differentiable twice."""
+    m, n = A.shape[-2], A.shape[-1]
+    if m >= n:                                      # A = Q R: X = R^-1 Q^T B
+        Q, R = qr(A)
+        return solve_triangular(R, Q.mT @ B, upper=True)
+    Q, R = qr(A.mT)                                 # A^T = Q R: X = Q R^-T B
+    return Q @ solve_triangular(R.mT, B, upper=False)
+
+
+@autocast_op("fp32")
+def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
+    """(solution, residuals, rank, singular_values): X minimising ||A X - B|| for A (..., m, n), B (..., m, k)
+    or a batch of vectors (..., m); the minimum-norm X where A is wide or rank-deficient. As torch's CPU
+    drivers: 'gelsy' (default) and 'gelsd'/'gelss' find the rank, singular values at or below rcond *
+    largest counting as zero (rcond defaults to eps * max(m, n)); 'gels' assumes A has full rank. Which
+    fields are filled: rank (int64, A's batch shape) for all but 'gels'; singular_values for 'gelsd' and
+    'gelss'; residuals (the squared residual norm of each column of B) where m > n, for 'gels' always and
+    for 'gelsd'/'gelss' when every matrix has full rank; the others are empty. Solution and residuals are
+    differentiable in A and B (the gradient of pinv(A) @ B, as torch's); rank and singular values are not.
+    Rank decisions use the SVD for all drivers ('gelsy' uses a pivoted QR in LAPACK).
+
+    >>> ember.linalg.lstsq(ember.tensor([[1.0], [1.0]]), ember.tensor([[1.0], [3.0]])).solution.tolist()
+    [[2.0]]
+    """
+    op = "linalg.lstsq"
+    _check_float("lstsq", A, "input")
+    _check_float("lstsq", B, "other")
+    if A.ndim < 2:
+        raise op_error(op, f"input must have at least 2 dimensions. (input {describe(A)})")
+    if B.ndim < 1:
+        raise op_error(op, f"other must have at least 1 dimension. (other {describe(B)})")
+    if A.dtype is not B.dtype:
+        raise op_error(op, f"Expected input and other to have the same dtype, but got input's dtype "
+                           f"{_TORCH_NAMES[A.dtype.name]} and other's dtype {_TORCH_NAMES[B.dtype.name]} "
+                           f"(input {describe(A)}, other {describe(B)})")
+    if A._device is not B._device:
+        raise op_error(op, f"expected input and other on the same device, got {describe(A)} and {describe(B)}")
+    if A.ndim - B.ndim not in (0, 1):
+        raise op_error(op, f"input.dim() must be greater or equal to other.dim() and (input.dim() - other.dim()) "
+                           f"<= 1 (input {describe(A)}, other {describe(B)})")
+    vector = A.ndim - B.ndim == 1
+    if vector and tuple(B.shape) != tuple(A.shape[:-1]):
+        raise op_error(op, f"other {describe(B)} has one dimension fewer than input {describe(A)}, so it is read "
+                           f"as a batch of vectors and must have shape input.shape[:-1] = {tuple(A.shape[:-1])}")
+    Bm = B.unsqueeze(-1) if vector else B
+    m, n = A.shape[-2], A.shape[-1]
+    if Bm.shape[-2] != m:
+        raise op_error(op, f"input.size(-2) should match other.size(-2) (input {describe(A)}, other {describe(B)})")
+    try:
+        batch = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
+    except ValueError:
+        raise op_error(op, f"batch dimensions of input {describe(A)} and other {describe(B)} cannot be broadcast "
+                           f"together") from None
+    driver = "gelsy" if driver is None else driver
+    if driver not in _LSTSQ_DRIVERS:
+        raise op_error(op, f"parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got {driver!r}")
+    k = min(m, n)
+    rank = singular_values = None
+    if driver != "gels":
+        rcond = float(np.finfo(A.dtype.np).eps) * max(m, n) if rcond is None else rcond
+        singular_values = svdvals(A.detach())                                    # (A's batch, k)
+        if k:
+            cutoff = rcond * singular_values.amax(-1, keepdim=True)
+            rank = M.sum(singular_values > cutoff, -1)
+        else:
+            rank = M.sum(singular_values > 0, -1)
+    full = rank is None or bool((rank == k).all())
+    empty = m == 0 or n == 0 or Bm.shape[-1] == 0
+    if empty:                 # LAPACK returns at once: X = 0, rank 0; keep both inputs on the graph
+        from .ops.creation import zeros
+        X = zeros(tuple(batch) + (n, Bm.shape[-1]), dtype=A.dtype, device=A.device) + 0 * (A.sum() + B.sum())
+        rank = None if rank is None else rank * 0
+    elif full:
+        try:
+            X = _full_rank_lstsq(A, Bm)
+        except LinAlgError:
+            raise op_error(op, f"The least squares solution could not be computed because the input matrix does "
+                               f"not have full rank (driver {driver!r}; input {describe(A)})", LinAlgError) from None
+    else:
+        X = pinv(A, rtol=rcond) @ Bm
+    fills_residuals = driver == "gels" or (driver in ("gelsd", "gelss") and full)
+    if m > n and fills_residuals:
+        residuals = M.sum((A @ X - Bm) ** 2, -2)                               # (batch, k)
+        if empty and driver == "gels":
+            residuals = residuals * 0              # torch's gels leaves them zero, not |B|^2
+    else:
+        residuals = X.reshape(-1)[:0]                  # empty, still on the graph (as torch's)
+    if vector:
+        X = X.squeeze(-1)
+    if driver == "gels":
+        return _LstsqResult(X, residuals, _empty_like(A, "int64"), _empty_like(A))
+    if driver == "gelsy":
+        singular_values = _empty_like(A)
+    return _LstsqResult(X, residuals, rank, singular_values)
+
+
+def _rank_tolerances(A, atol, rtol, largest):
+    """max(atol, rtol * largest), atol and rtol numbers or tensors over A's batch dims (`largest` (..., 1))."""
+    rtol = _default_rtol(A, atol, rtol)
+    atol = 0.0 if atol is None else atol
+    atol = atol.unsqueeze(-1) if isinstance(atol, Tensor) else atol
+    rtol = rtol.unsqueeze(-1) if isinstance(rtol, Tensor) else rtol
+    return M.maximum(rtol * largest, atol) if isinstance(atol, Tensor) else M.clamp(rtol * largest, min=atol)
+
+
+def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None) -> Tensor:
+    """The numerical rank of each matrix: the number of singular values (absolute eigenvalues with
+    hermitian=True) above max(atol, rtol * largest), int64 over A's batch dims. rtol defaults to eps *
+    max(m, n) when atol is not given; atol and rtol may be tensors over the batch. `tol` is torch's
+    deprecated name for atol (with rtol=0).
+
+    >>> ember.linalg.matrix_rank(ember.tensor([[1.0, 2.0], [2.0, 4.0]])).item()
+    1
+    """
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.matrix_rank: expected a Tensor for A, got {type(A).__name__}")
+    if A.dtype.name not in ("float32", "float64"):
+        raise op_error("linalg.matrix_rank", f"This function doesn't handle types other than float and double "
+                                             f"(A {describe(A)})")
+    if A.ndim < 2:
+        raise op_error("linalg.matrix_rank", f"The input tensor input must have at least 2 dimensions. "
+                                             f"(A {describe(A)})")
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise op_error("linalg.matrix_rank", "tol is the deprecated form of atol: pass one or the other, "
+                                                 "not both", TypeError)
+        atol, rtol = tol, 0.0
+    if hermitian:
+        _check_matrix("matrix_rank", A)
+        magnitude = M.abs(eigvalsh(A.detach()))
+    else:
+        magnitude = svdvals(A.detach())
+    largest = M.amax(magnitude, -1, keepdim=True) if magnitude.shape[-1] else magnitude.sum(-1, keepdim=True)
+    return M.sum(magnitude > _rank_tolerances(A, atol, rtol, largest), -1)
+
+
+# ---------------------------------------------------------------- matrix_power, matrix_exp (composites)
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """A^n for each square matrix by repeated squaring: n = 0 gives the identity, n < 0 the power of inv(A)
+    (float A only; integer A is fine for n >= 0). Also `ember.matrix_power` and `Tensor.matrix_power`.
+
+    >>> ember.linalg.matrix_power(ember.tensor([[1, 1], [1, 0]]), 5).tolist()
+    [[8, 5], [5, 3]]
+    """
+    op = "linalg.matrix_power"
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{op}: expected a Tensor for A, got {type(A).__name__}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise op_error(op, f"argument 'n' must be int, not {type(n).__name__} ({n!r})", TypeError)
+    if A.ndim < 2:
+        raise op_error(op, f"The input tensor A must have at least 2 dimensions. (A {describe(A)})")
+    if A.shape[-1] != A.shape[-2]:
+        raise op_error(op, f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           f"matrices (A {describe(A)})")
+    if n == 0:   # the identity, on A's graph with a zero gradient (as torch's)
+        from .ops.creation import ones
+        return M.where(ones((), dtype="bool", device=A.device), _eye_like(A).to(A.dtype), A)
+    if n < 0:
+        A, n = inv(A), -n
+    result, z = None, None
+    while n:
+        z = A if z is None else z @ z
+        if n & 1:
+            result = z if result is None else result @ z
+        n >>= 1
+    return result if result is not A else A * 1
+
+
+# Higham (2005), "The scaling and squaring method for the matrix exponential revisited": the degrees of
+# the diagonal Pade approximants, the largest 1-norm each is accurate for in double precision, and their
+# coefficients b_0..b_m.
+_PADE_THETA = ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.504178996162932e-1),
+               (9, 2.097847961257068e0), (13, 5.371920351148152e0))
+_PADE_B = {
+    3: (120.0, 60.0, 12.0, 1.0),
+    5: (30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0),
+    7: (17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0),
+    9: (17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0,
+        90.0, 1.0),
+    13: (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+         10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0,
+         1.0),
+}
+
+
+def _pade(A, m):
+    """r_m(A) = (V - U)^-1 (V + U), U and V the odd and even parts of the degree-m Pade numerator."""
+    b = _PADE_B[m]
+    eye = _eye_like(A)
+    A2 = A @ A
+    if m == 13:
+        A4 = A2 @ A2
+        A6 = A4 @ A2
+        U = A @ (A6 @ (b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * eye)
+        V = A6 @ (b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * eye
+    else:
+        powers = [eye, A2]
+        while len(powers) < (m + 1) // 2:
+            powers.append(powers[-1] @ A2)
+        U = A @ sum(b[2 * j + 1] * P_ for j, P_ in enumerate(powers))
+        V = sum(b[2 * j] * P_ for j, P_ in enumerate(powers))
+    return solve(V - U, V + U)
+
+
+@autocast_op("fp32")
+def matrix_exp(A: Tensor) -> Tensor:
+    """exp(A) of each square matrix, by Pade approximation with scaling and squaring (Higham 2005): the
+    degree from the largest 1-norm in the batch, the number of squarings per matrix. Differentiable (the
+    derivative of the same scaled approximant, which is the Frechet derivative of exp to working accuracy;
+    twice). float16/bfloat16 are computed in float32. Also `ember.matrix_exp` and `Tensor.matrix_exp`.
+
+    >>> ember.linalg.matrix_exp(ember.zeros(2, 2)).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    _check_float("matrix_exp", A, low_precision=True)
+    if A.ndim < 2:
+        raise op_error("linalg.matrix_exp", f"The input tensor A must have at least 2 dimensions. (A {describe(A)})")
+    if A.shape[-1] != A.shape[-2]:
+        raise op_error("linalg.matrix_exp", f"A must be batches of square matrices, but they are {A.shape[-2]} by "
+                                            f"{A.shape[-1]} matrices (A {describe(A)})")
+    if A.dtype.name in ("float16", "bfloat16"):
+        return matrix_exp(A.float()).to(A.dtype)
+    if A.numel() == 0:
+        return A * 1
+    from .ops.creation import tensor
+    norms = M.amax(M.sum(M.abs(A.detach()), -2), -1).reshape(-1).to("float64").tolist()   # each 1-norm
+    largest = max(norms)
+    if not math.isfinite(largest):
+        return _pade(A, 13)                     # NaN or inf in: NaN out, as torch's
+    for m, theta in _PADE_THETA[:-1]:
+        if largest <= theta:
+            return _pade(A, m)
+    theta = _PADE_THETA[-1][1]
+    squarings = [max(0, math.ceil(math.log2(x / theta))) if x > 0 else 0 for x in norms]
+    batch = tuple(A.shape[:-2]) + (1, 1)
+    scale = tensor([2.0 ** -s for s in squarings], dtype=A.dtype, device=A.device).reshape(batch)
+    R = _pade(A * scale, 13)
+    steps = tensor(squarings, device=A.device).reshape(batch)
+    for j in range(max(squarings)):
+        R = M.where(steps > j, R @ R, R)
+    return R
+
+
+# ---------------------------------------------------------------- lu, lu_solve (composites of lu_factor)
+_LUResult = collections.namedtuple("lu", ["P", "L", "U"])
+
+
+def lu(A: Tensor, *, pivot: bool = True):
+    """(P, L, U) with A = P L U, partial pivoting, for A (..., m, n): P (..., m, m), L (..., m, k) unit lower,
+    U (..., k, n) upper, k = min(m, n). A singular matrix is fine (U has a zero on its diagonal). L and U
+    are differentiable (as torch's).
+
+    >>> P, L, U = ember.linalg.lu(ember.tensor([[0.0, 1.0], [2.0, 3.0]]))
+    >>> P.tolist(), L.tolist(), U.tolist()
+    ([[0.0, 1.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[2.0, 3.0], [0.0, 1.0]])
+    """
+    _check_lu_input("lu", A, pivot)
+    LU, pivots, _ = P.LuFactor.apply(A)
+    return _LUResult(*lu_unpack(LU, pivots))
+
+
+def _check_factor_solve(op, LU, pivots, B, left, lu_name="LU"):
+    """The checks shared by lu_solve and ldl_solve: a square factor, int32 pivots of shape LU.shape[:-1],
+    B (..., n, k) (or (..., k, n) when not left) of LU's dtype."""
+    _check_float(op, LU, lu_name)
+    _check_float(op, B, "B")
+    if LU.ndim < 2:
+        raise op_error(f"linalg.{op}", f"The input tensor {lu_name} must have at least 2 dimensions. "
+                                       f"({lu_name} {describe(LU)})")
+    if LU.shape[-1] != LU.shape[-2]:
+        raise op_error(f"linalg.{op}", f"{lu_name} must be batches of square matrices, but they are {LU.shape[-2]} "
+                                       f"by {LU.shape[-1]} matrices ({lu_name} {describe(LU)})")
+    if B.ndim < 2:
+        raise op_error(f"linalg.{op}", f"The input tensor B must have at least 2 dimensions. (B {describe(B)})")
+    if not isinstance(pivots, Tensor) or pivots.dtype.name != "int32":
+        raise op_error(f"linalg.{op}", f"pivots should be a Tensor of scalar type torch.int32 (got "
+                                       f"{describe(pivots)})")
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise op_error(f"linalg.{op}", f"Expected {lu_name}.shape[:-1] and pivots.shape to be the same, but got "
+                                       f"pivots {describe(pivots)} and {lu_name} {describe(LU)}")
+    n = LU.shape[-1]
+    if op == "ldl_solve" and B.shape[-2] != n:
+        raise op_error(f"linalg.{op}", f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {n} "
+                                       f"by {n} but each b matrix is {B.shape[-2]} by {B.shape[-1]} (LD "
+                                       f"{describe(LU)}, B {describe(B)})")
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise op_error(f"linalg.{op}", f"Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
+                                       f"{B.shape[-2]}x{B.shape[-1]}) ({lu_name} {describe(LU)}, B {describe(B)})")
+    _same_dtype(f"linalg.{op}", LU, B, lu_name, "B")
+    if LU._device is not B._device or LU._device is not pivots._device:
+        raise op_error(f"linalg.{op}", f"expected {lu_name}, pivots and B on the same device, got "
+                                       f"{describe(LU)}, {describe(pivots)} and {describe(B)}")
+
+
+@autocast_op("fp32")
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
+    """X with A X = B (left=True) or X A = B, or with A^T in place of A (adjoint=True), given lu_factor's
+    (LU, pivots) of A = P L U; batch dims of LU and B broadcast. Differentiable in LU and B.
+
+    >>> LU, pivots = ember.linalg.lu_factor(ember.tensor([[3.0, 1.0], [1.0, 2.0]]))
+    >>> [round(v, 4) for v in ember.linalg.lu_solve(LU, pivots, ember.tensor([[9.0], [8.0]])).flatten().tolist()]
+    [2.0, 3.0]
+    """
+    _check_factor_solve("lu_solve", LU, pivots, B, left)
+    try:
+        np.broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
+    except ValueError:
+        raise op_error("linalg.lu_solve", f"batch dimensions of LU {describe(LU)} and B {describe(B)} cannot be "
+                                          f"broadcast together") from None
+    if not left:   # X A = B <=> A^T X^T = B^T; X A^T = B <=> A X^T = B^T
+        return lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT
+    Pm, L, U = lu_unpack(LU, pivots)
+    if not adjoint:                  # P L U X = B: X = U^-1 L^-1 P^T B
+        Y = solve_triangular(L, Pm.mT @ B, upper=False, unitriangular=True)
+        return solve_triangular(U, Y, upper=True)
+    Y = solve_triangular(U.mT, B, upper=False)   # U^T L^T P^T X = B: X = P L^-T U^-T B
+    return Pm @ solve_triangular(L.mT, Y, upper=True, unitriangular=True)
+
+
+# ---------------------------------------------------------------- LDL^T (Bunch-Kaufman, LAPACK sytrf)
+_LDLFactorResult = collections.namedtuple("ldl_factor", ["LD", "pivots"])
+_LDLFactorExResult = collections.namedtuple("ldl_factor_ex", ["LD", "pivots", "info"])
+
+
+def _no_derivative(op, outputs, inputs):
+    """outputs on the graph of `inputs` whose backward raises (torch: 'derivative ... is not implemented'),
+    so that a loss through them fails loudly instead of getting no gradient."""
+    from .autograd.function import Function
+    from .autograd.grad_mode import STATE
+    if not (STATE.enabled and any(t.requires_grad for t in inputs)):
+        return outputs
+
+    class _NotDifferentiable(Function):
+        @staticmethod
+        def forward(ctx, *args):
+            return tuple(o.detach() for o in outputs)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            raise op_error(op, "the derivative is not implemented (torch has none either)", NotImplementedError)
+    _NotDifferentiable.__name__ = op.replace("linalg.", "").title().replace("_", "") + "Backward"
+    return _NotDifferentiable.apply(*inputs)
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False):
+    """(LD, pivots, info): the Bunch-Kaufman factorisation A = L D L^T of each symmetric matrix (its lower
+    triangle read), as LAPACK's sytrf: D block diagonal (1x1 and 2x2 blocks) on LD's diagonal, L's
+    multipliers below it (the upper triangle zero); pivots int32, 1-based (k: row k swapped in for a 1x1
+    block, -k on both rows of a 2x2 block); info 0, or the index of the first zero 1x1 block of D (A is
+    singular; the factorisation still completes). hermitian only matters for complex inputs. check_errors
+    raises LinAlgError where info > 0. Not differentiable (as torch's: a backward through it raises).
+
+    >>> LD, pivots, info = ember.linalg.ldl_factor_ex(ember.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    >>> LD.tolist(), pivots.tolist(), info.item()
+    ([[4.0, 0.0], [0.5, 2.0]], [1, 2], 0)
+    """
+    op = "linalg.ldl_factor_ex"
+    _check_float("ldl_factor_ex", A)
+    if A.ndim < 2:
+        raise op_error(op, f"The input tensor A must have at least 2 dimensions. (A {describe(A)})")
+    if A.shape[-1] != A.shape[-2]:
+        raise op_error(op, f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           f"matrices (A {describe(A)})")
+    from .backends import array_module
+    data = A.detach()._data
+    xp = array_module(data)
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    ld, piv, info = P._ldl_kernel(xp, data.reshape((-1, n, n)))
+    LD = Tensor._make(ld.reshape(A.shape), A._device)
+    info = Tensor._make(info.reshape(batch), A._device)
+    if check_errors:
+        _raise_info(op, info, A, lambda k: f"The factorization could not be completed because the input is "
+                                           f"singular: D[{k},{k}] is zero.")
+    LD, = _no_derivative("linalg.ldl_factor", (LD,), (A,))
+    return _LDLFactorExResult(LD, Tensor._make(piv.reshape(batch + (n,)), A._device), info)
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False):
+    """(LD, pivots) of ldl_factor_ex, raising LinAlgError where D is singular.
+
+    >>> LD, pivots = ember.linalg.ldl_factor(ember.tensor([[0.0, 1.0], [1.0, 0.0]]))   # a 2x2 block
+    >>> LD.tolist(), pivots.tolist()
+    ([[0.0, 0.0], [1.0, 0.0]], [-2, -2])
+    """
+    LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
+    _raise_info("linalg.ldl_factor", info, A, lambda k: f"The factorization could not be completed because the "
+                                                        f"input is singular: D[{k},{k}] is zero.")
+    return _LDLFactorResult(LD, pivots)
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:
+    """X with A X = B, given ldl_factor's (LD, pivots) of symmetric A (LAPACK sytrs). LD, pivots and B have
+    the same batch dims (torch does not broadcast them either). Not differentiable (as torch's).
+
+    >>> LD, pivots = ember.linalg.ldl_factor(ember.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    >>> ember.linalg.ldl_solve(LD, pivots, ember.tensor([[6.0], [5.0]])).tolist()
+    [[1.0], [1.0]]
+    """
+    op = "linalg.ldl_solve"
+    _check_factor_solve("ldl_solve", LD, pivots, B, True, "LD")
+    if tuple(B.shape[:-2]) != tuple(LD.shape[:-2]):
+        raise op_error(op, f"LD and B must have the same batch dimensions (LD {describe(LD)}, B {describe(B)})")
+    from .backends import array_module
+    ld, piv, rhs = LD.detach()._data, pivots._data, B.detach()._data
+    n, k = LD.shape[-1], B.shape[-1]
+    if piv.size and not bool(((abs(pivots) >= 1) & (abs(pivots) <= n)).all()):
+        raise op_error(op, f"pivots must be between 1 and n = {n} in absolute value (pivots {describe(pivots)}); "
+                           f"pass the pivots that linalg.ldl_factor returns")
+    xp = array_module(ld)
+    X = P._ldl_solve_kernel(xp, ld.reshape((-1, n, n)), piv.reshape((-1, n)), rhs.reshape((-1, n, k)))
+    X = Tensor._make(X.reshape(B.shape), B._device)
+    return _no_derivative("linalg.ldl_solve", (X,), (LD, B))[0]

@@ -71,9 +71,11 @@ ALIASES = {
 DEPRECATED = {
     "symeig", "eig", "lstsq", "solve", "matrix_rank", "chain_matmul", "triangular_solve", "volatile", "reinforce",
     "NLLLoss2d", "Container", "set_default_tensor_type", "trapz", "lu", "lu_solve", "norm_except_dim", "type",
-    "output_nr", "apply_", "map_", "map2_", "UpsamplingBilinear2d", "UpsamplingNearest2d", "pinverse", "matrix_exp",
-    "matrix_power", "row_stack",
+    "output_nr", "apply_", "map_", "map2_", "UpsamplingBilinear2d", "UpsamplingNearest2d", "pinverse", "row_stack",
 }
+# torch's old top-level and Tensor names (torch.lstsq, torch.solve, Tensor.lu ...) are legacy; torch.linalg's
+# functions of the same names (linalg.lstsq, linalg.lu, linalg.matrix_rank ...) are its current API
+DEPRECATED_NAMESPACES = {"torch", "torch.Tensor", "torch.nn", "torch.nn.functional", "torch.optim"}
 
 # (title, reason, rule): the first group whose rule matches a name gets it. A rule is a regex (searched in
 # the name), a set of names, or a function (name, torch object, namespace label) -> bool.
@@ -87,7 +89,9 @@ GROUPS = [
     ("Available as a Tensor method", "Ember has it as `Tensor.<name>`; a torch.* function form is one line",
      lambda n, obj, ns: ns == "torch" and hasattr(ember.Tensor, n)),
     ("Complex numbers: out of scope", "Ember has no complex dtypes",
-     r"complex|view_as_real|conj|^angle$|^real$|^imag$|^polar$|^isreal$|^c(float|double|half)$|^chalf$|resolve_neg|^eigvals?$"),
+     lambda n, obj, ns: re.search(r"complex|view_as_real|conj|^angle$|^real$|^imag$|^polar$|^isreal$|"
+                                  r"^c(float|double|half)$|^chalf$|resolve_neg|^eigvals?$", n) is not None
+     or (ns == "torch.linalg" and n == "eig")),   # the general eigendecomposition's results are complex
     ("Sparse and nested tensors: out of scope", "Ember's tensors are dense (strided) only",
      r"sparse|coo|csr|csc|bsr|bsc|(col|row)_indices|coalesce|to_dense|smm$|spmm|sspaddmm|saddmm|^indices|"
      r"^values|dense_dim|to_padded_tensor|^jagged$|^nested|^is_nested"),
@@ -114,7 +118,8 @@ GROUPS = [
      r"nonzero_static|PyTorchFile|StorageContext|^new$|new_empty_strided|get_file_path|const_data_ptr|"
      r"^to_dlpack$|^as_subclass$"),
     ("Legacy or deprecated in torch", "kept by torch for old code; torch's docs point to the replacement",
-     lambda n, obj, ns: n in DEPRECATED or re.fullmatch(r"[A-Za-z0-9]+Tensor", n) is not None),
+     lambda n, obj, ns: (n in DEPRECATED and ns in DEPRECATED_NAMESPACES)
+     or re.fullmatch(r"[A-Za-z0-9]+Tensor", n) is not None),
     ("Distributed and multiprocessing: out of scope", "single process; DataLoader workers are the only parallelism",
      r"DataParallel|SyncBatchNorm|distributed|multiprocessing|batch_norm_(gather|backward|elemt|stats|update)|"
      r"swap_in_optimizer|thread_safe_generator"),
@@ -125,7 +130,7 @@ GROUPS = [
      r"^set_deterministic|deterministic_algorithms|warn_always|^is_vulkan_available|anomaly_check_nan"),
     ("Linear algebra beyond issue 9's set: to add to ember.linalg next", "ember.linalg has solve, inv, det, slogdet, "
      "cholesky, qr, svd(vals), eigh/eigvalsh and the norms; these build on them",
-     r"^cholesky_|^inv_ex$|^solve_ex$|^ldl_|^lu|householder|^pinv$|^matrix_(exp|power|rank)$|^multi_dot$|"
+     r"^cholesky_|^inv_ex$|^solve_ex$|^ldl_|^lu|householder|^pinv$|^matrix_(exp|power|rank)$|^multi_dot$|^lstsq$|"
      r"^tensor(inv|solve)$|^vander$|^cond$|^vecdot$|^solve_triangular$|^cross$|^lobpcg$|_lowrank$|^geqrf$|^orgqr$|"
      r"^ormqr$|^cond$|^diag_embed$|^addmv_?$|^addr_?$|^addbmm_?$|^baddbmm_?$|^addmm_$|^kron$|^block_diag$|"
      r"^cdist$|^adjoint$|^cov$|^corrcoef$"),

@@ -310,3 +310,118 @@ def _permute_rows_back(x, pivots):
     inverse = xp.argsort(perm, axis=-1).reshape(tuple(piv.shape[:-1]) + (m, 1))
     index = Tensor._make(xp.broadcast_to(inverse, tuple(x.shape[:-1]) + (1,)), x._device)
     return gather(x, -2, index.expand(tuple(x.shape)))
+
+
+# ---------------------------------------------------------------- LDL^T (Bunch-Kaufman), as LAPACK's sytf2 / sytrs
+_BK_ALPHA = (1 + 17 ** 0.5) / 8
+
+
+def _ldl_kernel(xp, a):
+    """LAPACK sytf2 (lower) on each matrix of a (batch, n, n): Bunch-Kaufman diagonal pivoting, A = L D L^T
+    with D of 1x1 and 2x2 blocks. Returns (LD packed as LAPACK's, lower triangle only; pivots (batch, n) int32:
+    k for a 1x1 block whose row k was swapped in, -k (twice) for a 2x2 block; info: 0, or the 1-based index
+    of the first exactly-zero 1x1 block (D singular))."""
+    out = xp.tril(a).copy()
+    count, n = a.shape[0], a.shape[-1]
+    pivots = xp.zeros((count, n), dtype=np.int32)
+    info = xp.zeros(count, dtype=np.int32)
+    for b in range(count):
+        A = out[b]
+        k = 0
+        while k < n:
+            step = 1
+            absakk = abs(float(A[k, k]))
+            if k < n - 1:
+                imax = k + 1 + int(xp.argmax(xp.abs(A[k + 1:, k])))
+                colmax = abs(float(A[imax, k]))
+            else:
+                imax, colmax = k, 0.0
+            if max(absakk, colmax) == 0 or absakk != absakk:
+                if info[b] == 0:
+                    info[b] = k + 1
+                kp = k
+            else:
+                if absakk >= _BK_ALPHA * colmax:
+                    kp = k
+                else:
+                    rowmax = float(xp.max(xp.abs(A[imax, k:imax])))            # row imax, left of the diagonal
+                    if imax < n - 1:
+                        rowmax = max(rowmax, float(xp.max(xp.abs(A[imax + 1:, imax]))))
+                    if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                        kp = k
+                    elif abs(float(A[imax, imax])) >= _BK_ALPHA * rowmax:
+                        kp = imax
+                    else:
+                        kp, step = imax, 2
+                kk = k + step - 1
+                if kp != kk:   # swap rows and columns kk and kp of the trailing (lower-stored) matrix
+                    below = A[kp + 1:, kk].copy()
+                    A[kp + 1:, kk] = A[kp + 1:, kp]
+                    A[kp + 1:, kp] = below
+                    middle = A[kk + 1:kp, kk].copy()
+                    A[kk + 1:kp, kk] = A[kp, kk + 1:kp]
+                    A[kp, kk + 1:kp] = middle
+                    A[[kk, kp], [kk, kp]] = A[[kp, kk], [kp, kk]]
+                    if step == 2:
+                        A[[k + 1, kp], k] = A[[kp, k + 1], k]
+                if step == 1:
+                    if k < n - 1:
+                        x, d11 = A[k + 1:, k].copy(), 1 / A[k, k]
+                        A[k + 1:, k + 1:] -= xp.tril(xp.outer(x, d11 * x))
+                        A[k + 1:, k] = d11 * x
+                elif k < n - 2:
+                    d21 = A[k + 1, k]
+                    d11 = A[k + 1, k + 1] / d21
+                    d22 = A[k, k] / d21
+                    d21 = (1 / (d11 * d22 - 1)) / d21
+                    wk = d21 * (d11 * A[k + 2:, k] - A[k + 2:, k + 1])
+                    wkp1 = d21 * (d22 * A[k + 2:, k + 1] - A[k + 2:, k])
+                    A[k + 2:, k + 2:] -= xp.tril(xp.outer(A[k + 2:, k], wk) + xp.outer(A[k + 2:, k + 1], wkp1))
+                    A[k + 2:, k] = wk
+                    A[k + 2:, k + 1] = wkp1
+            if step == 1:
+                pivots[b, k] = kp + 1
+            else:
+                pivots[b, k] = pivots[b, k + 1] = -(kp + 1)
+            k += step
+    return out, pivots, info
+
+
+def _ldl_solve_kernel(xp, ld, pivots, rhs):
+    """LAPACK sytrs (lower): X with A X = B for each matrix, A given by _ldl_kernel's (LD, pivots)."""
+    out = rhs.copy()
+    count, n = ld.shape[0], ld.shape[-1]
+    for b in range(count):
+        A, piv, B = ld[b], pivots[b], out[b]
+
+        def swap(i, j):
+            if i != j:
+                B[[i, j]] = B[[j, i]]
+        k = 0
+        while k < n:                              # solve L D Y = P^T B
+            if piv[k] > 0:
+                swap(k, int(piv[k]) - 1)
+                B[k + 1:] -= xp.outer(A[k + 1:, k], B[k])
+                B[k] /= A[k, k]
+                k += 1
+            else:
+                swap(k + 1, -int(piv[k]) - 1)
+                B[k + 2:] -= xp.outer(A[k + 2:, k], B[k]) + xp.outer(A[k + 2:, k + 1], B[k + 1])
+                akm1k = A[k + 1, k]
+                akm1, ak = A[k, k] / akm1k, A[k + 1, k + 1] / akm1k
+                denom = akm1 * ak - 1
+                bkm1, bk = B[k] / akm1k, B[k + 1] / akm1k
+                B[k], B[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+                k += 2
+        k = n - 1
+        while k >= 0:                             # then L^T, undoing the interchanges
+            if piv[k] > 0:
+                B[k] -= A[k + 1:, k] @ B[k + 1:]
+                swap(k, int(piv[k]) - 1)
+                k -= 1
+            else:
+                B[k] -= A[k + 1:, k] @ B[k + 1:]
+                B[k - 1] -= A[k + 1:, k - 1] @ B[k + 1:]
+                swap(k, -int(piv[k]) - 1)
+                k -= 2
+    return out

@@ -2,6 +2,7 @@
 values and gradients through check_op (float32 and float64; square, wide, tall, batched, empty), double
 backward numerically, errors."""
 import numpy as np
+import torch
 import pytest
 
 import ember
@@ -108,3 +109,136 @@ def test_householder_errors():
         ember.ormqr(ember.ones(4, 3), ember.ones(3), ember.ones(3, 2))
     with pytest.raises(RuntimeError, match="ormqr: other.shape\\[-1\\] must be equal to input.shape\\[-2\\]"):
         ember.ormqr(ember.ones(4, 3), ember.ones(3), ember.ones(4, 2), left=False)
+
+
+# ------------------------------------------------------------------ linalg.lu, linalg.lu_solve
+@pytest.mark.parametrize("shape", SHAPES + [(0, 3, 3), (2, 0, 3)])
+def test_lu(shape):
+    # torch skips its dtype check on empty inputs (float16 accepted): no dtype pass for those
+    check_op(lambda L, a: tuple(L.linalg.lu(a)), shape, check_dtype=0 not in shape, **TOL)
+
+
+def test_lu_singular_and_double_backward():
+    singular = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    check_op(lambda L, a: tuple(L.linalg.lu(a)), NoGrad(singular), grad=False)
+    a = ember.tensor(np.random.default_rng(4).standard_normal((3, 4)), requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda x: ember.linalg.lu(x).U, (a,))
+
+
+def _well(L, a):
+    return a + 3 * L.eye(a.shape[-1], dtype=a.dtype)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [True, False])
+@pytest.mark.parametrize("a,b", [((3, 3), (3, 2)), ((2, 4, 4), (2, 4, 1)), ((2, 1, 3, 3), (4, 3, 3)),
+                                 ((3, 3), (0, 3, 3))])
+def test_lu_solve(left, adjoint, a, b):
+    b = b if left else b[:-2] + (b[-1], b[-2])
+    dtype_pass = 0 not in b                  # torch skips its dtype check on an empty B
+    check_op(lambda L, x, y: L.linalg.lu_solve(*L.linalg.lu_factor(_well(L, x)), y, left=left, adjoint=adjoint),
+             a, b, check_dtype=dtype_pass, **TOL)
+    # the gradient of LU itself (a factor given as data): its triangles, as torch's
+    LU, piv = ember.linalg.lu_factor(ember.tensor(np.random.default_rng(0).standard_normal(a)) + 3 * ember.eye(a[-1]))
+    check_op(lambda L, lu, y: L.linalg.lu_solve(lu, L.tensor(piv.numpy()), y, left=left, adjoint=adjoint),
+             LU.numpy(), b, check_dtype=dtype_pass, **TOL)
+
+
+def test_lu_solve_double_backward():
+    rng = np.random.default_rng(2)
+    a = ember.tensor(rng.standard_normal((3, 3)) + 3 * np.eye(3), requires_grad=True)
+    b = ember.tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    f = lambda x, y: ember.linalg.lu_solve(*ember.linalg.lu_factor(x), y, adjoint=True)   # noqa: E731
+    assert ember.autograd.gradcheck(f, (a, b)) and ember.autograd.gradgradcheck(f, (a, b))
+
+
+# ------------------------------------------------------------------ ldl_factor(_ex), ldl_solve (not differentiable)
+def _symmetric(shape, seed, zero_diagonal=False):
+    a = np.random.default_rng(seed).standard_normal(shape)
+    a = a + np.swapaxes(a, -1, -2)
+    if zero_diagonal:   # forces 2x2 blocks and interchanges
+        a[..., range(shape[-1]), range(shape[-1])] = 0
+    return a
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 5, 5), (3, 1, 4, 4), (0, 3, 3), (8, 8)])
+@pytest.mark.parametrize("zero_diagonal", [False, True])
+def test_ldl_factor_is_lapacks(shape, zero_diagonal):
+    """The same Bunch-Kaufman pivoting as LAPACK's sytrf: LD, pivots and info equal torch's."""
+    a = _symmetric(shape, 1, zero_diagonal)
+    kw = dict(grad=False, check_dtype=0 not in shape)    # torch skips its dtype check on empty inputs
+    check_op(lambda L, x: tuple(L.linalg.ldl_factor_ex(x)), NoGrad(a), atol=1e-5, rtol=1e-5, **kw)
+    if a.shape == (1, 1) and zero_diagonal:
+        return                                          # singular: torch's ldl_factor fails an internal assert
+    check_op(lambda L, x: tuple(L.linalg.ldl_factor(x, hermitian=True)), NoGrad(a), atol=1e-5, rtol=1e-5, **kw)
+    check_op(lambda L, x, b: L.linalg.ldl_solve(*L.linalg.ldl_factor(x), b), NoGrad(a),
+             NoGrad(shape[:-1] + (2,)), atol=1e-4, rtol=1e-4, **kw)
+
+
+def test_ldl_pivots_and_singular():
+    a = np.array([[0.0, 1, 2], [1, 0, 3], [2, 3, 0]])             # a 2x2 block with an interchange
+    LD, pivots = ember.linalg.ldl_factor(ember.tensor(a))
+    assert pivots.tolist() == [-3, -3, 3] and pivots.dtype == ember.int32
+    assert LD.triu(1).abs().sum().item() == 0
+    singular = np.stack([np.zeros((2, 2)), np.eye(2), np.diag([1.0, 0.0])])
+    check_op(lambda L, x: tuple(L.linalg.ldl_factor_ex(x)), NoGrad(singular), grad=False)
+    assert ember.linalg.ldl_factor_ex(ember.tensor(singular)).info.tolist() == [1, 0, 2]
+    with pytest.raises(ember.linalg.LinAlgError, match=r"linalg.ldl_factor: \(Batch element 0\): The factorization "
+                                                       r"could not be completed because the input is singular"):
+        ember.linalg.ldl_factor(ember.tensor(singular))
+    with pytest.raises(ember.linalg.LinAlgError, match=r"ldl_factor_ex: .*D\[2,2\] is zero"):
+        ember.linalg.ldl_factor_ex(ember.tensor(singular[2]), check_errors=True)
+
+
+def test_ldl_backward_raises_as_torch():
+    for lib in (torch, ember):
+        a = lib.tensor(_symmetric((3, 3), 2), requires_grad=True)
+        LD, pivots = lib.linalg.ldl_factor(a)
+        with pytest.raises(Exception, match="not implemented"):
+            LD.sum().backward()
+        b = lib.ones(3, 2, dtype=lib.float64, requires_grad=True)
+        with pytest.raises(Exception, match="not implemented"):
+            lib.linalg.ldl_solve(LD.detach(), pivots, b).sum().backward()
+    with ember.no_grad():
+        assert not ember.linalg.ldl_factor(a).LD.requires_grad
+
+
+R = lambda L, *s, **k: L.ones(*s, **k)   # noqa: E731
+PIV = lambda L, *s: L.ones(*s, dtype=L.int32)   # noqa: E731
+SOLVE_ERRORS = [   # (call on lib, a fragment both messages share)
+    (lambda L: L.linalg.lu_solve(R(L, 3, 3), PIV(L, 3), R(L, 3)), "linalg.lu_solve: The input tensor B must have at least 2"),
+    (lambda L: L.linalg.lu_solve(R(L, 3, 3), PIV(L, 3), R(L, 2, 2)),
+     "linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B (3x3 and 2x2)"),
+    (lambda L: L.linalg.lu_solve(R(L, 3, 3), PIV(L, 3), R(L, 2, 2), left=False),
+     "Incompatible shapes of A and B for the equation XA = B (3x3 and 2x2)"),
+    (lambda L: L.linalg.lu_solve(R(L, 3, 3), PIV(L, 3).long(), R(L, 3, 2)),
+     "linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32"),
+    (lambda L: L.linalg.lu_solve(R(L, 3, 4), PIV(L, 3), R(L, 3, 2)), "must be batches of square matrices"),
+    (lambda L: L.linalg.lu(R(L, 3)), "linalg.lu: Expected tensor with 2 or more dimensions. Got size: [3]"),
+    (lambda L: L.linalg.ldl_factor_ex(R(L, 3, 4)),
+     "ldl_factor_ex: A must be batches of square matrices, but they are 3 by 4 matrices"),
+    (lambda L: L.linalg.ldl_factor(R(L, 3)), "ldl_factor_ex: The input tensor A must have at least 2 dimensions."),
+    (lambda L: L.linalg.ldl_solve(L.eye(3), PIV(L, 3), R(L, 2, 3)),
+     "each A matrix is 3 by 3 but each b matrix is 2 by 3"),
+]
+
+
+@pytest.mark.parametrize("call,fragment", SOLVE_ERRORS, ids=[f"{i}" for i in range(len(SOLVE_ERRORS))])
+def test_lu_ldl_errors_as_torch(call, fragment):
+    import re
+    with pytest.raises(RuntimeError, match=re.escape(fragment)):
+        call(torch)
+    with pytest.raises(RuntimeError, match=re.escape(fragment)) as e:
+        call(ember)
+    assert "test_linalg_lu.py:" in str(e.value)
+
+
+def test_lu_ldl_ember_errors():
+    with pytest.raises(RuntimeError, match=r"linalg.ldl_solve: LD and B must have the same batch dimensions"):
+        ember.linalg.ldl_solve(ember.eye(3).expand(2, 3, 3), ember.ones(2, 3, dtype=ember.int32), ember.ones(3, 3, 1))
+    with pytest.raises(RuntimeError, match=r"linalg.ldl_solve: pivots must be between 1 and n = 3"):
+        ember.linalg.ldl_solve(ember.eye(3), ember.full((3,), 7, dtype=ember.int32), ember.ones(3, 1))
+    with pytest.raises(RuntimeError, match=r"linalg.lu_solve: Expected LU.shape\[:-1\] and pivots.shape to be the same"):
+        ember.linalg.lu_solve(ember.eye(3), ember.ones(2, dtype=ember.int32), ember.ones(3, 1))
+    with pytest.raises(RuntimeError, match=r"linalg.lu_solve: batch dimensions of LU \(2, 3, 3\) float32 cpu and B"):
+        ember.linalg.lu_solve(ember.eye(3).expand(2, 3, 3), ember.ones(2, 3, dtype=ember.int32), ember.ones(3, 3, 1))
