@@ -98,7 +98,7 @@ def test_matrix_rank():
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 8, -1, -3])
 @pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (0, 2, 2)])
 def test_matrix_power(n, shape):
-    well = lambda L, a: a + 3 * L.eye(a.shape[-1], dtype=a.dtype)    # noqa: E731  (invertible for n < 0)
+    well = lambda L, a: a + 3 * L.eye(a.shape[-1], dtype=a.dtype, device=a.device)    # noqa: E731  (invertible for n < 0)
     check_op(lambda L, a: L.linalg.matrix_power(well(L, a), n), shape, **TOL)
     check_op(lambda L, a: L.matrix_power(well(L, a), n), shape, **TOL)
     check_op(lambda L, a: well(L, a).matrix_power(n), shape, **TOL)

@@ -126,7 +126,7 @@ def test_lu_singular_and_double_backward():
 
 
 def _well(L, a):
-    return a + 3 * L.eye(a.shape[-1], dtype=a.dtype)
+    return a + 3 * L.eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
 
 @pytest.mark.parametrize("left", [True, False])
@@ -140,7 +140,7 @@ def test_lu_solve(left, adjoint, a, b):
              a, b, check_dtype=dtype_pass, **TOL)
     # the gradient of LU itself (a factor given as data): its triangles, as torch's
     LU, piv = ember.linalg.lu_factor(ember.tensor(np.random.default_rng(0).standard_normal(a)) + 3 * ember.eye(a[-1]))
-    check_op(lambda L, lu, y: L.linalg.lu_solve(lu, L.tensor(piv.numpy()), y, left=left, adjoint=adjoint),
+    check_op(lambda L, lu, y: L.linalg.lu_solve(lu, L.tensor(piv.numpy(), device=lu.device), y, left=left, adjoint=adjoint),
              LU.numpy(), b, check_dtype=dtype_pass, **TOL)
 
 
