@@ -552,3 +552,28 @@ def test_grad_scaler_backs_off_when_any_optimizer_saw_inf():
     scaler.step(opt_b)
     scaler.update()
     assert scaler.get_scale() == 4.0
+
+
+def test_compiled_call_in_a_region_casts_a_weight_the_region_has_cached():
+    """ember.compile's trace makes its own cast (not the region's cached tensor, which the graph would keep
+    as a constant: the weight's later updates would not reach the compiled calls)."""
+    w = ember.randn(3, 3, requires_grad=True)
+    x = ember.ones(2, 3)
+    f = ember.compile(lambda x: x @ w)
+    with ember.autocast("cpu"):
+        x @ w                      # cached
+        f(x)
+        f(x)
+    with ember.no_grad():
+        w.add_(1.0)
+    with ember.autocast("cpu"):
+        got = f(x).float().detach().numpy()
+        want = (x @ w).float().detach().numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_autocast_finds_the_device_of_keyword_only_tensors(fake_cuda):
+    a, b = ember.ones(2, 3, device="cuda"), ember.ones(3, 2, device="cuda")
+    with ember.autocast("cuda"):
+        assert ember.mm(input=a, mat2=b).dtype is ember.float16
+        assert ember.mm(a, b).dtype is ember.float16
