@@ -512,3 +512,68 @@ def test_grad_scaler_defaults_to_cuda_and_turns_off_without_it_as_torch():
     assert not s.is_enabled()
     loss = ember.ones(())
     assert s.scale(loss) is loss
+
+
+# ------------------------------------------------------------------------------ the cast cache and the scaler's edges
+def test_cast_cache_keeps_grad_mode_and_dtype_apart_and_ends_with_the_region():
+    from ember.amp import _cache
+    w = ember.randn(3, 3, requires_grad=True)
+    x = ember.ones(2, 3)
+    with ember.autocast("cpu"):
+        with ember.no_grad():
+            x @ w                  # a cast made without a graph ...
+        y = x @ w                  # ... is not the one a graph-building call reuses: w gets its gradient
+        with ember.autocast("cpu", dtype=ember.float16):
+            z = x @ w              # nor a cast to another dtype
+        assert _cache()
+    assert not _cache()            # leaving the outermost region drops the casts (torch clears its cache)
+    assert y.dtype is ember.bfloat16 and z.dtype is ember.float16
+    y.float().sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full((3, 3), 2.0))
+
+
+def test_grad_scaler_does_not_grow_the_scale_to_inf():
+    m = enn.Linear(2, 1)
+    opt = ember.optim.SGD(m.parameters(), lr=0.0)
+    scaler = ember.amp.GradScaler("cpu", init_scale=2.0 ** 127, growth_factor=2.0, growth_interval=1)
+    scaler.scale(m(ember.ones(1, 2)).sum() * 0).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 2.0 ** 127 and scaler._get_growth_tracker() == 0   # 2^128 is inf in float32
+
+
+def test_grad_scaler_backs_off_when_any_optimizer_saw_inf():
+    a, b = enn.Linear(2, 1), enn.Linear(2, 1)
+    opt_a, opt_b = ember.optim.SGD(a.parameters(), lr=1.0), ember.optim.SGD(b.parameters(), lr=1.0)
+    scaler = ember.amp.GradScaler("cpu", init_scale=8.0)
+    scaler.scale(a(ember.ones(1, 2)).sum() + b(ember.ones(1, 2)).sum()).backward()
+    a.bias.grad[0] = float("inf")          # the first optimizer's step is skipped, the second's taken
+    assert scaler.step(opt_a) is None
+    scaler.step(opt_b)
+    scaler.update()
+    assert scaler.get_scale() == 4.0
+
+
+def test_compiled_call_in_a_region_casts_a_weight_the_region_has_cached():
+    """ember.compile's trace makes its own cast (not the region's cached tensor, which the graph would keep
+    as a constant: the weight's later updates would not reach the compiled calls)."""
+    w = ember.randn(3, 3, requires_grad=True)
+    x = ember.ones(2, 3)
+    f = ember.compile(lambda x: x @ w)
+    with ember.autocast("cpu"):
+        x @ w                      # cached
+        f(x)
+        f(x)
+    with ember.no_grad():
+        w.add_(1.0)
+    with ember.autocast("cpu"):
+        got = f(x).float().detach().numpy()
+        want = (x @ w).float().detach().numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_autocast_finds_the_device_of_keyword_only_tensors(fake_cuda):
+    a, b = ember.ones(2, 3, device="cuda"), ember.ones(3, 2, device="cuda")
+    with ember.autocast("cuda"):
+        assert ember.mm(input=a, mat2=b).dtype is ember.float16
+        assert ember.mm(a, b).dtype is ember.float16

@@ -224,12 +224,14 @@ def test_pack_attention_leaves_gradients_another_node_reads():
     np.testing.assert_allclose(grad, eager, rtol=1e-5, atol=1e-6)
 
 
-def test_attention_grad_packed_kernel_equals_its_forward():
+@pytest.mark.parametrize("Ev", [4, 6])   # 6: value heads wider than q and k's (the kernel leaves them to the forward)
+def test_attention_grad_packed_kernel_equals_its_forward(Ev):
     """The CPU kernel (gradients written into column blocks) and the primitive's NumPy forward agree."""
     from ember.backends import cpu_kernels
     from ember.ops.attention import Attention, AttentionGradPacked
     rng = np.random.default_rng(8)
-    q, k, v, g = (rng.standard_normal((2, 3, 36, 4)).astype(np.float32) for _ in range(4))
+    q, k = (rng.standard_normal((2, 3, 36, 4)).astype(np.float32) for _ in range(2))
+    v, g = (rng.standard_normal((2, 3, 36, Ev)).astype(np.float32) for _ in range(2))
     node = Attention.__new__(Attention)
     node.__dict__.update(scale=0.5, causal=True)
     _, p = node.forward(q, k, v)
@@ -237,8 +239,76 @@ def test_attention_grad_packed_kernel_equals_its_forward():
     packed.__dict__.update(scale=0.5, causal=True)
     want = packed.forward(q, k, v, p, g)
     got = cpu_kernels.attention_grad_packed(packed, q, k, v, p, g)
-    assert got.shape == want.shape == (2, 36, 36)
+    assert got.shape == want.shape == (2, 36, 3 * (8 + Ev))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def _attention_grad_graph(B=2, H=3, L=4, E=5, *, dims=(0, 2, 1, 3), order=(0, 1, 2), axis=-1, shape=None,
+                          two_nodes=False, read=None, write_q=False):
+    """A graph as a GPT's backward leaves it after `concat`: AttentionGrad's (B, H, L, E) gradients, each
+    permuted by `dims`, reshaped (to (B, L, H * E) unless `shape`) and concatenated along `axis` in `order`.
+    `two_nodes`: dq from a second AttentionGrad; `read`: 'reshape', 'permute' or 'grad' (dq's value at that
+    step is also an output); `write_q`: an in-place write of q between the AttentionGrad and the Cat."""
+    from ember.jit.ir import Graph
+    from ember.ops.attention import AttentionGrad
+    from ember.ops.inplace import Assign
+    from ember.ops.primitives import Cat, Permute, Reshape
+    gr = Graph()
+    q, k, v, g = (gr.new_value((B, H, L, E), "float32", kind="input", src=i) for i in range(4))
+    p = gr.new_value((B, H, L, L), "float32", kind="input", src=4)
+    attrs = {"scale": 0.5, "causal": True}
+    grads = [gr.new_value((B, H, L, E), "float32") for _ in range(3)]
+    gr.add_node(AttentionGrad, attrs, [q, k, v, p, g], grads)
+    if two_nodes:
+        other = [gr.new_value((B, H, L, E), "float32") for _ in range(3)]
+        gr.add_node(AttentionGrad, attrs, [q, k, v, p, g], other)
+        grads[0] = other[0]
+        gr.outputs += other[1:]
+    if write_q:
+        gr.add_node(Assign, {}, [q, gr.new_value((B, H, L, E), "float32", kind="input", src=5)], [], mutates=(0,))
+    pieces = []
+    for j, t in enumerate(grads):
+        pt = gr.new_value(tuple(t.shape[d] for d in dims), "float32")
+        gr.add_node(Permute, {"dims": dims}, [t], [pt])
+        to = shape or (pt.shape[0], pt.shape[1], pt.shape[2] * pt.shape[3])
+        r = gr.new_value(to, "float32")
+        gr.add_node(Reshape, {"shape": to}, [pt], [r])
+        pieces.append(r)
+        if j == 0 and read is not None:
+            gr.outputs.append({"grad": t, "permute": pt, "reshape": r}[read])
+    pieces = [pieces[i] for i in order]
+    ax = axis % 3
+    cat = gr.new_value(pieces[0].shape[:ax] + (sum(r.shape[ax] for r in pieces),) + pieces[0].shape[ax + 1:], "float32")
+    gr.add_node(Cat, {"axis": axis}, pieces, [cat])
+    gr.outputs.insert(0, cat)
+    return gr
+
+
+@pytest.mark.parametrize("axis", [2, -1])
+def test_pack_attention_takes_the_cat_of_the_three_head_gradients(axis):
+    """The pattern alone (the control of the refusals below): one AttentionGradPacked writes the Cat's
+    output; the AttentionGrad, permutes and reshapes are gone."""
+    g = P.pack_attention(_attention_grad_graph(axis=axis))
+    assert g.counts() == {"AttentionGradPacked": 1}, str(g)
+    assert g.outputs[0].node is g.nodes[0]
+    assert g.nodes[0].attrs == {"scale": 0.5, "causal": True} and len(g.nodes[0].inputs) == 5
+
+
+@pytest.mark.parametrize("kw", [
+    {"read": "reshape"}, {"read": "permute"}, {"read": "grad"},   # a gradient on the way has another reader
+    {"dims": (0, 1, 2, 3), "H": 4},                  # not the heads' transpose back (shapes still fit: H = L)
+    {"dims": (0, 2, 1, 3), "shape": (2, 12, 5)},      # reshaped to another layout than (B, L, H * E)
+    {"axis": 1}, {"axis": 0},                        # concatenated along rows or batch
+    {"order": (1, 0, 2)}, {"order": (0, 2, 1)},      # the gradients in another order than q, k, v
+    {"two_nodes": True},                             # dq from another attention than dk and dv
+    {"write_q": True},                               # q written in place before the Cat: the gradient must not move
+], ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
+def test_pack_attention_leaves_every_other_pattern_alone(kw):
+    """Each condition of the match: a graph that breaks it keeps its AttentionGrad and Cat (packing it would
+    write other values, or compute a gradient twice, or read q after its write)."""
+    g = P.pack_attention(_attention_grad_graph(**kw))
+    assert "AttentionGradPacked" not in g.counts(), str(g)
+    assert g.counts()["Cat"] == 1 and g.counts()["AttentionGrad"] == 1 + kw.get("two_nodes", False), str(g)
 
 
 def test_simplify_drops_the_clone_of_a_gradient_nothing_else_reads():

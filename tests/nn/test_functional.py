@@ -374,6 +374,46 @@ def test_attention_node_refuses_shapes_that_do_not_fit(qs, ks, vs):
         Attention.apply(q, k, v, scale=1.0, causal=False)
 
 
+@pytest.mark.parametrize("qs,ks,vs", [((3, 5, 4), (3, 5, 4), (3, 5, 4)),                   # not (B, H, L, E)
+                                      ((2, 3, 5, 4), (2, 2, 5, 4), (2, 3, 5, 4)),          # heads of k
+                                      ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 4)),          # S != L
+                                      ((2, 3, 5, 4), (2, 3, 5, 4), (2, 3, 6, 4)),          # v's keys
+                                      ((2, 3, 5, 4), (2, 3, 5, 4), (1, 3, 5, 4))])         # v's batch
+def test_attention_grad_packed_refuses_other_than_heads_with_as_many_keys_as_queries(qs, ks, vs):
+    from ember.ops.attention import AttentionGradPacked
+    q, k, v = (ember.empty(*s, device="meta") for s in (qs, ks, vs))
+    p, g = ember.empty(*qs[:-1], ks[-2], device="meta"), ember.empty(*qs[:-1], vs[-1], device="meta")
+    with pytest.raises(RuntimeError, match=r"scaled_dot_product_attention: packed gradients need \(B, H, L, E\)"):
+        AttentionGradPacked.apply(q, k, v, p, g, scale=1.0, causal=False)
+
+
+def test_attention_causal_split_takes_two_row_blocks_from_32_causal_rows():
+    """The sizes the kernel tests use (T = 36, 40; L = 40, 50, 64) do run the two-block products, and 31
+    rows or a non-causal call do not (the threshold is a speed decision: both paths give the same values)."""
+    from types import SimpleNamespace
+    from ember.backends.cpu_kernels import _causal_split
+    causal, full = SimpleNamespace(causal=True), SimpleNamespace(causal=False)
+    assert [_causal_split(causal, L, S) for L, S in [(36, 36), (40, 40), (40, 50), (50, 40), (64, 32)]] == \
+        [18, 20, 20, 25, 32]
+    assert _causal_split(causal, 32, 32) == 16 and _causal_split(causal, 31, 31) == 0
+    assert _causal_split(full, 40, 40) == 0
+    assert _causal_split(causal, 64, 31) == 0   # the first block would be wider than the keys
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+@pytest.mark.parametrize("shapes", [((0, 2, 5, 4), (0, 2, 5, 4), (0, 2, 5, 3)), ((2, 2, 0, 4), (2, 2, 5, 4), (2, 2, 5, 3)),
+                                    ((2, 2, 5, 0), (2, 2, 5, 0), (2, 2, 5, 3)), ((2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 0))],
+                         ids=["batch", "queries", "E", "Ev"])
+def test_sdpa_one_node_empty_inputs_like_torch(shapes, kernels):
+    from ember.backends import cpu_kernels
+    (cpu_kernels.enable if kernels else cpu_kernels.disable)()
+    try:
+        check_op(lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 *shapes)
+    finally:
+        cpu_kernels.enable()
+
+
 @pytest.mark.parametrize("kernels", [True, False])
 def test_sdpa_one_node_large_and_unequal_scores(kernels):
     """Scores of +-300 in one row and of +-1 in the next: the softmax subtracts each row's own max

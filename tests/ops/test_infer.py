@@ -171,6 +171,8 @@ CASES = {
                       {"n": 1, "eps": 1e-5, "with_w": True}),
     "AttentionGradPacked": (A.AttentionGradPacked, [((2, 3, 5, 4), "f")] * 3 + [((2, 3, 5, 5), "f"), ((2, 3, 5, 4), "f")],
                             {"scale": 0.5, "causal": True}),
+    "AttentionGradPacked+Ev": (A.AttentionGradPacked, [((2, 3, 5, 4), "f")] * 2 + [((2, 3, 5, 6), "f"),
+                               ((2, 3, 5, 5), "f"), ((2, 3, 5, 6), "f")], {"scale": 0.5, "causal": False}),
     "LayerNormGrad+b": (L.LayerNormGrad, [((2, 3, 4), "f"), ((2, 3, 4), "f"), ((4,), "f")],
                         {"n": 1, "eps": 1e-5, "with_w": True, "with_b": True}),
 }
@@ -371,3 +373,9 @@ def test_layer_norm_grad_packed_shape_on_meta_with_one_normalised_element():
     args["with_b"] = True   # one more row: db
     real = L.LayerNormGrad.apply(ember.ones(3, 2, 1), ember.ones(3, 2, 1), ember.ones(1), **args)
     assert L.LayerNormGrad.apply(meta(3, 2, 1), meta(3, 2, 1), meta(1), **args).shape == tuple(real.shape) == (8, 1)
+
+
+def test_layer_norm_grad_with_b_needs_with_w_on_meta():
+    """db is packed after dw's row: with_b alone is refused by name (no shape to give)."""
+    with pytest.raises(ValueError, match="LayerNormGrad: with_b needs with_w"):
+        L.LayerNormGrad.apply(meta(3, 4), meta(3, 4), meta(4), n=1, eps=1e-5, with_b=True)

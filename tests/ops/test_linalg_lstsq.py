@@ -111,6 +111,27 @@ def test_matrix_power_integers():
     check_op(lambda L, a: L.linalg.matrix_power(a, 3), np.arange(18).reshape(2, 3, 3), grad=False)
 
 
+def test_matrix_power_one_is_a_new_tensor():
+    a = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    out = ember.linalg.matrix_power(a, 1)
+    assert out is not a
+    out.add_(1.0)                          # torch's result is a copy: writing it leaves A alone
+    assert a.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+@pytest.mark.parametrize("driver", ["gelsy", "gelsd", "gelss"])
+def test_lstsq_default_rcond_counts_max_m_n(driver):
+    """A (6, 2) with singular values 1 and 4 eps: below eps * max(m, n) = 6 eps, so rank 1 (as torch)."""
+    u, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((6, 2)))
+    v, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((2, 2)))
+    a = u @ np.diag([1.0, 4 * np.finfo(np.float64).eps]) @ v.T
+    b = np.ones((6, 1))
+    got = ember.linalg.lstsq(ember.tensor(a), ember.tensor(b), driver=driver)
+    want = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    assert got.rank.item() == want.rank.item() == 1
+    np.testing.assert_allclose(got.solution.numpy(), want.solution.numpy(), rtol=1e-6, atol=1e-9)
+
+
 # ------------------------------------------------------------------ matrix_exp
 @pytest.mark.parametrize("scale", [1e-3, 0.2, 1.0, 5.0, 12.0])
 def test_matrix_exp(scale):

@@ -56,7 +56,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     A boolean `attn_mask` marks with True the positions that take part; a float one is added.
     """
     L, S_ = query.shape[-2], key.shape[-2]
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if scale is None:   # E = 0: every score is an empty sum, 0 at any scale (torch's 1/sqrt(0) never multiplies)
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     if attn_mask is None and dropout_p == 0.0 and _fits_one_node(query, key, value):
         return Attention.apply(query, key, value, scale=float(scale), causal=bool(is_causal))[0]
     attn = M.matmul(query * scale, key.transpose(-2, -1))        # (..., L, S); scaling q is the cheaper side
