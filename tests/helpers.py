@@ -293,3 +293,20 @@ def raises_exactly(call, exc, message, located=True):
         assert re.fullmatch(re.escape(message) + r" \(at [^()]+\.py:\d+\)", text), text
     else:
         assert text.startswith(message), text
+
+
+def assert_generated_is_current(script: str, path: str) -> None:
+    """The file at `path` (relative to the repository root) equals what scripts/<script>.py's `render()`
+    makes now: generated files (docs/primitives.md, ember/_tensor_bound.pyi) are kept current."""
+    import importlib
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(root, "scripts"))
+    try:
+        module = importlib.import_module(script)
+    finally:
+        sys.path.pop(0)
+    with open(os.path.join(root, path)) as f:
+        on_disk = f.read()
+    assert module.render() == on_disk, f"{path} is out of date: run `python scripts/{script}.py`"

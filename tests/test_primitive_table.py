@@ -1,20 +1,13 @@
 """docs/primitives.md (the table of every primitive) is generated from the code and kept current."""
 import os
-import sys
+
+from helpers import assert_generated_is_current
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_primitive_table_is_up_to_date():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    try:
-        import primitive_table
-    finally:
-        sys.path.pop(0)
-    with open(os.path.join(ROOT, "docs", "primitives.md")) as f:
-        on_disk = f.read()
-    assert primitive_table.render() == on_disk, \
-        "docs/primitives.md is out of date: run `python scripts/primitive_table.py`"
+    assert_generated_is_current("primitive_table", "docs/primitives.md")
 
 
 def test_every_primitive_is_in_the_table():

@@ -7,21 +7,14 @@ import subprocess
 import sys
 
 import pytest
+from helpers import assert_generated_is_current
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = os.path.join(ROOT, "tests", "typing")
 
 
 def test_tensor_stub_is_up_to_date():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    try:
-        import tensor_stub
-    finally:
-        sys.path.pop(0)
-    with open(os.path.join(ROOT, "ember", "_tensor_bound.pyi")) as f:
-        on_disk = f.read()
-    assert tensor_stub.render() == on_disk, \
-        "ember/_tensor_bound.pyi is out of date: run `python scripts/tensor_stub.py`"
+    assert_generated_is_current("tensor_stub", "ember/_tensor_bound.pyi")
 
 
 def test_stub_declares_the_bound_methods_with_their_signatures():
