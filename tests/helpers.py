@@ -310,3 +310,12 @@ def assert_generated_is_current(script: str, path: str) -> None:
     with open(os.path.join(root, path)) as f:
         on_disk = f.read()
     assert module.render() == on_disk, f"{path} is out of date: run `python scripts/{script}.py`"
+
+
+def with_specials(shape, seed=3) -> np.ndarray:
+    """Random float64 values with a NaN, a +inf and a -inf at fixed places (one each, far apart): the
+    input of the NaN/inf checks against torch."""
+    x = np.random.default_rng(seed).standard_normal(shape)
+    flat = x.reshape(-1)
+    flat[1], flat[flat.size // 2], flat[-2] = np.nan, np.inf, -np.inf
+    return x

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import ember
-from helpers import check_op, raises_exactly
+from helpers import check_op, raises_exactly, with_specials
 from .nn_helpers import check_module
 
 CASES = [
@@ -450,14 +450,6 @@ def test_conv_input_gradient_in_bfloat16_accumulates_in_float32():
 
 
 # ------------------------------------------------------------------ NaN and infinities
-def _with_specials(shape, seed=3):
-    """Random values with a NaN, a +inf and a -inf at fixed places (one each, far apart)."""
-    x = np.random.default_rng(seed).standard_normal(shape)
-    flat = x.reshape(-1)
-    flat[1], flat[flat.size // 2], flat[-2] = np.nan, np.inf, -np.inf
-    return x
-
-
 @pytest.mark.parametrize("fn,shape", [
     (lambda lib, x: lib.nn.functional.unfold(x, (2, 3), dilation=2, stride=2), (1, 2, 4, 6)),
     (lambda lib, x: lib.nn.functional.unfold(x, (2, 3), padding=1, stride=2), (2, 2, 4, 6)),
@@ -470,7 +462,7 @@ def _with_specials(shape, seed=3):
 def test_unfold_and_fold_keep_nan_and_inf_where_they_land(fn, shape):
     # unfold only copies and fold only adds the values that land on a position: a NaN elsewhere must not
     # reach it (an identity-kernel convolution would multiply it by 0)
-    t_out, _ = check_op(fn, _with_specials(shape))
+    t_out, _ = check_op(fn, with_specials(shape))
     assert np.isfinite(t_out.detach().numpy()).any()
 
 

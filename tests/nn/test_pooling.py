@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from helpers import check_op, raises_exactly
+from helpers import check_op, raises_exactly, with_specials
 from .nn_helpers import check_module
 
 RNG = np.random.default_rng(1)
@@ -556,14 +556,6 @@ def test_torch_rejects_the_same_pooling_calls(k, monkeypatch):
 
 
 # ------------------------------------------------------------------ NaN and infinities
-def _with_specials(shape, seed=3):
-    """Random values with a NaN, a +inf and a -inf at fixed places (one each, far apart)."""
-    x = np.random.default_rng(seed).standard_normal(shape)
-    flat = x.reshape(-1)
-    flat[1], flat[flat.size // 2], flat[-2] = np.nan, np.inf, -np.inf
-    return x
-
-
 @pytest.mark.parametrize("fn,shape", [
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 3), (2, 2, 8)),        # overlapping windows
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 5), (2, 2, 7)),
@@ -579,7 +571,7 @@ def _with_specials(shape, seed=3):
 def test_adaptive_avg_pool_nan_and_inf_stay_in_their_windows(fn, shape):
     # an output is NaN or infinite only when its own window holds one (an averaging matrix's zeros
     # times a NaN elsewhere would spread it over the whole row)
-    t_out, _ = check_op(fn, _with_specials(shape))
+    t_out, _ = check_op(fn, with_specials(shape))
     assert np.isfinite(t_out.detach().numpy()).any()
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import ember
-from helpers import check_op
+from helpers import check_op, with_specials
 from .nn_helpers import check_module
 
 CASES = [
@@ -39,14 +39,6 @@ def test_upsampling_reprs():
 
 
 # ------------------------------------------------------------------ NaN and infinities
-def _with_specials(shape, seed=3):
-    """Random values with a NaN, a +inf and a -inf at fixed places (one each, far apart)."""
-    x = np.random.default_rng(seed).standard_normal(shape)
-    flat = x.reshape(-1)
-    flat[1], flat[flat.size // 2], flat[-2] = np.nan, np.inf, -np.inf
-    return x
-
-
 @pytest.mark.parametrize("kw,shape", [
     (dict(size=(9, 3), mode="bilinear", align_corners=True), (1, 2, 2, 4)),
     (dict(size=(7, 9), mode="bilinear"), (2, 2, 4, 5)),
@@ -64,5 +56,5 @@ def _with_specials(shape, seed=3):
 def test_interpolate_reads_only_its_taps_with_nan_and_inf(kw, shape):
     # torch: each output is w0 * x[i0] + w1 * x[i1] (+ ...) per dim, the last dim first; a NaN or inf
     # reaches the outputs whose taps hold it, and a + (b - a) * w would make inf - inf = NaN
-    t_out, _ = check_op(lambda lib, x: lib.nn.functional.interpolate(x, **kw), _with_specials(shape))
+    t_out, _ = check_op(lambda lib, x: lib.nn.functional.interpolate(x, **kw), with_specials(shape))
     assert np.isfinite(t_out.detach().numpy()).any()
