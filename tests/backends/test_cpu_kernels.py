@@ -474,3 +474,30 @@ def test_where_keeps_a_channels_last_layout_and_takes_mixed_layouts(kernels):
                        b.numpy() if isinstance(b, ember.Tensor) else b)
         np.testing.assert_array_equal(got.numpy(), ref)
     assert ember.where(y > 0, y, 0.0)._data.strides == y._data.strides   # the memory order kept
+
+
+def test_attention_scratch_arrays_never_reach_a_result():
+    """k^T, v^T and ds are work arrays the kernels reuse from call to call (`_scratch`): a later call, of
+    the same or another shape, must leave an earlier call's results as they were."""
+    from ember.backends import cpu_kernels as ck
+
+    class Node:
+        causal, scale = True, 0.25
+    rng = np.random.default_rng(0)
+
+    def inputs(B, L):
+        q, k, v = (rng.standard_normal((B, 2, L, 8)).astype(np.float32) for _ in range(3))
+        return q, k, v, rng.standard_normal((B, 2, L, 8)).astype(np.float32)
+    first = inputs(2, 32)
+    o, p = ck.attention(Node, *first[:3])
+    grads = ck.attention_grad(Node, *first[:3], p, first[3])
+    kept = [a.copy() for a in (o, p, *grads)]
+    for B, L in ((2, 32), (3, 40)):
+        q, k, v, g = inputs(B, L)
+        o2, p2 = ck.attention(Node, q, k, v)
+        ck.attention_grad(Node, q, k, v, p2, g)
+    for a, b in zip((o, p, *grads), kept):
+        assert np.array_equal(a, b)
+    again = ck.attention_grad(Node, *first[:3], p, first[3])     # the scratch now of another shape
+    for a, b in zip(again, kept[2:]):
+        np.testing.assert_array_equal(a, b)
