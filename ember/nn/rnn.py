@@ -3,12 +3,19 @@
 Parameter names, shapes, gate order (LSTM: i, f, g, o; GRU: r, z, n) and initialisation
 U(-1/sqrt(hidden), 1/sqrt(hidden)) are torch's, so state dicts move between the two. LSTM's proj_size = p
 projects each h_t to size p with a weight_hr_l{k} (p, hidden) of its own, as torch's.
+
+Under autocast the layers follow torch's CPU kernels: an LSTM without projection on unpacked input runs
+whole in the autocast dtype (input, states and weights cast, outputs and states in that dtype: torch's
+oneDNN LSTM); every other layer and cell is a composite whose linear maps autocast casts one by one (RNN
+and RNNCell then end in the lower dtype, GRU, the cells of LSTM and GRU, and the packed or projected
+LSTM's cell state in float32), as torch's composites do.
 """
 from __future__ import annotations
 
 import math
 
 from .._errors import op_error
+from ..amp import active as _autocast_active, autocast_op
 from ..ops import creation as C, math as M, shape as S
 from . import functional as F, init
 from .module import Module
@@ -132,13 +139,13 @@ class RNNBase(Module):
             state = _rnn_step(xw, state, w_hh, b_hh, self.mode == "RNN_RELU")
         return state, state
 
-    def _run_direction(self, x, state, layer, d, batch_sizes=None):
+    def _run_direction(self, x, state, layer, d, batch_sizes=None, weights=None):
         """One layer, one direction over x (L, N, H_in); returns outputs (L, N, H) and the last state.
 
         batch_sizes (packed input, sequences sorted longest first): at step t only the first
         batch_sizes[t] sequences run; the others keep their state and output zeros there. Going backwards
         a sequence so starts from its initial state at its own last step."""
-        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d) if weights is None else weights
         L, N = x.shape[0], x.shape[1]
         xw = F.linear(x, w_ih, b_ih)                               # (L, N, G*H): one GEMM for all steps
         steps = S.unbind(xw, 0)
@@ -172,7 +179,12 @@ class RNNBase(Module):
             x = x.transpose(0, 1)                                  # (L, N, H_in)
         if hx is not None and not batched:
             hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
-        output, hidden = self._layers(x, self._initial_state(hx, x))
+        if is_lstm and not self.proj_size and _autocast_active():
+            dirs = 2 if self.bidirectional else 1
+            weights = [self._weights(k // dirs, k % dirs) for k in range(self.num_layers * dirs)]
+            output, hidden = _lstm_autocast(self, x, self._initial_state(hx, x), weights)
+        else:
+            output, hidden = self._layers(x, self._initial_state(hx, x))
         if batched and self.batch_first:
             output = output.transpose(0, 1)
         if not batched:
@@ -217,8 +229,10 @@ class RNNBase(Module):
                 else hidden.index_select(1, unsorted_indices)
         return PackedSequence(_pack_steps(output, sizes), batch_sizes, sorted_indices, unsorted_indices), hidden
 
-    def _layers(self, x, hx, batch_sizes=None):
-        """Every layer and direction over time-major x (L, N, H_in): (output (L, N, dirs*H), hidden)."""
+    def _layers(self, x, hx, batch_sizes=None, weights=None):
+        """Every layer and direction over time-major x (L, N, H_in): (output (L, N, dirs*H), hidden);
+        `weights`: the (w_ih, w_hh, b_ih, b_hh, w_hr) of each layer and direction instead of the
+        module's own (cast ones, `_lstm_autocast`)."""
         is_lstm = self.mode == "LSTM"
         dirs = 2 if self.bidirectional else 1
         h_n, c_n = [], []
@@ -227,7 +241,8 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 state = (hx[0][k], hx[1][k]) if is_lstm else hx[k]
-                out, state = self._run_direction(x, state, layer, d, batch_sizes)
+                out, state = self._run_direction(x, state, layer, d, batch_sizes,
+                                                 None if weights is None else weights[k])
                 outs.append(out)
                 if is_lstm:
                     h_n.append(state[0])
@@ -239,6 +254,14 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         h_n = S.stack(h_n, 0)
         return x, ((h_n, S.stack(c_n, 0)) if is_lstm else h_n)
+
+
+@autocast_op("lower")
+def _lstm_autocast(module, x, hx, weights):
+    """An LSTM's layers under autocast as torch's oneDNN LSTM: x, the states and every weight cast to the
+    autocast dtype (the casts are differentiable: the float32 parameters get their gradients), autocast
+    suspended inside."""
+    return module._layers(x, hx, weights=weights)
 
 
 class RNN(RNNBase):

@@ -141,3 +141,62 @@ def test_lstm_proj_state_dict_and_init_like_torch():
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-5)
     w = ember.nn.LSTM(3, 16, proj_size=4).weight_hr_l0.detach().numpy()
     assert np.abs(w).max() <= 0.25 and np.abs(w).max() > 0.2     # bound 1/sqrt(16), not 1/sqrt(4)
+
+
+def _flat(out):
+    if hasattr(out, "batch_sizes"):     # a PackedSequence: its data
+        return [out.data]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+AUTOCAST_CASES = [c for c in CASES if not c[0].endswith("unbatched_states")] + [
+    ("lstm_packed", lambda lib: lib.nn.LSTM(3, 4), "packed")]
+
+
+@pytest.mark.parametrize("build,inputs", [c[1:] for c in AUTOCAST_CASES], ids=[c[0] for c in AUTOCAST_CASES])
+def test_recurrent_layers_under_autocast_as_torch(build, inputs):
+    """Output and state dtypes under CPU autocast as torch's (an LSTM without projection runs whole in
+    bfloat16, as torch's oneDNN LSTM; the packed and projected LSTM, GRU and the cells are composites
+    whose linear maps are cast one by one), values at bfloat16's tolerance, float32 weight gradients."""
+    torch.manual_seed(0)
+    tm, em = build(torch), build(ember)
+    em.load_state_dict({k: ember.tensor(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+    rng = np.random.default_rng(0)
+    if inputs == "packed":
+        x = rng.standard_normal((5, 2, 3)).astype(np.float32)
+        args = {lib: (lib.nn.utils.rnn.pack_padded_sequence(lib.tensor(x), [5, 3]),) for lib in (torch, ember)}
+    else:
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in inputs]
+        args = {lib: [lib.tensor(a) for a in arrays] for lib in (torch, ember)}
+    outs = {}
+    for lib, m in ((torch, tm), (ember, em)):
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            out = _call(m, *args[lib])
+        out = _flat(out)
+        sum(o.float().sum() for o in out).backward()
+        outs[lib] = out
+    assert [str(o.dtype).split(".")[-1] for o in outs[ember]] == [str(o.dtype).split(".")[-1] for o in outs[torch]]
+    for e, t in zip(outs[ember], outs[torch]):
+        np.testing.assert_allclose(e.float().detach().numpy(), t.float().detach().numpy(), atol=3e-2, rtol=3e-2)
+    t_params = dict(tm.named_parameters())
+    for name, p in em.named_parameters():
+        tg = t_params[name].grad
+        assert p.grad.dtype is ember.float32, name
+        np.testing.assert_allclose(p.grad.numpy(), tg.numpy(), atol=0.1 * max(float(tg.abs().max()), 1e-2), err_msg=name)
+
+
+def test_lstm_under_autocast_is_the_lstm_in_bfloat16():
+    """The whole LSTM in the autocast dtype: bit for bit the module converted to bfloat16 without autocast."""
+    m = ember.nn.LSTM(3, 4, 2, bidirectional=True)
+    x = ember.randn(5, 2, 3)
+    with ember.autocast("cpu"):
+        y, (h, c) = m(x)
+    low = ember.nn.LSTM(3, 4, 2, bidirectional=True)
+    low.load_state_dict(m.state_dict())
+    low = low.to(ember.bfloat16)
+    y2, (h2, c2) = low(x.to(ember.bfloat16))
+    for a, b in ((y, y2), (h, h2), (c, c2)):
+        assert a.dtype is ember.bfloat16
+        assert np.array_equal(a.float().detach().numpy(), b.float().detach().numpy())
