@@ -13,10 +13,14 @@ import statistics
 import time
 
 
-def _time(fn, iters: int, clock=time.perf_counter) -> float:
+def _time(fn, iters: int, clock=time.perf_counter, sync=None) -> float:
+    if sync is not None:
+        sync()
     t0 = clock()
     for _ in range(iters):
         fn()
+    if sync is not None:
+        sync()
     return (clock() - t0) / iters
 
 
@@ -24,7 +28,7 @@ PAUSE = 0.25   # seconds of sleep before each timed block
 
 
 def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup: int = 2,
-            clock=time.perf_counter, pause: float = PAUSE) -> dict:
+            clock=time.perf_counter, pause: float = PAUSE, sync=(None, None)) -> dict:
     """Median seconds per iteration of each side; runs alternate so drift hits both alike.
 
     Each timed block starts after `pause` seconds of sleep: with more than one thread, the thread pool
@@ -33,16 +37,20 @@ def compare(name: str, ember_fn, torch_fn, iters: int, repeats: int = 7, warmup:
     without the pause: torch 42 ms beside Ember against 27 ms alone; with it, both sides as alone.
 
     clock=time.process_time measures CPU seconds of the whole process instead of wall time: with one
-    thread per library it is the work done, whatever else runs on the machine (a loaded shared VM)."""
+    thread per library it is the work done, whatever else runs on the machine (a loaded shared VM).
+
+    sync = (ember's, torch's) device synchronisation, called before each clock read (a GPU runs its
+    work after the Python call returns: bench/gpu.py)."""
+    es, ts = sync
     for _ in range(warmup):
-        _time(ember_fn, max(1, iters // 10), clock)
-        _time(torch_fn, max(1, iters // 10), clock)
+        _time(ember_fn, max(1, iters // 10), clock, es)
+        _time(torch_fn, max(1, iters // 10), clock, ts)
     te, tt = [], []
     for _ in range(repeats):
         time.sleep(pause)
-        te.append(_time(ember_fn, iters, clock))
+        te.append(_time(ember_fn, iters, clock, es))
         time.sleep(pause)
-        tt.append(_time(torch_fn, iters, clock))
+        tt.append(_time(torch_fn, iters, clock, ts))
     e, t = statistics.median(te), statistics.median(tt)
     return {"name": name, "ember": e, "torch": t, "ratio": e / t}
 

@@ -31,8 +31,10 @@ TARGET = 1.3
 VOCAB, BLOCK, N_EMBD, N_HEAD, N_LAYER, BATCH = 65, 64, 128, 4, 2, 16
 
 
-def gpt(lib):
+def gpt(lib, vocab=VOCAB, block=BLOCK, n_embd=N_EMBD, n_head=N_HEAD, n_layer=N_LAYER):
+    """W5's GPT; the keyword arguments give other sizes of the same model (bench/gpu.py: GPT-2 small)."""
     nn, F = lib.nn, lib.nn.functional
+    VOCAB, BLOCK, N_EMBD, N_HEAD, N_LAYER = vocab, block, n_embd, n_head, n_layer  # noqa: N806
 
     class CausalSelfAttention(nn.Module):
         def __init__(self):
@@ -69,7 +71,7 @@ def gpt(lib):
 
         def forward(self, idx):
             T = idx.shape[1]
-            x = self.tok(idx) + self.pos(lib.arange(T))                     # (B, T, C)
+            x = self.tok(idx) + self.pos(lib.arange(T, device=idx.device))  # (B, T, C)
             return self.head(self.ln_f(self.blocks(x)))                     # (B, T, vocab)
 
     return GPT()
