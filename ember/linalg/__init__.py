@@ -23,12 +23,12 @@ import math
 
 import numpy as np
 
-from ._errors import describe, op_error
-from ._tensor import Tensor
-from .ops import linalg as P
-from .ops import math as M
-from .ops import shape as S
-from .amp import autocast_op
+from .._errors import describe, op_error
+from .._tensor import Tensor
+from ..ops import linalg as P
+from ..ops import math as M
+from ..ops import shape as S
+from ..amp import autocast_op
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
            "eigvalsh", "norm", "vector_norm", "matrix_norm", "cross", "vecdot", "multi_dot", "solve_triangular",
@@ -151,7 +151,7 @@ def qr(A: Tensor, mode: str = "reduced"):
         raise op_error("linalg.qr", f"qr received unrecognized mode {mode!r} but expected one of 'reduced' "
                                     f"(default), 'r', or 'complete'", ValueError)
     m, n = A.shape[-2], A.shape[-1]
-    from .autograd.grad_mode import STATE
+    from ..autograd.grad_mode import STATE
     if STATE.enabled and A.requires_grad:
         if mode == "r":
             raise op_error("linalg.qr", "The derivative of linalg.qr depends on Q, which is not computed when "
@@ -165,7 +165,7 @@ def qr(A: Tensor, mode: str = "reduced"):
                                         "nrows > ncols.")
     Q, R = _run("qr", P.Qr, A, mode="complete" if mode == "complete" and m > n else "reduced")
     if mode == "r":
-        from .ops.creation import empty
+        from ..ops.creation import empty
         return _QRResult(empty(0, dtype=A.dtype, device=A.device), R)
     return _QRResult(Q, R)
 
@@ -177,7 +177,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
     _check_matrix("svd", A, square=False)
     m, n = A.shape[-2], A.shape[-1]
     if full_matrices and m != n:
-        from .autograd.grad_mode import STATE
+        from ..autograd.grad_mode import STATE
         if STATE.enabled and A.requires_grad:
             raise op_error("linalg.svd", f"the gradient with full_matrices=True on a non-square input is not "
                                          f"implemented (A {describe(A)}); pass full_matrices=False",
@@ -240,7 +240,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     _check_float("matrix_norm", A, low_precision=True)
     if A.ndim < 2:
         raise op_error("linalg.matrix_norm", f"The input tensor A must have at least 2 dimensions (A {describe(A)}).")
-    from ._dims import wrap_dims
+    from .._dims import wrap_dims
     if len(dim) != 2:
         raise op_error("linalg.matrix_norm", f"dim must be a 2-tuple. Got {tuple(dim)}")
     d0, d1 = wrap_dims(dim, A.ndim, "linalg.matrix_norm")
@@ -301,7 +301,7 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The 3-vector cross product along `dim`; input and other have the same number of dims and broadcast."""
-    from .ops.products import _cross
+    from ..ops.products import _cross
     return _cross("linalg.cross", input, other, dim)
 
 
@@ -384,7 +384,7 @@ def _chain(mats, split, i, j):
 
 # ---------------------------------------------------------------- solvers (composites)
 def _eye_like(A):
-    from .ops.creation import eye
+    from ..ops.creation import eye
     return eye(A.shape[-1], dtype=A.dtype, device=A.device)
 
 
@@ -602,7 +602,7 @@ def _cholesky_info(xp, a):
 
 def _info(A, fn):
     """fn's info over A's batch: an int32 tensor of shape A.shape[:-2] on A's device (not differentiable)."""
-    from .backends import array_module
+    from ..backends import array_module
     data = A.detach()._data
     info = fn(array_module(data), data.reshape((-1,) + tuple(A.shape[-2:])))
     return Tensor._make(info.reshape(tuple(A.shape[:-2])), A._device)
@@ -733,7 +733,7 @@ def vander(x: Tensor, *, N=None) -> Tensor:
 
 def _powers(x, N):
     """[1, x, x^2, ..., x^(N-1)] along a new last dim, as torch: the cumulative product of [1, x, x, ...]."""
-    from .ops.creation import ones
+    from ..ops.creation import ones
     if x.dtype.name == "bool":
         x = x.to("int64")
     first = ones(tuple(x.shape) + (1,), dtype=x.dtype, device=x.device)
@@ -752,7 +752,7 @@ def _vander(x: Tensor, N=None, increasing: bool = False) -> Tensor:
     if N < 0:
         raise op_error("vander", f"N must be non-negative. (got N={N})")
     if N == 0:
-        from .ops.creation import empty
+        from ..ops.creation import empty
         return empty((x.shape[0], 0), dtype="int64" if x.dtype.name == "bool" else x.dtype, device=x.device)
     out = _powers(x, N)
     return out if increasing else S.flip(out, (-1,))
@@ -829,7 +829,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
     if tuple(LU_pivots.shape[:-1]) != tuple(LU_data.shape[:-2]) or LU_pivots.ndim == 0 or LU_pivots.shape[-1] > k:
         raise op_error("lu_unpack", f"LU_pivots {describe(LU_pivots)} must have shape LU_data.shape[:-2] + (k,) with "
                                     f"k <= min(m, n) = {k} (LU_data {describe(LU_data)})")
-    from .ops.creation import empty
+    from ..ops.creation import empty
     nothing = LU_data.reshape(-1)[:0]                 # empty, still on LU_data's graph (as torch's)
     L, U = P._unpack(LU_data) if unpack_data else (nothing, nothing)
     if not unpack_pivots:
@@ -838,7 +838,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
     if LU_pivots.numel() and not bool(((LU_pivots >= 1) & (LU_pivots <= m)).all()):
         raise op_error("lu_unpack", f"pivots passed to lu_unpack must be between 1 and LU.size(-2) = {m} inclusive "
                                     f"(LU_pivots {describe(LU_pivots)}); pass the pivots that linalg.lu_factor returns")
-    from .backends import array_module
+    from ..backends import array_module
     xp = array_module(piv)
     count = P._count(piv.shape[:-1])
     perm = P.lu_permutation(xp, piv.reshape((count, piv.shape[-1])), m)         # A[perm] = L U
@@ -850,7 +850,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
 def _reflectors(A, tau):
     """[(v_i, tau_i)]: the Householder vectors H_i = I - tau_i v_i v_i^T stored below A's diagonal
     (v_i (..., m, 1): zeros above row i, 1 at row i; tau_i (..., 1, 1))."""
-    from .ops.creation import zeros, ones
+    from ..ops.creation import zeros, ones
     batch = tuple(A.shape[:-2])
     out = []
     for i in range(tau.shape[-1]):
@@ -903,7 +903,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if n < tau.shape[-1]:
         raise op_error(op, f"input.shape[-1] must be greater than or equal to tau.shape[-1] (input {describe(A)}, "
                            f"tau {describe(tau)})")
-    from .ops.creation import eye
+    from ..ops.creation import eye
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape))
     if tau.shape[-1] == 0:   # no reflectors: the identity, still on A's and tau's graph (as torch's)
         return Q + 0 * A + 0 * tau.sum(-1, keepdim=True).unsqueeze(-1)
@@ -923,7 +923,7 @@ def geqrf(input: Tensor):
     _check_float("geqrf", input, "input")
     if input.ndim < 2:
         raise op_error("geqrf", f"input must have at least 2 dimensions. (input {describe(input)})")
-    from .backends import array_module
+    from ..backends import array_module
     data = input.detach()._data
     xp = array_module(data)
     m, n = input.shape[-2], input.shape[-1]
@@ -972,7 +972,7 @@ _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 def _empty_like(A, dtype=None):
-    from .ops.creation import empty
+    from ..ops.creation import empty
     return empty(0, dtype=A.dtype if dtype is None else dtype, device=A.device)
 
 
@@ -1047,7 +1047,7 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     full = rank is None or bool((rank == k).all())
     empty = m == 0 or n == 0 or Bm.shape[-1] == 0
     if empty:                 # LAPACK returns at once: X = 0, rank 0; keep both inputs on the graph
-        from .ops.creation import zeros
+        from ..ops.creation import zeros
         X = zeros(tuple(batch) + (n, Bm.shape[-1]), dtype=A.dtype, device=A.device) + 0 * (A.sum() + B.sum())
         rank = None if rank is None else rank * 0
     elif full:
@@ -1133,7 +1133,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         raise op_error(op, f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
                            f"matrices (A {describe(A)})")
     if n == 0:   # the identity, on A's graph with a zero gradient (as torch's)
-        from .ops.creation import ones
+        from ..ops.creation import ones
         return M.where(ones((), dtype="bool", device=A.device), _eye_like(A).to(A.dtype), A)
     if n < 0:
         A, n = inv(A), -n
@@ -1202,7 +1202,7 @@ def matrix_exp(A: Tensor) -> Tensor:
         return matrix_exp(A.float()).to(A.dtype)
     if A.numel() == 0:
         return A * 1
-    from .ops.creation import tensor
+    from ..ops.creation import tensor
     norms = M.amax(M.sum(M.abs(A.detach()), -2), -1).reshape(-1).to("float64").tolist()   # each 1-norm
     largest = max(norms)
     if not math.isfinite(largest):
@@ -1306,8 +1306,8 @@ _LDLFactorExResult = collections.namedtuple("ldl_factor_ex", ["LD", "pivots", "i
 def _no_derivative(op, outputs, inputs):
     """outputs on the graph of `inputs` whose backward raises (torch: 'derivative ... is not implemented'),
     so that a loss through them fails loudly instead of getting no gradient."""
-    from .autograd.function import Function
-    from .autograd.grad_mode import STATE
+    from ..autograd.function import Function
+    from ..autograd.grad_mode import STATE
     if not (STATE.enabled and any(t.requires_grad for t in inputs)):
         return outputs
 
@@ -1342,7 +1342,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     if A.shape[-1] != A.shape[-2]:
         raise op_error(op, f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
                            f"matrices (A {describe(A)})")
-    from .backends import array_module
+    from ..backends import array_module
     data = A.detach()._data
     xp = array_module(data)
     n = A.shape[-1]
@@ -1382,7 +1382,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
     _check_factor_solve("ldl_solve", LD, pivots, B, True, "LD")
     if tuple(B.shape[:-2]) != tuple(LD.shape[:-2]):
         raise op_error(op, f"LD and B must have the same batch dimensions (LD {describe(LD)}, B {describe(B)})")
-    from .backends import array_module
+    from ..backends import array_module
     ld, piv, rhs = LD.detach()._data, pivots._data, B.detach()._data
     n, k = LD.shape[-1], B.shape[-1]
     if piv.size and not bool(((abs(pivots) >= 1) & (abs(pivots) <= n)).all()):
