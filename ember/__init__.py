@@ -46,7 +46,8 @@ from . import backends
 from . import cuda
 from . import accelerator
 from . import linalg
-from .linalg import cholesky_solve, cholesky_inverse, _vander as vander  # noqa: F401  (torch.* names)
+from .linalg import cholesky_solve, cholesky_inverse  # noqa: F401  (torch.* names)
+from .linalg._tensors import _vander as vander  # noqa: F401  (torch.vander, NumPy's)
 from .linalg import lu_unpack, geqrf, ormqr, householder_product as orgqr  # noqa: F401  (torch.* names)
 from .linalg import matrix_power, matrix_exp  # noqa: F401  (torch.* names)
 from . import scaling

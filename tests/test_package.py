@@ -26,7 +26,11 @@ def test_import_is_light():
     assert heavy == "[] []", f"import ember imported (heavy, eager) {heavy}"
     # 90: session 10 added four core op modules whose functions are Tensor methods (ops.pointwise,
     # ops.indexing, ops.products, ops.special: 84 modules, `import ember` ~0.3 s here)
-    assert int(count) < 90, f"import ember loads {count} modules"
+    # 102: ember/linalg.py (1400 lines, 89 modules) became the package ember/linalg/ of 12 files plus its
+    # __init__ (101 modules): the same code, one concern per file. Loading them lazily would not help much:
+    # Tensor binds 7 of their functions at import (cholesky_solve, geqrf, matrix_exp, ...), which need 8 of
+    # the 13 files, and the stub generator and tests/api_coverage.py read those methods from vars(Tensor).
+    assert int(count) < 102, f"import ember loads {count} modules"
 
 
 def test_core_features_need_only_the_base_install():

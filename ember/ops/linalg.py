@@ -3,7 +3,7 @@ backward in Tensor ops (so double backward works), each formula next to its forw
 
 Decompositions with several outputs (eigh, qr, svd) are multi-output primitives (`multi_output = True`): one node, one output
 tensor per factor, each differentiable. Batched inputs (..., m, n) are handled by `xp.linalg` itself.
-Inputs are validated by `ember/linalg.py`; here they are trusted.
+Inputs are validated by `ember/linalg/` (the package); here they are trusted.
 """
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ class Qr(Primitive):
     """A = Q R, reduced, for m >= n. With M = R gR^T - gQ^T Q: gA = (gQ + Q copyltu(M)) R^-T."""
     attrs = {"mode": str}
     multi_output = True
-    mode = "reduced"   # or "complete" (differentiable only where it equals reduced; ember/linalg.py checks)
+    mode = "reduced"   # or "complete" (differentiable only where it equals reduced; ember/linalg/_basic.py checks)
 
     def forward(self, a):
         q, r = array_module(a).linalg.qr(a, mode=self.mode)
@@ -168,7 +168,7 @@ class Svd(Primitive):
     gA = U J Vh, plus (I - U U^T) gU S^-1 Vh when m > k, or U S^-1 gV^T (I - V V^T) when n > k."""
     attrs = {"full_matrices": bool}
     multi_output = True
-    full_matrices = False   # True: not differentiable on a non-square input (ember/linalg.py refuses it)
+    full_matrices = False   # True: not differentiable on a non-square input (ember/linalg/_basic.py refuses it)
 
     def forward(self, a):
         u, s, vh = array_module(a).linalg.svd(a, full_matrices=self.full_matrices)

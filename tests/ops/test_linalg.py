@@ -1,4 +1,4 @@
-"""ember/linalg.py and ember/ops/linalg.py against torch.linalg: values and gradients through check_op
+"""ember/linalg/ and ember/ops/linalg.py against torch.linalg: values and gradients through check_op
 (float32 and float64, batched), double backward by numeric gradgradcheck, torch's errors, and the lecture
 notes' Newton step (x* = a - H^-1 grad f(a)) run in Ember alone.
 

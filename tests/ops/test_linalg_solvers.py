@@ -1,7 +1,7 @@
-"""ember/linalg.py's solvers against torch: solve_triangular, cholesky_solve, cholesky_inverse, pinv, cond,
-inv_ex / solve_ex / cholesky_ex (info tensors, check_errors), tensorinv, tensorsolve, linalg.vander and
-torch.vander: values and gradients through check_op (float32 and float64, batched, broadcast), double
-backward by numeric gradgradcheck, torch's errors."""
+"""ember/linalg/'s solvers (_solvers.py, _ex.py, _tensors.py) against torch: solve_triangular, cholesky_solve,
+cholesky_inverse, pinv, cond, inv_ex / solve_ex / cholesky_ex (info tensors, check_errors), tensorinv,
+tensorsolve, linalg.vander and torch.vander: values and gradients through check_op (float32 and float64,
+batched, broadcast), double backward by numeric gradgradcheck, torch's errors."""
 import re
 
 import numpy as np
@@ -250,5 +250,14 @@ def test_singular_inputs_raise_linalg_error():
 def test_docstring_examples(name):
     import doctest
     import importlib
-    result = doctest.testmod(importlib.import_module(name), extraglobs={"ember": ember}, report=True)
-    assert result.attempted > 0 and result.failed == 0
+    import pkgutil
+    module = importlib.import_module(name)
+    # a package's examples are in its files (ember/linalg/_lu.py, ...): testmod of the package finds only its own
+    files = [module] + [importlib.import_module(f"{name}.{m.name}") for m in pkgutil.iter_modules(
+        getattr(module, "__path__", []))]
+    attempted = 0
+    for mod in files:
+        result = doctest.testmod(mod, extraglobs={"ember": ember}, report=True)
+        assert result.failed == 0, mod.__name__
+        attempted += result.attempted
+    assert attempted > 0

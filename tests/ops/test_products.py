@@ -254,7 +254,7 @@ def test_multi_dot_matches_torch(shapes):
 
 
 def test_multi_dot_takes_the_cheapest_order():
-    from ember.linalg import _chain_order
+    from ember.linalg._products import _chain_order
     # (10x100)(100x5)(5x50): (AB)C costs 5000 + 2500, A(BC) costs 25000 + 50000
     assert _chain_order([10, 100, 5, 50])[0][2] == 1
     assert _chain_order([50, 5, 100, 10])[0][2] == 0
