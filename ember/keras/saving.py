@@ -57,13 +57,14 @@ def _serialize_compile(model):
         if spec is None or isinstance(spec, str):
             return spec
         if isinstance(spec, (list, tuple)):
-            return [metric_spec(s) for s in spec]
+            return [m for m in map(metric_spec, spec) if m is not None]
         if isinstance(spec, dict):
             return {k: metric_spec(v) for k, v in spec.items()}
-        return None   # a metric object or function: not saved, as Keras needs custom_objects for them
+        return None   # a metric object or function: not saved (left out), as Keras needs custom_objects for them
 
     return {"optimizer": optimizers.serialize(model.optimizer), "loss": loss_spec(cfg["loss"]),
-            "metrics": metric_spec(cfg["metrics"]), "loss_weights": cfg["loss_weights"]}
+            "metrics": metric_spec(cfg["metrics"]), "loss_weights": cfg["loss_weights"],
+            "weighted_metrics": metric_spec(cfg.get("weighted_metrics"))}
 
 
 def save_model(model, filepath, overwrite=True):
@@ -192,7 +193,8 @@ def load_model(filepath, custom_objects=None, compile=True):
     compile_config = json.loads(obj["compile"]) if obj.get("compile") else None
     if compile and compile_config:
         model.compile(optimizer=compile_config["optimizer"], loss=_loss_back(compile_config["loss"]),
-                      metrics=compile_config["metrics"], loss_weights=compile_config["loss_weights"])
+                      metrics=compile_config["metrics"], loss_weights=compile_config["loss_weights"],
+                      weighted_metrics=compile_config.get("weighted_metrics"))
         if obj.get("optimizer_state") is not None:
             model.optimizer.build(model.trainable_weights)
             model.optimizer._impl.load_state_dict(obj["optimizer_state"])

@@ -2,6 +2,7 @@
 import csv
 import math
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -205,3 +206,247 @@ def test_tensorboard_callback_writes_keras_tags(tmp_path):
     assert [e.value for e in val.Scalars("epoch_loss")] == pytest.approx(h.history["val_loss"], rel=1e-6)
     assert [e.step for e in val.Scalars("epoch_accuracy")] == [0, 1, 2]
     assert [e.value for e in train.Scalars("epoch_learning_rate")] == pytest.approx([0.01] * 3)
+
+
+# --- the callbacks in detail, as Keras documents them (keras/src/callbacks/*.py) -------------------------
+def fit_with(values, *cbs, key="val_loss", lr=0.01):
+    """Fit for len(values) epochs; a callback ahead of `cbs` writes values[epoch] into the epoch's logs
+    under `key` (as if validation had measured it)."""
+    x, y = data()
+    m = model(lr)
+    seq = iter(values)
+    fake = callbacks.LambdaCallback(on_epoch_end=lambda e, logs: logs.update({key: next(seq)}))
+    h = m.fit(x, y, epochs=len(values), verbose=0, callbacks=[fake, *cbs])
+    return m, h
+
+
+def test_callback_defaults_are_keras(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # a default mode that is not a mode would warn
+        es = callbacks.EarlyStopping()
+        rl = callbacks.ReduceLROnPlateau()
+    assert (es.monitor, es.min_delta, es.patience, es.verbose, es.mode, es.baseline, es.restore_best_weights,
+            es.start_from_epoch) == ("val_loss", 0, 0, 0, "auto", None, False, 0)
+    assert (rl.monitor, rl.factor, rl.patience, rl.verbose, rl.mode, rl.min_delta, rl.cooldown, rl.min_lr) == \
+        ("val_loss", 0.1, 10, 0, "auto", 1e-4, 0, 0.0)
+    assert callbacks.LearningRateScheduler(lambda epoch: 0.1).verbose == 0
+    log = callbacks.CSVLogger(tmp_path / "log.csv")
+    assert (log.sep, log.append) == (",", False)
+
+
+@pytest.mark.parametrize("kind", ["EarlyStopping", "ReduceLROnPlateau"])
+def test_unknown_mode_warns_and_falls_back_to_auto(kind):
+    text = {"EarlyStopping": "EarlyStopping mode typo is unknown, fallback to auto mode.",
+            "ReduceLROnPlateau": "Learning rate reduction mode typo is unknown, fallback to auto mode."}[kind]
+    args = {"EarlyStopping": {"patience": 0}, "ReduceLROnPlateau": {"patience": 1, "factor": 0.5}}[kind]
+    with pytest.warns(UserWarning) as w:
+        cb = getattr(callbacks, kind)(mode="typo", **args)
+    assert [str(r.message) for r in w] == [text] and cb.mode == "auto"
+    # auto for val_loss: lower is better
+    if kind == "EarlyStopping":
+        _, h = fit_with([1.0, 0.5, 0.7], cb)
+        assert h.epoch == [0, 1, 2] and cb.best == 0.5 and cb.stopped_epoch == 2
+    else:
+        _, h = fit_with([1.0, 0.5, 0.7, 0.7], cb, lr=0.1)
+        assert h.history["learning_rate"] == pytest.approx([0.1, 0.1, 0.1, 0.05])
+
+
+@pytest.mark.parametrize("monitor,mode,values,epochs,best", [
+    ("val_loss", "auto", [1.0, 2.0, 0.5], [0, 1], 1.0),          # patience 0: the first bad epoch stops
+    ("val_loss", "max", [1.0, 2.0, 1.5], [0, 1, 2], 2.0),        # max for a loss if asked
+    ("val_accuracy", "min", [0.5, 0.4, 0.6], [0, 1, 2], 0.4),    # min for an accuracy if asked
+    ("val_accuracy", "auto", [0.5, 0.6, 0.55], [0, 1, 2], 0.6),  # auto: higher is better for acc and auc
+    ("val_auc", "auto", [0.5, 0.6, 0.55], [0, 1, 2], 0.6),
+    ("loss", "auto", [float("nan"), 1.0, 2.0], [0, 1, 2], 1.0),  # never stops at epoch 0 (Keras: epoch > 0)
+])
+def test_early_stopping_direction_and_first_epochs(monitor, mode, values, epochs, best):
+    stop = callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=0)
+    _, h = fit_with(values, stop, key=monitor)
+    assert h.epoch == epochs and stop.best == best
+    assert stop.stopped_epoch == epochs[-1]
+
+
+@pytest.mark.parametrize("min_delta,values,epochs,best", [
+    (0.1, [1.0, 0.95, 0.5], [0, 1], 1.0),          # 0.05 better is not better by more than min_delta
+    (-0.1, [1.0, 0.95, 0.5], [0, 1], 1.0),         # Keras takes abs(min_delta)
+    (0.1, [1.0, 0.85, 0.8], [0, 1, 2], 0.85),      # 0.15 better is
+])
+def test_early_stopping_min_delta_in_min_mode(min_delta, values, epochs, best):
+    stop = callbacks.EarlyStopping(min_delta=min_delta, patience=1)
+    _, h = fit_with(values, stop)
+    assert h.epoch == epochs and stop.best == best
+
+
+def test_early_stopping_baseline():
+    # a better value that does not beat the baseline does not reset the wait (Keras)
+    stop = callbacks.EarlyStopping(baseline=0.5, patience=2)
+    _, h = fit_with([0.9, 0.95, 0.95, 0.95], stop)
+    assert h.epoch == [0, 1] and stop.best == 0.9
+    stop = callbacks.EarlyStopping(baseline=1.0, patience=2)        # beaten at once: the usual patience
+    _, h = fit_with([0.9, 0.95, 0.95, 0.95], stop)
+    assert h.epoch == [0, 1, 2]
+
+
+def test_early_stopping_is_reset_by_each_fit_and_reports_with_verbose(capsys):
+    stop = callbacks.EarlyStopping(patience=0, verbose=1, restore_best_weights=True)
+    m, h = fit_with([1.0, 2.0, 3.0], stop)
+    assert h.epoch == [0, 1] and (stop.stopped_epoch, stop.best_epoch) == (1, 0)
+    assert capsys.readouterr().out == ("Epoch 2: early stopping\n"
+                                       "Restoring model weights from the end of the best epoch: 1.\n")
+    # a callback used in two fits: wait, stopped_epoch, best_epoch start again (best is kept, as in Keras)
+    stop = callbacks.EarlyStopping(patience=3, verbose=1, baseline=0.0)
+    fit_with([2.0, 1.0], stop)
+    assert (stop.stopped_epoch, stop.best_epoch, stop.wait, stop.best) == (0, 1, 2, 1.0)
+    fit_with([float("nan")] * 2, stop)
+    assert (stop.stopped_epoch, stop.best_epoch, stop.wait, stop.best) == (0, 0, 2, 1.0)
+    assert capsys.readouterr().out == ""          # did not stop, restores nothing: silent
+    quiet = callbacks.EarlyStopping(patience=0, restore_best_weights=True)
+    fit_with([1.0, 2.0], quiet)
+    assert capsys.readouterr().out == ""
+
+
+def test_monitor_missing_from_the_logs_warns_with_the_available_names():
+    es = callbacks.EarlyStopping(monitor="val_los")
+    with pytest.warns(UserWarning) as w:
+        _, h = fit_with([1.0, 2.0], es, key="other")
+    assert {str(r.message) for r in w} == {"Early stopping conditioned on metric `val_los` which is not available. "
+                                           "Available metrics are: accuracy,loss,other"}
+    assert h.epoch == [0, 1]
+    rl = callbacks.ReduceLROnPlateau(monitor="val_los")
+    with pytest.warns(UserWarning) as w:
+        fit_with([1.0], rl, key="other")
+    assert [str(r.message) for r in w] == ["Learning rate reduction is conditioned on metric `val_los` which is not "
+                                           "available. Available metrics are: accuracy,loss,other,learning_rate."]
+    with pytest.warns(UserWarning, match="Available metrics are: learning_rate."):
+        rl.on_epoch_end(0)                         # logs=None, as Keras allows
+
+
+def test_reduce_lr_on_plateau_factor_limit():
+    for factor in (1.0, 1.5):
+        with pytest.raises(ValueError) as e:
+            callbacks.ReduceLROnPlateau(factor=factor)
+        assert str(e.value) == f"ReduceLROnPlateau does not support a factor >= 1.0. Received factor={factor}"
+    assert callbacks.ReduceLROnPlateau(factor=0.99).factor == 0.99
+
+
+@pytest.mark.parametrize("monitor,mode,values,min_delta,lrs", [
+    # equal is not better (strict), in both directions
+    ("val_loss", "min", [1.0, 1.0, 1.0], 0.0, [0.1, 0.1, 0.05]),
+    ("val_loss", "max", [1.0, 1.0, 1.0], 0.0, [0.1, 0.1, 0.05]),
+    # max for a loss if asked: rising is better; auto for an accuracy: the same
+    ("val_loss", "max", [0.5, 0.6, 0.7], 0.0, [0.1, 0.1, 0.1]),
+    ("val_accuracy", "auto", [0.5, 0.6, 0.7], 0.0, [0.1, 0.1, 0.1]),
+    ("val_accuracy", "min", [0.5, 0.6, 0.7], 0.0, [0.1, 0.1, 0.05]),
+    # min_delta: better by less than it is not better
+    ("val_loss", "min", [1.0, 0.95, 0.9], 0.1, [0.1, 0.1, 0.05]),
+    ("val_accuracy", "max", [1.0, 1.05, 1.1], 0.1, [0.1, 0.1, 0.05]),
+    ("val_accuracy", "max", [1.0, 0.95, 0.9], 0.1, [0.1, 0.1, 0.05]),
+    # NaN is never better: the wait starts at 0 and patience 2 reduces after the second epoch
+    ("val_loss", "auto", [float("nan")] * 3, 0.0, [0.1, 0.1, 0.05]),
+])
+def test_reduce_lr_on_plateau_direction_and_min_delta(monitor, mode, values, min_delta, lrs):
+    cb = callbacks.ReduceLROnPlateau(monitor=monitor, mode=mode, factor=0.5, patience=1 if values[0] == values[0]
+                                     else 2, min_delta=min_delta)
+    _, h = fit_with(values, cb, key=monitor, lr=0.1)
+    assert h.history["learning_rate"] == pytest.approx(lrs)
+
+
+@pytest.mark.parametrize("patience,cooldown,lrs", [
+    # reduced after epoch 2; cooldown 2: epochs 3 and 4 do not count; epoch 5 is the second bad one
+    (2, 2, [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025, 0.025]),
+    # patience 1: reduced after epoch 1; epoch 2 cools down (the counter goes 2 -> 1, then 1 -> 0 at the start
+    # of epoch 3, which counts again, as in Keras): reduced after 3, 5, 7
+    (1, 2, [0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125, 0.00625]),
+])
+def test_reduce_lr_on_plateau_cooldown(patience, cooldown, lrs):
+    cb = callbacks.ReduceLROnPlateau(factor=0.5, patience=patience, cooldown=cooldown, min_delta=0.0)
+    _, h = fit_with([1.0] * 9, cb, lr=0.1)
+    assert h.history["learning_rate"] == pytest.approx(lrs)
+
+
+def test_reduce_lr_on_plateau_stops_at_min_lr_and_reports(capsys):
+    cb = callbacks.ReduceLROnPlateau(factor=0.5, patience=1, min_lr=0.05, verbose=1)
+    _, h = fit_with([1.0] * 4, cb, lr=0.1)
+    assert h.history["learning_rate"] == pytest.approx([0.1, 0.1, 0.05, 0.05])
+    # reported once: at min_lr nothing is reduced (or reported) any more
+    assert capsys.readouterr().out == "\nEpoch 2: ReduceLROnPlateau reducing learning rate to 0.05.\n"
+    fit_with([1.0] * 3, callbacks.ReduceLROnPlateau(factor=0.5, patience=1), lr=0.1)
+    assert capsys.readouterr().out == ""
+
+
+def test_learning_rate_scheduler_checks_the_value_and_reports(capsys):
+    x, y = data()
+    for bad in ("0.1", True, None):
+        with pytest.raises(ValueError) as e:
+            model().fit(x, y, verbose=0, callbacks=[callbacks.LearningRateScheduler(lambda epoch, lr, v=bad: v)])
+        assert str(e.value) == f'The output of the "schedule" function should be a float. Got: {bad!r}'
+    m = model()
+    m.fit(x, y, epochs=2, verbose=0, callbacks=[callbacks.LearningRateScheduler(lambda epoch: 0.5 ** epoch)])
+    assert capsys.readouterr().out == ""
+    m.fit(x, y, epochs=2, verbose=0, callbacks=[callbacks.LearningRateScheduler(lambda epoch: 0.5 ** epoch,
+                                                                                verbose=1)])
+    assert capsys.readouterr().out == ("\nEpoch 1: LearningRateScheduler setting learning rate to 1.0.\n"
+                                       "\nEpoch 2: LearningRateScheduler setting learning rate to 0.5.\n")
+
+
+def test_csv_logger_separator_overwrite_missing_values_and_close(tmp_path):
+    path = tmp_path / "log.csv"
+    x, y = data()
+    m = model()
+    log = callbacks.CSVLogger(path, separator=";")
+    files = []
+    extra = callbacks.LambdaCallback(on_epoch_end=lambda e, logs: logs.update(extra=1.5) if e == 0 else None)
+    spy = callbacks.LambdaCallback(on_epoch_end=lambda e, logs: files.append(log._file))
+    m.fit(x, y, epochs=2, verbose=0, callbacks=[extra, log, spy])
+    rows = [line.split(";") for line in path.read_text().splitlines()]
+    assert rows[0] == ["epoch", "accuracy", "extra", "loss"]
+    assert rows[1][2] == "1.5" and rows[2][2] == "NA"          # a key that went missing: NA, as Keras
+    assert files[0].closed
+    log.on_train_end()                                          # twice is fine
+    m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.CSVLogger(path)])   # append=False: overwritten
+    rows = list(csv.reader(open(path)))
+    assert rows[0] == ["epoch", "accuracy", "loss"] and len(rows) == 2
+    path.write_text("")                                         # append to an empty file: with the header
+    m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.CSVLogger(path, append=True)])
+    assert [r[0] for r in csv.reader(open(path))] == ["epoch", "0"]
+    path.write_text("\n")                                       # a first line: no header (Keras reads one line)
+    m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.CSVLogger(path, append=True)])
+    assert [r[:1] for r in csv.reader(open(path))] == [[], ["0"]]
+
+
+def test_progress_text_formats():
+    f = callbacks._fmt
+    assert [f(0.5), f(0.001), f(0.0005), f(-0.0005), f(0), f(0.0), f(np.float32(0.25)), f(3)] == \
+        ["0.5000", "0.0010", "5.0000e-04", "-5.0000e-04", "0.0000", "0.0000", "0.2500", "3.0000"]
+    assert [f(True), f("x"), f(None)] == ["True", "x", "None"]
+    assert callbacks._logs_text({"loss": 0.5, "acc": 1}) == "loss: 0.5000 - acc: 1.0000"
+    d = callbacks._duration
+    assert [d(1.0), d(1.5), d(2.6), d(0.9), d(0.9994), d(0.0)] == ["1s", "2s", "3s", "900ms", "999ms", "0ms"]
+    p = callbacks._per_step
+    assert [p(2.0, 2), p(1.0, 1), p(1.0, 0), p(3.0, 2), p(0.9, 1), p(0.001, 1), p(0.0009, 1), p(4e-6, 2)] == \
+        ["1s/step", "1s/step", "1s/step", "2s/step", "900ms/step", "1ms/step", "900us/step", "2us/step"]
+    assert p(6.349995500000002e-05, 1) == "63us/step"
+
+
+def test_progbar_logger_lines(monkeypatch, capsys):
+    clock = iter([10.0, 12.0, 20.0, 20.25])
+    monkeypatch.setattr(callbacks, "time", type("T", (), {"monotonic": staticmethod(lambda: next(clock))}))
+    bar = callbacks.ProgbarLogger()
+    bar.set_params({"verbose": 2, "epochs": 3, "steps": 4})
+    bar.on_train_begin()
+    bar.on_epoch_begin(0)
+    bar.on_epoch_end(0, {"loss": 0.5})
+    assert capsys.readouterr().out == "Epoch 1/3\n4/4 - 2s - 500ms/step - loss: 0.5000\n"
+    bar.set_params({"verbose": 2, "epochs": 3, "steps": None})   # no len(): the batches seen
+    bar.on_train_begin()
+    bar.on_epoch_begin(1)
+    bar.on_epoch_end(1, {})
+    assert capsys.readouterr().out == "Epoch 2/3\n0/0 - 250ms - 250ms/step - \n"
+    monkeypatch.undo()
+    bar = callbacks.ProgbarLogger()                 # no params: verbose 1 (a bar), one epoch
+    bar.on_train_begin()
+    bar.on_epoch_begin(0)
+    bar.on_train_batch_end(0, {"loss": 0.5})
+    bar.on_epoch_end(0, {"loss": 0.5})
+    out = capsys.readouterr().out
+    assert out.startswith("Epoch 1/1\n") and "1/?" in out and "loss: 0.5000" in out

@@ -138,3 +138,20 @@ def test_get_set_weights_order_and_to_json():
     x, _ = data()
     np.testing.assert_array_equal(fresh.predict(x, verbose=0), m.predict(x, verbose=0))
     assert json.loads(m.to_json())["class_name"] == "Sequential"
+
+
+def test_a_function_metric_is_left_out_of_the_saved_compile_settings(tmp_path):
+    """A metric given as a function is not saved (Keras would need custom_objects); the named ones are,
+    and the model loads (it used to fail: the function was saved as a None metric)."""
+    def top_prob(y_true, y_pred):
+        return y_pred.amax(dim=-1)
+
+    m = models.Sequential([layers.Dense(3, activation="softmax", input_shape=(6,))])
+    m.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy", top_prob])
+    x, y = data()
+    m.fit(x, y, verbose=0)
+    path = tmp_path / "m.keras"
+    m.save(path)
+    loaded = models.load_model(path)
+    assert loaded.evaluate(x, y, verbose=0, return_dict=True) == pytest.approx(
+        {k: v for k, v in m.evaluate(x, y, verbose=0, return_dict=True).items() if k != "top_prob"})

@@ -190,3 +190,36 @@ def test_layers_are_listed_by_depth_as_keras_does(capsys):
     assert [la.name for la in model.layers] == ["a", "dense", "b", "concatenate", "dense_1"]
     model.summary(line_length=76)     # the width Keras drew at: an 80-column terminal, minus 4
     assert capsys.readouterr().out == INPUT_LATE
+
+
+def _has_connections_column(model):
+    lines = []
+    model.summary(line_length=108, print_fn=lines.append)
+    return "Connected to" in lines[0].splitlines()[2]
+
+
+def test_sequential_like_graphs_get_the_three_column_table():
+    """Keras prints a functional model without "Connected to" when it is a chain: one input, one output,
+    every node with one input tensor, no layer used twice, no tensor used twice."""
+    x = keras.Input((4,))
+    assert not _has_connections_column(keras.Model(x, layers.Dense(2)(layers.Dense(3)(x))))   # a chain
+    x = keras.Input((4,))
+    assert _has_connections_column(keras.Model(x, layers.Dense(2)(layers.Concatenate()([x, x]))))  # 2 inputs
+    x = keras.Input((4,))
+    shared = layers.Dense(4)
+    assert _has_connections_column(keras.Model(x, shared(shared(x))))                        # a layer twice
+    x = keras.Input((4,))
+    assert _has_connections_column(keras.Model(x, [layers.Dense(2)(x), layers.Dense(3)(x)]))  # two outputs
+    a, b = keras.Input((4,)), keras.Input((2,))
+    assert _has_connections_column(keras.Model([a, b], [layers.Dense(2)(a), layers.Dense(3)(b)]))   # two inputs
+
+
+def test_connected_to_lists_only_this_models_calls():
+    dense = layers.Dense(2)
+    dense(keras.Input((3,)))                        # a call in another graph: node 0 of dense
+    a, b = keras.Input((3,), name="a"), keras.Input((1,), name="b")
+    model = keras.Model([a, b], layers.Concatenate()([dense(a), b]))
+    lines = []
+    model.summary(line_length=108, print_fn=lines.append)
+    row = next(line for line in lines[0].splitlines() if line.startswith("│ dense (Dense)"))
+    assert row.split("│")[4].strip() == "a[0][0]"

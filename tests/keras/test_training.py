@@ -212,3 +212,127 @@ def test_notes_mlp_on_fashion_mnist_reaches_87_percent():
     finally:
         ember.set_num_threads(threads)
     assert test_acc >= 0.87, f"test accuracy {test_acc:.4f} < 0.87"
+
+
+def test_train_test_predict_on_batch():
+    """Keras 3: each *_on_batch call resets the metrics first, so the values are those of this batch;
+    a number for loss only, [loss, metrics...] in `metrics_names` order, or a dict with return_dict=True."""
+    x, y = blobs(30)
+    model = models.Sequential([layers.Dense(16, activation="relu", input_shape=(4,)), layers.Dropout(0.5),
+                               layers.Dense(3, activation="softmax")])
+    with pytest.raises(RuntimeError, match=r"before using the model in `train_on_batch\(\)`"):
+        model.train_on_batch(x, y)
+    with pytest.raises(RuntimeError, match=r"before using the model in `test_on_batch\(\)`"):
+        model.test_on_batch(x, y)
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    p = model.predict_on_batch(x)                   # inference mode: no dropout, the same as predict
+    assert isinstance(p, np.ndarray) and p.shape == (30, 3)
+    np.testing.assert_array_equal(p, model.predict(x, verbose=0))
+    per_sample = -np.log(np.clip(p[np.arange(30), y], 1e-7, 1))
+    acc = np.mean(p.argmax(1) == y)
+    loss, a = model.test_on_batch(x, y)
+    assert loss == pytest.approx(per_sample.mean(), rel=1e-5) and a == pytest.approx(acc)
+    loss, a = model.test_on_batch(x[:10], y[:10])   # this batch's values, not a running mean
+    assert loss == pytest.approx(per_sample[:10].mean(), rel=1e-5)
+    w = np.linspace(0.0, 2.0, 30)
+    assert model.test_on_batch(x, y, sample_weight=w, return_dict=True) == pytest.approx(
+        {"loss": (per_sample * w).sum() / 30, "accuracy": acc}, rel=1e-5)          # metrics: not weighted
+    logs = model.train_on_batch(x[:10], y[:10], return_dict=True)   # dropout: the loss differs from p's
+    assert sorted(logs) == ["accuracy", "loss"] and logs["loss"] != pytest.approx(per_sample[:10].mean())
+    loss, _ = model.train_on_batch(x[:10], y[:10], sample_weight=np.zeros(10))
+    assert loss == 0.0
+    loss, _ = model.train_on_batch(x, y, class_weight={0: 0.0, 1: 0.0, 2: 0.0})
+    assert loss == 0.0
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    assert model.test_on_batch(x, y) == pytest.approx(per_sample.mean(), rel=1e-5)   # loss only: a number
+    assert isinstance(model.train_on_batch(x, y), float)
+
+
+def test_get_layer_and_sequential_pop():
+    model = mlp()
+    assert model.get_layer("dense_1") is model.layers[1] and model.get_layer(index=0) is model.layers[0]
+    with pytest.raises(ValueError) as e:
+        model.get_layer("nope")
+    assert str(e.value) == "No such layer: nope. Existing layers are: ['dense', 'dense_1']."
+    last = model.pop()
+    assert last.name == "dense_1" and [la.name for la in model.layers] == ["dense"]
+    assert model.predict(np.zeros((2, 4)), verbose=0).shape == (2, 16)
+    lazy = models.Sequential([layers.Dense(5), layers.Dense(2)])   # no input shape: built by its first call
+    lazy(np.zeros((1, 3)))
+    lazy.pop()
+    assert lazy.built is False                      # Keras: unbuilt until called again
+    lazy(np.zeros((1, 3)))
+    lines = []
+    lazy.summary(line_length=88, print_fn=lines.append)
+    assert "(None, 5)" in lines[0]
+
+
+def test_functional_config_and_json():
+    import json
+    x = keras.Input((4,))
+    model = keras.Model(x, layers.Dense(2)(x), name="net")
+    config = model.get_config()
+    assert {"name", "trainable", "layers", "input_layers", "output_layers"} <= set(config)
+    assert (config["name"], config["trainable"]) == ("net", True)
+    assert json.loads(model.to_json()) == {"class_name": "Functional", "config": json.loads(json.dumps(config))}
+    assert keras.models.clone_model(model).name == "net"
+
+
+def test_evaluate_progress_bar_counts_batches(capsys):
+    x, y = blobs(30)
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.evaluate(x, y, batch_size=10)
+    out = capsys.readouterr().out
+    assert "3/3" in out and "loss: " in out
+
+
+def test_sample_and_class_weights_weigh_the_loss_and_weighted_metrics_only(tmp_path):
+    """Keras 3 (trainers/compile_utils.py): `metrics` are updated without the sample weights, `weighted_metrics`
+    with them; a weighted metric whose name is taken gets the prefix `weighted_`. Ember used to weigh
+    `metrics` and ignore `weighted_metrics`."""
+    x, y = blobs(30)
+    model = mlp()
+
+    def top_prob(y_true, y_pred):
+        return y_pred.amax(dim=-1)
+
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy", metrics=["accuracy"],
+                  weighted_metrics=["accuracy", top_prob])
+    p = model.predict(x, verbose=0)
+    per_sample = -np.log(np.clip(p[np.arange(30), y], 1e-7, 1))
+    right = (p.argmax(1) == y).astype(float)
+    w = np.linspace(0.0, 2.0, 30)
+    assert 0 < right.mean() < 1 and (right * w).sum() / w.sum() != pytest.approx(right.mean())
+    logs = model.evaluate(x, y, sample_weight=w, batch_size=30, verbose=0, return_dict=True)
+    assert logs == pytest.approx({"loss": (per_sample * w).sum() / 30, "accuracy": right.mean(),
+                                  "weighted_accuracy": (right * w).sum() / w.sum(),
+                                  "top_prob": (p.max(1) * w).sum() / w.sum()}, rel=1e-5)
+    assert model.metrics_names == ["loss", "accuracy", "weighted_accuracy", "top_prob"]
+    assert model.evaluate(x, y, sample_weight=w, batch_size=30, verbose=0) == pytest.approx(
+        [logs["loss"], logs["accuracy"], logs["weighted_accuracy"], logs["top_prob"]])
+    weights = {0: 0.2, 1: 1.0, 2: 3.0}
+    h = model.fit(x, y, batch_size=30, class_weight=weights, verbose=0, shuffle=False)
+    cw = np.array([weights[c] for c in y])
+    assert h.history["accuracy"][0] == pytest.approx(right.mean())
+    assert h.history["weighted_accuracy"][0] == pytest.approx((right * cw).sum() / cw.sum())
+    path = tmp_path / "m.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    del logs["top_prob"]                              # a function metric is not saved (Keras: custom_objects)
+    assert loaded.evaluate(x, y, sample_weight=w, batch_size=30, verbose=0, return_dict=True) == pytest.approx(logs)
+
+
+def test_multi_output_model_without_metrics_fits():
+    """A model with two outputs compiled with no metrics (it used to fail: "0 metrics were given")."""
+    a = keras.Input((4,))
+    model = keras.Model(a, [layers.Dense(2, name="p")(a), layers.Dense(1, name="q")(a)])
+    model.compile(keras.optimizers.SGD(0.0), loss=["mse", "mae"])
+    x = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    yp, yq = np.ones((8, 2), np.float32), np.zeros((8, 1), np.float32)
+    h = model.fit(x, [yp, yq], batch_size=8, verbose=0)
+    p, q = model.predict(x, verbose=0)
+    assert sorted(h.history) == ["loss", "p_loss", "q_loss"]
+    assert h.history["p_loss"][0] == pytest.approx(((p - 1) ** 2).mean(), rel=1e-5)
+    assert h.history["q_loss"][0] == pytest.approx(np.abs(q).mean(), rel=1e-5)
+    assert model.metrics_names == ["loss", "p_loss", "q_loss"]
