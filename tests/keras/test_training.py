@@ -336,3 +336,94 @@ def test_multi_output_model_without_metrics_fits():
     assert h.history["p_loss"][0] == pytest.approx(((p - 1) ** 2).mean(), rel=1e-5)
     assert h.history["q_loss"][0] == pytest.approx(np.abs(q).mean(), rel=1e-5)
     assert model.metrics_names == ["loss", "p_loss", "q_loss"]
+
+
+class _Probe(layers.Layer):
+    """Records the first feature of each training batch it sees (the sample ids below)."""
+
+    def __init__(self, seen, **kwargs):
+        super().__init__(**kwargs)
+        self.seen = seen
+
+    def call(self, x, training=False):
+        if training:
+            self.seen.append([int(v) for v in x.numpy()[:, 0]])
+        return x
+
+
+def _probe_model(seen):
+    model = models.Sequential([_Probe(seen, input_shape=(4,)), layers.Dense(3, activation="softmax")])
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    return model
+
+
+def test_batches_in_order_without_shuffle_and_a_new_permutation_each_epoch():
+    x = np.zeros((10, 4), np.float32)
+    x[:, 0] = np.arange(10)
+    y = np.arange(10) % 3
+    seen = []
+    h = _probe_model(seen).fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]] * 2 and h.params["steps"] == 3
+    seen.clear()
+    _probe_model(seen).fit(x, y, batch_size=4, epochs=2, verbose=0)      # shuffle=True is the default
+    epochs = [sum(seen[:3], []), sum(seen[3:], [])]
+    assert [len(b) for b in seen] == [4, 4, 2] * 2
+    assert [sorted(e) for e in epochs] == [list(range(10))] * 2
+    assert epochs[0] != list(range(10)) and epochs[0] != epochs[1]
+
+
+def test_steps_validation_freq_and_batch_sizes():
+    x = np.zeros((10, 4), np.float32)
+    x[:, 0] = np.arange(10)
+    y = np.arange(10) % 3
+    seen, val = [], []
+    model = _probe_model(seen)
+    count = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: val.append(sorted(logs)))
+    h = model.fit(x, y, batch_size=2, epochs=4, shuffle=False, steps_per_epoch=2, validation_data=(x, y),
+                  validation_freq=2, validation_batch_size=5, verbose=0, callbacks=[count])
+    assert seen == [[0, 1], [2, 3]] * 4 and h.params["steps"] == 2
+    assert val == [["loss"], ["loss", "val_loss"]] * 2 and len(h.history["val_loss"]) == 2
+    tests = []
+    rec = keras.callbacks.LambdaCallback()
+    rec.on_test_batch_begin = lambda batch, logs=None: tests.append(batch)
+    model.fit(x, y, batch_size=2, validation_data=(x, y), validation_steps=1, verbose=0, callbacks=[rec])
+    model.fit(x, y, batch_size=2, validation_data=(x, y), verbose=0, callbacks=[rec])   # val batch = batch_size
+    assert tests == [0] + [0, 1, 2, 3, 4]
+    assert model.evaluate(x, y, batch_size=2, steps=1, verbose=0) == pytest.approx(
+        model.evaluate(x[:2], y[:2], verbose=0))
+    assert model.predict(x, batch_size=3, steps=2, verbose=0).shape == (6, 3)
+
+
+def test_stop_training_from_a_batch_callback_ends_fit():
+    x, y = blobs(40)
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    batches = []
+
+    def on_batch(batch, logs):
+        batches.append(batch)
+        if batch == 1:
+            model.stop_training = True
+
+    h = model.fit(x, y, batch_size=10, epochs=3, verbose=0,
+                  callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=on_batch)])
+    assert batches == [0, 1] and h.epoch == [0]
+    h = model.fit(x, y, batch_size=10, epochs=2, verbose=0)        # a new fit starts again
+    assert h.epoch == [0, 1]
+
+
+def test_dataloader_batches_with_sample_weights_and_inputs_only():
+    x, y = blobs(12)
+    model = mlp()
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    p = model.predict(x, verbose=0)
+    per_sample = -np.log(np.clip(p[np.arange(12), y], 1e-7, 1))
+    w = np.linspace(0.0, 2.0, 12).astype(np.float32)
+    loader = DataLoader(TensorDataset(ember.tensor(x), ember.tensor(y), ember.tensor(w)), batch_size=12)
+    assert model.evaluate(loader, verbose=0) == pytest.approx((per_sample * w).sum() / 12, rel=1e-5)
+    h = model.fit(loader, verbose=0)
+    assert h.history["loss"][0] == pytest.approx((per_sample * w).sum() / 12, rel=1e-5)
+    only_x = DataLoader(TensorDataset(ember.tensor(x)), batch_size=5)
+    np.testing.assert_allclose(model.predict(only_x, verbose=0), p, rtol=1e-6)
+    plain = DataLoader(ember.tensor(x), batch_size=5)           # batches that are tensors, not tuples
+    np.testing.assert_allclose(model.predict(plain, verbose=0), p, rtol=1e-6)
