@@ -2,6 +2,7 @@
 import csv
 import math
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -431,6 +432,7 @@ def test_progress_text_formats():
 def test_progbar_logger_lines(monkeypatch, capsys):
     clock = iter([10.0, 12.0, 20.0, 20.25])
     monkeypatch.setattr(callbacks, "time", type("T", (), {"monotonic": staticmethod(lambda: next(clock))}))
+    # (the lambda reads `clock` when called: reassigning it below feeds the next epoch)
     bar = callbacks.ProgbarLogger()
     bar.set_params({"verbose": 2, "epochs": 3, "steps": 4})
     bar.on_train_begin()
@@ -442,6 +444,12 @@ def test_progbar_logger_lines(monkeypatch, capsys):
     bar.on_epoch_begin(1)
     bar.on_epoch_end(1, {})
     assert capsys.readouterr().out == "Epoch 2/3\n0/0 - 250ms - 250ms/step - \n"
+    clock = iter([0.0, 3.0])
+    bar.on_epoch_begin(2)
+    for b in range(3):
+        bar.on_train_batch_end(b, {"loss": 0.5})
+    bar.on_epoch_end(2, {"loss": 0.5})
+    assert capsys.readouterr().out == "Epoch 3/3\n3/3 - 3s - 1s/step - loss: 0.5000\n"
     monkeypatch.undo()
     bar = callbacks.ProgbarLogger()                 # no params: verbose 1 (a bar), one epoch
     bar.on_train_begin()
@@ -450,3 +458,144 @@ def test_progbar_logger_lines(monkeypatch, capsys):
     bar.on_epoch_end(0, {"loss": 0.5})
     out = capsys.readouterr().out
     assert out.startswith("Epoch 1/1\n") and "1/?" in out and "loss: 0.5000" in out
+
+
+def test_model_checkpoint_defaults_and_arguments(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ck = callbacks.ModelCheckpoint(tmp_path / "m.keras")
+    assert (ck.filepath, ck.monitor, ck.verbose, ck.save_best_only, ck.save_weights_only, ck.mode, ck.save_freq,
+            ck.best) == (str(tmp_path / "m.keras"), "val_loss", 0, False, False, "auto", "epoch", None)
+    with pytest.warns(UserWarning) as w:
+        ck = callbacks.ModelCheckpoint(tmp_path / "m.keras", mode="typo")
+    assert [str(r.message) for r in w] == ["ModelCheckpoint mode 'typo' is unknown, fallback to auto mode."]
+    assert ck.mode == "auto"
+    for bad in ("batch", 1.5, None):
+        with pytest.raises(ValueError) as e:
+            callbacks.ModelCheckpoint(tmp_path / "m.keras", save_freq=bad)
+        assert str(e.value) == f"Unrecognized save_freq: {bad!r}. Expected save_freq are 'epoch' or integer values"
+
+
+def _saved_epochs(m, ck, values, key):
+    saved = []
+    m.save = lambda path, **kw: saved.append(path)
+    seq = iter(values)
+    fake = callbacks.LambdaCallback(on_epoch_end=lambda e, logs: logs.update({key: next(seq)}))
+    spy = callbacks.LambdaCallback(on_epoch_end=lambda e, logs: saved.append(e))
+    x, y = data()
+    m.fit(x, y, epochs=len(values), verbose=0, callbacks=[fake, ck, spy])
+    # an epoch number follows each epoch; a path before it means that epoch saved
+    return [e for i, e in enumerate(saved) if isinstance(e, int) and i > 0 and not isinstance(saved[i - 1], int)]
+
+
+@pytest.mark.parametrize("monitor,mode,threshold,values,epochs", [
+    ("val_loss", "auto", None, [1.0, 2.0, 0.5], [0, 2]),
+    ("val_loss", "min", None, [1.0, 1.0, 0.5], [0, 2]),        # equal is not better
+    ("val_loss", "max", None, [1.0, 2.0, 1.5], [0, 1]),
+    ("val_accuracy", "min", None, [0.5, 0.4, 0.6], [0, 1]),
+    ("val_accuracy", "auto", None, [0.5, 0.6, 0.55], [0, 1]),
+    ("val_auc", "auto", None, [0.5, 0.6, 0.55], [0, 1]),
+    ("val_loss", "auto", 0.8, [1.0, 0.9, 0.7], [2]),           # initial_value_threshold: the best to beat
+    ("val_accuracy", "auto", 0.8, [0.5, 0.9, 0.85], [1]),
+])
+def test_model_checkpoint_best_only_direction_and_threshold(tmp_path, monitor, mode, threshold, values, epochs):
+    ck = callbacks.ModelCheckpoint(tmp_path / "m.keras", monitor=monitor, mode=mode, save_best_only=True,
+                                   initial_value_threshold=threshold)
+    assert _saved_epochs(model(), ck, values, monitor) == epochs
+
+
+def test_model_checkpoint_messages_missing_monitor_and_bad_pattern(tmp_path, capsys):
+    path = str(tmp_path / "sub" / "m.keras")                    # the directory is made
+    ck = callbacks.ModelCheckpoint(path, save_best_only=True, verbose=1)
+    _saved_epochs(model(), ck, [0.5, 0.7, 0.25], "val_loss")
+    assert capsys.readouterr().out == (f"\nEpoch 1: val_loss improved from inf to 0.50000, saving model to {path}\n"
+                                       f"\nEpoch 2: val_loss did not improve from 0.50000\n"
+                                       f"\nEpoch 3: val_loss improved from 0.50000 to 0.25000, saving model to "
+                                       f"{path}\n")
+    m = model()
+    x, y = data()
+    m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path, verbose=1)])
+    assert capsys.readouterr().out == f"\nEpoch 1: saving model to {path}\n" and os.path.exists(path)
+    with pytest.warns(UserWarning) as w:
+        m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path, save_best_only=True)])
+    assert [str(r.message) for r in w] == ["Can save best model only with val_loss available, skipping. Available: "
+                                           "accuracy, loss"]
+    pattern = str(tmp_path / "m-{val_x:.2f}.keras")
+    with pytest.raises(KeyError) as e:
+        m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(pattern)])
+    assert e.value.args[0] == (f'Failed to format this callback filepath: "{pattern}". Reason: \'val_x\' is not in '
+                               f"the logs (accuracy, loss)")
+
+
+def test_model_checkpoint_every_n_batches(tmp_path):
+    """save_freq=3: after every third batch, counted across epochs (Keras), named by epoch and batch."""
+    x, y = data(10)
+    m = model()
+    pattern = str(tmp_path / "w-{epoch}-{batch}-{loss:.1f}.weights.safetensors")
+    names = []
+    orig = m.save_weights
+    m.save_weights = lambda path, **kw: (names.append(os.path.basename(path)), orig(path, **kw))
+    logs = []
+    rec = callbacks.LambdaCallback(on_train_batch_end=lambda b, lg: logs.append(lg["loss"]))
+    m.fit(x, y, batch_size=2, epochs=2, verbose=0, shuffle=False,
+          callbacks=[rec, callbacks.ModelCheckpoint(pattern, save_weights_only=True, save_freq=3)])
+    assert names == [f"w-1-3-{logs[2]:.1f}.weights.safetensors", f"w-2-1-{logs[5]:.1f}.weights.safetensors",
+                     f"w-2-4-{logs[8]:.1f}.weights.safetensors"]
+    assert sorted(os.listdir(tmp_path)) == sorted(names)
+
+
+def test_callback_list_order():
+    mine = callbacks.LambdaCallback()
+    cbs = callbacks.CallbackList([mine], add_history=True, add_progbar=True, model="m", verbose=0, epochs=3)
+    assert [type(c).__name__ for c in cbs] == ["ProgbarLogger", "LambdaCallback", "History"]
+    assert cbs.history is cbs.callbacks[-1] and all(c.model == "m" for c in cbs)
+    assert [c.params for c in cbs] == [{"verbose": 0, "epochs": 3}] * 3
+    with pytest.raises(AttributeError):
+        cbs.on_epoch_ends
+
+
+class _FakeBar:
+    """Records what ProgbarLogger asks of tqdm."""
+    made = []
+
+    def __init__(self, **kwargs):
+        self.kwargs, self.calls = kwargs, []
+        _FakeBar.made.append(self)
+
+    def set_postfix_str(self, text, refresh=True):
+        self.calls.append(("postfix", text, refresh))
+
+    def update(self, n=1):
+        self.calls.append(("update", n))
+
+    def close(self):
+        self.calls.append(("close",))
+
+
+def test_progbar_logger_drives_one_bar_per_epoch(monkeypatch, capsys):
+    import tqdm.auto
+    monkeypatch.setattr(tqdm.auto, "tqdm", _FakeBar)
+    _FakeBar.made.clear()
+    clock = iter([0.0, 10.0, 10.1, 10.5, 10.55, 10.6, 20.0, 20.1, 20.2])
+    monkeypatch.setattr(callbacks, "time", type("T", (), {"monotonic": staticmethod(lambda: next(clock))}))
+    bar = callbacks.ProgbarLogger()
+    bar.set_params({"verbose": 1, "epochs": 2, "steps": 4})
+    bar.on_train_begin()
+    bar.on_epoch_begin(0)                                             # t = 0
+    for b, t in enumerate([10.0, 10.1, 10.5, 10.55]):
+        bar.on_train_batch_end(b, {"loss": float(b)})
+    bar.on_epoch_end(0, {"loss": 3.0, "val_loss": 4.0})               # t = 10.6
+    (first,) = _FakeBar.made
+    assert first.kwargs == {"total": 4, "file": sys.stdout, "unit": "step", "dynamic_ncols": True, "leave": True,
+                            "bar_format": "{n_fmt}/{total_fmt} {bar:20} {elapsed}<{remaining} {rate_fmt}{postfix}"}
+    # the running logs shown at most every 0.2 s, and at the last step
+    assert first.calls == [("postfix", "loss: 0.0000", False), ("update", 1), ("update", 1),
+                           ("postfix", "loss: 2.0000", False), ("update", 1), ("postfix", "loss: 3.0000", False),
+                           ("update", 1), ("postfix", "loss: 3.0000 - val_loss: 4.0000", False), ("close",)]
+    bar.on_epoch_begin(1)                                             # t = 20.0
+    bar.on_train_batch_end(0, None)                                   # t = 20.1: the first batch always shows
+    bar.on_train_end()
+    bar.on_train_end()
+    second = _FakeBar.made[1]
+    assert second.calls == [("postfix", "", False), ("update", 1), ("close",)]
+    assert capsys.readouterr().out == "Epoch 1/2\nEpoch 2/2\n"
