@@ -715,6 +715,13 @@ class Functional(Model):
         return ", ".join(parts) or "-"
 
     def _check_input(self, shapes):
+        if isinstance(shapes, dict):              # Keras: a dict of inputs by their Input's name
+            names = [t._keras_history[0].name for t in self.inputs]
+            missing = [n for n in names if n not in shapes]
+            if missing:
+                raise ValueError(f'Layer "{self.name}" expects inputs named {names}, but the dict given has no '
+                                 f"{missing} (its keys: {sorted(shapes)}) (at {user_frame()})")
+            shapes = [shapes[n] for n in names]
         given = shapes if isinstance(shapes, list) else [shapes]
         if len(given) != len(self.inputs):
             raise ValueError(f'Layer "{self.name}" expects {len(self.inputs)} input(s), but it received '

@@ -427,3 +427,73 @@ def test_dataloader_batches_with_sample_weights_and_inputs_only():
     np.testing.assert_allclose(model.predict(only_x, verbose=0), p, rtol=1e-6)
     plain = DataLoader(ember.tensor(x), batch_size=5)           # batches that are tensors, not tuples
     np.testing.assert_allclose(model.predict(plain, verbose=0), p, rtol=1e-6)
+
+
+def test_validation_split_of_several_inputs_and_outputs():
+    a, b = keras.Input((4,), name="a"), keras.Input((2,), name="b")
+    h = layers.Dense(8, activation="relu")(layers.Concatenate()([a, b]))
+    model = keras.Model([a, b], [layers.Dense(3, activation="softmax", name="cls")(h), layers.Dense(1, name="reg")(h)])
+    model.compile(keras.optimizers.SGD(0.0), loss={"cls": "sparse_categorical_crossentropy", "reg": "mse"})
+    x, y = blobs(40)
+    xb, yr = np.random.default_rng(1).random((40, 2)), np.random.default_rng(2).random((40, 1))
+    hist = model.fit([x, xb], {"cls": y, "reg": yr}, validation_split=0.25, batch_size=10, verbose=0)
+    val = model.evaluate([x[30:], xb[30:]], {"cls": y[30:], "reg": yr[30:]}, batch_size=10, verbose=0,
+                         return_dict=True)
+    assert hist.history["val_loss"][0] == pytest.approx(val["loss"], rel=1e-5)
+    assert hist.history["val_reg_loss"][0] == pytest.approx(val["reg_loss"], rel=1e-5)
+    assert hist.params["steps"] == 3                             # 30 training samples, batch 10
+    # the inputs by name, as Keras takes them (this failed: "expects 2 input(s), but it received 1")
+    np.testing.assert_allclose(model({"a": x[:5], "b": xb[:5]})[1].detach().numpy(),
+                               model([x[:5], xb[:5]])[1].detach().numpy())
+    by_name = model.predict({"b": xb, "a": x}, batch_size=7, verbose=0)
+    np.testing.assert_allclose(by_name[0], model.predict([x, xb], verbose=0)[0], rtol=1e-6)
+    h = model.fit({"a": x, "b": xb}, {"cls": y, "reg": yr}, batch_size=40, verbose=0)
+    assert h.history["loss"][0] == pytest.approx(model.evaluate([x, xb], [y, yr], batch_size=40, verbose=0)[0],
+                                                 rel=1e-5)
+    with pytest.raises(ValueError, match=r"^Layer \"functional\" expects inputs named \['a', 'b'\], but the dict "
+                                         r"given has no \['b'\] \(its keys: \['a', 'c'\]\) \(at "):
+        model({"a": x, "c": xb})
+
+
+def test_functional_input_shape_check():
+    x = keras.Input((3,))
+    model = keras.Model(x, layers.Dense(2)(x))
+    for bad in (np.zeros((2, 4)), np.zeros((2, 3, 1))):
+        with pytest.raises(ValueError) as e:
+            model.predict(bad, verbose=0)
+        assert str(e.value).startswith('Input 0 of layer "functional" is incompatible with the layer: expected '
+                                       f"shape=(None, 3), found shape={bad.shape}")
+    assert model.predict(np.zeros((5, 3)), verbose=0).shape == (5, 2)   # any batch size
+
+
+def test_subclassed_model_build_and_config():
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.norm = layers.BatchNormalization()
+            self.fc = layers.Dense(2)
+
+        def call(self, x):
+            if isinstance(x, list):
+                x = ember.cat(x, dim=-1)
+            return self.fc(self.norm(x))
+
+    net = Net()
+    net.build((None, 5))                   # zeros of (1, 5) in inference mode: the moving statistics stay
+    assert net.built is True and [tuple(w.shape) for w in net.fc.get_weights()] == [(5, 2), (2,)]
+    mean, var = net.norm.moving_mean.numpy(), net.norm.moving_variance.numpy()
+    np.testing.assert_array_equal(mean, np.zeros(5))
+    np.testing.assert_array_equal(var, np.ones(5))
+    two = Net()
+    two.build([(None, 3), (None, 4)])      # several inputs: a list of shapes
+    assert [tuple(w.shape) for w in two.fc.get_weights()] == [(7, 2), (2,)]
+    with pytest.raises(NotImplementedError) as e:
+        net.get_config()
+    assert str(e.value).startswith("Net is a subclassed model: it has no config to save.")
+
+
+def test_summary_positions():
+    lines = []
+    mlp().summary(line_length=60, positions=[0.5, 0.75, 1.0], print_fn=lines.append)
+    header = lines[0].splitlines()[3]                             # "Output Shape" wraps: "Output" above
+    assert header.index("┃ Shape") == 30 and len(header) == 60               # 0.5 of 60 (default: 0.45)
