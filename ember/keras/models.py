@@ -10,6 +10,7 @@ outputs), or an Ember `DataLoader` yielding (x, y) or (x, y, sample_weight) batc
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -336,10 +337,13 @@ class Model(Layer):
             y_pred = self(x, training=True)
         loss = self.compute_loss(x, y, y_pred, sample_weight)
         variables = self.trainable_weights
-        for v in variables:
-            v.grad = None
-        loss.backward()
-        self.optimizer.apply([v.grad for v in variables], variables)
+        if variables:
+            for v in variables:
+                v.grad = None
+            loss.backward()
+            self.optimizer.apply([v.grad for v in variables], variables)
+        else:                                     # Keras: a frozen model still reports its loss and metrics
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         with no_grad():
             self._update_metrics(y, y_pred, sample_weight, loss, _batch_len(x))
         return self._logs()
@@ -651,6 +655,8 @@ class Functional(Model):
             self._modules[layer.name] = layer
         self.built = True
         self._last_output_shape = [t.shape for t in self.outputs] if len(self.outputs) > 1 else self.outputs[0].shape
+        if not trainable:
+            self.trainable = False                # freezes every layer, as setting it later does
 
     def _topological_nodes(self):
         input_ids = {id(t) for t in self.inputs}
@@ -791,6 +797,8 @@ class Sequential(Model):
         for layer in layers or []:
             self.add(layer, rebuild=False)
         self._rebuild()
+        if not trainable:
+            self.trainable = False                # freezes every layer, as setting it later does
 
     def add(self, layer, rebuild=True):
         """Append a layer (or start the model with `keras.Input(shape=...)`)."""

@@ -100,7 +100,7 @@ def model_from_config(config, custom_objects=None):
     if cls_name == "Sequential":
         from .models import Sequential
         layers = [layer_from_config(c, classes) for c in cfg["layers"]]
-        model = Sequential(layers, name=cfg.get("name"))
+        model = Sequential(layers, name=cfg.get("name"), trainable=cfg.get("trainable", True))
         if not model.built and cfg.get("batch_input_shape"):
             model.build(tuple(cfg["batch_input_shape"]))
         return model
@@ -152,7 +152,7 @@ def _functional_from_config(cfg, classes):
         old_index[layer.name].append(key)
         outputs_of[(layer.name, key)] = outs
     inputs, outputs = resolve(cfg["input_layers"]), resolve(cfg["output_layers"])
-    return Functional(inputs, outputs, name=cfg.get("name"))
+    return Functional(inputs, outputs, name=cfg.get("name"), trainable=cfg.get("trainable", True))
 
 
 def _saved_node_index(cfg, layer_name, k):

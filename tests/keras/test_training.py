@@ -497,3 +497,34 @@ def test_summary_positions():
     mlp().summary(line_length=60, positions=[0.5, 0.75, 1.0], print_fn=lines.append)
     header = lines[0].splitlines()[3]                             # "Output Shape" wraps: "Output" above
     assert header.index("┃ Shape") == 30 and len(header) == 60               # 0.5 of 60 (default: 0.45)
+
+
+def _frozen_models():
+    yield models.Sequential([layers.Dense(3, activation="softmax", input_shape=(4,))], trainable=False)
+    inp = keras.Input((4,))
+    yield keras.Model(inp, layers.Dense(3, activation="softmax")(inp), trainable=False)
+    model = mlp()
+    model.trainable = False
+    yield model
+
+
+def test_a_frozen_model_has_no_trainable_weights_and_still_fits(tmp_path):
+    """Keras: `trainable=False` on a model freezes all of its layers (given at construction or set later),
+    `fit` warns "The model does not have any trainable weights." and still reports the loss; the flag is
+    saved. Before: the constructor flag froze nothing and fit failed in backward()."""
+    x, y = blobs(16)
+    for frozen in _frozen_models():
+        assert frozen.trainable_weights == [] and len(frozen.non_trainable_weights) == len(frozen.weights) > 0
+        frozen.compile("adam", "sparse_categorical_crossentropy")
+        before = frozen.get_weights()
+        with pytest.warns(UserWarning, match="^The model does not have any trainable weights.$"):
+            h = frozen.fit(x, y, batch_size=16, verbose=0)
+        assert h.history["loss"][0] == pytest.approx(frozen.evaluate(x, y, verbose=0), rel=1e-5)
+        for a, b in zip(before, frozen.get_weights()):
+            np.testing.assert_array_equal(a, b)
+        assert keras.models.clone_model(frozen).trainable is False
+        frozen.save(tmp_path / "f.keras")
+        assert keras.models.load_model(tmp_path / "f.keras").trainable_weights == []
+    model = mlp()
+    model.layers[0].trainable = False                 # one frozen layer: the other still trains
+    assert model.trainable_weights == model.layers[1].weights
