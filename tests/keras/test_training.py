@@ -528,3 +528,76 @@ def test_a_frozen_model_has_no_trainable_weights_and_still_fits(tmp_path):
     model = mlp()
     model.layers[0].trainable = False                 # one frozen layer: the other still trains
     assert model.trainable_weights == model.layers[1].weights
+
+
+def test_predict_callbacks_see_the_model_and_each_batchs_outputs(capsys):
+    x, y = blobs(10)
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    seen = []
+
+    class Outputs(keras.callbacks.Callback):
+        def on_predict_batch_end(self, batch, logs=None):
+            seen.append((batch, self.model is model, logs["outputs"].shape))
+
+    out = model.predict(x, batch_size=4, verbose=0, callbacks=[Outputs()])
+    assert seen == [(0, True, (4, 3)), (1, True, (4, 3)), (2, True, (2, 3))]
+    assert out.dtype == np.float32                    # the model's dtype, as Keras returns it
+    model.evaluate(x, y, verbose=0)
+    assert capsys.readouterr().out == ""             # verbose=0: no bar
+
+
+def test_functional_layer_order_by_depth():
+    """Keras's order (model.layers, weights, summary): deepest first, a shared layer at its deepest call,
+    ties in the order the walk from the outputs meets them."""
+    x = keras.Input((4,), name="x")
+    a, b, c = layers.Dense(2, name="a"), layers.Dense(4, name="b"), layers.Dense(2, name="c")
+    model = keras.Model(x, [a(x), c(b(x))])
+    assert [la.name for la in model.layers] == ["x", "b", "a", "c"]
+    x = keras.Input((4,), name="x")
+    s, d = layers.Dense(4, name="s"), layers.Dense(4, name="d")
+    model = keras.Model(x, s(d(s(x))))
+    assert [la.name for la in model.layers] == ["x", "s", "d"]
+
+
+def test_functional_model_errors():
+    x = keras.Input((4,))
+    for bad, what in (((np.zeros(3), layers.Dense(2)(x)), "inputs"), ((x, np.zeros(3)), "outputs")):
+        with pytest.raises(TypeError) as e:
+            keras.Model(*bad)
+        assert str(e.value) == (f"Model({what}=...): expected KerasTensors (keras.Input(...) and the outputs of "
+                                "layers called on them), got ndarray")
+    h = layers.Dense(3, name="hidden")(x)
+    with pytest.raises(ValueError) as e:
+        keras.Model(h, layers.Dense(2)(h))
+    assert str(e.value).startswith("Model inputs must come from `keras.Input`; ")
+    assert str(e.value).endswith(" is the output of layer 'hidden'")
+
+
+def test_uncalled_functional_inside_a_subclassed_model_shows_its_output_shapes():
+    def functional(n_out):
+        inp = keras.Input((3,))
+        outs = [layers.Dense(2)(inp) for _ in range(n_out)]
+        return keras.Model(inp, outs if n_out > 1 else outs[0])
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.one, self.two = functional(1), functional(2)
+
+        def call(self, x):
+            return self.one(x)
+
+    lines = []
+    Net().summary(line_length=88, print_fn=lines.append)
+    rows = [line for line in lines[0].splitlines() if "(Functional)" in line]
+    assert "(None, 2)" in rows[0] and "[(None, 2), (None, 2)]" in rows[1]
+
+
+def test_clone_keeps_name_and_the_shape_a_call_built():
+    model = models.Sequential([layers.Dense(3), layers.Dense(2)], name="net")
+    model(np.zeros((1, 5)))                           # built by a call: no input_shape given
+    clone = keras.models.clone_model(model)
+    assert clone.name == "net" and clone.count_params() == model.count_params() == 26
+    assert model.get_config()["batch_input_shape"] == [None, 5]
+    assert "batch_input_shape" not in models.Sequential([layers.Dense(3)]).get_config()
