@@ -330,7 +330,7 @@ def test_multi_output_model_without_metrics_fits():
     model.compile(keras.optimizers.SGD(0.0), loss=["mse", "mae"])
     x = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
     yp, yq = np.ones((8, 2), np.float32), np.zeros((8, 1), np.float32)
-    h = model.fit(x, [yp, yq], batch_size=8, verbose=0)
+    h = model.fit(x, [yp, yq], batch_size=3, verbose=0)         # batches of 3, 3, 2: weighted by their size
     p, q = model.predict(x, verbose=0)
     assert sorted(h.history) == ["loss", "p_loss", "q_loss"]
     assert h.history["p_loss"][0] == pytest.approx(((p - 1) ** 2).mean(), rel=1e-5)
@@ -601,3 +601,106 @@ def test_clone_keeps_name_and_the_shape_a_call_built():
     assert clone.name == "net" and clone.count_params() == model.count_params() == 26
     assert model.get_config()["batch_input_shape"] == [None, 5]
     assert "batch_input_shape" not in models.Sequential([layers.Dense(3)]).get_config()
+
+
+def test_class_weight_label_forms():
+    """Keras (data_adapter_utils.class_weight_to_sample_weights): one-hot targets by their argmax, (N, 1)
+    labels squeezed, float labels rounded; classes without a weight weigh 1."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((12, 4)).astype(np.float32)
+    labels = np.array([0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0])
+    cw = {0: 0.5, 1: 3.0, 7: 2.0}                    # a class the data does not have: fine
+    w = np.where(labels == 1, 3.0, 0.5)
+
+    def loss_with(loss, y, out, **kw):
+        model = models.Sequential([layers.Dense(out, activation="softmax" if out > 1 else "sigmoid",
+                                                input_shape=(4,))])
+        model.compile(keras.optimizers.SGD(0.0), loss)
+        p = model.predict(x, verbose=0)
+        h = model.fit(x, y, batch_size=12, class_weight=cw, verbose=0, **kw)
+        return p, h.history["loss"][0]
+
+    p, got = loss_with("categorical_crossentropy", np.eye(2)[labels], 2)       # one-hot, two classes
+    assert got == pytest.approx((-np.log(p[np.arange(12), labels]) * w).sum() / 12, rel=1e-5)
+    p, got = loss_with("sparse_categorical_crossentropy", labels[:, None], 2)  # (N, 1) integer labels
+    assert got == pytest.approx((-np.log(p[np.arange(12), labels]) * w).sum() / 12, rel=1e-5)
+    soft = np.where(labels == 1, 0.8, 0.2)[:, None].astype(np.float32)        # soft labels: rounded
+    p, got = loss_with("binary_crossentropy", soft, 1)
+    p = np.clip(p[:, 0], 1e-7, 1 - 1e-7)
+    bce = -(soft[:, 0] * np.log(p) + (1 - soft[:, 0]) * np.log(1 - p))
+    assert got == pytest.approx((bce * w).sum() / 12, rel=1e-4)
+    three = np.array([0, 1, 2] * 4)                  # class 2 has no weight: 1
+    model = models.Sequential([layers.Dense(3, activation="softmax", input_shape=(4,))])
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    p = model.predict(x, verbose=0)
+    h = model.fit(x, three, batch_size=12, class_weight={0: 2.0}, verbose=0)
+    w3 = np.where(three == 0, 2.0, 1.0)
+    assert h.history["loss"][0] == pytest.approx((-np.log(p[np.arange(12), three]) * w3).sum() / 12, rel=1e-5)
+
+
+def test_evaluate_default_bar_callbacks_and_logs(capsys):
+    x, y = blobs(30)
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    seen = {}
+
+    class Spy(keras.callbacks.Callback):
+        def on_test_batch_end(self, batch, logs=None):
+            seen.setdefault("batches", []).append(sorted(logs))
+
+        def on_test_end(self, logs=None):
+            seen["end"] = (self.model is model, self.params, dict(logs))
+
+    logs = model.evaluate(x, y, batch_size=10, callbacks=[Spy()], return_dict=True)     # verbose="auto": a bar
+    out = capsys.readouterr().out
+    assert "3/3" in out and "<" in out and "step/s" in out and f"loss: {logs['loss']:.4f}" in out
+    assert seen == {"batches": [["accuracy", "loss"]] * 3, "end": (True, {"verbose": 1, "steps": 3}, logs)}
+    with pytest.raises(ValueError, match="^evaluate: the data has no samples$"):
+        model.evaluate(x[:0], y[:0])                 # with the bar too
+    h = model.fit(x, y, epochs=1)                    # verbose="auto": the bar, not verbose=2's line
+    out = capsys.readouterr().out
+    assert "<" in out and "step/s" in out and h.params["verbose"] == 1
+
+
+def test_fit_with_a_callback_list_and_what_on_train_end_gets():
+    x, y = blobs(20)
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    ends = []
+    spy = keras.callbacks.LambdaCallback(on_train_end=lambda logs: ends.append(logs))
+    cbs = keras.callbacks.CallbackList([spy], add_history=True, model=model, verbose=0, epochs=2)
+    h = model.fit(x, y, epochs=2, verbose=0, validation_data=(x, y), callbacks=cbs)
+    assert h is cbs.history and h.epoch == [0, 1]
+    assert ends == [{k: v[-1] for k, v in h.history.items()}]        # the last epoch's logs, val_ included
+
+
+def test_validation_sample_weights_and_split_sample_weights():
+    x, y = blobs(20)
+    model = mlp()
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    w = np.linspace(0.0, 2.0, 20)
+    h = model.fit(x, y, batch_size=20, validation_data=(x, y, w), verbose=0)
+    assert h.history["val_loss"][0] == pytest.approx(model.evaluate(x, y, sample_weight=w, verbose=0), rel=1e-5)
+    h = model.fit(x, y, sample_weight=w, batch_size=10, validation_split=0.5, shuffle=False, verbose=0)
+    assert h.history["val_loss"][0] == pytest.approx(
+        model.evaluate(x[10:], y[10:], sample_weight=w[10:], verbose=0), rel=1e-5)
+    assert h.history["loss"][0] == pytest.approx(
+        model.evaluate(x[:10], y[:10], sample_weight=w[:10], verbose=0), rel=1e-5)
+    h = model.fit(x, y, validation_split=0.95, verbose=0)        # ceil(20 * 0.05) = 1 training sample
+    assert h.params["steps"] == 1
+
+
+def test_array_conversion_errors_and_sequential_input_checks():
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    for kwargs in ({}, {"validation_split": 0.5}):
+        with pytest.raises(TypeError) as e:
+            model.fit([[1.0, 2.0], [3.0]], np.zeros(2), verbose=0, **kwargs)     # ragged: no array
+        assert str(e.value) == "fit: expected NumPy arrays, Ember tensors or an ember DataLoader, got list"
+    with pytest.raises(ValueError) as e:
+        model.predict(np.zeros((4, 5)), verbose=0)
+    assert str(e.value).startswith('Input 0 of layer "sequential" is incompatible with the layer: expected '
+                                   "shape=(None, 4), found shape=(4, 5)")
+    lazy = models.Sequential([layers.Dense(2)])
+    with pytest.raises(ValueError, match="^Sequential model 'sequential_1' takes one input, got 2$"):
+        lazy([np.zeros((1, 2)), np.zeros((1, 2))])
