@@ -599,3 +599,66 @@ def test_progbar_logger_drives_one_bar_per_epoch(monkeypatch, capsys):
     second = _FakeBar.made[1]
     assert second.calls == [("postfix", "", False), ("update", 1), ("close",)]
     assert capsys.readouterr().out == "Epoch 1/2\nEpoch 2/2\n"
+
+
+def _scalars(path, tag):
+    from tensorboard.backend.event_processing import event_accumulator
+    acc = event_accumulator.EventAccumulator(str(path))
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars(tag)] if tag in acc.Tags()["scalars"] else []
+
+
+def test_tensorboard_batch_scalars_and_learning_rate(tmp_path):
+    pytest.importorskip("ember.utils.tensorboard", reason="the TensorBoard writer is built in another branch")
+    pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    assert callbacks.TensorBoard().log_dir == "logs"
+    x, y = data()
+    batches = []
+    rec = callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: batches.append(dict(logs)))
+    lr = callbacks.LambdaCallback(on_epoch_end=lambda e, logs: logs.update(learning_rate=0.5))
+    tb = callbacks.TensorBoard(log_dir=tmp_path / "every", update_freq="batch")
+    model().fit(x, y, batch_size=10, epochs=2, verbose=0, callbacks=[rec, lr, tb])
+    got = _scalars(tmp_path / "every" / "train", "batch_loss")
+    assert got == [(i + 1, pytest.approx(b["loss"], rel=1e-6)) for i, b in enumerate(batches)] and len(got) == 8
+    assert [s for s, _ in _scalars(tmp_path / "every" / "train", "batch_accuracy")] == list(range(1, 9))
+    # a learning_rate already in the logs is the one written
+    assert _scalars(tmp_path / "every" / "train", "epoch_learning_rate") == [(0, 0.5), (1, 0.5)]
+    tb = callbacks.TensorBoard(log_dir=tmp_path / "third", update_freq=3)
+    m = model()
+    m.fit(x, y, batch_size=10, epochs=2, verbose=0, callbacks=[tb])
+    assert [s for s, _ in _scalars(tmp_path / "third" / "train", "batch_loss")] == [3, 6]
+    m.fit(x, y, batch_size=10, epochs=1, verbose=0, callbacks=[tb])      # the same callback again: works
+    tb = callbacks.TensorBoard(log_dir=tmp_path / "epochs")              # update_freq="epoch": no batch_ tags
+    model().fit(x, y, batch_size=10, epochs=1, verbose=0, callbacks=[tb])
+    assert _scalars(tmp_path / "epochs" / "train", "batch_loss") == []
+    assert [s for s, _ in _scalars(tmp_path / "epochs" / "train", "epoch_loss")] == [0]
+
+
+def test_tensorboard_without_its_writer(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "ember.utils.tensorboard", None)
+    x, y = data()
+    with pytest.raises(ImportError) as e:
+        model().fit(x, y, verbose=0, callbacks=[callbacks.TensorBoard(log_dir=tmp_path)])
+    assert str(e.value).startswith("keras.callbacks.TensorBoard needs TensorBoard's event writer: pip install "
+                                   "ember[tensorboard] (")
+
+
+def test_lambda_callback_hooks():
+    """Keras's LambdaCallback: on_train_begin/end take (logs), on_epoch_* and on_*_batch_* (index, logs); every
+    hook gets its logs argument, None when there are none (before: a missing positional argument)."""
+    calls = []
+    cb = callbacks.LambdaCallback(
+        on_train_begin=lambda logs: calls.append("train_begin"), on_train_end=lambda logs: calls.append("train_end"),
+        on_epoch_begin=lambda e, logs: calls.append(("epoch_begin", e)),
+        on_train_batch_begin=lambda b, logs: calls.append(("batch_begin", b)),
+        on_test_end=lambda logs: calls.append("test_end"))                   # any other hook by keyword
+    x, y = data(10)
+    model().fit(x, y, batch_size=5, verbose=0, validation_data=(x, y), callbacks=[cb])
+    assert calls == ["train_begin", ("epoch_begin", 0), ("batch_begin", 0), ("batch_begin", 1), "test_end",
+                     "train_end"]
+    with pytest.raises(TypeError) as e:
+        callbacks.LambdaCallback(on_batch_end=print)
+    assert str(e.value) == ("LambdaCallback: unknown hook 'on_batch_end'; known: on_train_begin, on_train_end, "
+                            "on_epoch_begin, on_epoch_end, on_train_batch_begin, on_train_batch_end, on_test_begin, "
+                            "on_test_end, on_test_batch_begin, on_test_batch_end, on_predict_begin, on_predict_end, "
+                            "on_predict_batch_begin, on_predict_batch_end")
