@@ -230,8 +230,9 @@ class Model(Layer):
                 raise ValueError(f"compile({what}=...): unknown output name(s) {sorted(unknown)}; the model's "
                                  f"outputs are {names}")
             return [spec.get(name) for name in names]
-        if isinstance(spec, (list, tuple)) and spec and n > 1 and (not what.endswith("metrics") or
-                                                                   all(isinstance(s, (list, tuple)) for s in spec)):
+        if isinstance(spec, (list, tuple)) and spec and (    # Keras: loss=["mse"] for one output too
+                (len(spec) == n or n > 1) if not what.endswith("metrics") else
+                n > 1 and all(isinstance(s, (list, tuple)) for s in spec)):
             if len(spec) != n:
                 raise ValueError(f"compile({what}=...): the model has {n} outputs {names} but {len(spec)} "
                                  f"{what} were given")
@@ -266,7 +267,10 @@ class Model(Layer):
                     objs.append(m)
                 out.append(objs)
         self._loss_tracker = metrics_module.Mean("loss")
-        self._output_loss_trackers = [metrics_module.Mean(f"{n}_loss") for n in names] if len(ps) > 1 else []
+        # Keras (CompileLoss): one `<output>_loss` tracker per output that has a loss, when there are several
+        with_loss = [n for n, loss in zip(names, self._compiled_losses) if loss is not None]
+        self._output_loss_trackers = [metrics_module.Mean(f"{n}_loss") for n in with_loss] if len(with_loss) > 1 \
+            else []
         self._output_names_cache = names
 
     @property

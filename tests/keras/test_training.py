@@ -704,3 +704,175 @@ def test_array_conversion_errors_and_sequential_input_checks():
     lazy = models.Sequential([layers.Dense(2)])
     with pytest.raises(ValueError, match="^Sequential model 'sequential_1' takes one input, got 2$"):
         lazy([np.zeros((1, 2)), np.zeros((1, 2))])
+
+
+def _two_outputs():
+    a = keras.Input((4,))
+    return keras.Model(a, [layers.Dense(2, name="p")(a), layers.Dense(1, name="q")(a)])
+
+
+def test_compile_defaults_and_loss_specs():
+    x = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    yp, yq = np.ones((8, 2), np.float32), np.zeros((8, 1), np.float32)
+    model = mlp()
+    model.compile(loss="mse")
+    assert type(model.optimizer).__name__ == "RMSprop"          # Keras's default optimizer
+    with pytest.raises(ValueError) as e:
+        model.compile("adam")
+    assert str(e.value) == ("compile: give a loss, e.g. loss='sparse_categorical_crossentropy' (known losses: "
+                            "binary_crossentropy, categorical_crossentropy, huber, huber_loss, mae, "
+                            "mean_absolute_error, mean_squared_error, mse, sparse_categorical_crossentropy)")
+    with pytest.raises(ValueError, match="Could not interpret loss identifier: 'msee'"):
+        _two_outputs().compile("sgd", loss={"p": "mse", "q": "msee"})          # a typo fails at compile
+    with pytest.raises(ValueError, match="Could not interpret metric identifier: 'acc2'"):
+        _two_outputs().compile("sgd", "mse", metrics={"p": ["acc2"]})
+    # one output: a list of one loss (and of one weight) is that output's, as in Keras (it used to fail)
+    one = models.Sequential([layers.Dense(2, input_shape=(4,))])
+    one.compile(keras.optimizers.SGD(0.0), ["mse"], loss_weights=[2.0])
+    h = one.fit(x, yp, batch_size=8, verbose=0)
+    assert h.history["loss"][0] == pytest.approx(2 * ((one.predict(x, verbose=0) - 1) ** 2).mean(), rel=1e-5)
+    # an output without a loss: no tracker of its own, and the other's is not misnamed (it was logged as p_loss)
+    model = _two_outputs()
+    model.compile(keras.optimizers.SGD(0.0), loss={"q": "mse"})
+    h = model.fit(x, {"p": yp, "q": yq}, batch_size=8, verbose=0)
+    assert sorted(h.history) == ["loss"]
+    assert h.history["loss"][0] == pytest.approx((model.predict(x, verbose=0)[1] ** 2).mean(), rel=1e-5)
+    # loss weights by name; a missing one is 1
+    model = _two_outputs()
+    model.compile(keras.optimizers.SGD(0.0), loss=["mse", "mse"], loss_weights={"p": 3.0})
+    h = model.fit(x, [yp, yq], batch_size=8, verbose=0)
+    p, q = model.predict(x, verbose=0)
+    assert h.history["p_loss"][0] == pytest.approx(3 * ((p - 1) ** 2).mean(), rel=1e-5)
+    assert h.history["q_loss"][0] == pytest.approx((q ** 2).mean(), rel=1e-5)
+
+
+def test_per_output_spec_errors():
+    x = np.zeros((4, 4), np.float32)
+    y = [np.zeros((4, 2)), np.zeros((4, 1))]
+    cases = [({"loss": ["mse"] * 3}, "compile(loss=...): the model has 2 outputs ['p', 'q'] but 3 loss were given"),
+             ({"loss": {"p": "mse", "r": "mse"}},
+              "compile(loss=...): unknown output name(s) ['r']; the model's outputs are ['p', 'q']"),
+             ({"loss": "mse", "loss_weights": [1.0]},
+              "compile(loss_weights=...): the model has 2 outputs ['p', 'q'] but 1 loss_weights were given"),
+             ({"loss": "mse", "metrics": {"r": ["mae"]}},
+              "compile(metrics=...): unknown output name(s) ['r']; the model's outputs are ['p', 'q']"),
+             ({"loss": "mse", "metrics": [["mae"], ["mae"], ["mae"]]},
+              "compile(metrics=...): the model has 2 outputs ['p', 'q'] but 3 metrics were given"),
+             ({"loss": "mse", "weighted_metrics": {"r": ["mae"]}},
+              "compile(weighted_metrics=...): unknown output name(s) ['r']; the model's outputs are ['p', 'q']")]
+    for kwargs, message in cases:
+        model = _two_outputs()
+        model.compile("sgd", **kwargs)
+        with pytest.raises(ValueError) as e:
+            model.fit(x, y, verbose=0)
+        assert str(e.value) == message
+    model = _two_outputs()
+    model.compile("sgd", "mse", metrics=[["mae"], ["mse"]])          # one list per output
+    h = model.fit(x, y, verbose=0)
+    assert sorted(h.history) == ["loss", "p_loss", "p_mae", "q_loss", "q_mse"]
+    for bad_y, got in ((np.zeros((4, 2)), "Tensor"), ([np.zeros((4, 2))] * 3, "list")):
+        with pytest.raises(ValueError) as e:
+            model.fit(x, bad_y, verbose=0)
+        assert str(e.value).startswith(f"The model has 2 outputs ['p', 'q'], so y must be a list of 2 arrays (or a "
+                                       f"dict by output name), got {got} (at ")
+    single = mlp()
+    single.compile("sgd", "mse")
+    with pytest.raises(ValueError, match=r"^fit: the loss needs targets y for output 'output', got y=None \(at "):
+        single.fit(x, verbose=0)
+
+
+def test_accuracy_follows_the_loss_and_the_shapes():
+    """compile(metrics=['accuracy']): binary accuracy for binary_crossentropy even with several labels per
+    sample; with a loss Keras cannot name, the target's shape decides (sparse for integer labels)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20, 4)).astype(np.float32)
+    multi = (rng.random((20, 3)) > 0.5).astype(np.float32)
+    model = models.Sequential([layers.Dense(3, activation="sigmoid", input_shape=(4,))])
+    model.compile("sgd", "binary_crossentropy", metrics=["accuracy"])
+    p = model.predict(x, verbose=0)
+    assert model.evaluate(x, multi, verbose=0)[1] == pytest.approx(((p > 0.5) == multi).mean())
+    labels = rng.integers(0, 3, 20)
+
+    def my_loss(y_true, y_pred):
+        return keras.losses.sparse_categorical_crossentropy(y_true, y_pred)
+
+    model = models.Sequential([layers.Dense(3, activation="softmax", input_shape=(4,))])
+    model.compile("sgd", my_loss, metrics=["accuracy"])
+    p = model.predict(x, verbose=0)
+    assert model.evaluate(x, labels, verbose=0)[1] == pytest.approx((p.argmax(1) == labels).mean())
+
+
+def test_single_output_targets_and_subclassed_output_names():
+    x, y = blobs(12)
+    model = mlp()
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    assert model.evaluate(x, [y], verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0))   # [y] is y
+    h = model.fit(x[:1], y[:1], batch_size=1, verbose=0)          # a batch of one sample
+    assert h.history["loss"][0] == pytest.approx(model.evaluate(x[:1], y[:1], verbose=0), rel=1e-5)
+
+    class Two(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = layers.Dense(3, activation="softmax"), layers.Dense(1)
+
+        def call(self, x):
+            return [self.a(x), self.b(x)]
+
+    two = Two()
+    two.compile(keras.optimizers.SGD(0.0), loss={"output_0": "sparse_categorical_crossentropy", "output_1": "mse"})
+    h = two.fit(x, [y, np.zeros(12)], verbose=0)
+    assert sorted(h.history) == ["loss", "output_0_loss", "output_1_loss"]
+
+    class One(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.a = layers.Dense(3, activation="softmax")
+
+        def call(self, x):
+            return self.a(x)
+
+    one = One()
+    one.compile(keras.optimizers.SGD(0.0), loss={"output": "sparse_categorical_crossentropy"})
+    assert sorted(one.fit(x, y, verbose=0).history) == ["loss"]
+
+
+def test_sequential_add_rules():
+    model = models.Sequential()
+    model.add(keras.Input((4,)))
+    model.add(layers.Dense(3))
+    assert model.built and model.count_params() == 15
+    model.add(layers.Dense(2))                        # rebuilt after each add
+    assert model.count_params() == 23 and model.predict(np.zeros((1, 4)), verbose=0).shape == (1, 2)
+    for bad, message in ((keras.Input((4,)), "Sequential: an Input can only be the first entry"),
+                         (layers.Dense(1, name="dense"), "All layers added to a Sequential model should have unique "
+                                                         "names. Name 'dense' is already the name of a layer in "
+                                                         "this model.")):
+        with pytest.raises(ValueError) as e:
+            model.add(bad)
+        assert str(e.value) == message
+    first = models.Sequential([keras.Input((4,))])
+    with pytest.raises(ValueError, match="^Sequential: an Input can only be the first entry$"):
+        first.add(keras.Input((4,)))
+    h = layers.Dense(2, name="h")(keras.Input((4,)))
+    with pytest.raises(ValueError) as e:
+        models.Sequential([h])
+    assert str(e.value) == "Only keras.Input tensors can be added to a Sequential model; got the output of layer 'h'"
+    with pytest.raises(ValueError) as e:
+        models.Sequential([layers.Dense(2), 3])
+    assert str(e.value) == ("Only instances of `keras.Layer` can be added to a Sequential model. Received: 3 (of "
+                            "type int)")
+    again = models.Sequential([layers.Dense(2, input_shape=(4,))])
+    again.build()                                     # the input shape it was given
+    assert again.built and again.count_params() == 10
+
+    class Holder(keras.Model):                        # an uncalled Sequential inside: its output shape shows
+        def __init__(self):
+            super().__init__()
+            self.inner = models.Sequential([layers.Dense(5, input_shape=(4,))])
+
+        def call(self, x):
+            return self.inner(x)
+
+    lines = []
+    Holder().summary(line_length=88, print_fn=lines.append)
+    assert "(None, 5)" in next(line for line in lines[0].splitlines() if "(Sequential)" in line)
