@@ -54,6 +54,7 @@ DESELECT = {
             "tests/jit/test_save_load.py::test_saved_training_step_trains_in_a_fresh_process"],
     # keras: the user's `file:line` again; and the examples/ script the last test runs is not in mutmut's copy
     "keras": ["tests/keras/test_errors.py::test_errors_end_with_the_users_line",
+              "tests/keras/test_callbacks.py::test_mode_warnings_point_at_the_users_line",
               "tests/keras/test_tensorflow_habits.py::test_example_script_learns"],
 }
 

@@ -516,6 +516,9 @@ def test_model_checkpoint_messages_missing_monitor_and_bad_pattern(tmp_path, cap
     x, y = data()
     m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path, verbose=1)])
     assert capsys.readouterr().out == f"\nEpoch 1: saving model to {path}\n" and os.path.exists(path)
+    _saved_epochs(model(), callbacks.ModelCheckpoint(path, save_best_only=True), [0.5, 0.7], "val_loss")
+    m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path)])
+    assert capsys.readouterr().out == ""                        # verbose=0: silent
     with pytest.warns(UserWarning) as w:
         m.fit(x, y, epochs=1, verbose=0, callbacks=[callbacks.ModelCheckpoint(path, save_best_only=True)])
     assert [str(r.message) for r in w] == ["Can save best model only with val_loss available, skipping. Available: "
@@ -550,8 +553,12 @@ def test_callback_list_order():
     assert [type(c).__name__ for c in cbs] == ["ProgbarLogger", "LambdaCallback", "History"]
     assert cbs.history is cbs.callbacks[-1] and all(c.model == "m" for c in cbs)
     assert [c.params for c in cbs] == [{"verbose": 0, "epochs": 3}] * 3
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="^on_epoch_ends$"):
         cbs.on_epoch_ends
+    plain = callbacks.CallbackList([mine])                      # no History, no progress bar unless asked
+    assert list(plain) == [mine]
+    base = callbacks.Callback()
+    assert base.model is None and base.params == {}
 
 
 class _FakeBar:
@@ -628,6 +635,7 @@ def test_tensorboard_batch_scalars_and_learning_rate(tmp_path):
     m.fit(x, y, batch_size=10, epochs=2, verbose=0, callbacks=[tb])
     assert [s for s, _ in _scalars(tmp_path / "third" / "train", "batch_loss")] == [3, 6]
     m.fit(x, y, batch_size=10, epochs=1, verbose=0, callbacks=[tb])      # the same callback again: works
+    assert sorted(os.listdir(tmp_path / "every")) == ["train"]            # no validation data: no validation/
     tb = callbacks.TensorBoard(log_dir=tmp_path / "epochs")              # update_freq="epoch": no batch_ tags
     model().fit(x, y, batch_size=10, epochs=1, verbose=0, callbacks=[tb])
     assert _scalars(tmp_path / "epochs" / "train", "batch_loss") == []
@@ -651,14 +659,29 @@ def test_lambda_callback_hooks():
         on_train_begin=lambda logs: calls.append("train_begin"), on_train_end=lambda logs: calls.append("train_end"),
         on_epoch_begin=lambda e, logs: calls.append(("epoch_begin", e)),
         on_train_batch_begin=lambda b, logs: calls.append(("batch_begin", b)),
-        on_test_end=lambda logs: calls.append("test_end"))                   # any other hook by keyword
+        on_test_begin=lambda logs: calls.append("test_begin"), on_test_end=lambda logs: calls.append("test_end"),
+        on_predict_begin=lambda logs: calls.append("predict_begin"),
+        on_predict_end=lambda logs: calls.append("predict_end"))             # any other hook by keyword
     x, y = data(10)
     model().fit(x, y, batch_size=5, verbose=0, validation_data=(x, y), callbacks=[cb])
-    assert calls == ["train_begin", ("epoch_begin", 0), ("batch_begin", 0), ("batch_begin", 1), "test_end",
-                     "train_end"]
+    assert calls == ["train_begin", ("epoch_begin", 0), ("batch_begin", 0), ("batch_begin", 1), "test_begin",
+                     "test_end", "train_end"]
+    calls.clear()
+    model().predict(x, verbose=0, callbacks=[cb])
+    assert calls == ["predict_begin", "predict_end"]
     with pytest.raises(TypeError) as e:
         callbacks.LambdaCallback(on_batch_end=print)
     assert str(e.value) == ("LambdaCallback: unknown hook 'on_batch_end'; known: on_train_begin, on_train_end, "
                             "on_epoch_begin, on_epoch_end, on_train_batch_begin, on_train_batch_end, on_test_begin, "
                             "on_test_end, on_test_batch_begin, on_test_batch_end, on_predict_begin, on_predict_end, "
                             "on_predict_batch_begin, on_predict_batch_end")
+
+
+def test_mode_warnings_point_at_the_users_line(tmp_path):
+    """(Deselected under mutmut, whose trampoline adds a frame: scripts/mutation.py.)"""
+    with pytest.warns(UserWarning) as w:
+        callbacks.EarlyStopping(mode="typo"); line = sys._getframe().f_lineno   # noqa: E702
+    assert (w[0].filename, w[0].lineno) == (__file__, line)
+    with pytest.warns(UserWarning) as w:
+        callbacks.ModelCheckpoint(tmp_path, mode="x"); line = sys._getframe().f_lineno   # noqa: E702
+    assert (w[0].filename, w[0].lineno) == (__file__, line)
