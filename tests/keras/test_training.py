@@ -876,3 +876,60 @@ def test_sequential_add_rules():
     lines = []
     Holder().summary(line_length=88, print_fn=lines.append)
     assert "(None, 5)" in next(line for line in lines[0].splitlines() if "(Sequential)" in line)
+
+
+def test_model_constructor_rules():
+    class Net(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.fc = layers.Dense(2)
+
+        def call(self, x):
+            return self.fc(x)
+
+    assert keras.Model().name == "model" and Net().name == "net" and Net(name="mine").name == "mine"
+    frozen = Net(trainable=False)
+    frozen(np.zeros((1, 3)))
+    assert frozen.trainable is False and frozen.trainable_weights == []
+    with pytest.raises(TypeError, match=r"^Net: unrecognized keyword argument\(s\) \['unit'\]"):
+        Net(unit=3)
+    class Passes(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+    for args, kwargs in (((1,), {}), ((), {"inputs": 1})):
+        with pytest.raises(TypeError) as e:
+            Passes(*args, **kwargs)
+        assert str(e.value) == ("Model(inputs, outputs): inputs and outputs must be the KerasTensors of a functional "
+                                "graph (keras.Input(...) and the layers called on it)")
+
+
+def test_default_batch_size_and_sample_weights_per_batch():
+    x, y = blobs(33)
+    model = mlp()
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    assert model.fit(x, y, verbose=0).params["steps"] == 2              # Keras's default batch_size=32
+    p = model.predict(x, verbose=0)
+    per_sample = -np.log(np.clip(p[np.arange(33), y], 1e-7, 1))
+    w = np.linspace(0.0, 2.0, 33)
+    h = model.fit(x, y, sample_weight=w, batch_size=5, shuffle=False, verbose=0)
+    batches = [(per_sample[i:i + 5] * w[i:i + 5]).sum() / len(w[i:i + 5]) for i in range(0, 33, 5)]
+    sizes = [len(w[i:i + 5]) for i in range(0, 33, 5)]
+    assert h.history["loss"][0] == pytest.approx(np.average(batches, weights=sizes), rel=1e-5)
+    with pytest.raises(TypeError, match="^fit: expected NumPy arrays"):
+        model.fit(x, [[0], [1, 2]], verbose=0)                         # ragged y
+    with pytest.raises(TypeError, match="^fit: expected NumPy arrays"):
+        model.fit(x, y, sample_weight=[[0.0], [1.0, 2.0]], verbose=0)
+    two = _two_outputs()
+    two.compile("sgd", "mse")
+    with pytest.raises(ValueError, match=r"^y: all arrays must have the same number of samples, got \[4, 3\]$"):
+        two.fit(np.zeros((4, 4)), [np.zeros((4, 2)), np.zeros((3, 1))], verbose=0)
+
+
+def test_evaluate_bar_format(capsys):
+    x, y = blobs(30)
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.evaluate(x, y, batch_size=10, verbose=1)
+    out = capsys.readouterr().out
+    assert "\r3/3 " in out and "%|" not in out and "step/s" in out     # Keras's "3/3 ━━━━" form, not tqdm's default
