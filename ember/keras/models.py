@@ -230,9 +230,10 @@ class Model(Layer):
                 raise ValueError(f"compile({what}=...): unknown output name(s) {sorted(unknown)}; the model's "
                                  f"outputs are {names}")
             return [spec.get(name) for name in names]
-        if isinstance(spec, (list, tuple)) and spec and (    # Keras: loss=["mse"] for one output too
-                (len(spec) == n or n > 1) if not what.endswith("metrics") else
-                n > 1 and all(isinstance(s, (list, tuple)) for s in spec)):
+        # a list of losses or loss weights has one entry per output (one output too, as in Keras); a list of
+        # metrics is the same metrics for every output unless it holds one list per output
+        if isinstance(spec, (list, tuple)) and spec and (
+                not what.endswith("metrics") or n > 1 and all(isinstance(s, (list, tuple)) for s in spec)):
             if len(spec) != n:
                 raise ValueError(f"compile({what}=...): the model has {n} outputs {names} but {len(spec)} "
                                  f"{what} were given")

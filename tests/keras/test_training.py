@@ -686,7 +686,7 @@ def test_validation_sample_weights_and_split_sample_weights():
         model.evaluate(x[10:], y[10:], sample_weight=w[10:], verbose=0), rel=1e-5)
     assert h.history["loss"][0] == pytest.approx(
         model.evaluate(x[:10], y[:10], sample_weight=w[:10], verbose=0), rel=1e-5)
-    h = model.fit(x, y, validation_split=0.95, verbose=0)        # ceil(20 * 0.05) = 1 training sample
+    h = model.fit(x[:10], y[:10], validation_split=0.95, verbose=0)   # ceil(10 * 0.05) = 1 training sample
     assert h.params["steps"] == 1
 
 
@@ -933,3 +933,56 @@ def test_evaluate_bar_format(capsys):
     model.evaluate(x, y, batch_size=10, verbose=1)
     out = capsys.readouterr().out
     assert "\r3/3 " in out and "%|" not in out and "step/s" in out     # Keras's "3/3 ━━━━" form, not tqdm's default
+
+
+def test_more_spec_and_data_forms():
+    x = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+    y2 = [np.zeros((6, 2), np.float32), np.zeros((6, 1), np.float32)]
+    model = _two_outputs()
+    model.compile("sgd", "mse", metrics=["mae"])                      # a flat list: every output's metrics
+    assert sorted(model.fit(x, y2, verbose=0).history) == ["loss", "p_loss", "p_mae", "q_loss", "q_mae"]
+    single = models.Sequential([layers.Dense(2, input_shape=(4,))])
+    single.compile("sgd", ["mse", "mae"])
+    with pytest.raises(ValueError, match=r"^compile\(loss=...\): the model has 1 outputs \['output'\] but 2 loss "
+                                         r"were given$"):
+        single.fit(x, y2[0], verbose=0)
+    # the same messages name the argument they are about
+    m = mlp()
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    yl = np.zeros(6, int)
+    ragged = [[0.0], [1.0, 2.0]]
+    for call, what in ((lambda: m.train_on_batch(ragged, yl), "x"), (lambda: m.train_on_batch(x, ragged), "y"),
+                       (lambda: m.test_on_batch(ragged, yl), "x"), (lambda: m.test_on_batch(x, ragged), "y"),
+                       (lambda: m.predict_on_batch(ragged), "x"),
+                       (lambda: m.fit(x, ragged, validation_split=0.5, verbose=0), "fit"),
+                       (lambda: m.fit(x, yl, sample_weight=ragged, validation_split=0.5, verbose=0), "fit"),
+                       (lambda: m.fit({"a": ragged}, yl, verbose=0), "fit")):
+        with pytest.raises(TypeError, match=f"^{what}: expected NumPy arrays"):
+            call()
+    with pytest.raises(ValueError, match=r"^fit\(validation_data\): batch_size must be a positive integer, got -1$"):
+        m.fit(x, yl, validation_data=(x, yl), validation_batch_size=-1, verbose=0)
+    a, b = keras.Input((4,)), keras.Input((2,))
+    two_in = keras.Model([a, b], layers.Dense(1)(layers.Concatenate()([a, b])))
+    two_in.compile("sgd", "mse")
+    with pytest.raises(ValueError, match=r"^x: all arrays must have the same number of samples, got \[6, 5\]$"):
+        two_in.fit([x, np.zeros((5, 2))], np.zeros(6), validation_split=0.5, verbose=0)
+    seen = []
+    rec = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen.append("val_loss" in logs))
+    m.fit(x, yl, epochs=3, validation_data=(x, yl), validation_freq=3, verbose=0, callbacks=[rec])
+    assert seen == [False, False, True]
+    assert len(list(m.parameters())) == 4             # the layers are submodules, as in PyTorch
+
+    class Two(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = layers.Dense(2), layers.Dense(1)
+
+        def call(self, x):
+            return [self.a(x), self.b(x)]
+
+    two = Two()
+    two.compile("sgd", "mse")
+    h = two.fit(x, {"output_1": y2[1], "output_0": y2[0]}, verbose=0)   # targets by output name
+    assert sorted(h.history) == ["loss", "output_0_loss", "output_1_loss"]
+    with pytest.raises(ValueError, match=r"^The model has 2 outputs \['output_0', 'output_1'\], so y must be a list"):
+        two.fit(x, y2[0], verbose=0)
