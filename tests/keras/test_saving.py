@@ -181,3 +181,12 @@ def test_save_weights_overwrites_unless_told_not_to(tmp_path):
     m.save_weights(path)                                          # overwrite=True by default, as Keras
     with pytest.raises(FileExistsError, match="exists and overwrite=False"):
         m.save_weights(path, overwrite=False)
+
+
+def test_save_passes_overwrite(tmp_path):
+    m = trained_sequential()
+    path = tmp_path / "m.keras"
+    m.save(path)
+    m.save(path)
+    with pytest.raises(FileExistsError, match="exists and overwrite=False"):
+        m.save(path, overwrite=False)
