@@ -591,7 +591,7 @@ def test_uncalled_functional_inside_a_subclassed_model_shows_its_output_shapes()
     lines = []
     Net().summary(line_length=88, print_fn=lines.append)
     rows = [line for line in lines[0].splitlines() if "(Functional)" in line]
-    assert "(None, 2)" in rows[0] and "[(None, 2), (None, 2)]" in rows[1]
+    assert "│ (None, 2) " in rows[0] and "│ [(None, 2), (None, 2)] " in rows[1]
 
 
 def test_clone_keeps_name_and_the_shape_a_call_built():
@@ -986,3 +986,23 @@ def test_more_spec_and_data_forms():
     assert sorted(h.history) == ["loss", "output_0_loss", "output_1_loss"]
     with pytest.raises(ValueError, match=r"^The model has 2 outputs \['output_0', 'output_1'\], so y must be a list"):
         two.fit(x, y2[0], verbose=0)
+
+
+def test_functional_graph_walk_details():
+    calls = []
+
+    class Count(layers.Layer):
+        def call(self, x):
+            calls.append(1)
+            return x
+
+    x = keras.Input((3,), name="x")
+    c = Count(name="count")(x)
+    model = keras.Model(x, layers.Add()([c, c]))          # one tensor used twice: its layer runs once
+    calls.clear()
+    model.predict(np.ones((2, 3)), verbose=0)
+    assert len(calls) == 1
+    a, b = keras.Input((3,), name="a"), keras.Input((2,), name="b")
+    unused = keras.Model([a, b], layers.Dense(1, name="out")(a))   # an input nothing uses is still listed
+    assert [la.name for la in unused.layers] == ["b", "a", "out"]
+    assert len(list(unused.parameters())) == 2          # the layers are submodules, as in PyTorch
