@@ -1,7 +1,7 @@
 """Mutation testing of one Ember module at a time with mutmut (results: docs/testing.md, "Mutation testing").
 
     python scripts/mutation.py optim            # one module
-    python scripts/mutation.py all              # the seven modules, one after the other
+    python scripts/mutation.py all              # the eight modules, one after the other
     python scripts/mutation.py ops --files ember/ops/shape.py   # part of a big module
 
 mutmut reads one `[tool.mutmut]` table (pyproject.toml). This script narrows it to one module: only that
@@ -37,6 +37,7 @@ MODULES = {
     "nn.functional": (["ember/nn/functional/*"], ["tests/nn"]),
     "ops": (["ember/ops/*"], ["tests/ops", "tests/test_tensor.py", "tests/test_dtype.py"]),
     "jit": (["ember/jit/*"], ["tests/jit"]),
+    "keras": (["ember/keras/*"], ["tests/keras"]),
 }
 
 # tests that cannot pass under mutmut, left out of every run of their module: they check the user's
@@ -51,6 +52,10 @@ DESELECT = {
             # trampoline then cannot find mutmut's configuration (test_save_load.py runs the same in process)
             "tests/jit/test_save_load.py::test_saved_inference_graph_runs_without_the_model_code",
             "tests/jit/test_save_load.py::test_saved_training_step_trains_in_a_fresh_process"],
+    # keras: the user's `file:line` again; and the examples/ script the last test runs is not in mutmut's copy
+    "keras": ["tests/keras/test_errors.py::test_errors_end_with_the_users_line",
+              "tests/keras/test_callbacks.py::test_mode_warnings_point_at_the_users_line",
+              "tests/keras/test_tensorflow_habits.py::test_example_script_learns"],
 }
 
 

@@ -83,8 +83,12 @@ class CallbackList:
     def __getattr__(self, name):
         if name not in _HOOKS:
             raise AttributeError(name)
+        n_before_logs = 0 if name.endswith(("train_begin", "train_end", "test_begin", "test_end", "predict_begin",
+                                            "predict_end")) else 1
 
         def call(*args):
+            if len(args) == n_before_logs:
+                args += (None,)                   # Keras passes every hook its logs, None when there are none
             for cb in self.callbacks:
                 getattr(cb, name)(*args)
         return call

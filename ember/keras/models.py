@@ -10,6 +10,7 @@ outputs), or an Ember `DataLoader` yielding (x, y) or (x, y, sample_weight) batc
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -189,22 +190,26 @@ class Model(Layer):
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
                 run_eagerly=False, steps_per_execution=1, jit_compile="auto", auto_scale_loss=True):
         """Choose the optimizer, the loss and the metrics: strings ('adam', 'sparse_categorical_crossentropy',
-        ['accuracy']) or objects."""
+        ['accuracy']) or objects. As in Keras, `metrics` ignore sample and class weights; `weighted_metrics`
+        are weighted by them (named `weighted_<name>` when a metric of that name is also in `metrics`)."""
         self.optimizer = optimizers_module.get(optimizer)
         self._loss_spec, self._loss_weights, self._metrics_spec = loss, loss_weights, metrics
+        self._weighted_metrics_spec = weighted_metrics
         if loss is None:
             raise ValueError("compile: give a loss, e.g. loss='sparse_categorical_crossentropy' (known losses: "
                              f"{', '.join(sorted(losses_module.ALL))})")
         # check the names now, so a typo fails at compile rather than in fit
         for spec in (flatten(loss) if not isinstance(loss, dict) else list(loss.values())):
             losses_module.get(spec)
-        metric_specs = metrics if not isinstance(metrics, dict) else [m for v in metrics.values() for m in flatten(v)]
-        for m in flatten(metric_specs or []):
-            metrics_module.resolve(m, None)
+        for spec in (metrics, weighted_metrics):
+            specs = spec if not isinstance(spec, dict) else [m for v in spec.values() for m in flatten(v)]
+            for m in flatten(specs or []):
+                metrics_module.resolve(m, None)
         self._compiled_losses = None      # resolved per output on the first batch (names need the outputs)
         self._compiled_metrics = None
         self.compiled = True
-        self._compile_config = {"optimizer": optimizer, "loss": loss, "metrics": metrics, "loss_weights": loss_weights}
+        self._compile_config = {"optimizer": optimizer, "loss": loss, "metrics": metrics, "loss_weights": loss_weights,
+                                "weighted_metrics": weighted_metrics}
 
     def _require_compiled(self, what):
         if not self.compiled:
@@ -225,8 +230,10 @@ class Model(Layer):
                 raise ValueError(f"compile({what}=...): unknown output name(s) {sorted(unknown)}; the model's "
                                  f"outputs are {names}")
             return [spec.get(name) for name in names]
-        if isinstance(spec, (list, tuple)) and n > 1 and (what != "metrics" or
-                                                          all(isinstance(s, (list, tuple)) for s in spec)):
+        # a list of losses or loss weights has one entry per output (one output too, as in Keras); a list of
+        # metrics is the same metrics for every output unless it holds one list per output
+        if isinstance(spec, (list, tuple)) and spec and (
+                not what.endswith("metrics") or n > 1 and all(isinstance(s, (list, tuple)) for s in spec)):
             if len(spec) != n:
                 raise ValueError(f"compile({what}=...): the model has {n} outputs {names} but {len(spec)} "
                                  f"{what} were given")
@@ -241,26 +248,38 @@ class Model(Layer):
         weights = self._loss_weights
         self._compiled_weights = [1.0] * len(ps) if weights is None else \
             [1.0 if w is None else float(w) for w in self._per_output(weights, names, "loss_weights")]
-        metric_lists = self._per_output(self._metrics_spec or [], names, "metrics")
-        self._compiled_metrics = []
-        for i, specs in enumerate(metric_lists):
-            objs = []
-            for spec in flatten(specs or []):
-                m = metrics_module.resolve(spec, self._compiled_losses[i], tuple(ys[i].shape) if i < len(ys) else None,
-                                           tuple(ps[i].shape))
-                if len(ps) > 1:
-                    m.name = f"{names[i]}_{m.name}"
-                objs.append(m)
-            self._compiled_metrics.append(objs)
+        taken = set()
+        self._compiled_metrics, self._compiled_weighted_metrics = [], []
+        for spec_all, out, prefix in ((self._metrics_spec, self._compiled_metrics, ""),
+                                      (getattr(self, "_weighted_metrics_spec", None), self._compiled_weighted_metrics,
+                                       "weighted_")):
+            what = "weighted_metrics" if prefix else "metrics"
+            for i, specs in enumerate(self._per_output(spec_all or [], names, what)):
+                objs = []
+                for spec in flatten(specs or []):
+                    m = metrics_module.resolve(spec, self._compiled_losses[i],
+                                               tuple(ys[i].shape) if i < len(ys) else None, tuple(ps[i].shape))
+                    output = f"{names[i]}_" if len(ps) > 1 else ""
+                    name = output + m.name
+                    if prefix and name in taken:      # Keras: a weighted twin of a metric gets "weighted_"
+                        name = output + prefix + m.name
+                    m.name = name
+                    taken.add(name)
+                    objs.append(m)
+                out.append(objs)
         self._loss_tracker = metrics_module.Mean("loss")
-        self._output_loss_trackers = [metrics_module.Mean(f"{n}_loss") for n in names] if len(ps) > 1 else []
+        # Keras (CompileLoss): one `<output>_loss` tracker per output that has a loss, when there are several
+        with_loss = [n for n, loss in zip(names, self._compiled_losses) if loss is not None]
+        self._output_loss_trackers = [metrics_module.Mean(f"{n}_loss") for n in with_loss] if len(with_loss) > 1 \
+            else []
         self._output_names_cache = names
 
     @property
     def metrics(self):
         if not getattr(self, "_compiled_metrics", None):
             return []
-        return [self._loss_tracker] + self._output_loss_trackers + [m for ms in self._compiled_metrics for m in ms]
+        return [self._loss_tracker] + self._output_loss_trackers + [m for ms in self._compiled_metrics for m in ms] + \
+            [m for ms in self._compiled_weighted_metrics for m in ms]
 
     @property
     def metrics_names(self):
@@ -309,6 +328,9 @@ class Model(Layer):
             tracker.update_state([float(value.item())], [float(n)])
         for ms, yt, yp in zip(self._compiled_metrics, targets, preds):
             for m in ms:
+                m.update_state(yt, yp)                # Keras: `metrics` are not weighted
+        for ms, yt, yp in zip(self._compiled_weighted_metrics, targets, preds):
+            for m in ms:
                 m.update_state(yt, yp, sample_weight)
 
     def _logs(self):
@@ -320,10 +342,13 @@ class Model(Layer):
             y_pred = self(x, training=True)
         loss = self.compute_loss(x, y, y_pred, sample_weight)
         variables = self.trainable_weights
-        for v in variables:
-            v.grad = None
-        loss.backward()
-        self.optimizer.apply([v.grad for v in variables], variables)
+        if variables:
+            for v in variables:
+                v.grad = None
+            loss.backward()
+            self.optimizer.apply([v.grad for v in variables], variables)
+        else:                                     # Keras: a frozen model still reports its loss and metrics
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         with no_grad():
             self._update_metrics(y, y_pred, sample_weight, loss, _batch_len(x))
         return self._logs()
@@ -635,6 +660,8 @@ class Functional(Model):
             self._modules[layer.name] = layer
         self.built = True
         self._last_output_shape = [t.shape for t in self.outputs] if len(self.outputs) > 1 else self.outputs[0].shape
+        if not trainable:
+            self.trainable = False                # freezes every layer, as setting it later does
 
     def _topological_nodes(self):
         input_ids = {id(t) for t in self.inputs}
@@ -699,6 +726,13 @@ class Functional(Model):
         return ", ".join(parts) or "-"
 
     def _check_input(self, shapes):
+        if isinstance(shapes, dict):              # Keras: a dict of inputs by their Input's name
+            names = [t._keras_history[0].name for t in self.inputs]
+            missing = [n for n in names if n not in shapes]
+            if missing:
+                raise ValueError(f'Layer "{self.name}" expects inputs named {names}, but the dict given has no '
+                                 f"{missing} (its keys: {sorted(shapes)}) (at {user_frame()})")
+            shapes = [shapes[n] for n in names]
         given = shapes if isinstance(shapes, list) else [shapes]
         if len(given) != len(self.inputs):
             raise ValueError(f'Layer "{self.name}" expects {len(self.inputs)} input(s), but it received '
@@ -768,6 +802,8 @@ class Sequential(Model):
         for layer in layers or []:
             self.add(layer, rebuild=False)
         self._rebuild()
+        if not trainable:
+            self.trainable = False                # freezes every layer, as setting it later does
 
     def add(self, layer, rebuild=True):
         """Append a layer (or start the model with `keras.Input(shape=...)`)."""

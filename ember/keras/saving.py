@@ -57,13 +57,14 @@ def _serialize_compile(model):
         if spec is None or isinstance(spec, str):
             return spec
         if isinstance(spec, (list, tuple)):
-            return [metric_spec(s) for s in spec]
+            return [m for m in map(metric_spec, spec) if m is not None]
         if isinstance(spec, dict):
             return {k: metric_spec(v) for k, v in spec.items()}
-        return None   # a metric object or function: not saved, as Keras needs custom_objects for them
+        return None   # a metric object or function: not saved (left out), as Keras needs custom_objects for them
 
     return {"optimizer": optimizers.serialize(model.optimizer), "loss": loss_spec(cfg["loss"]),
-            "metrics": metric_spec(cfg["metrics"]), "loss_weights": cfg["loss_weights"]}
+            "metrics": metric_spec(cfg["metrics"]), "loss_weights": cfg["loss_weights"],
+            "weighted_metrics": metric_spec(cfg.get("weighted_metrics"))}
 
 
 def save_model(model, filepath, overwrite=True):
@@ -99,7 +100,7 @@ def model_from_config(config, custom_objects=None):
     if cls_name == "Sequential":
         from .models import Sequential
         layers = [layer_from_config(c, classes) for c in cfg["layers"]]
-        model = Sequential(layers, name=cfg.get("name"))
+        model = Sequential(layers, name=cfg.get("name"), trainable=cfg.get("trainable", True))
         if not model.built and cfg.get("batch_input_shape"):
             model.build(tuple(cfg["batch_input_shape"]))
         return model
@@ -151,7 +152,7 @@ def _functional_from_config(cfg, classes):
         old_index[layer.name].append(key)
         outputs_of[(layer.name, key)] = outs
     inputs, outputs = resolve(cfg["input_layers"]), resolve(cfg["output_layers"])
-    return Functional(inputs, outputs, name=cfg.get("name"))
+    return Functional(inputs, outputs, name=cfg.get("name"), trainable=cfg.get("trainable", True))
 
 
 def _saved_node_index(cfg, layer_name, k):
@@ -192,7 +193,8 @@ def load_model(filepath, custom_objects=None, compile=True):
     compile_config = json.loads(obj["compile"]) if obj.get("compile") else None
     if compile and compile_config:
         model.compile(optimizer=compile_config["optimizer"], loss=_loss_back(compile_config["loss"]),
-                      metrics=compile_config["metrics"], loss_weights=compile_config["loss_weights"])
+                      metrics=compile_config["metrics"], loss_weights=compile_config["loss_weights"],
+                      weighted_metrics=compile_config.get("weighted_metrics"))
         if obj.get("optimizer_state") is not None:
             model.optimizer.build(model.trainable_weights)
             model.optimizer._impl.load_state_dict(obj["optimizer_state"])

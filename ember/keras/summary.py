@@ -68,7 +68,13 @@ def _table(header, rows, widths, align) -> list:
     def rule(left, fill, sep, right):
         return left + sep.join(fill * w for w in widths) + right
 
-    out = [rule("┏", "━", "┳", "┓"), cells_line(header, "┃", "┃", "┃"), rule("┡", "━", "╇", "┩")]
+    out = [rule("┏", "━", "┳", "┓")]
+    wrapped = [_wrap(h, w) for h, w in zip(header, inner)]      # rich wraps a narrow header too, at the bottom
+    height = max(len(w) for w in wrapped)
+    for k in range(height):
+        out.append(cells_line([w[k - height + len(w)] if k >= height - len(w) else "" for w in wrapped],
+                              "┃", "┃", "┃"))
+    out.append(rule("┡", "━", "╇", "┩"))
     for i, row in enumerate(rows):
         wrapped = [_wrap(str(c), w) for c, w in zip(row, inner)]
         height = max(len(w) for w in wrapped)

@@ -138,3 +138,55 @@ def test_get_set_weights_order_and_to_json():
     x, _ = data()
     np.testing.assert_array_equal(fresh.predict(x, verbose=0), m.predict(x, verbose=0))
     assert json.loads(m.to_json())["class_name"] == "Sequential"
+
+
+def test_a_function_metric_is_left_out_of_the_saved_compile_settings(tmp_path):
+    """A metric given as a function is not saved (Keras would need custom_objects); the named ones are,
+    and the model loads (it used to fail: the function was saved as a None metric)."""
+    def top_prob(y_true, y_pred):
+        return y_pred.amax(dim=-1)
+
+    m = models.Sequential([layers.Dense(3, activation="softmax", input_shape=(6,))])
+    m.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy", top_prob])
+    x, y = data()
+    m.fit(x, y, verbose=0)
+    path = tmp_path / "m.keras"
+    m.save(path)
+    loaded = models.load_model(path)
+    assert loaded.evaluate(x, y, verbose=0, return_dict=True) == pytest.approx(
+        {k: v for k, v in m.evaluate(x, y, verbose=0, return_dict=True).items() if k != "top_prob"})
+
+
+def test_load_model_passes_custom_objects_and_compile(tmp_path):
+    class Scale(layers.Layer):
+        def call(self, x):
+            return x * 2.0
+
+    m = models.Sequential([layers.Dense(3, input_shape=(6,)), Scale()])
+    m.compile("adam", "mse")
+    path = tmp_path / "m.keras"
+    m.save(path)
+    with pytest.raises(Exception, match="Scale"):
+        models.load_model(path)                                  # unknown class without custom_objects
+    loaded = models.load_model(path, custom_objects={"Scale": Scale})
+    x = data()[0]
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
+    assert loaded.compiled and not models.load_model(path, custom_objects={"Scale": Scale}, compile=False).compiled
+
+
+def test_save_weights_overwrites_unless_told_not_to(tmp_path):
+    m = trained_sequential()
+    path = tmp_path / "w.weights.safetensors"
+    m.save_weights(path)
+    m.save_weights(path)                                          # overwrite=True by default, as Keras
+    with pytest.raises(FileExistsError, match="exists and overwrite=False"):
+        m.save_weights(path, overwrite=False)
+
+
+def test_save_passes_overwrite(tmp_path):
+    m = trained_sequential()
+    path = tmp_path / "m.keras"
+    m.save(path)
+    m.save(path)
+    with pytest.raises(FileExistsError, match="exists and overwrite=False"):
+        m.save(path, overwrite=False)

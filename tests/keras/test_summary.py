@@ -190,3 +190,63 @@ def test_layers_are_listed_by_depth_as_keras_does(capsys):
     assert [la.name for la in model.layers] == ["a", "dense", "b", "concatenate", "dense_1"]
     model.summary(line_length=76)     # the width Keras drew at: an 80-column terminal, minus 4
     assert capsys.readouterr().out == INPUT_LATE
+
+
+def _has_connections_column(model):
+    lines = []
+    model.summary(line_length=108, print_fn=lines.append)
+    return "Connected to" in lines[0].splitlines()[2]
+
+
+def test_sequential_like_graphs_get_the_three_column_table():
+    """Keras prints a functional model without "Connected to" when it is a chain: one input, one output,
+    every node with one input tensor, no layer used twice, no tensor used twice."""
+    x = keras.Input((4,))
+    assert not _has_connections_column(keras.Model(x, layers.Dense(2)(layers.Dense(3)(x))))   # a chain
+    x = keras.Input((4,))
+    assert _has_connections_column(keras.Model(x, layers.Dense(2)(layers.Concatenate()([x, x]))))  # 2 inputs
+    x = keras.Input((4,))
+    shared = layers.Dense(4)
+    assert _has_connections_column(keras.Model(x, shared(shared(x))))                        # a layer twice
+    x = keras.Input((4,))
+    assert _has_connections_column(keras.Model(x, [layers.Dense(2)(x), layers.Dense(3)(x)]))  # two outputs
+    a, b = keras.Input((4,)), keras.Input((2,))
+    assert _has_connections_column(keras.Model([a, b], [layers.Dense(2)(a), layers.Dense(3)(b)]))   # two inputs
+
+
+def test_connected_to_lists_only_this_models_calls():
+    dense = layers.Dense(2)
+    dense(keras.Input((3,)))                        # a call in another graph: node 0 of dense
+    a, b = keras.Input((3,), name="a"), keras.Input((1,), name="b")
+    model = keras.Model([a, b], layers.Concatenate()([dense(a), b]))
+    lines = []
+    model.summary(line_length=108, print_fn=lines.append)
+    row = next(line for line in lines[0].splitlines() if line.startswith("│ dense (Dense)"))
+    assert row.split("│")[4].strip() == "a[0][0]"
+
+
+@pytest.mark.parametrize("length,positions", [(60, [0.5, 0.75, 1.0]), (50, [0.3, 0.6, 1.0]), (88, [0.5, 0.75, 1.0])])
+def test_custom_positions_match_rich_with_narrow_headers(length, positions):
+    """A header wider than its column wraps, bottom-aligned, as rich draws it (it used to overflow the line)."""
+    rich = pytest.importorskip("rich")
+    import rich.console
+    import rich.table
+    model = models.Sequential([layers.Dense(16, activation="relu", input_shape=(4,)),
+                               layers.Dense(3, activation="softmax")])
+    out = []
+    model.summary(line_length=length, positions=positions, print_fn=out.append)
+    ours = out[0].splitlines()[1:-3]
+    widths, current = [], 0
+    for p in positions:
+        widths.append(int(p * length) - current)
+        current += widths[-1]
+    table = rich.table.Table(*[rich.table.Column(h, justify=a, width=w) for h, a, w in
+                               zip(["Layer (type)", "Output Shape", "Param #"], ["left", "left", "right"], widths)],
+                             width=length, show_lines=True)
+    table.add_row("dense (Dense)", "(None, 16)", "80")
+    table.add_row("dense_1 (Dense)", "(None, 3)", "51")
+    console = rich.console.Console(width=200, force_terminal=False, color_system=None, highlight=False)
+    with console.capture() as cap:
+        console.print(table)
+    assert ours == cap.get().splitlines()
+    assert {len(line) for line in ours} == {length}

@@ -126,10 +126,14 @@ class Layer(Module):
 
     @property
     def trainable_weights(self):
+        if not self.trainable:                    # Keras: a frozen layer or model has none, whatever its parts say
+            return []
         return [w for w in self.weights if w.requires_grad]
 
     @property
     def non_trainable_weights(self):
+        if not self.trainable:
+            return self.weights
         return [w for w in self.weights if not w.requires_grad]
 
     trainable_variables = trainable_weights
