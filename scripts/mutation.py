@@ -1,7 +1,7 @@
 """Mutation testing of one Ember module at a time with mutmut (results: docs/testing.md, "Mutation testing").
 
     python scripts/mutation.py optim            # one module
-    python scripts/mutation.py all              # the seven modules, one after the other
+    python scripts/mutation.py all              # the nine modules, one after the other
     python scripts/mutation.py ops --files ember/ops/shape.py   # part of a big module
 
 mutmut reads one `[tool.mutmut]` table (pyproject.toml). This script narrows it to one module: only that
@@ -37,10 +37,13 @@ MODULES = {
     "nn.functional": (["ember/nn/functional/*"], ["tests/nn"]),
     "ops": (["ember/ops/*"], ["tests/ops", "tests/test_tensor.py", "tests/test_dtype.py"]),
     "jit": (["ember/jit/*"], ["tests/jit"]),
+    "amp": (["ember/amp/*"], ["tests/test_amp.py"]),
+    "planner": (["ember/planner/*"], ["tests/planner"]),
 }
 
 # tests that cannot pass under mutmut, left out of every run of their module: they check the user's
-# `file:line`, which mutmut's trampoline.py replaces, or the `axis=`/`keepdims=` aliases its wrappers hide
+# `file:line`, which mutmut's trampoline.py replaces (a warning's `stacklevel` too), or the
+# `axis=`/`keepdims=` aliases its wrappers hide
 DESELECT = {
     "autograd": ["tests/autograd/test_anomaly.py::test_backward_nan_names_backward_function_and_forward_line"],
     "ops": ["tests/ops/test_axis_aliases.py"],
@@ -51,6 +54,8 @@ DESELECT = {
             # trampoline then cannot find mutmut's configuration (test_save_load.py runs the same in process)
             "tests/jit/test_save_load.py::test_saved_inference_graph_runs_without_the_model_code",
             "tests/jit/test_save_load.py::test_saved_training_step_trains_in_a_fresh_process"],
+    # the warnings' file name: mutmut's trampoline is one more frame between the caller and `stacklevel`
+    "amp": ["tests/test_amp.py::test_warnings_point_at_the_callers_line"],
 }
 
 
