@@ -235,3 +235,90 @@ def test_summary_prints_the_table(capsys):
     assert "1 (Linear)" in out and "78,500" in out and "79,510" in out
     assert "GTX 1080 (8.00 GiB): fits" in out and "step time" in out
     assert math.isfinite(1.0)
+
+
+# ---------------------------------------------------------------- the printed table, the devices' errors, step time
+class Scaled(nn.Module):
+    """A container with a parameter of its own (shown though it is no leaf)."""
+    def __init__(self):
+        super().__init__()
+        self.gain = nn.Parameter(ember.ones(3, device="meta"))
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(x) * self.gain
+
+
+class Proj(nn.Module):
+    """A container with multiply-adds of its own (a matmul by a buffer) and no parameter."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("proj", ember.ones(3, 2, device="meta"))
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.drop(x) @ self.proj
+
+
+class _Unused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.skip = nn.Identity()
+
+    def forward(self, x):
+        return x * 2
+
+
+def test_table_and_totals_by_hand():
+    """Linear 4->3: 15 params, 12 mult-adds and 3 values per sample; ReLU 3 values (not in place);
+    Scaled's own gain 3 params; Proj 3x2 = 6 mult-adds; dropout nothing. Containers without parameters or
+    multiply-adds of their own are left out, the others indented by depth."""
+    m = nn.Sequential(nn.Linear(4, 3, device="meta"), nn.Sequential(Scaled(), Proj()))
+    s = ember.summary(m, (4,), batch_size=2, verbose=False)
+    assert s.table() == "\n".join([
+        "---------------------------------------------------------------------",
+        "Layer (type)            Output shape  Param #  Activations  Mult-adds",
+        "=====================================================================",
+        "0 (Linear)              [2, 3]             15            3         12",
+        "  1.0 (Scaled)          [2, 3]              3            0          0",
+        "    1.0.act (ReLU)      [2, 3]              0            3          0",
+        "  1.1 (Proj)            [2, 2]              0            0          6",
+        "    1.1.drop (Dropout)  [2, 3]              0            0          0",
+        "---------------------------------------------------------------------"])
+    # forward FLOPs per sample: linear 2 x 12, relu 3, the gain 3, the matmul 2 x 6
+    assert s.totals() == "\n".join([
+        "Model: Sequential, input (4,) float32, dtype float32, counted at batch 2",
+        "Total params: 18 (0.00 MiB)",
+        "Trainable params: 18",
+        "Activation values per sample: 10 (0.00 MiB, 4 bytes each)",
+        "Mult-adds per sample: 18 (0.000 G)",
+        "FLOPs per sample (forward): 42"])
+    assert str(s) == s.table() + "\n" + s.totals()
+    one = ember.summary(nn.Linear(4, 3, device="meta"), (4,), batch_size=2, verbose=False)
+    assert one.table().splitlines()[3] == "(Linear)      [2, 3]             15            3         12"
+    empty = ember.summary(_Unused(), (4,), verbose=False)   # no row to show: the header alone
+    assert empty.table().splitlines() == ["-" * 59, "Layer (type)  Output shape  Param #  Activations  Mult-adds",
+                                          "=" * 59, "-" * 59]
+
+
+def test_peak_flops_errors_list_the_known_dtypes():
+    with pytest.raises(ValueError, match=r"^planner: no peak FLOP/s for dtype bfloat16 on GTX 1080 \(known: float32, "
+                                         r"float16, float64\)$"):
+        get_device("GTX 1080").peak("bfloat16")
+    with pytest.raises(ValueError, match=r"^planner: no peak FLOP/s for dtype float32 on 1,000,000,000 bytes "
+                                         r"\(known: none\)$"):
+        get_device(10**9).peak("float32")
+
+
+def test_step_time_defaults_bounds_and_optimizer():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), verbose=False)
+    assert s.step_time(32) == s.step_time(32, "A100 40GB", 0.5, "sgd-momentum")   # torch-free defaults
+    assert s.step_time(32).efficiency == 0.5
+    full = s.step_time(32, efficiency=1)                       # 1 is allowed: the device's peak itself
+    assert full.at_efficiency == full.at_peak and full.efficiency == 1
+    for bad in (0, 1.5, -0.1):
+        with pytest.raises(ValueError, match=rf"^step_time: efficiency must be in \(0, 1\], got {bad}$"):
+            s.step_time(32, efficiency=bad)
+    # the optimizer's update is part of the step: its FLOPs come from that optimizer's dry run
+    assert s.step_time(32).flops == s.plan(32).step_flops
+    assert s.step_time(32, optimizer="adam").flops == s.plan(32, "adam").step_flops != s.plan(32).step_flops

@@ -48,3 +48,51 @@ def test_arrays_made_outside_primitives_count_from_birth():
         del z
         assert t.live == 0
     assert ember.zeros(10, device="meta").shape == (10,)   # the tracker has let go of MetaArray
+
+
+def test_index_strides_follow_numpy():
+    """The strides of a basic index (ints, slices with steps, None, Ellipsis), in elements, as NumPy's view."""
+    import numpy as np
+    from ember.planner.tracker import index_strides
+    base = np.zeros((4, 6, 5))
+    st = tuple(s // 8 for s in base.strides)
+    keys = [(slice(None), slice(2, 4)), (Ellipsis, 1), (None, slice(None, None, 2)), (0, Ellipsis, None),
+            (slice(1, None, 3), None, 2), (Ellipsis,), (1, slice(None, None, -2), Ellipsis, None, 3),
+            (None, Ellipsis, slice(0, 5, 2), None)]
+    for key in keys:
+        view = base[key]
+        assert index_strides(base.shape, st, key, view.ndim) == tuple(s // 8 for s in view.strides), key
+    assert index_strides(base.shape, st, (0,), 3) is None        # not the output's rank: unsure
+    assert index_strides(base.shape, None, (0,), 2) is None      # the input's strides unknown
+
+
+def test_advanced_index_keys_are_copies():
+    from ember.ops import primitives as P
+    from ember.planner.tracker import _basic_key
+    assert _basic_key((slice(None), 0, None, Ellipsis))
+    assert not _basic_key((slice(None), [0, 2])) and not _basic_key((P.SLOT, 0))
+    x = _meta(8, 4)
+    with Tracker() as t:
+        t.track(x._data)
+        base = t.live
+        y = x[[0, 2, 5]]                                  # a gather: three new rows
+        assert t.live == base + 3 * 4 * 4
+    assert y.shape == (3, 4)
+
+
+def test_workspace_of_the_numpy_kernels_by_hand():
+    """Scratch bytes beyond inputs and output: multiples of the first input, max-pool's window copy."""
+    from ember.ops import layers as L
+    from ember.ops.optim_prims import AdamStep
+    from ember.planner.tracker import WORKSPACE
+    x, other = _meta(2, 8, 6, 6)._data, _meta(3)._data     # 2304 bytes; a second input of another size
+    for prim, k in ((L.Softmax, 1), (L.LogSoftmax, 1), (L.SoftmaxGrad, 1), (L.Normalize, 1), (L.LayerNorm, 2),
+                    (L.LayerNormGrad, 3), (AdamStep, 4)):
+        assert WORKSPACE[prim]({}, [x, other], x) == k * 2304, prim
+    out = _meta(2, 8, 2, 2)._data                           # 64 values, 256 bytes
+    # 3x3 windows: a (2, 8, 2, 2, 9) float32 copy and the output, or five int64-sized arrays of the output
+    assert WORKSPACE[L.MaxPoolIndex]({"kernel": (3, 3)}, [x], out) == max(64 * 9 * 4 + 256, 5 * 256) == 2560
+    assert WORKSPACE[L.MaxPoolIndex]({"kernel": (1, 1)}, [x], out) == max(64 * 4 + 256, 5 * 256) == 1280
+    x16 = _meta(2, 8, 6, 6).to(ember.float16)._data
+    out16 = _meta(2, 8, 2, 2).to(ember.float16)._data
+    assert WORKSPACE[L.MaxPoolIndex]({"kernel": (3, 3)}, [x16], out16) == max(64 * 9 * 2 + 128, 5 * 128) == 1280
