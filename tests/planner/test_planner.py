@@ -322,3 +322,12 @@ def test_step_time_defaults_bounds_and_optimizer():
     # the optimizer's update is part of the step: its FLOPs come from that optimizer's dry run
     assert s.step_time(32).flops == s.plan(32).step_flops
     assert s.step_time(32, optimizer="adam").flops == s.plan(32, "adam").step_flops != s.plan(32).step_flops
+
+
+def test_fits_uses_the_batch_and_optimizer_asked_for_and_a_peak_equal_to_the_memory_fits():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=2, verbose=False)
+    small, big = s.peak_training_bytes(2), s.peak_training_bytes(64)
+    assert s.fits(small, 2) and not s.fits(small, 64) and s.fits(big, 64)       # exactly the peak fits
+    assert not s.fits(big - 1, 64)
+    sgd, adam = s.peak_training_bytes(64, "sgd-momentum"), s.peak_training_bytes(64, "adam")
+    assert sgd < adam and s.fits(sgd, 64) and not s.fits(sgd, 64, "adam")
