@@ -331,3 +331,96 @@ def test_fits_uses_the_batch_and_optimizer_asked_for_and_a_peak_equal_to_the_mem
     assert not s.fits(big - 1, 64)
     sgd, adam = s.peak_training_bytes(64, "sgd-momentum"), s.peak_training_bytes(64, "adam")
     assert sgd < adam and s.fits(sgd, 64) and not s.fits(sgd, 64, "adam")
+
+
+class TwoHeads(nn.Module):
+    """Two outputs, and a product of its own weight by itself that does not grow with the batch."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 3, device="meta")
+        self.w = nn.Parameter(ember.ones(3, 3, device="meta"))
+
+    def forward(self, x):
+        return self.a(x), self.w @ self.w          # 27 mult-adds per batch
+
+
+def test_report_wires_the_batch_optimizer_device_and_efficiency_through():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=2, verbose=False, name="mlp")
+    got = s.report(16, "adam", "GTX 1080", efficiency=0.25).split("\n")
+    plan, rule = s.plan(16, "adam"), s.training_bytes(16, "adam")
+    assert rule == 4 * 79_510 * 4 + 2 * 16 * (784 + 100 + 100 + 10) * 4          # the notes' rule, by hand
+    t = s.step_time(16, "GTX 1080", 0.25, "adam")
+    assert got == s.table().split("\n") + s.totals().split("\n") + [
+        "",
+        "Training at batch 16 with adam:",
+        f"  notes' estimate (weights x 4, activations x 2): {rule:,} bytes ({rule / GiB:,.2f} GiB)",
+        f"  saved for backward (dry run): {plan.saved:,} bytes ({plan.saved / GiB:,.2f} GiB)",
+        f"  peak (dry run on meta): {plan.peak:,} bytes ({plan.peak / GiB:,.2f} GiB)",
+        f"  GTX 1080 (8.00 GiB): fits; max batch {s.max_batch_size('GTX 1080', 'adam')} (dry runs), "
+        f"{s.max_batch_size('GTX 1080', 'adam', rule='notes')} (notes' estimate)",
+        f"  step time: {t.flops / 1e12:.3f} TFLOP per step; {t.at_peak * 1e3:.1f} ms at GTX 1080's peak, "
+        f"{t.at_efficiency * 1e3:.1f} ms at 25% of it"]
+    assert s.totals().startswith("Model: mlp, input (784,) float32, dtype float32, counted at batch 2\n")
+    assert s.report() == s.report(2, "sgd-momentum", None, 0.5) and s.report().endswith(
+        f"  peak (dry run on meta): {s.plan(2).peak:,} bytes ({s.plan(2).peak / GiB:,.2f} GiB)")
+    host = s.report(device="i7-7700k").split("\n")
+    assert host[-2] == "  i7-7700k: memory is the host's RAM; pass it as a byte count to plan for it"
+    assert host[-1].startswith("  step time: ") and host[-1].endswith("ms at 50% of it")
+    exact = s.report(device=s.plan(2).peak).split("\n")[-1]   # a peak equal to the memory fits
+    assert exact.startswith(f"  {s.plan(2).peak:,} bytes (") and "): fits; max batch 2 (dry runs)" in exact
+
+
+def test_summary_prints_the_report_at_its_efficiency(capsys):
+    ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=4, device="GTX 1080", efficiency=0.25)
+    assert "ms at 25% of it" in capsys.readouterr().out
+
+
+def test_max_batch_size_by_hand_and_at_the_boundary():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), verbose=False)
+    # notes: (memory - weights x multiple) // (2 x 994 values x 4 bytes)
+    assert s.max_batch_size(10**7, rule="notes") == (10**7 - 3 * 318_040) // 7952 == 1137
+    assert s.max_batch_size(10**7, "adam", rule="notes") == (10**7 - 4 * 318_040) // 7952 == 1097
+    assert s.max_batch_size(10**5, rule="notes") == 0                     # not even the weights fit
+    with pytest.raises(ValueError, match="^max_batch_size: rule must be 'peak' or 'notes', got 'both'$"):
+        s.max_batch_size(10**7, rule="both")
+    for opt in ("sgd-momentum", "adam"):
+        mem = s.peak_training_bytes(5, opt)                              # exactly batch 5's peak
+        assert s.max_batch_size(mem, opt) == 5 and s.max_batch_size(mem - 1, opt) == 4
+    assert s.max_batch_size(s.peak_training_bytes(1)) == 1 and s.max_batch_size(s.peak_training_bytes(1) - 1) == 0
+    assert s.max_batch_size(s.peak_training_bytes(5, "sgd-momentum"), "adam") < 5   # Adam's state is larger
+
+
+def test_summary_defaults_inputs_and_errors():
+    from ember.planner.report import summary
+    mlp = M.keras_mlp(device="meta")
+    s = summary(mlp, 784, verbose=False)                       # an int size; batch 1, float32, default name
+    assert (s.input_size, s.batch_size, s.dtype, s.name) == ((784,), 1, ember.float32, "Sequential")
+    assert s.plan().optimizer == "sgd-momentum"
+    d = ember.summary(mlp, (784,), dtype="float64", verbose=False)   # a float32 model planned in float64
+    assert d.param_bytes == 79_510 * 8 and d.activation_bytes == 994 * 8 and d.macs == s.macs
+    with pytest.raises(TypeError, match="^summary: model must be an ember.nn.Module, got str$"):
+        ember.summary("vgg16", (3, 224, 224))
+    with pytest.raises(ValueError, match="^summary: batch_size must be at least 1, got 0$"):
+        ember.summary(mlp, (784,), batch_size=0)
+    lazy = nn.Sequential(nn.LazyLinear(3), nn.ReLU())
+    with pytest.raises(ValueError, match=r"^summary: the model has uninitialized parameters \(0\.weight, 0\.bias\) "
+                                         r"of lazy modules \(nn\.LazyLinear \.\.\.\): run one forward"):
+        ember.summary(lazy, (4,))
+
+
+def test_two_outputs_and_work_that_does_not_grow_with_the_batch():
+    s = ember.summary(TwoHeads(), (4,), batch_size=2, verbose=False)
+    assert s.output_shape == () and s.rows[0].output_shape == ((2, 3), (3, 3))
+    assert s.macs == (2 * 12 + 27) / 2 == 25.5                 # per sample: not a whole number
+    assert s.table().split("\n")[3] == "(TwoHeads)    [2, 3], [3, 3]        9            0       13.5"
+
+
+def test_a_custom_loss_is_the_one_planned():
+    def loss(out, target):                                       # no softmax, no log: keeps less for backward
+        return out.sum()
+    mlp = M.keras_mlp(device="meta")
+    s = ember.summary(mlp, (784,), batch_size=8, loss_fn=loss, verbose=False)
+    mine = dry_run_step(mlp, (784,), 8, loss_fn=loss)
+    default = dry_run_step(mlp, (784,), 8)
+    assert (s.plan().peak, s.plan().step_flops) == (mine.peak, mine.step_flops)
+    assert mine.step_flops != default.step_flops

@@ -96,3 +96,31 @@ def test_workspace_of_the_numpy_kernels_by_hand():
     x16 = _meta(2, 8, 6, 6).to(ember.float16)._data
     out16 = _meta(2, 8, 2, 2).to(ember.float16)._data
     assert WORKSPACE[L.MaxPoolIndex]({"kernel": (3, 3)}, [x16], out16) == max(64 * 9 * 2 + 128, 5 * 128) == 1280
+
+
+def test_workspace_of_the_convolutions_by_hand():
+    """im2col's columns (N * L, C * kh * kw) and what each kernel keeps beside them, for a 3x2 kernel on a
+    7x5 image (output 5x4): forward, input gradient (g's rows and the columns, or the columns and dx) and
+    weight gradient (the columns and g)."""
+    from ember.ops import layers as L
+    from ember.planner.tracker import WORKSPACE
+    x, w, out = _meta(2, 3, 7, 5)._data, _meta(16, 3, 3, 2)._data, _meta(2, 16, 5, 4)._data
+    cols = (2 * 5 * 4) * (3 * 3 * 2) * 4                                      # 2880 bytes
+    assert WORKSPACE[L.Conv]({"groups": 1}, [x, w], out) == cols
+    xg, wg, outg = _meta(2, 4, 7, 5)._data, _meta(4, 2, 3, 2)._data, _meta(2, 4, 5, 4)._data
+    assert WORKSPACE[L.Conv]({"groups": 2}, [xg, wg], outg) == (2 * 20) * (4 * 6) * 4 + 2 * 4 * 20 * 4   # + the regrouping copy
+    dx = _meta(2, 3, 7, 5)._data                                               # 840 bytes
+    attrs = {"x_shape": (2, 3, 7, 5), "groups": 1}
+    assert WORKSPACE[L.ConvInputGrad](attrs, [out, w], dx) == 2560 + cols - 840   # g (2560 bytes) is larger than dx
+    small_g = _meta(2, 1, 5, 4)._data                                           # 160 bytes: the columns dominate
+    assert WORKSPACE[L.ConvInputGrad](attrs, [small_g, _meta(1, 3, 3, 2)._data], dx) == cols
+    attrs = {"w_shape": (16, 3, 3, 2), "groups": 1}
+    assert WORKSPACE[L.ConvWeightGrad](attrs, [x, out], _meta(16, 3, 3, 2)._data) == cols + 2560
+
+
+def test_conv_mult_adds_are_integers():
+    x, w = _meta(2, 4, 6, 6), _meta(6, 2, 3, 3)
+    with Tracker() as t:
+        F.conv2d(x, w, groups=2)
+    macs = sum(t.macs.values())
+    assert macs == 2 * 6 * 4 * 4 * (4 // 2) * 3 * 3 and type(macs) is int
