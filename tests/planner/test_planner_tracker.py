@@ -124,3 +124,30 @@ def test_conv_mult_adds_are_integers():
         F.conv2d(x, w, groups=2)
     macs = sum(t.macs.values())
     assert macs == 2 * 6 * 4 * 4 * (4 // 2) * 3 * 3 and type(macs) is int
+
+
+def _work(fn):
+    with Tracker() as t:
+        fn()
+    return sum(t.macs.values()), sum(t.flops.values())
+
+
+def test_mult_adds_and_flops_by_hand():
+    """2 FLOPs per multiply-add; a reduction one per element it reads, an elementwise op one per element it
+    writes; views, copies and casts none."""
+    x, w = _meta(3, 4), _meta(4, 5)
+    assert _work(lambda: x.sum()) == _work(lambda: x.amax(1)) == (0, 12)
+    assert _work(lambda: x * 2) == _work(lambda: x.softmax(-1)) == (0, 12)
+    assert _work(lambda: (x.reshape(4, 3), x.t(), x[0], x[:, 1:], x.to(ember.float64), ember.cat([x, x]))) == (0, 0)
+    for product in (lambda: x @ w, lambda: F.linear(x, _meta(5, 4), _meta(5)),
+                    lambda: ember.einsum("ij,jk->ik", x, w)):
+        assert _work(product) == (3 * 4 * 5, 2 * 3 * 4 * 5)
+    # attention: q k^T and p v, (2 x 3 queries) x 5 keys x (E 4 + Ev 6)
+    q, k, v = _meta(2, 3, 4).requires_grad_(), _meta(2, 5, 4).requires_grad_(), _meta(2, 5, 6).requires_grad_()
+    assert _work(lambda: F.scaled_dot_product_attention(q, k, v)) == (300, 600)
+    # its backward is twice the forward's; the sum reads the (2, 3, 6) output once
+    assert _work(lambda: F.scaled_dot_product_attention(q, k, v).sum().backward()) == (900, 2 * 900 + 36)
+    # a grouped conv: (2, 6, 4, 4) outputs x 2 channels per group x 3x3, and each gradient the same again
+    xc, wc = _meta(2, 4, 6, 6).requires_grad_(), _meta(6, 2, 3, 3).requires_grad_()
+    per = 2 * 6 * 4 * 4 * 2 * 9
+    assert _work(lambda: F.conv2d(xc, wc, groups=2).sum().backward()) == (3 * per, 2 * 3 * per + 192)
