@@ -424,3 +424,46 @@ def test_a_custom_loss_is_the_one_planned():
     default = dry_run_step(mlp, (784,), 8)
     assert (s.plan().peak, s.plan().step_flops) == (mine.peak, mine.step_flops)
     assert mine.step_flops != default.step_flops
+
+
+def test_step_time_line_at_a_slow_device_shows_the_batch_and_optimizer():
+    """A made-up device of 1 MFLOP/s makes the step time visible in milliseconds: the report's line comes from
+    step_time at the report's batch and optimizer."""
+    from ember.planner import Device
+    toy = Device("toy", 10**9, {"float32": 1e6})
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=2, verbose=False)
+    t = s.step_time(16, toy, 0.25, "adam")
+    assert t.at_peak == t.flops / 1e6 and t.flops == s.plan(16, "adam").step_flops
+    assert s.report(16, "adam", toy, 0.25).split("\n")[-1] == (
+        f"  step time: {t.flops / 1e12:.3f} TFLOP per step; {t.flops / 1e3:.1f} ms at toy's peak, "
+        f"{4 * t.flops / 1e3:.1f} ms at 25% of it")
+    assert s.step_time(16, toy, optimizer="adam").flops != s.step_time(16, toy).flops != s.step_time(2, toy).flops
+
+
+def test_max_batch_size_search_is_exact_when_the_peak_is_not_linear():
+    """The guess from batches 1 and 2 assumes a linear peak; the doubling and bisection after it make the
+    answer exact anyway (here a made-up quadratic peak, checked against a linear scan)."""
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), verbose=False)
+    s.peak_training_bytes = lambda b, optimizer="sgd-momentum": 1000 + 10 * b * b
+    for mem in range(1010, 5000, 37):
+        want = max(b for b in range(1, 30) if 1000 + 10 * b * b <= mem)
+        assert s.max_batch_size(mem) == want, mem
+
+
+def test_planner_argument_errors():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=3, verbose=False)
+    assert s.training_bytes() == s.training_bytes(3)
+    with pytest.raises(ValueError, match="^planner: i7-7700k uses the host's RAM; pass the memory as a byte count$"):
+        s.fits("i7-7700k")
+    with pytest.raises(TypeError, match="^planner: device must be a name or a byte count, got True$"):
+        get_device(True)
+    with pytest.raises(TypeError, match="^planner: device must be a name or a byte count, got list$"):
+        get_device([8])
+    for bad in (0, -1.5):
+        with pytest.raises(ValueError, match=f"^planner: a device's memory must be a positive byte count, got {bad}$"):
+            get_device(bad)
+    one = get_device(1)                                        # one byte is a (tiny) device
+    assert (one.name, one.memory, one.peak_flops) == ("1 bytes", 1, {})
+    d = ember.summary(M.keras_mlp(device="meta"), (784,), dtype="float64", verbose=False)
+    assert d.plan().peak == dry_run_step(M.keras_mlp(device="meta"), (784,), 1, dtype="float64").peak
+    assert d.plan().resident > s.plan(1).resident               # float64 weights and batch
