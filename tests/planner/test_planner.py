@@ -453,6 +453,9 @@ def test_max_batch_size_search_is_exact_when_the_peak_is_not_linear():
 def test_planner_argument_errors():
     s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=3, verbose=False)
     assert s.training_bytes() == s.training_bytes(3)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=f"^planner: batch_size must be a non-negative integer, got {bad}$"):
+            s.plan(bad)
     with pytest.raises(ValueError, match="^planner: i7-7700k uses the host's RAM; pass the memory as a byte count$"):
         s.fits("i7-7700k")
     with pytest.raises(TypeError, match="^planner: device must be a name or a byte count, got True$"):

@@ -180,6 +180,7 @@ VIEW_CHAINS = {   # (input shape, before, after): whether `after` makes a view d
     "every-other-row": ((4, 6), _same, lambda x: x[::2].reshape(12)),
     "ellipsis-none": ((4, 6), _same, lambda x: x[..., None, 1:4].reshape(4, 3)),
     "int-index": ((4, 6, 2), _same, lambda x: x[1].reshape(12)),
+    "size-one-dim": ((4, 1, 3), _same, lambda x: x.reshape(12)),
     "conv-flat": ((2, 3, 5, 5), _conv, lambda y: y.reshape(2, -1)),
     "conv-nhwc": ((2, 3, 5, 5), _conv, lambda y: y.permute(0, 2, 3, 1).reshape(18, 4)),
     "conv-split": ((2, 3, 5, 5), _conv, lambda y: y.reshape(2, 2, 2, 3, 3)),
