@@ -65,7 +65,7 @@ lock:
 clean:
 	rm -rf $(VENV) build *.egg-info
 
-# Mutation testing (docs/testing.md), slow and not in CI: `make mutation MODULE=optim`, or all eight modules
+# Mutation testing (docs/testing.md), slow and not in CI: `make mutation MODULE=optim`, or all ten modules
 # one after the other. Rerun a module's after changing it a lot.
 MODULE ?= all
 $(VENV)/.mutation: $(VENV)/.test

@@ -1,7 +1,7 @@
 """Mutation testing of one Ember module at a time with mutmut (results: docs/testing.md, "Mutation testing").
 
     python scripts/mutation.py optim            # one module
-    python scripts/mutation.py all              # the eight modules, one after the other
+    python scripts/mutation.py all              # the ten modules, one after the other
     python scripts/mutation.py ops --files ember/ops/shape.py   # part of a big module
 
 mutmut reads one `[tool.mutmut]` table (pyproject.toml). This script narrows it to one module: only that
@@ -38,10 +38,13 @@ MODULES = {
     "ops": (["ember/ops/*"], ["tests/ops", "tests/test_tensor.py", "tests/test_dtype.py"]),
     "jit": (["ember/jit/*"], ["tests/jit"]),
     "keras": (["ember/keras/*"], ["tests/keras"]),
+    "amp": (["ember/amp/*"], ["tests/test_amp.py"]),
+    "planner": (["ember/planner/*"], ["tests/planner"]),
 }
 
 # tests that cannot pass under mutmut, left out of every run of their module: they check the user's
-# `file:line`, which mutmut's trampoline.py replaces, or the `axis=`/`keepdims=` aliases its wrappers hide
+# `file:line`, which mutmut's trampoline.py replaces (a warning's `stacklevel` too), or the
+# `axis=`/`keepdims=` aliases its wrappers hide
 DESELECT = {
     "autograd": ["tests/autograd/test_anomaly.py::test_backward_nan_names_backward_function_and_forward_line"],
     "ops": ["tests/ops/test_axis_aliases.py"],
@@ -56,6 +59,8 @@ DESELECT = {
     "keras": ["tests/keras/test_errors.py::test_errors_end_with_the_users_line",
               "tests/keras/test_callbacks.py::test_mode_warnings_point_at_the_users_line",
               "tests/keras/test_tensorflow_habits.py::test_example_script_learns"],
+    # the warnings' file name: mutmut's trampoline is one more frame between the caller and `stacklevel`
+    "amp": ["tests/test_amp.py::test_warnings_point_at_the_callers_line"],
 }
 
 

@@ -577,3 +577,415 @@ def test_autocast_finds_the_device_of_keyword_only_tensors(fake_cuda):
     with ember.autocast("cuda"):
         assert ember.mm(input=a, mat2=b).dtype is ember.float16
         assert ember.mm(a, b).dtype is ember.float16
+
+
+# ------------------------------------------------------------------------------ mutation-testing follow-ups
+def _in_thread(fn):
+    """fn() in a fresh thread (a new thread starts from autocast's defaults); re-raises what it raised."""
+    box = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:   # noqa: BLE001 - handed back to the caller
+            box["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def test_autocast_lets_exceptions_through_and_restores_the_state():
+    with pytest.raises(KeyError, match="boom"):
+        with ember.autocast("cpu"):
+            raise KeyError("boom")
+    assert not ember.is_autocast_enabled("cpu") and ember.amp.ON == [] and not ember.amp.active()
+
+
+def test_the_fast_path_list_is_empty_whenever_autocast_is_off_everywhere():
+    assert ember.amp.ON == []
+    with ember.autocast("cpu"):
+        assert ember.amp.ON == [None] and ember.amp.active()
+        with ember.autocast("cpu", enabled=False):
+            assert ember.amp.ON == [] and not ember.amp.active()
+        assert ember.amp.ON == [None]
+    assert ember.amp.ON == []
+    with ember.autocast("cpu", enabled=False):
+        assert ember.amp.ON == []
+    ember.set_autocast_enabled("cpu", True)
+    ember.set_autocast_enabled("cpu", True)   # twice: still one entry for this thread
+    assert ember.amp.ON == [None]
+    ember.set_autocast_enabled("cpu", False)
+    assert ember.amp.ON == []
+
+
+def test_another_threads_region_changes_nothing_here():
+    """While another thread is inside autocast, this thread's ops run as written: keyword arguments kept,
+    nothing cast, `active()` false."""
+    entered, leave = threading.Event(), threading.Event()
+
+    def other():
+        with ember.autocast("cpu"):
+            entered.set()
+            leave.wait(30)
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        entered.wait(30)
+        assert ember.amp.ON == [None] and not ember.amp.active()
+        x, w, b = ember.ones(2, 3), ember.ones(4, 3), ember.full((4,), 5.0)
+        y = ember.nn.functional.linear(x, w, bias=b)
+        assert y.dtype is ember.float32 and y.tolist() == [[8.0] * 4] * 2
+        assert ember.mm(input=x, mat2=w.T).tolist() == [[3.0] * 4] * 2
+    finally:
+        leave.set()
+        t.join()
+    assert ember.amp.ON == []
+
+
+def test_set_autocast_enabled_alone_casts_to_the_default_dtype_in_a_fresh_thread():
+    def run():
+        ember.set_autocast_enabled("cpu", True)
+        try:
+            return ember.mm(ember.ones(2, 2), ember.ones(2, 2)).dtype, ember.get_autocast_dtype("cpu")
+        finally:
+            ember.set_autocast_enabled("cpu", False)
+    assert _in_thread(run) == (ember.bfloat16, ember.bfloat16)
+
+
+def test_weight_casts_are_shared_like_torchs_cached_casts():
+    """torch reuses one cast of a float32 leaf weight within a region: both matmuls hang off the same
+    ToCopyBackward node; Ember's hang off the same CastBackward."""
+    w = ember.randn(3, 3, requires_grad=True)
+    x = ember.ones(2, 3)
+    tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+    with ember.autocast("cpu"), torch.autocast("cpu"):
+        y1, y2 = x @ w, x @ w
+        t1, t2 = torch.ones(2, 3) @ tw, torch.ones(2, 3) @ tw
+    assert t1.grad_fn.next_functions[1][0] is t2.grad_fn.next_functions[1][0]
+    assert y1.grad_fn.next_functions[1][0] is y2.grad_fn.next_functions[1][0]
+    with ember.autocast("cpu", cache_enabled=False), torch.autocast("cpu", cache_enabled=False):
+        assert not ember.is_autocast_cache_enabled() and not ember.amp._cache()
+        y1, y2 = x @ w, x @ w
+        t1, t2 = torch.ones(2, 3) @ tw, torch.ones(2, 3) @ tw
+        assert not ember.amp._cache()
+    assert t1.grad_fn.next_functions[1][0] is not t2.grad_fn.next_functions[1][0]
+    assert y1.grad_fn.next_functions[1][0] is not y2.grad_fn.next_functions[1][0]
+    with ember.autocast("cpu", cache_enabled=True):
+        assert ember.is_autocast_cache_enabled() is True
+
+
+def test_only_leaf_weights_are_cached_and_activations_are_freed():
+    """The cache keeps leaves that require grad (weights); an activation or a plain input is cast afresh
+    and not kept alive by the cache until the region ends."""
+    import gc
+    import weakref
+    w = ember.randn(3, 3, requires_grad=True)
+    with ember.autocast("cpu"):
+        h = ember.ones(2, 3, requires_grad=True) * 2.0     # not a leaf
+        plain = ember.ones(2, 3)                           # a leaf without grad
+        refs = [weakref.ref(h), weakref.ref(plain)]
+        y = (h @ w) + (plain @ w)
+        assert set(ember.amp._cache()) == {id(w)}
+        del h, plain
+        gc.collect()
+        assert [r() for r in refs] == [None, None]
+    assert y.dtype is ember.bfloat16
+
+
+def test_cached_cast_follows_repeated_in_place_updates_of_the_same_kind():
+    """The cache compares the weight's version number: two `add_`s in one region give two fresh casts."""
+    w = ember.zeros(2, 2, requires_grad=True)
+    x = ember.ones(1, 2)
+    got = []
+    with ember.autocast("cpu"):
+        for _ in range(3):
+            got.append((x @ w).float().tolist())
+            with ember.no_grad():
+                w.add_(1.0)
+    assert got == [[[0.0, 0.0]], [[2.0, 2.0]], [[4.0, 4.0]]]
+
+
+def test_the_cast_cache_works_in_a_fresh_thread():
+    def run():
+        w = ember.randn(3, 3, requires_grad=True)
+        with ember.autocast("cpu"):
+            y1, y2 = ember.ones(2, 3) @ w, ember.ones(2, 3) @ w
+            return y1.grad_fn.next_functions[1][0] is y2.grad_fn.next_functions[1][0], len(ember.amp._cache())
+    assert _in_thread(run) == (True, 1)
+
+
+def test_an_autocast_op_leaves_the_compile_guard_key_as_it_was():
+    """After an autocast op ran, the state key is the one before (`suspended` back to False, not another
+    falsy value): a function compiled before replays rather than retracing."""
+    def run():
+        before = ember.amp.state_key()
+        with ember.autocast("cpu"):
+            ember.mm(ember.ones(2, 2), ember.ones(2, 2))
+        return before, ember.amp.state_key()
+    before, after = _in_thread(run)
+    assert before == after == ((), (), False) and after[2] is False
+
+
+def test_cpu_autocast_leaves_cuda_ops_alone(fake_cuda):
+    def run():   # a fresh thread: no 'cuda' entry in its autocast state at all
+        x, w = ember.ones(1, 2, device="cuda"), ember.ones(3, 2, device="cuda")
+        b = ember.full((3,), 2.0, device="cuda")
+        with ember.autocast("cpu"):
+            return ember.nn.functional.linear(x, w, bias=b), ember.mm(input=x, mat2=w.T)
+    y, z = _in_thread(run)
+    assert y.dtype is ember.float32 and y.cpu().tolist() == [[4.0, 4.0, 4.0]]
+    assert z.dtype is ember.float32 and z.cpu().tolist() == [[2.0, 2.0, 2.0]]
+
+
+def test_device_strings_with_an_index_and_the_error_messages_match_torch():
+    for dev in ("cpu:0", "cuda:0"):
+        assert ember.is_autocast_enabled(dev) is torch.is_autocast_enabled(dev) is False
+    with ember.autocast("cpu:0"):
+        assert ember.is_autocast_enabled("cpu") and ember.mm(ember.ones(1, 1), ember.ones(1, 1)).dtype is ember.bfloat16
+    for fn, name in [(ember.get_autocast_dtype, "get_autocast_dtype"),
+                     (lambda d: ember.set_autocast_dtype(d, ember.float16), "set_autocast_dtype"),
+                     (lambda d: ember.set_autocast_enabled(d, True), "set_autocast_enabled")]:
+        with pytest.raises(RuntimeError, match=rf"^{name}: unsupported autocast device_type 'foo'; expected one of "
+                                               r"cpu, cuda, ipu, xla$"):
+            fn("foo")
+    with pytest.raises(TypeError, match="^set_autocast_enabled: argument 'enabled' must be bool, not int$"):
+        ember.set_autocast_enabled("cpu", 1)
+    with pytest.raises(RuntimeError, match=r"^autocast: device_type 'ipu' is not supported by Ember \(cpu, cuda\)$"):
+        ember.autocast("ipu")
+    with pytest.raises(AttributeError, match="^module 'ember.amp' has no attribute 'nope'$"):
+        ember.amp.nope
+    ember.set_autocast_cache_enabled(True)
+    assert ember.is_autocast_cache_enabled() is True
+
+
+def test_autocast_op_takes_torchs_three_policies_only():
+    from ember.amp import autocast_op
+    for policy in ("lower", "fp32", "keep"):
+        assert callable(autocast_op(policy))
+    with pytest.raises(ValueError, match="^autocast_op: unknown policy 'fast'$"):
+        autocast_op("fast")
+
+
+def test_nesting_counter_counts_as_torchs():
+    got = [ember.autocast_increment_nesting(), ember.autocast_increment_nesting(),
+           ember.autocast_decrement_nesting(), ember.autocast_decrement_nesting()]
+    want = [torch.autocast_increment_nesting(), torch.autocast_increment_nesting(),
+            torch.autocast_decrement_nesting(), torch.autocast_decrement_nesting()]
+    assert got == want == [1, 2, 1, 0]
+
+
+def test_legacy_per_device_functions_name_their_device():
+    assert "get_autocast_dtype('cpu')" in ember.get_autocast_cpu_dtype.__doc__
+    assert "set_autocast_enabled('xla', ...)" in ember.set_autocast_xla_enabled.__doc__
+
+
+def test_disabled_autocast_is_false_not_just_falsy():
+    """An autocast that turns itself off (CUDA missing, a dtype the CPU does not take) reports False,
+    with one warning, as torch 2.13 (which warned twice for CUDA and float32 before the fix)."""
+    if ember.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    for kw in ({}, {"dtype": ember.float32}):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with ember.autocast("cuda", **kw):
+                assert ember.is_autocast_enabled("cuda") is False
+        assert [str(m.message) for m in w] == ["CUDA is not available. Disabling autocast."]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with ember.autocast("cpu", dtype=ember.float32):
+            assert ember.is_autocast_enabled("cpu") is False
+    assert [str(m.message) for m in w] == [
+        "In CPU autocast, but the target dtype is not supported. Disabling autocast.\nCPU Autocast only supports "
+        "dtypes of ember.bfloat16, ember.float16 currently (got ember.float32)."]
+
+
+def test_cuda_autocast_takes_float32_as_torch(fake_cuda):
+    """torch 2.13 checks no dtype for CUDA: autocast('cuda', dtype=float32) runs, the lower-precision list
+    then computes in float32 (a float16 input is cast up)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ember.autocast("cuda", dtype=ember.float32):
+            assert ember.is_autocast_enabled("cuda") is True
+            y = ember.mm(ember.ones(2, 2, dtype=ember.float16, device="cuda"), ember.ones(2, 2, device="cuda"))
+    assert y.dtype is ember.float32 and y.cpu().tolist() == [[2.0, 2.0]] * 2
+
+
+def test_warnings_point_at_the_callers_line():
+    """Deselected under mutmut (its trampoline adds a frame): each warning names this file."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ember.autocast("cpu", dtype=ember.float32)
+        if not ember.cuda.is_available():
+            ember.autocast("cuda")
+            ember.amp.GradScaler()
+    assert w and all(m.filename == __file__ for m in w), [(m.filename, str(m.message)) for m in w]
+
+
+def _scaled_step_setup(scaler, model=None):
+    m = model or enn.Linear(2, 1)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    scaler.scale(m(ember.ones(1, 2)).sum()).backward()
+    return m, opt
+
+
+def test_grad_scaler_defaults_and_a_fresh_state_dict_match_torch():
+    import inspect
+    params = inspect.signature(ember.amp.GradScaler).parameters
+    tparams = inspect.signature(torch.amp.GradScaler).parameters
+    assert {k: p.default for k, p in params.items()} == {k: p.default for k, p in tparams.items()}
+    e, t = ember.amp.GradScaler("cpu"), torch.amp.GradScaler("cpu")
+    assert e.state_dict() == t.state_dict()          # before any scale(): the growth tracker is 0
+    assert e._get_growth_tracker() == t._get_growth_tracker() == 0
+    assert e.get_growth_interval() == 2000 and e.get_scale() == t.get_scale() == 65536.0
+
+
+def test_grad_scaler_scale_is_float32_even_under_a_float64_default():
+    """The scale is a float32 tensor, as torch's: 0.1 reads back as float32's 0.1 once scale() made it."""
+    old = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:
+        e, t = ember.amp.GradScaler("cpu", init_scale=0.1), torch.amp.GradScaler("cpu", init_scale=0.1)
+        assert e.get_scale() == t.get_scale() == 0.1
+        e.scale(ember.ones(2))
+        t.scale(torch.ones(2))
+        assert e.get_scale() == t.get_scale() == float(np.float32(0.1))
+    finally:
+        ember.set_default_dtype(old)
+
+
+def test_grad_scaler_state_dict_round_trips_into_a_used_scaler_and_keeps_counting():
+    src = ember.amp.GradScaler("cpu", init_scale=16.0, growth_factor=3.0, backoff_factor=0.25, growth_interval=3)
+    for _ in range(2):   # two clean steps: the tracker at 2
+        m, opt = _scaled_step_setup(src)
+        src.step(opt)
+        src.update()
+    sd = src.state_dict()
+    assert sd == {"scale": 16.0, "growth_factor": 3.0, "backoff_factor": 0.25, "growth_interval": 3,
+                  "_growth_tracker": 2}
+    for used in (False, True):
+        dst = ember.amp.GradScaler("cpu", init_scale=2.0)
+        if used:                     # its scale and tracker exist already: load overwrites both
+            m, opt = _scaled_step_setup(dst)
+            dst.step(opt)
+            dst.update()
+        dst.load_state_dict(sd)
+        assert dst.state_dict() == sd
+        assert (dst.get_growth_factor(), dst.get_backoff_factor()) == (3.0, 0.25)
+        m, opt = _scaled_step_setup(dst)   # one more clean step completes the interval: x3
+        assert m.weight.grad.tolist() == [[16.0, 16.0]]
+        dst.step(opt)
+        dst.update()
+        assert dst.get_scale() == 48.0 and dst._get_growth_tracker() == 0
+        m, opt = _scaled_step_setup(dst)   # an inf: x0.25
+        m.bias.grad[0] = float("inf")
+        dst.step(opt)
+        dst.update()
+        assert dst.get_scale() == 12.0
+
+
+def test_grad_scaler_passes_the_step_arguments_on():
+    class Recorder(ember.optim.SGD):
+        def step(self, *args, **kwargs):
+            self.seen = (args, kwargs)
+            return "stepped"
+    for enabled in (True, False):
+        m = enn.Linear(2, 1)
+        opt = Recorder(m.parameters(), lr=0.1)
+        scaler = ember.amp.GradScaler("cpu", enabled=enabled)
+        scaler.scale(m(ember.ones(1, 2)).sum()).backward()
+        assert scaler.step(opt, 1, flag=2) == "stepped" and opt.seen == ((1,), {"flag": 2})
+
+
+def test_grad_scaler_unscales_past_parameters_without_a_gradient():
+    used, unused = enn.Linear(2, 1), enn.Linear(2, 1)
+    opt = ember.optim.SGD(list(unused.parameters()) + list(used.parameters()), lr=1.0)
+    scaler = ember.amp.GradScaler("cpu", init_scale=8.0)
+    scaler.scale(used(ember.ones(1, 2)).sum()).backward()
+    scaler.unscale_(opt)
+    assert unused.weight.grad is None and used.weight.grad.tolist() == [[1.0, 1.0]]
+
+
+def test_grad_scaler_error_messages():
+    s = ember.amp.GradScaler("cpu")
+    fix = "This may indicate your script did not use scaler.scale(loss or outputs) earlier in the iteration."
+    m = enn.Linear(2, 1)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    for name, call in [("unscale_", lambda: s.unscale_(opt)), ("update", s.update), ("step", lambda: s.step(opt))]:
+        with pytest.raises(RuntimeError) as e:
+            call()
+        assert str(e.value) == f"GradScaler.{name}: attempted {name} but _scale is None. {fix}"
+    with pytest.raises(TypeError, match=r"^GradScaler: device must be a device type string \('cpu', 'cuda'\), "
+                                        r"got 0$"):
+        ember.amp.GradScaler(0)
+    with pytest.raises(ValueError, match="^GradScaler: backoff_factor should be < 1, got 1.0$"):
+        ember.amp.GradScaler("cpu", backoff_factor=1.0)
+    for bad in (2.5, True):
+        with pytest.raises(ValueError, match=f"^GradScaler: growth_interval should be a positive integer, got {bad}$"):
+            ember.amp.GradScaler("cpu", growth_interval=bad)
+    # no gradient at all: nothing to check for inf
+    s.scale(ember.ones(()))
+    with pytest.raises(RuntimeError, match=r"^GradScaler.step: no inf checks were recorded for this optimizer \(no "
+                                           r"parameter has a gradient: was backward\(\) called on the scaled loss\?\)$"):
+        s.step(opt)
+    with pytest.raises(RuntimeError, match=r"^GradScaler.update: no inf checks were recorded prior to update\(\) "
+                                           r"\(call step\(\) or unscale_\(\) first\)$"):
+        _fresh_scaled(ember.amp.GradScaler("cpu")).update()
+    msg = r"^GradScaler.update: new_scale should be a float or a 1-element tensor with requires_grad=False$"
+    for bad in (ember.tensor([1.0, 2.0]), ember.tensor(2.0, requires_grad=True)):
+        with pytest.raises(ValueError, match=msg):
+            s.update(bad)
+    with pytest.raises(RuntimeError, match=r"^Closure use is not currently supported if GradScaler is enabled\.$"):
+        s.step(opt, closure=lambda: None)
+    with pytest.raises(RuntimeError, match=r"^The source state dict is empty, possibly because it was saved from a "
+                                           r"disabled instance of GradScaler\.$"):
+        s.load_state_dict({})
+
+
+def _fresh_scaled(scaler):
+    scaler.scale(ember.ones(()))
+    return scaler
+
+
+def test_grad_scaler_fp16_gradients_error_and_what_update_says_after_it():
+    half = enn.Linear(2, 1).to(ember.float16)
+    s = ember.amp.GradScaler("cpu")
+    s.scale(half(ember.ones(1, 2, dtype=ember.float16)).float().sum()).backward()
+    with pytest.raises(ValueError, match=r"^GradScaler.unscale_: attempting to unscale FP16 gradients \(keep the "
+                                         r"parameters in float32 and let autocast make the float16 copies\)$"):
+        s.step(ember.optim.SGD(half.parameters(), lr=0.1))
+    with pytest.raises(RuntimeError, match="^GradScaler.update: no inf checks were recorded"):
+        s.update()   # the failed step recorded nothing
+
+
+def test_grad_scaler_without_cuda_is_disabled_as_false():
+    if ember.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        s = ember.amp.GradScaler()
+    assert s.is_enabled() is False
+    assert [str(m.message) for m in w] == ["ember.amp.GradScaler is enabled, but CUDA is not available. Disabling."]
+
+
+def test_grad_scaler_keeps_the_scale_on_the_outputs_device_and_unscales_each_gradient_on_its_own(fake_cuda):
+    """The scale lives on the device of the first scaled output (no host copy per step, as torch); a model
+    split over two devices gets each gradient unscaled where it is; outputs on two devices each scaled."""
+    first, second = enn.Linear(2, 2).to("cuda"), enn.Linear(2, 1)
+    opt = ember.optim.SGD(list(first.parameters()) + list(second.parameters()), lr=1.0)
+    scaler = ember.amp.GradScaler("cuda", init_scale=4.0)
+    with ember.no_grad():
+        first.weight.fill_(1.0), first.bias.fill_(0.0), second.weight.fill_(1.0), second.bias.fill_(0.0)
+    loss = second(first(ember.ones(1, 2, device="cuda")).cpu()).sum().to("cuda")
+    scaler.scale(loss).backward()
+    assert str(scaler._scale.device) == "cuda:0"
+    scaler.unscale_(opt)
+    assert first.weight.grad.cpu().tolist() == [[1.0, 1.0]] * 2 and second.weight.grad.tolist() == [[2.0, 2.0]]
+    out = scaler.scale([ember.ones(1, device="cuda"), ember.ones(1)])
+    assert [str(t.device) for t in out] == ["cuda:0", "cpu"] and [t.cpu().item() for t in out] == [4.0, 4.0]
+    assert scaler.scale(ember.ones(1)).tolist() == [4.0]      # a CPU output of a CUDA-scaled model
+    fresh = ember.amp.GradScaler("cuda", init_scale=2.0)
+    assert fresh.scale([ember.ones(1, device="cuda")])[0].cpu().tolist() == [2.0]
+    assert str(fresh._scale.device) == "cuda:0"                # made by the first output of a list

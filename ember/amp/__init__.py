@@ -220,18 +220,14 @@ class autocast:
         self._enabled = enabled
         if self.device not in ("cpu", "cuda"):
             raise RuntimeError(f"autocast: device_type {device_type!r} is not supported by Ember (cpu, cuda)")
-        if enabled and self.device == "cuda" and not is_autocast_available("cuda"):
-            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
-                          stacklevel=2)
-            self._enabled = False
-        if enabled and self.device == "cpu" and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
+        # torch 2.13's checks: CUDA needs a device (any dtype is taken there), the CPU bfloat16 or float16
+        if enabled and self.device == "cuda":
+            if not is_autocast_available("cuda"):
+                warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
+                self._enabled = False
+        elif enabled and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
             warnings.warn(f"In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
                           f"CPU Autocast only supports dtypes of ember.bfloat16, ember.float16 currently "
-                          f"(got {self.fast_dtype}).", stacklevel=2)
-            self._enabled = False
-        if enabled and self.device == "cuda" and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
-            warnings.warn(f"In CUDA autocast, but the target dtype is not supported. Disabling autocast.\n"
-                          f"CUDA Autocast only supports dtypes of ember.float16, ember.bfloat16 currently "
                           f"(got {self.fast_dtype}).", stacklevel=2)
             self._enabled = False
 

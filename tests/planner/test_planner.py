@@ -235,3 +235,238 @@ def test_summary_prints_the_table(capsys):
     assert "1 (Linear)" in out and "78,500" in out and "79,510" in out
     assert "GTX 1080 (8.00 GiB): fits" in out and "step time" in out
     assert math.isfinite(1.0)
+
+
+# ---------------------------------------------------------------- the printed table, the devices' errors, step time
+class Scaled(nn.Module):
+    """A container with a parameter of its own (shown though it is no leaf)."""
+    def __init__(self):
+        super().__init__()
+        self.gain = nn.Parameter(ember.ones(3, device="meta"))
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(x) * self.gain
+
+
+class Proj(nn.Module):
+    """A container with multiply-adds of its own (a matmul by a buffer) and no parameter."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("proj", ember.ones(3, 2, device="meta"))
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.drop(x) @ self.proj
+
+
+class _Unused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.skip = nn.Identity()
+
+    def forward(self, x):
+        return x * 2
+
+
+def test_table_and_totals_by_hand():
+    """Linear 4->3: 15 params, 12 mult-adds and 3 values per sample; ReLU 3 values (not in place);
+    Scaled's own gain 3 params; Proj 3x2 = 6 mult-adds; dropout nothing. Containers without parameters or
+    multiply-adds of their own are left out, the others indented by depth."""
+    m = nn.Sequential(nn.Linear(4, 3, device="meta"), nn.Sequential(Scaled(), Proj()))
+    s = ember.summary(m, (4,), batch_size=2, verbose=False)
+    assert s.table() == "\n".join([
+        "---------------------------------------------------------------------",
+        "Layer (type)            Output shape  Param #  Activations  Mult-adds",
+        "=====================================================================",
+        "0 (Linear)              [2, 3]             15            3         12",
+        "  1.0 (Scaled)          [2, 3]              3            0          0",
+        "    1.0.act (ReLU)      [2, 3]              0            3          0",
+        "  1.1 (Proj)            [2, 2]              0            0          6",
+        "    1.1.drop (Dropout)  [2, 3]              0            0          0",
+        "---------------------------------------------------------------------"])
+    # forward FLOPs per sample: linear 2 x 12, relu 3, the gain 3, the matmul 2 x 6
+    assert s.totals() == "\n".join([
+        "Model: Sequential, input (4,) float32, dtype float32, counted at batch 2",
+        "Total params: 18 (0.00 MiB)",
+        "Trainable params: 18",
+        "Activation values per sample: 10 (0.00 MiB, 4 bytes each)",
+        "Mult-adds per sample: 18 (0.000 G)",
+        "FLOPs per sample (forward): 42"])
+    assert str(s) == s.table() + "\n" + s.totals()
+    one = ember.summary(nn.Linear(4, 3, device="meta"), (4,), batch_size=2, verbose=False)
+    assert one.table().splitlines()[3] == "(Linear)      [2, 3]             15            3         12"
+    empty = ember.summary(_Unused(), (4,), verbose=False)   # no row to show: the header alone
+    assert empty.table().splitlines() == ["-" * 59, "Layer (type)  Output shape  Param #  Activations  Mult-adds",
+                                          "=" * 59, "-" * 59]
+
+
+def test_peak_flops_errors_list_the_known_dtypes():
+    with pytest.raises(ValueError, match=r"^planner: no peak FLOP/s for dtype bfloat16 on GTX 1080 \(known: float32, "
+                                         r"float16, float64\)$"):
+        get_device("GTX 1080").peak("bfloat16")
+    with pytest.raises(ValueError, match=r"^planner: no peak FLOP/s for dtype float32 on 1,000,000,000 bytes "
+                                         r"\(known: none\)$"):
+        get_device(10**9).peak("float32")
+
+
+def test_step_time_defaults_bounds_and_optimizer():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), verbose=False)
+    assert s.step_time(32) == s.step_time(32, "A100 40GB", 0.5, "sgd-momentum")   # torch-free defaults
+    assert s.step_time(32).efficiency == 0.5
+    full = s.step_time(32, efficiency=1)                       # 1 is allowed: the device's peak itself
+    assert full.at_efficiency == full.at_peak and full.efficiency == 1
+    for bad in (0, 1.5, -0.1):
+        with pytest.raises(ValueError, match=rf"^step_time: efficiency must be in \(0, 1\], got {bad}$"):
+            s.step_time(32, efficiency=bad)
+    # the optimizer's update is part of the step: its FLOPs come from that optimizer's dry run
+    assert s.step_time(32).flops == s.plan(32).step_flops
+    assert s.step_time(32, optimizer="adam").flops == s.plan(32, "adam").step_flops != s.plan(32).step_flops
+
+
+def test_fits_uses_the_batch_and_optimizer_asked_for_and_a_peak_equal_to_the_memory_fits():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=2, verbose=False)
+    small, big = s.peak_training_bytes(2), s.peak_training_bytes(64)
+    assert s.fits(small, 2) and not s.fits(small, 64) and s.fits(big, 64)       # exactly the peak fits
+    assert not s.fits(big - 1, 64)
+    sgd, adam = s.peak_training_bytes(64, "sgd-momentum"), s.peak_training_bytes(64, "adam")
+    assert sgd < adam and s.fits(sgd, 64) and not s.fits(sgd, 64, "adam")
+
+
+class TwoHeads(nn.Module):
+    """Two outputs, and a product of its own weight by itself that does not grow with the batch."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 3, device="meta")
+        self.w = nn.Parameter(ember.ones(3, 3, device="meta"))
+
+    def forward(self, x):
+        return self.a(x), self.w @ self.w          # 27 mult-adds per batch
+
+
+def test_report_wires_the_batch_optimizer_device_and_efficiency_through():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=2, verbose=False, name="mlp")
+    got = s.report(16, "adam", "GTX 1080", efficiency=0.25).split("\n")
+    plan, rule = s.plan(16, "adam"), s.training_bytes(16, "adam")
+    assert rule == 4 * 79_510 * 4 + 2 * 16 * (784 + 100 + 100 + 10) * 4          # the notes' rule, by hand
+    t = s.step_time(16, "GTX 1080", 0.25, "adam")
+    assert got == s.table().split("\n") + s.totals().split("\n") + [
+        "",
+        "Training at batch 16 with adam:",
+        f"  notes' estimate (weights x 4, activations x 2): {rule:,} bytes ({rule / GiB:,.2f} GiB)",
+        f"  saved for backward (dry run): {plan.saved:,} bytes ({plan.saved / GiB:,.2f} GiB)",
+        f"  peak (dry run on meta): {plan.peak:,} bytes ({plan.peak / GiB:,.2f} GiB)",
+        f"  GTX 1080 (8.00 GiB): fits; max batch {s.max_batch_size('GTX 1080', 'adam')} (dry runs), "
+        f"{s.max_batch_size('GTX 1080', 'adam', rule='notes')} (notes' estimate)",
+        f"  step time: {t.flops / 1e12:.3f} TFLOP per step; {t.at_peak * 1e3:.1f} ms at GTX 1080's peak, "
+        f"{t.at_efficiency * 1e3:.1f} ms at 25% of it"]
+    assert s.totals().startswith("Model: mlp, input (784,) float32, dtype float32, counted at batch 2\n")
+    assert s.report() == s.report(2, "sgd-momentum", None, 0.5) and s.report().endswith(
+        f"  peak (dry run on meta): {s.plan(2).peak:,} bytes ({s.plan(2).peak / GiB:,.2f} GiB)")
+    host = s.report(device="i7-7700k").split("\n")
+    assert host[-2] == "  i7-7700k: memory is the host's RAM; pass it as a byte count to plan for it"
+    assert host[-1].startswith("  step time: ") and host[-1].endswith("ms at 50% of it")
+    exact = s.report(device=s.plan(2).peak).split("\n")[-1]   # a peak equal to the memory fits
+    assert exact.startswith(f"  {s.plan(2).peak:,} bytes (") and "): fits; max batch 2 (dry runs)" in exact
+
+
+def test_summary_prints_the_report_at_its_efficiency(capsys):
+    ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=4, device="GTX 1080", efficiency=0.25)
+    assert "ms at 25% of it" in capsys.readouterr().out
+
+
+def test_max_batch_size_by_hand_and_at_the_boundary():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), verbose=False)
+    # notes: (memory - weights x multiple) // (2 x 994 values x 4 bytes)
+    assert s.max_batch_size(10**7, rule="notes") == (10**7 - 3 * 318_040) // 7952 == 1137
+    assert s.max_batch_size(10**7, "adam", rule="notes") == (10**7 - 4 * 318_040) // 7952 == 1097
+    assert s.max_batch_size(10**5, rule="notes") == 0                     # not even the weights fit
+    with pytest.raises(ValueError, match="^max_batch_size: rule must be 'peak' or 'notes', got 'both'$"):
+        s.max_batch_size(10**7, rule="both")
+    for opt in ("sgd-momentum", "adam"):
+        mem = s.peak_training_bytes(5, opt)                              # exactly batch 5's peak
+        assert s.max_batch_size(mem, opt) == 5 and s.max_batch_size(mem - 1, opt) == 4
+    assert s.max_batch_size(s.peak_training_bytes(1)) == 1 and s.max_batch_size(s.peak_training_bytes(1) - 1) == 0
+    assert s.max_batch_size(s.peak_training_bytes(5, "sgd-momentum"), "adam") < 5   # Adam's state is larger
+
+
+def test_summary_defaults_inputs_and_errors():
+    from ember.planner.report import summary
+    mlp = M.keras_mlp(device="meta")
+    s = summary(mlp, 784, verbose=False)                       # an int size; batch 1, float32, default name
+    assert (s.input_size, s.batch_size, s.dtype, s.name) == ((784,), 1, ember.float32, "Sequential")
+    assert s.plan().optimizer == "sgd-momentum"
+    d = ember.summary(mlp, (784,), dtype="float64", verbose=False)   # a float32 model planned in float64
+    assert d.param_bytes == 79_510 * 8 and d.activation_bytes == 994 * 8 and d.macs == s.macs
+    with pytest.raises(TypeError, match="^summary: model must be an ember.nn.Module, got str$"):
+        ember.summary("vgg16", (3, 224, 224))
+    with pytest.raises(ValueError, match="^summary: batch_size must be at least 1, got 0$"):
+        ember.summary(mlp, (784,), batch_size=0)
+    lazy = nn.Sequential(nn.LazyLinear(3), nn.ReLU())
+    with pytest.raises(ValueError, match=r"^summary: the model has uninitialized parameters \(0\.weight, 0\.bias\) "
+                                         r"of lazy modules \(nn\.LazyLinear \.\.\.\): run one forward"):
+        ember.summary(lazy, (4,))
+
+
+def test_two_outputs_and_work_that_does_not_grow_with_the_batch():
+    s = ember.summary(TwoHeads(), (4,), batch_size=2, verbose=False)
+    assert s.output_shape == () and s.rows[0].output_shape == ((2, 3), (3, 3))
+    assert s.macs == (2 * 12 + 27) / 2 == 25.5                 # per sample: not a whole number
+    assert s.table().split("\n")[3] == "(TwoHeads)    [2, 3], [3, 3]        9            0       13.5"
+
+
+def test_a_custom_loss_is_the_one_planned():
+    def loss(out, target):                                       # no softmax, no log: keeps less for backward
+        return out.sum()
+    mlp = M.keras_mlp(device="meta")
+    s = ember.summary(mlp, (784,), batch_size=8, loss_fn=loss, verbose=False)
+    mine = dry_run_step(mlp, (784,), 8, loss_fn=loss)
+    default = dry_run_step(mlp, (784,), 8)
+    assert (s.plan().peak, s.plan().step_flops) == (mine.peak, mine.step_flops)
+    assert mine.step_flops != default.step_flops
+
+
+def test_step_time_line_at_a_slow_device_shows_the_batch_and_optimizer():
+    """A made-up device of 1 MFLOP/s makes the step time visible in milliseconds: the report's line comes from
+    step_time at the report's batch and optimizer."""
+    from ember.planner import Device
+    toy = Device("toy", 10**9, {"float32": 1e6})
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=2, verbose=False)
+    t = s.step_time(16, toy, 0.25, "adam")
+    assert t.at_peak == t.flops / 1e6 and t.flops == s.plan(16, "adam").step_flops
+    assert s.report(16, "adam", toy, 0.25).split("\n")[-1] == (
+        f"  step time: {t.flops / 1e12:.3f} TFLOP per step; {t.flops / 1e3:.1f} ms at toy's peak, "
+        f"{4 * t.flops / 1e3:.1f} ms at 25% of it")
+    assert s.step_time(16, toy, optimizer="adam").flops != s.step_time(16, toy).flops != s.step_time(2, toy).flops
+
+
+def test_max_batch_size_search_is_exact_when_the_peak_is_not_linear():
+    """The guess from batches 1 and 2 assumes a linear peak; the doubling and bisection after it make the
+    answer exact anyway (here a made-up quadratic peak, checked against a linear scan)."""
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), verbose=False)
+    s.peak_training_bytes = lambda b, optimizer="sgd-momentum": 1000 + 10 * b * b
+    for mem in range(1010, 5000, 37):
+        want = max(b for b in range(1, 30) if 1000 + 10 * b * b <= mem)
+        assert s.max_batch_size(mem) == want, mem
+
+
+def test_planner_argument_errors():
+    s = ember.summary(M.keras_mlp(device="meta"), (784,), batch_size=3, verbose=False)
+    assert s.training_bytes() == s.training_bytes(3)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=f"^planner: batch_size must be a non-negative integer, got {bad}$"):
+            s.plan(bad)
+    with pytest.raises(ValueError, match="^planner: i7-7700k uses the host's RAM; pass the memory as a byte count$"):
+        s.fits("i7-7700k")
+    with pytest.raises(TypeError, match="^planner: device must be a name or a byte count, got True$"):
+        get_device(True)
+    with pytest.raises(TypeError, match="^planner: device must be a name or a byte count, got list$"):
+        get_device([8])
+    for bad in (0, -1.5):
+        with pytest.raises(ValueError, match=f"^planner: a device's memory must be a positive byte count, got {bad}$"):
+            get_device(bad)
+    one = get_device(1)                                        # one byte is a (tiny) device
+    assert (one.name, one.memory, one.peak_flops) == ("1 bytes", 1, {})
+    d = ember.summary(M.keras_mlp(device="meta"), (784,), dtype="float64", verbose=False)
+    assert d.plan().peak == dry_run_step(M.keras_mlp(device="meta"), (784,), 1, dtype="float64").peak
+    assert d.plan().resident > s.plan(1).resident               # float64 weights and batch

@@ -1,5 +1,7 @@
 """The planner's Tracker (ember/planner/tracker.py): which calls allocate, which make views, the kernels'
 scratch, arrays made outside primitives, and arrays freed when the last reference goes."""
+import pytest
+
 import ember
 import ember.nn.functional as F
 from ember.planner.tracker import Tracker
@@ -48,3 +50,173 @@ def test_arrays_made_outside_primitives_count_from_birth():
         del z
         assert t.live == 0
     assert ember.zeros(10, device="meta").shape == (10,)   # the tracker has let go of MetaArray
+
+
+def test_index_strides_follow_numpy():
+    """The strides of a basic index (ints, slices with steps, None, Ellipsis), in elements, as NumPy's view."""
+    import numpy as np
+    from ember.planner.tracker import index_strides
+    base = np.zeros((4, 6, 5))
+    st = tuple(s // 8 for s in base.strides)
+    keys = [(slice(None), slice(2, 4)), (Ellipsis, 1), (None, slice(None, None, 2)), (0, Ellipsis, None),
+            (slice(1, None, 3), None, 2), (Ellipsis,), (1, slice(None, None, -2), Ellipsis, None, 3),
+            (None, Ellipsis, slice(0, 5, 2), None)]
+    for key in keys:
+        view = base[key]
+        assert index_strides(base.shape, st, key, view.ndim) == tuple(s // 8 for s in view.strides), key
+    assert index_strides(base.shape, st, (0,), 3) is None        # not the output's rank: unsure
+    assert index_strides(base.shape, None, (0,), 2) is None      # the input's strides unknown
+
+
+def test_advanced_index_keys_are_copies():
+    from ember.ops import primitives as P
+    from ember.planner.tracker import _basic_key
+    assert _basic_key((slice(None), 0, None, Ellipsis))
+    assert not _basic_key((slice(None), [0, 2])) and not _basic_key((P.SLOT, 0))
+    x = _meta(8, 4)
+    with Tracker() as t:
+        t.track(x._data)
+        base = t.live
+        y = x[[0, 2, 5]]                                  # a gather: three new rows
+        assert t.live == base + 3 * 4 * 4
+    assert y.shape == (3, 4)
+
+
+def test_workspace_of_the_numpy_kernels_by_hand():
+    """Scratch bytes beyond inputs and output: multiples of the first input, max-pool's window copy."""
+    from ember.ops import layers as L
+    from ember.ops.optim_prims import AdamStep
+    from ember.planner.tracker import WORKSPACE
+    x, other = _meta(2, 8, 6, 6)._data, _meta(3)._data     # 2304 bytes; a second input of another size
+    for prim, k in ((L.Softmax, 1), (L.LogSoftmax, 1), (L.SoftmaxGrad, 1), (L.Normalize, 1), (L.LayerNorm, 2),
+                    (L.LayerNormGrad, 3), (AdamStep, 4)):
+        assert WORKSPACE[prim]({}, [x, other], x) == k * 2304, prim
+    out = _meta(2, 8, 2, 2)._data                           # 64 values, 256 bytes
+    # 3x3 windows: a (2, 8, 2, 2, 9) float32 copy and the output, or five int64-sized arrays of the output
+    assert WORKSPACE[L.MaxPoolIndex]({"kernel": (3, 3)}, [x], out) == max(64 * 9 * 4 + 256, 5 * 256) == 2560
+    assert WORKSPACE[L.MaxPoolIndex]({"kernel": (1, 1)}, [x], out) == max(64 * 4 + 256, 5 * 256) == 1280
+    x16 = _meta(2, 8, 6, 6).to(ember.float16)._data
+    out16 = _meta(2, 8, 2, 2).to(ember.float16)._data
+    assert WORKSPACE[L.MaxPoolIndex]({"kernel": (3, 3)}, [x16], out16) == max(64 * 9 * 2 + 128, 5 * 128) == 1280
+
+
+def test_workspace_of_the_convolutions_by_hand():
+    """im2col's columns (N * L, C * kh * kw) and what each kernel keeps beside them, for a 3x2 kernel on a
+    7x5 image (output 5x4): forward, input gradient (g's rows and the columns, or the columns and dx) and
+    weight gradient (the columns and g)."""
+    from ember.ops import layers as L
+    from ember.planner.tracker import WORKSPACE
+    x, w, out = _meta(2, 3, 7, 5)._data, _meta(16, 3, 3, 2)._data, _meta(2, 16, 5, 4)._data
+    cols = (2 * 5 * 4) * (3 * 3 * 2) * 4                                      # 2880 bytes
+    assert WORKSPACE[L.Conv]({"groups": 1}, [x, w], out) == cols
+    xg, wg, outg = _meta(2, 4, 7, 5)._data, _meta(4, 2, 3, 2)._data, _meta(2, 4, 5, 4)._data
+    assert WORKSPACE[L.Conv]({"groups": 2}, [xg, wg], outg) == (2 * 20) * (4 * 6) * 4 + 2 * 4 * 20 * 4   # + the regrouping copy
+    dx = _meta(2, 3, 7, 5)._data                                               # 840 bytes
+    attrs = {"x_shape": (2, 3, 7, 5), "groups": 1}
+    assert WORKSPACE[L.ConvInputGrad](attrs, [out, w], dx) == 2560 + cols - 840   # g (2560 bytes) is larger than dx
+    small_g = _meta(2, 1, 5, 4)._data                                           # 160 bytes: the columns dominate
+    assert WORKSPACE[L.ConvInputGrad](attrs, [small_g, _meta(1, 3, 3, 2)._data], dx) == cols
+    attrs = {"w_shape": (16, 3, 3, 2), "groups": 1}
+    assert WORKSPACE[L.ConvWeightGrad](attrs, [x, out], _meta(16, 3, 3, 2)._data) == cols + 2560
+
+
+def test_conv_mult_adds_are_integers():
+    x, w = _meta(2, 4, 6, 6), _meta(6, 2, 3, 3)
+    with Tracker() as t:
+        F.conv2d(x, w, groups=2)
+    macs = sum(t.macs.values())
+    assert macs == 2 * 6 * 4 * 4 * (4 // 2) * 3 * 3 and type(macs) is int
+
+
+def _work(fn):
+    with Tracker() as t:
+        fn()
+    return sum(t.macs.values()), sum(t.flops.values())
+
+
+def test_mult_adds_and_flops_by_hand():
+    """2 FLOPs per multiply-add; a reduction one per element it reads, an elementwise op one per element it
+    writes; views, copies and casts none."""
+    x, w = _meta(3, 4), _meta(4, 5)
+    assert _work(lambda: x.sum()) == _work(lambda: x.amax(1)) == (0, 12)
+    assert _work(lambda: x * 2) == _work(lambda: x.softmax(-1)) == (0, 12)
+    assert _work(lambda: (x.reshape(4, 3), x.t(), x[0], x[:, 1:], x.to(ember.float64), ember.cat([x, x]))) == (0, 0)
+    for product in (lambda: x @ w, lambda: F.linear(x, _meta(5, 4), _meta(5)),
+                    lambda: ember.einsum("ij,jk->ik", x, w)):
+        assert _work(product) == (3 * 4 * 5, 2 * 3 * 4 * 5)
+    x3 = _meta(2, 3, 4)                                   # batched: every leading dim counts
+    for product in (lambda: x3 @ w, lambda: F.linear(x3, _meta(5, 4)), lambda: ember.einsum("bij,jk->bik", x3, w)):
+        assert _work(product) == (2 * 3 * 4 * 5, 2 * 2 * 3 * 4 * 5)
+    y = _meta(3, 4)                                       # in place: a copy is free, arithmetic is not
+    assert _work(lambda: (y.copy_(x), y.fill_(1.0), y.__setitem__(0, 1.0))) == (0, 0)
+    assert _work(lambda: y.add_(x)) == _work(lambda: y.mul_(2.0)) == (0, 12)
+    # attention: q k^T and p v, (2 x 3 queries) x 5 keys x (E 4 + Ev 6)
+    q, k, v = _meta(2, 3, 4).requires_grad_(), _meta(2, 5, 4).requires_grad_(), _meta(2, 5, 6).requires_grad_()
+    assert _work(lambda: F.scaled_dot_product_attention(q, k, v)) == (300, 600)
+    # its backward is twice the forward's; the sum reads the (2, 3, 6) output once
+    assert _work(lambda: F.scaled_dot_product_attention(q, k, v).sum().backward()) == (900, 2 * 900 + 36)
+    # a grouped conv: (2, 6, 4, 4) outputs x 2 channels per group x 3x3, and each gradient the same again
+    xc, wc = _meta(2, 4, 6, 6).requires_grad_(), _meta(6, 2, 3, 3).requires_grad_()
+    per = 2 * 6 * 4 * 4 * 2 * 9
+    assert _work(lambda: F.conv2d(xc, wc, groups=2).sum().backward()) == (3 * per, 2 * 3 * per + 192)
+
+
+def _conv(x, groups=1):
+    return F.conv2d(x, ember.ones(4, x.shape[1] // groups, 3, 3, device=x.device), groups=groups)
+
+
+def _same(x):
+    return x
+
+
+VIEW_CHAINS = {   # (input shape, before, after): whether `after` makes a view depends on the strides `before` left
+    "expand-merge": ((4, 1, 3), _same, lambda x: x.expand(4, 5, 3).reshape(20, 3)),
+    "expand-split": ((3,), _same, lambda x: x.expand(4, 3).reshape(2, 2, 3)),
+    "expand-lead": ((1, 3), _same, lambda x: x.expand(2, 4, 3).reshape(8, 3)),
+    "permute-flat": ((4, 6), _same, lambda x: x.permute(1, 0).reshape(24)),
+    "permute-split": ((4, 6), _same, lambda x: x.permute(1, 0).reshape(6, 2, 2)),
+    "step-flat": ((4, 6), _same, lambda x: x[:, ::2].reshape(12)),
+    "rows-flat": ((4, 6), _same, lambda x: x[1:3].reshape(12)),
+    "every-other-row": ((4, 6), _same, lambda x: x[::2].reshape(12)),
+    "ellipsis-none": ((4, 6), _same, lambda x: x[..., None, 1:4].reshape(4, 3)),
+    "int-index": ((4, 6, 2), _same, lambda x: x[1].reshape(12)),
+    "size-one-dim": ((4, 1, 3), _same, lambda x: x.reshape(12)),
+    "conv-flat": ((2, 3, 5, 5), _conv, lambda y: y.reshape(2, -1)),
+    "conv-nhwc": ((2, 3, 5, 5), _conv, lambda y: y.permute(0, 2, 3, 1).reshape(18, 4)),
+    "conv-split": ((2, 3, 5, 5), _conv, lambda y: y.reshape(2, 2, 2, 3, 3)),
+}
+
+
+def _check_chain(name, shape, before, after):
+    import numpy as np
+    b = before(ember.randn(*shape))
+    cpu_view = np.shares_memory(after(b)._data, b._data)
+    m = _meta(*shape)
+    with Tracker() as t:
+        t.track(m._data)
+        bm = before(m)
+        live = t.live
+        am = after(bm)
+        assert t.shares(am._data, bm._data) == cpu_view, name
+        assert t.live - live == (0 if cpu_view else am._data.nbytes), name
+
+
+def test_views_and_copies_match_the_cpu_run():
+    """The Tracker follows strides through expand, permute, basic indexes and convolutions (whose output is a
+    transposed view of the matmul's) to tell whether the reshape after them is a view: the same chain on real
+    CPU arrays is the oracle (np.shares_memory), and a copy costs exactly the output's bytes."""
+    for name, (shape, before, after) in VIEW_CHAINS.items():
+        _check_chain(name, shape, before, after)
+
+
+@pytest.mark.xfail(strict=True, reason="_new_strides takes a grouped conv's output as C-ordered; the CPU kernel "
+                                       "returns the same transposed (N, *out, O) view as groups=1 (found by mutamp)")
+def test_grouped_conv_output_layout_matches_the_cpu_run():
+    _check_chain("grouped-conv-flat", (2, 4, 5, 5), lambda x: _conv(x, 2), lambda y: y.reshape(2, -1))
+
+
+def test_a_filled_tensor_is_new_memory():
+    with Tracker() as t:
+        x = ember.full((100,), 2.0, device="meta")        # an Expand of a 0-d fill value: NumPy allocates
+        assert t.live == 400
+    assert x.shape == (100,)
