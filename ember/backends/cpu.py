@@ -325,18 +325,3 @@ def rows_sum(x, axis, keepdims):
         return None
     out = np.ones(M, x.dtype) @ m.reshape(M, C)                # (C,)
     return out.reshape(tuple(C if i == k else 1 for i in range(nd))) if keepdims else out
-
-
-def linear(x, w, b):
-    """x @ w.T + b for 2-D float32/float64 NumPy x (N, in), w (out, in), b (out,) as torch's addmm: b
-    broadcast into the output, then one GEMM adding the product to it (blas.py), no second pass over the
-    output for the bias. None where BLAS cannot take the arrays (NumPy's product and add)."""
-    if x.__class__ is not np.ndarray or b.__class__ is not np.ndarray or x.ndim != 2 or b.ndim != 1 or \
-            x.dtype != b.dtype or x.dtype != w.dtype or x.dtype not in (np.float32, np.float64):
-        return None
-    from . import blas
-    if not blas.available():
-        return None
-    out = np.empty((x.shape[0], w.shape[0]), x.dtype)
-    out[...] = b
-    return blas.gemm(x, w.T, out, beta=1.0)
