@@ -83,12 +83,17 @@ def test_tensors_dataloader_and_multi_input_data():
     assert model.predict(DataLoader(TensorDataset(ember.tensor(x)), batch_size=10), verbose=0).shape == (64, 3)
 
 
-def test_class_weight_scales_each_samples_loss():
-    x, y = blobs(30)
+def _frozen_model(n):
+    """n samples, an MLP that SGD(0.0) never changes, its predictions and each sample's cross-entropy."""
+    x, y = blobs(n)
     model = mlp()
     model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
     p = model.predict(x, verbose=0)
-    per_sample = -np.log(np.clip(p[np.arange(30), y], 1e-7, 1))
+    return x, y, model, p, -np.log(np.clip(p[np.arange(n), y], 1e-7, 1))
+
+
+def test_class_weight_scales_each_samples_loss():
+    x, y, model, _, per_sample = _frozen_model(30)
     weights = {0: 1.0, 1: 5.0, 2: 0.5}
     h = model.fit(x, y, batch_size=30, class_weight=weights, verbose=0, shuffle=False)
     w = np.array([weights[c] for c in y])
@@ -413,11 +418,7 @@ def test_stop_training_from_a_batch_callback_ends_fit():
 
 
 def test_dataloader_batches_with_sample_weights_and_inputs_only():
-    x, y = blobs(12)
-    model = mlp()
-    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
-    p = model.predict(x, verbose=0)
-    per_sample = -np.log(np.clip(p[np.arange(12), y], 1e-7, 1))
+    x, y, model, p, per_sample = _frozen_model(12)
     w = np.linspace(0.0, 2.0, 12).astype(np.float32)
     loader = DataLoader(TensorDataset(ember.tensor(x), ember.tensor(y), ember.tensor(w)), batch_size=12)
     assert model.evaluate(loader, verbose=0) == pytest.approx((per_sample * w).sum() / 12, rel=1e-5)
