@@ -295,6 +295,19 @@ def raises_exactly(call, exc, message, located=True):
         assert text.startswith(message), text
 
 
+def raises_as_torch(call, exc, fragment, torch_fragment=None):
+    """`call(torch)` and `call(ember)` both raise `exc` with `fragment` in the message (`torch_fragment`
+    where torch words it differently); returns Ember's exception, for the caller to check that it also
+    names the user's line."""
+    import re
+    import pytest
+    with pytest.raises(exc, match=re.escape(torch_fragment or fragment)):
+        call(torch)
+    with pytest.raises(exc, match=re.escape(fragment)) as e:
+        call(ember)
+    return e.value
+
+
 def assert_generated_is_current(script: str, path: str) -> None:
     """The file at `path` (relative to the repository root) equals what scripts/<script>.py's `render()`
     makes now: generated files (docs/primitives.md, ember/_tensor_bound.pyi) are kept current."""
