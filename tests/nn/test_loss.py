@@ -381,6 +381,27 @@ SHAPE_ERRORS = [
     # a NaN probability too (torch checks 0 <= x <= 1; Ember's x < 0 or x > 1 let NaN through to a NaN loss)
     ("binary_cross_entropy", (ember.tensor([float("nan"), 0.5]), ember.tensor([1.0, 0.0])), RuntimeError,
      "binary_cross_entropy: all elements of input should be between 0 and 1"),
+    # the target too, NaN and infinities included (Ember gave a NaN loss and +-inf gradients); input first
+    ("binary_cross_entropy", (ember.tensor([0.3, 0.5]), ember.tensor([float("nan"), 0.0])), RuntimeError,
+     "binary_cross_entropy: all elements of target should be between 0 and 1"),
+    ("binary_cross_entropy", (ember.tensor([0.3, 0.5]), ember.tensor([0.0, -float("inf")])), RuntimeError,
+     "binary_cross_entropy: all elements of target should be between 0 and 1"),
+    ("binary_cross_entropy", (ember.tensor([0.3, 0.5]), ember.tensor([2.0, 0.0])), RuntimeError,
+     "binary_cross_entropy: all elements of target should be between 0 and 1"),
+    ("binary_cross_entropy", (ember.tensor([2.0]), ember.tensor([2.0])), RuntimeError,
+     "binary_cross_entropy: all elements of input should be between 0 and 1"),
+    # a weight or pos_weight that requires grad, as torch (Ember detached multi_margin_loss's weight)
+    ("multi_margin_loss", (ember.zeros(4, 3), ember.zeros(4, dtype=ember.int64), 1, 1.0,
+                           ember.ones(3, requires_grad=True)), RuntimeError,
+     "multi_margin_loss: is not differentiable with respect to argument 'weight'; this input cannot have "
+     "requires_grad True (pass weight.detach())"),
+    ("binary_cross_entropy_with_logits", (ember.zeros(4, 3), ember.zeros(4, 3), None, None, None, "mean",
+                                          ember.ones(3, requires_grad=True)), RuntimeError,
+     "binary_cross_entropy_with_logits: is not differentiable with respect to argument 'pos_weight'; this "
+     "input cannot have requires_grad True (pass pos_weight.detach())"),
+    ("binary_cross_entropy_with_logits", (ember.zeros(3), ember.zeros(3), None, None, None, "mean",
+                                          ember.ones(2, 3)), RuntimeError,
+     "binary_cross_entropy_with_logits: pos_weight shape (2, 3) does not broadcast to input shape (3,)"),
 ]
 
 
@@ -1050,3 +1071,51 @@ Y_SPECIAL = np.array([0.3, np.nan, 1.0, np.inf, -np.inf, 0.5, 0.0, np.inf, 2.5])
 def test_losses_at_nan_and_infinities_as_torch(fn):
     check_op(fn, X_SPECIAL, NoGrad(Y_SPECIAL) if "kl_div" in fn.__code__.co_names else Y_SPECIAL)
     check_op(fn, Y_SPECIAL, NoGrad(X_SPECIAL) if "kl_div" in fn.__code__.co_names else X_SPECIAL)
+
+
+def test_weights_that_require_grad_are_accepted_without_grad_mode_as_torch():
+    # torch raises only when it would record the op: under no_grad a weight that requires grad is fine
+    import torch
+    x, t, w = RNG.standard_normal((4, 3)), np.array([0, 2, 1, 1]), np.array([0.5, 2.0, 1.0])
+    with torch.no_grad():
+        want = torch.nn.functional.multi_margin_loss(torch.tensor(x), torch.tensor(t),
+                                                     weight=torch.tensor(w, requires_grad=True)).item()
+    with ember.no_grad():
+        got = ember.nn.functional.multi_margin_loss(ember.tensor(x), ember.tensor(t),
+                                                    weight=ember.tensor(w, requires_grad=True)).item()
+        ember.nn.functional.binary_cross_entropy_with_logits(ember.tensor(x), ember.tensor(x),
+                                                             pos_weight=ember.ones(3, requires_grad=True))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# pos_weight at non-finite targets, pos_weights and logits: torch's backward formulas, x: (pw t + 1 - t)
+# sigmoid(x) - pw t (NaN where t or pw is infinite, inf - inf; the composite gave +-inf) and t:
+# logsigmoid(-x) - pw logsigmoid(x) (pw * inf at x = -inf; the composite's inf - inf gave NaN)
+PW_SPECIAL = np.array([2.0, 0.5, 1.0, np.inf, 0.0, 3.0, 0.5, 1.0, np.inf])
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum"])
+def test_binary_cross_entropy_with_logits_pos_weight_at_nan_and_infinities_as_torch(reduction):
+    fn = (lambda L, x, y, pw: L.nn.functional.binary_cross_entropy_with_logits(x, y, pos_weight=pw,
+                                                                               reduction=reduction))
+    check_op(fn, X_SPECIAL, Y_SPECIAL, NoGrad(PW_SPECIAL))
+    check_op(fn, Y_SPECIAL, X_SPECIAL, NoGrad(PW_SPECIAL))
+    x = np.array([[-np.inf, -np.inf, -np.inf, np.inf, 0.3, -2.0]] * 2)
+    y = np.array([[0.3, 1.0, 0.0, 0.5, np.inf, -np.inf], [np.nan, 0.2, 1.0, 0.0, 0.5, 2.0]])
+    check_op(fn, x, y, NoGrad(np.array([2.0, 0.5, 1.0, 3.0, 0.5, 2.0])))
+    check_op(fn, x, y, NoGrad(np.array([[np.inf], [0.5]])))   # broadcast over the classes
+
+
+def test_binary_cross_entropy_with_logits_pos_weight_double_backward():
+    def fn(lib, x, t, pw):
+        gx, gt = lib.autograd.grad(lib.nn.functional.binary_cross_entropy_with_logits(x, t, pos_weight=pw),
+                                   (x, t), create_graph=True)
+        return (gx * gx.detach().sin()).sum() + (gt * gt.detach().cos()).sum()
+    check_op(fn, (4, 3), P01[:4], NoGrad(np.array([1.0, 2.0, 0.5])), dtypes=("float64",))
+
+
+def test_binary_cross_entropy_with_logits_pos_weight_gradients_keep_their_inputs_dtypes():
+    x = ember.randn(4, 3, requires_grad=True)
+    t = ember.rand(4, 3, dtype=ember.float64, requires_grad=True)
+    ember.nn.functional.binary_cross_entropy_with_logits(x, t, pos_weight=ember.ones(3, dtype=ember.float64)).backward()
+    assert (x.grad.dtype, t.grad.dtype) == (ember.float32, ember.float64)

@@ -9,6 +9,7 @@ from ... import _dtype
 from ..._errors import check_same_device, describe, op_error, warn
 from ..._tensor import Tensor
 from ...autograd.function import Function
+from ...autograd.grad_mode import STATE
 from ...ops import math as M, creation as C, primitives as P
 from ...ops.pointwise import xlogy
 from ...ops.shape import cat
@@ -306,16 +307,55 @@ class _BinaryCrossEntropy(Function):
         return g_input, g_target
 
 
+def _in_unit_interval(x) -> bool:
+    return not x.numel() or M.all(M.logical_and(M.ge(x, 0), M.le(x, 1))).item()
+
+
+def _no_grad_argument(op, name, t):
+    """torch's error for a tensor argument its op has no derivative for (weights), where the op is recorded."""
+    if t is not None and t.requires_grad and STATE.enabled:
+        raise op_error(op, f"is not differentiable with respect to argument '{name}'; this input cannot have "
+                           f"requires_grad True (pass {name}.detach())")
+
+
+class _BCEWithLogitsPosWeight(Function):
+    """(1 - t) x + ((pw - 1) t + 1) softplus(-x), with torch's gradients: for x, (pw t + 1 - t) sigmoid(x) - pw t,
+    for t, logsigmoid(-x) - pw logsigmoid(x). They are the composite's up to rounding except at non-finite
+    values: where t or pw is infinite torch's x-gradient is inf - inf = NaN (the composite's was +-inf), and
+    at x = -inf its t-gradient is pw * inf (the composite's -x + (pw - 1) softplus(-x) was inf - inf = NaN).
+    pos_weight arrives broadcast to input's shape and gets no gradient (torch has none)."""
+
+    @staticmethod
+    def forward(ctx, input, target, pos_weight):
+        sp = softplus(-input)                                   # -logsigmoid(x)
+        ctx.save_for_backward(input, target, pos_weight, sp)
+        return (1 - target) * input + ((pos_weight - 1) * target + 1) * sp
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target, pos_weight, sp = ctx.saved_tensors
+        if STATE.enabled:   # create_graph: softplus(-x) as a function of x, so that it differentiates again
+            sp = softplus(-input)
+        g_input = g_target = None
+        if ctx.needs_input_grad[0]:
+            # sigmoid(x) as exp(-softplus(-x)): one exp; the Sigmoid primitive costs ten times as much
+            pwt = pos_weight * target
+            g_input = (grad * ((pwt + 1 - target) * M.exp(-sp) - pwt)).to(input.dtype)
+        if ctx.needs_input_grad[1]:
+            g_target = (grad * (pos_weight * sp - softplus(input))).to(target.dtype)
+        return g_input, g_target, None   # each in its input's dtype, as the composite's (mixed dtypes)
+
+
 @autocast_op("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy")
-    x = input.detach()
-    # not (0 <= x <= 1) as torch checks it: a NaN probability is refused too
-    if x.numel() and not M.all(M.logical_and(M.ge(x, 0), M.le(x, 1))).item():
-        raise op_error("binary_cross_entropy", "all elements of input should be between 0 and 1")
+    # not (0 <= x <= 1) as torch checks it: a NaN probability or target is refused too, the input first
+    for name, t in (("input", input), ("target", target)):
+        if not _in_unit_interval(t.detach()):
+            raise op_error("binary_cross_entropy", f"all elements of {name} should be between 0 and 1")
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
@@ -330,12 +370,19 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _same_shape(input, target, "binary_cross_entropy_with_logits")
     # log(1 + exp(-x)) by softplus: never overflows, and its gradient at x = 0 is -1/2 (log1p(exp(-|x|)) +
     # max(-x, 0) has the kinks of |x| and max there, whose gradients give 0)
-    softplus_neg = softplus(-input)
     if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + log_weight * softplus_neg
+        op = "binary_cross_entropy_with_logits"
+        _no_grad_argument(op, "pos_weight", pos_weight)
+        try:
+            fits = np.broadcast_shapes(tuple(pos_weight.shape), tuple(input.shape)) == tuple(input.shape)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise op_error(op, f"pos_weight shape {tuple(pos_weight.shape)} does not broadcast to input shape "
+                               f"{tuple(input.shape)}")
+        loss = _BCEWithLogitsPosWeight.apply(input, target, pos_weight.expand(input.shape))
     else:
-        loss = (1 - target) * input + softplus_neg
+        loss = (1 - target) * input + softplus(-input)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
@@ -363,6 +410,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise op_error("multi_margin_loss", f"only p == 1 and p == 2 supported, got {p}", ValueError)
+    _no_grad_argument("multi_margin_loss", "weight", weight)
     if input.ndim == 1:
         input, target = input.unsqueeze(0), target.reshape(1)
     _class_target(input, target, "multi_margin_loss", weight)
@@ -378,7 +426,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if p == 2:
         z = z * z
     if weight is not None:
-        z = M.where(used, z * weight.detach()[target].unsqueeze(1), 0.0)
+        z = M.where(used, z * weight[target].unsqueeze(1), 0.0)
     loss = z.sum(1) / n_cls
     return _reduce(loss, reduction, "multi_margin_loss")
 
