@@ -135,10 +135,22 @@ def _layout(prim, attrs, ins, in_strides, out):
     return None
 
 
-def _new_strides(prim, attrs, out):
-    """Strides of a newly allocated output: C order, except Conv's (groups=1), which is the transposed
-    view (N, O, *out) of its matmul result (N, *out, O)."""
-    if prim is L.Conv and attrs["groups"] == 1 and out.ndim >= 2:
+def _channels_last(strides) -> bool:
+    """Whether strides of x (N, C, *S) put its channels innermost (as a conv lays out its output)."""
+    return strides is not None and all(strides[1] < st for st in strides[2:])
+
+
+def _new_strides(prim, attrs, ins, in_strides, out):
+    """Strides of a newly allocated output: C order, except Conv's, which is the transposed view
+    (N, O, *out) of its channels-last result (N, *out, O): one GEMM per group writes (N * out, G, O/G).
+    A depthwise conv sums products of channels-last views of x instead, which NumPy lays out like x when
+    there is one output per group and no padded copy: C order then, unless x is channels-last."""
+    if prim is L.Conv and out.ndim >= 2:
+        x, w = ins[:2]
+        groups, padding = attrs["groups"], attrs.get("padding")
+        if (w.shape[1] == 1 and groups > 1 and w.shape[0] == groups and not L._has_pad(padding)
+                and not _channels_last(in_strides)):
+            return c_strides(out.shape)
         o, sp = out.shape[1], out.shape[2:]
         inner = c_strides(tuple(sp) + (o,))   # strides of (*out, O)
         return (math.prod(sp) * o, 1) + inner[:-1]
@@ -205,8 +217,11 @@ def _conv_cols(x_shape, channels, out_spatial, kernel, itemsize):
 
 def _ws_conv(attrs, ins, out):
     x, w = ins[:2]
+    groups = attrs["groups"]
+    if w.shape[1] == 1 and groups > 1:   # depthwise: no columns; the running sum (the output) and two products
+        return min(math.prod(w.shape[2:]) - 1, 2) * out.nbytes
     cols = _conv_cols(x.shape, x.shape[1], out.shape[2:], w.shape[2:], x.itemsize)
-    return cols + (out.nbytes if attrs["groups"] != 1 else 0)   # groups: a copy regroups the output
+    return cols + (out.nbytes // groups if groups != 1 else 0)   # groups: one group's GEMM result at a time
 
 
 def _ws_conv_input_grad(attrs, ins, out):
@@ -343,7 +358,7 @@ class Tracker(DispatchMode):
             if view is not None:
                 self.track(first, base, view[1])
             else:
-                self.track(first, None, _new_strides(prim, attrs, first))
+                self.track(first, None, _new_strides(prim, attrs, in_arrays, strides, first))
         for a in out_arrays:
             self.track(a)
         ws = WORKSPACE.get(prim)

@@ -110,7 +110,13 @@ def test_workspace_of_the_convolutions_by_hand():
     cols = (2 * 5 * 4) * (3 * 3 * 2) * 4                                      # 2880 bytes
     assert WORKSPACE[L.Conv]({"groups": 1}, [x, w], out) == cols
     xg, wg, outg = _meta(2, 4, 7, 5)._data, _meta(4, 2, 3, 2)._data, _meta(2, 4, 5, 4)._data
-    assert WORKSPACE[L.Conv]({"groups": 2}, [xg, wg], outg) == (2 * 20) * (4 * 6) * 4 + 2 * 4 * 20 * 4   # + the regrouping copy
+    # + one group's GEMM result (N * L, O / G) before it is copied into the output
+    assert WORKSPACE[L.Conv]({"groups": 2}, [xg, wg], outg) == (2 * 20) * (4 * 6) * 4 + (2 * 20) * 2 * 4
+    # depthwise: no columns, two products beside the running sum (one for 2 taps, none for 1)
+    xd, outd = _meta(2, 4, 7, 5)._data, _meta(2, 8, 5, 4)._data                  # 1280 bytes out
+    assert WORKSPACE[L.Conv]({"groups": 4}, [xd, _meta(8, 1, 3, 2)._data], outd) == 2 * 1280
+    assert WORKSPACE[L.Conv]({"groups": 4}, [xd, _meta(8, 1, 2, 1)._data], outd) == 1280
+    assert WORKSPACE[L.Conv]({"groups": 4}, [xd, _meta(8, 1, 1, 1)._data], outd) == 0
     dx = _meta(2, 3, 7, 5)._data                                               # 840 bytes
     attrs = {"x_shape": (2, 3, 7, 5), "groups": 1}
     assert WORKSPACE[L.ConvInputGrad](attrs, [out, w], dx) == 2560 + cols - 840   # g (2560 bytes) is larger than dx
@@ -209,10 +215,39 @@ def test_views_and_copies_match_the_cpu_run():
         _check_chain(name, shape, before, after)
 
 
-@pytest.mark.xfail(strict=True, reason="_new_strides takes a grouped conv's output as C-ordered; the CPU kernel "
-                                       "returns the same transposed (N, *out, O) view as groups=1 (found by mutamp)")
 def test_grouped_conv_output_layout_matches_the_cpu_run():
     _check_chain("grouped-conv-flat", (2, 4, 5, 5), lambda x: _conv(x, 2), lambda y: y.reshape(2, -1))
+
+
+def _conv_cases():
+    """(name, x -> conv output) for grouped and depthwise convolutions, with or without padding, of a C-ordered
+    input or a channels-last one (another conv's output)."""
+    def conv(groups, per_group, padding, channels_last):
+        def f(x):
+            if channels_last:
+                x = F.conv2d(x, ember.ones(4, 4, 1, 1, device=x.device))
+            w = ember.ones(groups * per_group, 4 // groups, 3, 3, device=x.device)
+            return F.conv2d(x, w, padding=padding, groups=groups)
+        return f
+    for groups in (2, 4):
+        for per_group in (1, 2):
+            for padding in (0, 1):
+                for channels_last in (False, True):
+                    yield f"g{groups}x{per_group}-p{padding}-{'cl' if channels_last else 'c'}", \
+                        conv(groups, per_group, padding, channels_last)
+
+
+def test_conv_output_strides_match_the_cpu_run():
+    """A grouped conv's output is the same channels-last view as groups=1's; a depthwise one with one output
+    per group and no padding is laid out like its input (NumPy's product of views of it)."""
+    for name, f in _conv_cases():
+        y = f(ember.randn(2, 4, 6, 6))
+        real = tuple(s // y._data.itemsize for s in y._data.strides)
+        with Tracker() as t:
+            x = _meta(2, 4, 6, 6)
+            t.track(x._data)
+            ym = f(x)
+            assert t._storage[id(ym._data)][1] == real, name
 
 
 def test_a_filled_tensor_is_new_memory():
