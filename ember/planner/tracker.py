@@ -128,8 +128,13 @@ def _layout(prim, attrs, ins, in_strides, out):
         if not _basic_key(attrs["key"]):
             return None
         return True, index_strides(x.shape, in_strides, attrs["key"], out.ndim)
-    if prim is P.BitCast:
-        return True, in_strides if out.shape == x.shape else None
+    if prim is P.BitCast:   # another element size: the last dim is contiguous, the others keep their bytes
+        if out.shape == x.shape or in_strides is None:
+            return True, in_strides
+        steps = [st * x.itemsize for st in in_strides[:-1]]
+        if any(b % out.itemsize for b in steps):
+            return True, None
+        return True, tuple(b // out.itemsize for b in steps) + (1,)
     if prim is Assign or prim is AdamStep:
         return True, in_strides
     return None
@@ -145,7 +150,7 @@ def _new_strides(prim, attrs, ins, in_strides, out):
     (N, O, *out) of its channels-last result (N, *out, O): one GEMM per group writes (N * out, G, O/G).
     A depthwise conv sums products of channels-last views of x instead, which NumPy lays out like x when
     there is one output per group and no padded copy: C order then, unless x is channels-last."""
-    if prim is L.Conv and out.ndim >= 2:
+    if prim is L.Conv:   # (N, O, *out): at least one spatial dim
         x, w = ins[:2]
         groups, padding = attrs["groups"], attrs.get("padding")
         if (w.shape[1] == 1 and groups > 1 and w.shape[0] == groups and not L._has_pad(padding)

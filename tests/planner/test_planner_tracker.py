@@ -4,6 +4,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
+from ember.ops import primitives as P
 from ember.planner.tracker import Tracker
 
 
@@ -47,6 +48,10 @@ def test_arrays_made_outside_primitives_count_from_birth():
     with Tracker() as t:
         z = ember.zeros(1000, device="meta")         # no primitive call: the optimizer's state is made so
         assert t.live == 4000
+        y = z * 2                                    # after a primitive call too
+        s = ember.zeros(500, device="meta")
+        assert t.live == 4000 + 4000 + 2000
+        del y, s
         del z
         assert t.live == 0
     assert ember.zeros(10, device="meta").shape == (10,)   # the tracker has let go of MetaArray
@@ -150,6 +155,9 @@ def test_mult_adds_and_flops_by_hand():
     for product in (lambda: x @ w, lambda: F.linear(x, _meta(5, 4), _meta(5)),
                     lambda: ember.einsum("ij,jk->ik", x, w)):
         assert _work(product) == (3 * 4 * 5, 2 * 3 * 4 * 5)
+    with Tracker() as t:
+        x @ w
+    assert t.macs == {"": 60} and t.flops == {"": 120}   # no module running: charged to ''
     x3 = _meta(2, 3, 4)                                   # batched: every leading dim counts
     for product in (lambda: x3 @ w, lambda: F.linear(x3, _meta(5, 4)), lambda: ember.einsum("bij,jk->bik", x3, w)):
         assert _work(product) == (2 * 3 * 4 * 5, 2 * 2 * 3 * 4 * 5)
@@ -182,6 +190,14 @@ VIEW_CHAINS = {   # (input shape, before, after): whether `after` makes a view d
     "permute-flat": ((4, 6), _same, lambda x: x.permute(1, 0).reshape(24)),
     "permute-split": ((4, 6), _same, lambda x: x.permute(1, 0).reshape(6, 2, 2)),
     "step-flat": ((4, 6), _same, lambda x: x[:, ::2].reshape(12)),
+    "bitcast-same-size": ((4, 6), lambda x: x.view(ember.int32), lambda v: v.reshape(24)),
+    "bitcast-half": ((4, 6), lambda x: x.view(ember.float16), lambda v: v.reshape(48)),
+    "bitcast-double-split": ((4, 6), lambda x: x.view(ember.float64), lambda v: v.reshape(2, 2, 3)),
+    "bitcast-double-slice": ((4, 6), lambda x: x[:, :4].view(ember.float64), lambda v: v.reshape(8)),
+    "bitcast-permute": ((4, 6), lambda x: x.view(ember.float16).permute(1, 0), lambda v: v.reshape(48)),
+    "bitcast-step": ((4, 6), lambda x: x[:, ::2].view(ember.int32), lambda v: v.reshape(12)),
+    # rows of 20 bytes are no whole number of float64s: strides unknown, and a permute of that
+    "bitcast-odd-rows": ((4, 5), lambda x: x[:, :4].view(ember.float64).permute(1, 0), lambda v: v.reshape(8)),
     "rows-flat": ((4, 6), _same, lambda x: x[1:3].reshape(12)),
     "every-other-row": ((4, 6), _same, lambda x: x[::2].reshape(12)),
     "ellipsis-none": ((4, 6), _same, lambda x: x[..., None, 1:4].reshape(4, 3)),
@@ -252,6 +268,13 @@ def test_conv_output_strides_match_the_cpu_run():
 
 def test_a_filled_tensor_is_new_memory():
     with Tracker() as t:
-        x = ember.full((100,), 2.0, device="meta")        # an Expand of a 0-d fill value: NumPy allocates
+        x = ember.full((100,), 2.0, device="meta")        # made outside primitives
         assert t.live == 400
+        z = ember.empty((), device="meta")
+        g = P.Expand.apply(z, shape=(100,), fill=True)    # a full sum's gradient: NumPy fills a new array
+        assert t.live == 804 and not t.shares(g._data, z._data)
+        e = z.expand(100)                                 # any other Expand of a 0-d value is a view
+        assert t.live == 804 and t.shares(e._data, z._data)
+        assert ember.empty(0, 6, device="meta").reshape(3, 0, 2).shape == (3, 0, 2)   # empty: a view
+        assert t.live == 804
     assert x.shape == (100,)
