@@ -103,7 +103,10 @@ def _op_name(prim) -> str:
 
 def _plan_error(model, tracker: Tracker, stack_at_failure, exc) -> PlanError:
     where = stack_at_failure[-1] if stack_at_failure else ""
-    layer = f"layer '{where}'" if where else "the model's own forward"
+    if not stack_at_failure:   # no module running: dry_run_step's loss
+        layer = "the loss, outside the model"
+    else:
+        layer = f"layer '{where}'" if where else "the model's own forward"
     mod = _module_at(model, where)
     if mod is not None and where:
         layer += f" ({type(mod).__name__})"

@@ -150,7 +150,9 @@ def test_reshape_strides_follow_numpy():
     import numpy as np
     base = np.zeros((4, 6, 5))
     for view, shape in ((base[:, 2:4], (4, 2, 5)), (base.transpose(1, 0, 2), (6, 20)), (base[:, :, 1:3], (4, 12)),
-                        (base, (24, 5)), (base[::2], (2, 3, 2, 5)), (base.transpose(2, 0, 1), (5, 24))):
+                        (base, (24, 5)), (base[::2], (2, 3, 2, 5)), (base.transpose(2, 0, 1), (5, 24)),
+                        (base.reshape(-1), (2, 3, 4, 5)), (base[:, ::2], (2, 2, 3, 1, 5, 1)),   # 3-way split, ones
+                        (base[:, 0, 0], (4, 1)), (base[:1, :1, 0], (1,)), (base[:1, 0, 0], (1, 1))):
         st = tuple(s // 8 for s in view.strides)
         got = reshape_strides(view.shape, st, shape)
         try:
@@ -217,6 +219,13 @@ def test_a_forward_that_fails_on_meta_names_the_layer_and_the_op():
     with pytest.raises(PlanError, match=r"layer '1' \(Linear\).*(linear|matmul)"):
         ember.summary(nn.Sequential(nn.Linear(4, 8, device="meta"), nn.Linear(9, 2, device="meta")), (4,),
                       verbose=False)
+    with pytest.raises(PlanError, match=r"the model's own forward, op 'to_device'"):
+        ember.summary(_ReadsValues(), (4,), verbose=False)
+
+    def loss_reads_values(out, target):
+        return out.to("cpu").sum()
+    with pytest.raises(PlanError, match=r"the loss, outside the model, op 'to_device' failed: NotImplementedError"):
+        dry_run_step(M.keras_mlp(device="meta"), (784,), 2, loss_fn=loss_reads_values)
 
 
 def test_the_user_model_is_not_touched():
