@@ -102,14 +102,14 @@ def _op_name(prim) -> str:
 
 
 def _plan_error(model, tracker: Tracker, stack_at_failure, exc) -> PlanError:
-    where = stack_at_failure[-1] if stack_at_failure else ""
-    if not stack_at_failure:   # no module running: dry_run_step's loss
+    where = stack_at_failure[-1] if stack_at_failure else None
+    if where is None:   # no module running: dry_run_step's loss
         layer = "the loss, outside the model"
+    elif where == "":
+        layer = "the model's own forward"
     else:
-        layer = f"layer '{where}'" if where else "the model's own forward"
-    mod = _module_at(model, where)
-    if mod is not None and where:
-        layer += f" ({type(mod).__name__})"
+        mod = dict(model.named_modules()).get(where)
+        layer = f"layer '{where}'" + (f" ({type(mod).__name__})" if mod is not None else "")
     if tracker.failed is not None:
         prim, path = tracker.failed
         op = f"op '{_op_name(prim)}'"
@@ -119,15 +119,6 @@ def _plan_error(model, tracker: Tracker, stack_at_failure, exc) -> PlanError:
         op = "code outside a primitive (it reads values)"
     return PlanError(f"summary: the model cannot run on device='meta': {layer}, {op} failed: "
                      f"{type(exc).__name__}: {exc}")
-
-
-def _module_at(model, path):
-    if path == "":
-        return model
-    for name, m in model.named_modules():
-        if name == path:
-            return m
-    return None
 
 
 # ---------------------------------------------------------------- the per-layer forward
