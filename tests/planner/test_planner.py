@@ -530,8 +530,8 @@ class _Twice(nn.Module):
 def test_count_forward_rows_of_a_module_called_twice_and_a_list_output():
     model = _Twice()
     rows, out, _ = count_forward(model, ember.empty(2, 4, device="meta"))
-    assert [(r.name, r.depth, r.params, r.macs, r.activations) for r in rows] == [
-        ("", 0, 0, 0, 0), ("lin", 1, 20, 32, 8), ("lin", 1, 0, 32, 8), ("split", 1, 0, 0, 16)]
+    assert [(r.name, r.depth, r.params, r.macs, r.flops, r.activations) for r in rows] == [
+        ("", 0, 0, 0, 0, 0), ("lin", 1, 20, 32, 64, 8), ("lin", 1, 0, 32, 64, 8), ("split", 1, 0, 0, 16, 16)]
     assert rows[0].output_shape == rows[3].output_shape == ((2, 4), (2, 4)) and len(out) == 2
 
 
@@ -549,7 +549,9 @@ def test_dry_run_step_fields_by_hand():
     assert (plain.batch_size, plain.optimizer, plain.resident) == (3, "sgd", 32 + 48 + 24)
     mom = dry_run_step(lin, (4,), 3)                  # the default: SGD with momentum, one buffer more
     assert mom.optimizer == "sgd-momentum" and mom.state == plain.state + 32
-    assert dry_run_step(lin, (4,), 3, "sgd", steps=1).step_flops == plain.step_flops   # one step's work
+    one = dry_run_step(lin, (4,), 3, "sgd", loss_fn=lambda out, target: out.sum(), steps=1)
+    assert one.step_flops == dry_run_step(lin, (4,), 3, "sgd", loss_fn=lambda out, target: out.sum()).step_flops
+    assert one.saved == 4                             # the loss: the product keeps x and w, both resident
 
 
 def test_measured_peak_keeps_the_model_and_the_callers_tracing():
@@ -568,6 +570,8 @@ def test_measured_peak_keeps_the_model_and_the_callers_tracing():
         assert tracemalloc.is_tracing() and kept.size
     finally:
         tracemalloc.stop()
+    wide, xw, yw = nn.Linear(50_000, 2), ember.randn(8, 50_000), ember.randint(0, 2, (8,))   # the batch: most bytes
+    assert measure_training_peak(wide, xw, yw) == pytest.approx(dry_run_step(wide, (50_000,), 8).peak, rel=0.05)
 
 
 def test_lazy_names_of_the_package():

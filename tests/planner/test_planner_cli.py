@@ -67,6 +67,13 @@ def test_cli_options_reach_summary(capsys):
     assert "float64" in expected and "adam" in expected
 
 
+def test_cli_defaults_are_summarys(capsys):
+    ember.summary(M.tiny(device="meta"), (4,), device=None, name="planner_models:tiny")
+    expected = capsys.readouterr().out
+    assert ember.cli.main(["summary", "planner_models:tiny", "--input", "4"]) == 0
+    assert capsys.readouterr().out == expected and "batch 1" in expected and "sgd-momentum" in expected
+
+
 def test_cli_input_and_device_forms(capsys):
     assert cli._parse_input("3x32x32") == cli._parse_input("3, 32, 32,") == (3, 32, 32)
     assert cli._parse_input("1") == (1,)
@@ -83,14 +90,14 @@ def test_cli_input_and_device_forms(capsys):
 def test_cli_help_describes_every_option(capsys):
     with pytest.raises(SystemExit):
         ember.cli.main(["summary", "--help"])
-    out = " ".join(capsys.readouterr().out.split())
+    out = " " + " ".join(capsys.readouterr().out.split()) + " "
     for text in ("a model zoo name (vgg16, resnet18, ...) or module:callable",
                  "input size without the batch dim, comma-separated: 3,224,224", "batch size (default 1)",
                  "sgd, sgd-momentum, adam, adamw",
                  'a device name ("GTX 1080", "A100 80GB", ...; see ember.planner.DEVICES) or its memory in bytes',
                  "parameter and activation dtype (float32)", "input dtype when it differs (int64 for token ids)",
                  "fraction of the device's peak FLOP/s for the step-time estimate (0.5)"):
-        assert text in out
+        assert f" {text} " in out
 
 
 def test_cli_module_callable_specs():
@@ -113,6 +120,12 @@ def test_cli_zoo_models_are_built_on_meta(monkeypatch):
     model = cli.resolve_model("lenet5")
     assert type(model).__name__ == "LeNet5" and all(p.is_meta for p in model.parameters())
     assert ember.get_default_device().type == "cpu"
+    ember.set_default_device("meta")                  # the caller's default device comes back
+    try:
+        cli.resolve_model("lenet5")
+        assert ember.get_default_device().type == "meta"
+    finally:
+        ember.set_default_device(None)
     with pytest.raises(SystemExit, match="^ember summary: get_model: unknown model 'nope'; available: "):
         cli.resolve_model("nope")
     assert ember.get_default_device().type == "cpu"
