@@ -110,11 +110,8 @@ def _plan_error(model, tracker: Tracker, stack_at_failure, exc) -> PlanError:
     else:
         mod = dict(model.named_modules()).get(where)
         layer = f"layer '{where}'" + (f" ({type(mod).__name__})" if mod is not None else "")
-    if tracker.failed is not None:
-        prim, path = tracker.failed
-        op = f"op '{_op_name(prim)}'"
-        if path and path != where:
-            layer = f"layer '{path}'"
+    if tracker.failed is not None and tracker.failed[2] is exc:   # not an earlier failure the model caught
+        op = f"op '{_op_name(tracker.failed[0])}'"
     else:
         op = "code outside a primitive (it reads values)"
     return PlanError(f"summary: the model cannot run on device='meta': {layer}, {op} failed: "

@@ -277,7 +277,7 @@ class Tracker(DispatchMode):
     """Live bytes, peak bytes, multiply-adds and FLOPs of the primitive calls made while it is open.
 
     `stack` holds the module paths running (the planner's forward hooks push and pop them); `failed`
-    is (primitive, module path) of the first call that raised.
+    is (primitive, module path, exception) of the last call that raised.
     """
 
     def __init__(self):
@@ -348,9 +348,8 @@ class Tracker(DispatchMode):
         self._depth += 1
         try:
             out = prim.apply(*inputs, **attrs)
-        except Exception:
-            if self.failed is None:
-                self.failed = (prim, self.stack[-1] if self.stack else "")
+        except Exception as e:
+            self.failed = (prim, self.stack[-1] if self.stack else "", e)
             raise
         finally:
             self._depth -= 1

@@ -205,6 +205,24 @@ class _ReadsValues(nn.Module):
         return x * x.sum().item()
 
 
+class _Caught(nn.Module):
+    def forward(self, x):
+        try:
+            x.sum().item()
+        except NotImplementedError:                  # a failed primitive the model handles itself
+            pass
+        return x
+
+
+class _CatchesThenFails(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _Caught(), nn.Linear(9, 2, device="meta")
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
 class _Head(nn.Module):
     def __init__(self):
         super().__init__()
@@ -221,6 +239,9 @@ def test_a_forward_that_fails_on_meta_names_the_layer_and_the_op():
                                         r"failed: RuntimeError: linear: input's last dim 8"):
         ember.summary(nn.Sequential(nn.Linear(4, 8, device="meta"), nn.Linear(9, 2, device="meta")), (4,),
                       verbose=False)
+    with pytest.raises(PlanError, match=r"layer 'b' \(Linear\), code outside a primitive \(it reads values\) failed: "
+                                        r"RuntimeError: linear"):   # not the failure 'a' caught
+        ember.summary(_CatchesThenFails(), (4,), verbose=False)
     with pytest.raises(PlanError, match=r"the model's own forward, op 'to_device'"):
         ember.summary(_ReadsValues(), (4,), verbose=False)
 
