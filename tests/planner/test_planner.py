@@ -510,7 +510,7 @@ def test_planner_argument_errors():
 # ---------------------------------------------------------------- dryrun.py's pieces
 class _Split(nn.Module):
     def forward(self, x):
-        return [x * 2, x * 3]
+        return {"double": x * 2, "more": [x * 3]}   # tensors in a dict and a list
 
 
 class _Holes(nn.Module):
@@ -548,7 +548,7 @@ class _Twice(nn.Module):
         return self.split(self.lin(self.lin(x)))
 
 
-def test_count_forward_rows_of_a_module_called_twice_and_a_list_output():
+def test_count_forward_rows_of_a_module_called_twice_and_nested_outputs():
     model = _Twice()
     rows, out, _ = count_forward(model, ember.empty(2, 4, device="meta"))
     assert [(r.name, r.depth, r.params, r.macs, r.flops, r.activations) for r in rows] == [
