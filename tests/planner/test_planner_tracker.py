@@ -185,6 +185,7 @@ def _same(x):
 
 VIEW_CHAINS = {   # (input shape, before, after): whether `after` makes a view depends on the strides `before` left
     "expand-merge": ((4, 1, 3), _same, lambda x: x.expand(4, 5, 3).reshape(20, 3)),
+    "expand-two": ((4, 1, 3), _same, lambda x: x.expand(4, 2, 3).reshape(4, 6)),
     "expand-split": ((3,), _same, lambda x: x.expand(4, 3).reshape(2, 2, 3)),
     "expand-lead": ((1, 3), _same, lambda x: x.expand(2, 4, 3).reshape(8, 3)),
     "permute-flat": ((4, 6), _same, lambda x: x.permute(1, 0).reshape(24)),
