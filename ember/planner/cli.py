@@ -3,9 +3,9 @@
     ember summary vgg16 --input 3,224,224 --batch 128 --optimizer sgd-momentum --device "GTX 1080"
     ember summary mypkg.nets:make_net --input 784 --device 8000000000
 
-MODEL is a name of the model zoo (`ember.models.get_model`) or `module:callable` returning an
-`ember.nn.Module` (called with `device="meta"` when it takes a `device` argument, so nothing is
-allocated). The output is the table and report `ember.summary(...)` prints.
+MODEL is a name of the model zoo (`ember.models.get_model`, built with "meta" as the default device)
+or `module:callable` returning an `ember.nn.Module` (called with `device="meta"` when it takes a `device`
+argument): nothing is allocated. The output is the table and report `ember.summary(...)` prints.
 """
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def add_arguments(parser) -> None:
 
 
 def _call(fn, name):
-    params = inspect.signature(fn).parameters if callable(fn) else {}
-    model = fn(device="meta") if "device" in params else fn()
+    if not callable(fn):
+        raise SystemExit(f"ember summary: {name} is a {type(fn).__name__}, not a callable that returns a model")
+    model = fn(device="meta") if "device" in inspect.signature(fn).parameters else fn()
     from ..nn.module import Module
     if not isinstance(model, Module):
         raise SystemExit(f"ember summary: {name} returned {type(model).__name__}, not an ember.nn.Module")
@@ -61,18 +62,15 @@ def resolve_model(spec: str):
     get_model = getattr(models, "get_model", None)
     if get_model is None:
         raise SystemExit("ember summary: ember.models has no get_model(); pass module:callable instead")
-    return _call(lambda **kw: get_model(spec, **kw), spec) if "device" in _kwargs_of(get_model) \
-        else _call(lambda: get_model(spec), spec)
-
-
-def _kwargs_of(fn):
+    from .. import get_default_device, set_default_device
+    before = get_default_device()
+    set_default_device("meta")   # the zoo's builders take no device=: their factory calls allocate nothing
     try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return set()
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return {"device"}
-    return set(params)
+        return _call(lambda: get_model(spec), spec)
+    except ValueError as e:   # an unknown name: get_model's message lists the known ones
+        raise SystemExit(f"ember summary: {e}") from None
+    finally:
+        set_default_device(before)
 
 
 def _parse_input(text: str) -> tuple:

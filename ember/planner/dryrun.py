@@ -102,29 +102,20 @@ def _op_name(prim) -> str:
 
 
 def _plan_error(model, tracker: Tracker, stack_at_failure, exc) -> PlanError:
-    where = stack_at_failure[-1] if stack_at_failure else ""
-    layer = f"layer '{where}'" if where else "the model's own forward"
-    mod = _module_at(model, where)
-    if mod is not None and where:
-        layer += f" ({type(mod).__name__})"
-    if tracker.failed is not None:
-        prim, path = tracker.failed
-        op = f"op '{_op_name(prim)}'"
-        if path and path != where:
-            layer = f"layer '{path}'"
+    where = stack_at_failure[-1] if stack_at_failure else None
+    if where is None:   # no module running: dry_run_step's loss
+        layer = "the loss, outside the model"
+    elif where == "":
+        layer = "the model's own forward"
+    else:
+        mod = dict(model.named_modules()).get(where)
+        layer = f"layer '{where}'" + (f" ({type(mod).__name__})" if mod is not None else "")
+    if tracker.failed is not None and tracker.failed[2] is exc:   # not an earlier failure the model caught
+        op = f"op '{_op_name(tracker.failed[0])}'"
     else:
         op = "code outside a primitive (it reads values)"
     return PlanError(f"summary: the model cannot run on device='meta': {layer}, {op} failed: "
                      f"{type(exc).__name__}: {exc}")
-
-
-def _module_at(model, path):
-    if path == "":
-        return model
-    for name, m in model.named_modules():
-        if name == path:
-            return m
-    return None
 
 
 # ---------------------------------------------------------------- the per-layer forward

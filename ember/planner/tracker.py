@@ -128,17 +128,34 @@ def _layout(prim, attrs, ins, in_strides, out):
         if not _basic_key(attrs["key"]):
             return None
         return True, index_strides(x.shape, in_strides, attrs["key"], out.ndim)
-    if prim is P.BitCast:
-        return True, in_strides if out.shape == x.shape else None
+    if prim is P.BitCast:   # another element size: the last dim is contiguous, the others keep their bytes
+        if out.shape == x.shape or in_strides is None:
+            return True, in_strides
+        steps = [st * x.itemsize for st in in_strides[:-1]]
+        if any(b % out.itemsize for b in steps):
+            return True, None
+        return True, tuple(b // out.itemsize for b in steps) + (1,)
     if prim is Assign or prim is AdamStep:
         return True, in_strides
     return None
 
 
-def _new_strides(prim, attrs, out):
-    """Strides of a newly allocated output: C order, except Conv's (groups=1), which is the transposed
-    view (N, O, *out) of its matmul result (N, *out, O)."""
-    if prim is L.Conv and attrs["groups"] == 1 and out.ndim >= 2:
+def _channels_last(strides) -> bool:
+    """Whether strides of x (N, C, *S) put its channels innermost (as a conv lays out its output)."""
+    return strides is not None and all(strides[1] < st for st in strides[2:])
+
+
+def _new_strides(prim, attrs, ins, in_strides, out):
+    """Strides of a newly allocated output: C order, except Conv's, which is the transposed view
+    (N, O, *out) of its channels-last result (N, *out, O): one GEMM per group writes (N * out, G, O/G).
+    A depthwise conv sums products of channels-last views of x instead, which NumPy lays out like x when
+    there is one output per group and no padded copy: C order then, unless x is channels-last."""
+    if prim is L.Conv:   # (N, O, *out): at least one spatial dim
+        x, w = ins[:2]
+        groups, padding = attrs["groups"], attrs.get("padding")
+        if (w.shape[1] == 1 and groups > 1 and w.shape[0] == groups and not L._has_pad(padding)
+                and not _channels_last(in_strides)):
+            return c_strides(out.shape)
         o, sp = out.shape[1], out.shape[2:]
         inner = c_strides(tuple(sp) + (o,))   # strides of (*out, O)
         return (math.prod(sp) * o, 1) + inner[:-1]
@@ -205,8 +222,11 @@ def _conv_cols(x_shape, channels, out_spatial, kernel, itemsize):
 
 def _ws_conv(attrs, ins, out):
     x, w = ins[:2]
+    groups = attrs["groups"]
+    if w.shape[1] == 1 and groups > 1:   # depthwise: no columns; the running sum (the output) and two products
+        return min(math.prod(w.shape[2:]) - 1, 2) * out.nbytes
     cols = _conv_cols(x.shape, x.shape[1], out.shape[2:], w.shape[2:], x.itemsize)
-    return cols + (out.nbytes if attrs["groups"] != 1 else 0)   # groups: a copy regroups the output
+    return cols + (out.nbytes // groups if groups != 1 else 0)   # groups: one group's GEMM result at a time
 
 
 def _ws_conv_input_grad(attrs, ins, out):
@@ -257,7 +277,7 @@ class Tracker(DispatchMode):
     """Live bytes, peak bytes, multiply-adds and FLOPs of the primitive calls made while it is open.
 
     `stack` holds the module paths running (the planner's forward hooks push and pop them); `failed`
-    is (primitive, module path) of the first call that raised.
+    is (primitive, module path, exception) of the last call that raised.
     """
 
     def __init__(self):
@@ -328,9 +348,8 @@ class Tracker(DispatchMode):
         self._depth += 1
         try:
             out = prim.apply(*inputs, **attrs)
-        except Exception:
-            if self.failed is None:
-                self.failed = (prim, self.stack[-1] if self.stack else "")
+        except Exception as e:
+            self.failed = (prim, self.stack[-1] if self.stack else "", e)
             raise
         finally:
             self._depth -= 1
@@ -343,7 +362,7 @@ class Tracker(DispatchMode):
             if view is not None:
                 self.track(first, base, view[1])
             else:
-                self.track(first, None, _new_strides(prim, attrs, first))
+                self.track(first, None, _new_strides(prim, attrs, in_arrays, strides, first))
         for a in out_arrays:
             self.track(a)
         ws = WORKSPACE.get(prim)

@@ -112,3 +112,24 @@ class GPT(nn.Module):
         T = idx.shape[1]
         x = self.tok(idx) + self.pos(ember.arange(T, device=idx.device))          # (B, T, C)
         return self.head(self.ln_f(self.blocks(x)))                               # (B, T, vocab)
+
+
+# `module:callable` specs for the CLI tests (tests/planner/test_planner_cli.py)
+CALLS = []
+
+
+def tiny(device=None):
+    CALLS.append(device)
+    return nn.Linear(4, 2, device=device)
+
+
+def tiny_no_device():
+    return nn.Linear(4, 2)
+
+
+class Factories:
+    tiny = staticmethod(tiny)
+
+
+def not_a_model():
+    return 3

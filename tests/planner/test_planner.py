@@ -9,7 +9,8 @@ import pytest
 import ember
 import ember.nn as nn
 from ember.planner import DEVICES, PlanError, get_device
-from ember.planner.dryrun import dry_run_step, measure_training_peak
+from ember.planner.dryrun import check_optimizer, count_forward, dry_run_step, measure_training_peak, meta_twin, \
+    target_shape
 from ember.planner.tracker import reshape_strides
 import planner_models as M
 
@@ -150,7 +151,9 @@ def test_reshape_strides_follow_numpy():
     import numpy as np
     base = np.zeros((4, 6, 5))
     for view, shape in ((base[:, 2:4], (4, 2, 5)), (base.transpose(1, 0, 2), (6, 20)), (base[:, :, 1:3], (4, 12)),
-                        (base, (24, 5)), (base[::2], (2, 3, 2, 5)), (base.transpose(2, 0, 1), (5, 24))):
+                        (base, (24, 5)), (base[::2], (2, 3, 2, 5)), (base.transpose(2, 0, 1), (5, 24)),
+                        (base.reshape(-1), (2, 3, 4, 5)), (base[:, ::2], (2, 2, 3, 1, 5, 1)),   # 3-way split, ones
+                        (base[:, 0, 0], (4, 1)), (base[:1, :1, 0], (1,)), (base[:1, 0, 0], (1, 1))):
         st = tuple(s // 8 for s in view.strides)
         got = reshape_strides(view.shape, st, shape)
         try:
@@ -202,6 +205,24 @@ class _ReadsValues(nn.Module):
         return x * x.sum().item()
 
 
+class _Caught(nn.Module):
+    def forward(self, x):
+        try:
+            x.sum().item()
+        except NotImplementedError:                  # a failed primitive the model handles itself
+            pass
+        return x
+
+
+class _CatchesThenFails(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _Caught(), nn.Linear(9, 2, device="meta")
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
 class _Head(nn.Module):
     def __init__(self):
         super().__init__()
@@ -214,9 +235,23 @@ class _Head(nn.Module):
 def test_a_forward_that_fails_on_meta_names_the_layer_and_the_op():
     with pytest.raises(PlanError, match=r"layer 'body\.1' \(_ReadsValues\), op 'to_device'"):
         ember.summary(_Head(), (4,), verbose=False)
-    with pytest.raises(PlanError, match=r"layer '1' \(Linear\).*(linear|matmul)"):
+    with pytest.raises(PlanError, match=r"layer '1' \(Linear\), code outside a primitive \(it reads values\) "
+                                        r"failed: RuntimeError: linear: input's last dim 8"):
         ember.summary(nn.Sequential(nn.Linear(4, 8, device="meta"), nn.Linear(9, 2, device="meta")), (4,),
                       verbose=False)
+    with pytest.raises(PlanError, match=r"layer 'b' \(Linear\), code outside a primitive \(it reads values\) failed: "
+                                        r"RuntimeError: linear"):   # not the failure 'a' caught
+        ember.summary(_CatchesThenFails(), (4,), verbose=False)
+    with pytest.raises(PlanError, match=r"the model's own forward, op 'to_device'"):
+        ember.summary(_ReadsValues(), (4,), verbose=False)
+
+    with pytest.raises(PlanError, match=r"layer 'body\.1' \(_ReadsValues\), op 'to_device' failed: NotImplementedErr"):
+        dry_run_step(_Head(), (4,), 2)                 # the training step's own forward names the layer too
+
+    def loss_reads_values(out, target):
+        return out.to("cpu").sum()
+    with pytest.raises(PlanError, match=r"the loss, outside the model, op 'to_device' failed: NotImplementedError"):
+        dry_run_step(M.keras_mlp(device="meta"), (784,), 2, loss_fn=loss_reads_values)
 
 
 def test_the_user_model_is_not_touched():
@@ -470,3 +505,99 @@ def test_planner_argument_errors():
     d = ember.summary(M.keras_mlp(device="meta"), (784,), dtype="float64", verbose=False)
     assert d.plan().peak == dry_run_step(M.keras_mlp(device="meta"), (784,), 1, dtype="float64").peak
     assert d.plan().resident > s.plan(1).resident               # float64 weights and batch
+
+
+# ---------------------------------------------------------------- dryrun.py's pieces
+class _Split(nn.Module):
+    def forward(self, x):
+        return {"double": x * 2, "more": [x * 3]}   # tensors in a dict and a list
+
+
+class _Holes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_parameter("gone", None)         # a None before a real parameter
+        self.w = nn.Parameter(ember.ones(2, 4, dtype=ember.float64))
+        self.frozen = nn.Parameter(ember.ones(2), requires_grad=False)
+        self.register_buffer("count", ember.zeros((), dtype=ember.int64))
+        self.mask = ember.ones(2, 2)                  # a plain tensor attribute
+        self.table = ember.arange(3)
+
+
+def test_meta_twin_copies_dtypes_ties_and_attributes():
+    model = nn.Sequential(_Holes(), nn.Linear(4, 4), nn.Linear(4, 4))
+    model[2].weight = model[1].weight                 # tied
+    same, half = meta_twin(model), meta_twin(model, ember.float16)
+    assert same[0].w.dtype == ember.float64 and same[0].w.is_meta and same[0].mask.dtype == ember.float32
+    assert half[0].w.dtype == half[0].mask.dtype == ember.float16 and half[0].mask.is_meta
+    for twin in (same, half):
+        h = twin[0]
+        assert h.count.dtype == h.table.dtype == ember.int64 and h.count.is_meta and h.table.is_meta
+        assert h.gone is None and isinstance(h.w, nn.Parameter) and not h.frozen.requires_grad
+        assert twin[2].weight is twin[1].weight and sum(p.numel() for p in twin.parameters()) == 8 + 2 + 16 + 4 + 4
+    assert not model[0].w.is_meta
+
+
+class _Twice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4, device="meta")
+        self.split = _Split()
+
+    def forward(self, x):
+        return self.split(self.lin(self.lin(x)))
+
+
+def test_count_forward_rows_of_a_module_called_twice_and_nested_outputs():
+    model = _Twice()
+    rows, out, _ = count_forward(model, ember.empty(2, 4, device="meta"))
+    assert [(r.name, r.depth, r.params, r.macs, r.flops, r.activations) for r in rows] == [
+        ("", 0, 0, 0, 0, 0), ("lin", 1, 20, 32, 64, 8), ("lin", 1, 0, 32, 64, 8), ("split", 1, 0, 0, 16, 16)]
+    assert rows[0].output_shape == rows[3].output_shape == ((2, 4), (2, 4)) and len(out) == 2
+
+
+def test_optimizer_names_and_targets():
+    for name in ("SGD_Momentum", "sgd+momentum", "sgd momentum", "momentum", "sgdm", "SGDM"):
+        assert check_optimizer(name) == "sgd-momentum"
+    assert check_optimizer("AdamW") == "adamw"
+    assert target_shape((5,)) == (1,) and target_shape((4, 10)) == (4,) and target_shape((2, 3, 7)) == (2, 3)
+
+
+def test_dry_run_step_fields_by_hand():
+    lin = nn.Linear(4, 2, bias=False, device="meta")
+    plain = dry_run_step(lin, (4,), 3, "sgd")
+    # resident: the weight (32 bytes), the batch (3, 4) float32 and its (3,) int64 targets
+    assert (plain.batch_size, plain.optimizer, plain.resident) == (3, "sgd", 32 + 48 + 24)
+    mom = dry_run_step(lin, (4,), 3)                  # the default: SGD with momentum, one buffer more
+    assert mom.optimizer == "sgd-momentum" and mom.state == plain.state + 32
+    one = dry_run_step(lin, (4,), 3, "sgd", loss_fn=lambda out, target: out.sum(), steps=1)
+    assert one.step_flops == dry_run_step(lin, (4,), 3, "sgd", loss_fn=lambda out, target: out.sum()).step_flops
+    assert one.saved == 4                             # the loss: the product keeps x and w, both resident
+
+
+def test_measured_peak_keeps_the_model_and_the_callers_tracing():
+    import tracemalloc
+    import numpy as np
+    ember.manual_seed(0)
+    model, x, y = M.keras_mlp(), ember.randn(8, 784), ember.randint(0, 10, (8,))
+    w = model[1].weight._data.copy()
+    alone = measure_training_peak(model, x, y)        # the default optimizer
+    assert not tracemalloc.is_tracing() and (model[1].weight._data == w).all() and model[1].weight.grad is None
+    tracemalloc.start()
+    try:
+        kept, big = np.ones(200_000), np.ones(1_000_000)
+        del big                                       # the caller's traced memory and a higher peak before
+        assert measure_training_peak(model, x, y, "sgd-momentum") == pytest.approx(alone, rel=0.01)
+        assert tracemalloc.is_tracing() and kept.size
+    finally:
+        tracemalloc.stop()
+    wide, xw, yw = nn.Linear(50_000, 2), ember.randn(8, 50_000), ember.randint(0, 2, (8,))   # the batch: most bytes
+    assert measure_training_peak(wide, xw, yw) == pytest.approx(dry_run_step(wide, (50_000,), 8).peak, rel=0.05)
+
+
+def test_lazy_names_of_the_package():
+    import ember.planner as planner
+    from ember.planner import dryrun, report
+    assert planner.Summary is report.Summary and planner.dry_run_step is dryrun.dry_run_step
+    with pytest.raises(AttributeError, match="^module 'ember.planner' has no attribute 'nope'$"):
+        planner.nope
