@@ -1,0 +1,110 @@
+"""ember.keras.optimizers against torch.optim (same starting weights and gradients), with Keras 3's rules
+(optimizers/base_optimizer.py): decoupled `weight_decay` for every optimizer, one clipping option at most."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember import keras
+from ember.keras import optimizers
+
+W0 = [np.array([[0.5, -1.0, 2.0], [0.25, 3.0, -0.5]]), np.array([1.0, -2.0])]
+GRADS = [[np.array([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]), np.array([2.0, -0.5])],
+         [np.array([[-0.3, 0.2, 0.1], [0.0, 0.7, 0.2]]), np.array([-1.0, 1.5])],
+         [np.array([[0.5, 0.5, -0.5], [1.0, -1.0, 0.3]]), np.array([0.2, 0.1])]]
+
+
+def run_keras(opt):
+    ws = [ember.nn.Parameter(ember.tensor(w)) for w in W0]
+    for gs in GRADS:
+        opt.apply_gradients(zip([ember.tensor(g) for g in gs], ws))
+    return [w.detach().numpy() for w in ws]
+
+
+def run_torch(make, before_step=None):
+    ws = [torch.nn.Parameter(torch.tensor(w)) for w in W0]
+    opt = make(ws)
+    for gs in GRADS:
+        for w, g in zip(ws, gs):
+            w.grad = torch.tensor(g)
+        if before_step:
+            before_step(ws)
+        opt.step()
+    return [w.detach().numpy() for w in ws]
+
+
+def assert_same(a, b):
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+
+
+def test_adam_weight_decay_is_decoupled_as_keras():
+    """Keras 3 decays every variable by lr * weight_decay before the update (torch's AdamW), for Adam too;
+    Ember's Adam used to add an L2 term to the gradient (torch's Adam(weight_decay=...))."""
+    got = run_keras(optimizers.Adam(0.1, weight_decay=0.5))
+    assert_same(got, run_torch(lambda p: torch.optim.AdamW(p, lr=0.1, eps=1e-7, weight_decay=0.5)))
+    assert_same(run_keras(optimizers.AdamW(0.1)),
+                run_torch(lambda p: torch.optim.AdamW(p, lr=0.1, eps=1e-7, weight_decay=0.004)))
+    assert_same(run_keras(optimizers.AdamW(0.1, weight_decay=0.5, amsgrad=True)),
+                run_torch(lambda p: torch.optim.AdamW(p, lr=0.1, eps=1e-7, weight_decay=0.5, amsgrad=True)))
+    assert_same(run_keras(optimizers.Adam(0.1)), run_torch(lambda p: torch.optim.Adam(p, lr=0.1, eps=1e-7)))
+
+
+@pytest.mark.parametrize("name, make_keras, make_torch", [
+    ("sgd", lambda: optimizers.SGD(0.1, momentum=0.9, weight_decay=0.5),
+     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
+    ("rmsprop", lambda: optimizers.RMSprop(0.1, weight_decay=0.5),
+     lambda p: torch.optim.RMSprop(p, lr=0.1, alpha=0.9, eps=1e-7)),
+    ("adagrad", lambda: optimizers.Adagrad(0.1, weight_decay=0.5),
+     lambda p: torch.optim.Adagrad(p, lr=0.1, eps=1e-7, initial_accumulator_value=0.1)),
+    ("adadelta", lambda: optimizers.Adadelta(0.1, weight_decay=0.5),
+     lambda p: torch.optim.Adadelta(p, lr=0.1, rho=0.95, eps=1e-7)),
+])
+def test_weight_decay_of_every_optimizer_is_applied_before_the_update(name, make_keras, make_torch):
+    def decay(ws):
+        with torch.no_grad():
+            for w in ws:
+                w.mul_(1 - 0.1 * 0.5)
+    opt = make_keras()
+    assert_same(run_keras(opt), run_torch(make_torch, decay))
+    assert opt.get_config()["weight_decay"] == 0.5
+    assert type(optimizers.get(optimizers.serialize(opt))).__name__ == type(opt).__name__
+    assert optimizers.get(optimizers.serialize(opt)).weight_decay == 0.5
+
+
+def test_weight_decay_follows_the_current_learning_rate():
+    opt = optimizers.SGD(0.1, weight_decay=0.5)
+    w = ember.nn.Parameter(ember.tensor([2.0], dtype=ember.float64))
+    opt.apply_gradients([(ember.tensor([0.0], dtype=ember.float64), w)])
+    opt.learning_rate = 0.2
+    opt.apply_gradients([(ember.tensor([0.0], dtype=ember.float64), w)])
+    assert w.item() == pytest.approx(2.0 * (1 - 0.05) * (1 - 0.1), rel=1e-12)
+    opt.apply_gradients([(None, w)])                  # no gradient: no update, no decay (Keras filters it)
+    assert w.item() == pytest.approx(2.0 * (1 - 0.05) * (1 - 0.1), rel=1e-12)
+
+
+def test_clipping_options_against_torch():
+    def clip(fn):
+        return lambda ws: fn(ws)
+    per_var = lambda ws: [torch.nn.utils.clip_grad_norm_([w], 0.5) for w in ws]   # noqa: E731
+    assert_same(run_keras(optimizers.SGD(0.1, clipnorm=0.5)),
+                run_torch(lambda p: torch.optim.SGD(p, lr=0.1), clip(per_var)))
+    assert_same(run_keras(optimizers.SGD(0.1, global_clipnorm=0.5)),
+                run_torch(lambda p: torch.optim.SGD(p, lr=0.1), lambda ws: torch.nn.utils.clip_grad_norm_(ws, 0.5)))
+    assert_same(run_keras(optimizers.SGD(0.1, clipvalue=0.25)),
+                run_torch(lambda p: torch.optim.SGD(p, lr=0.1), lambda ws: torch.nn.utils.clip_grad_value_(ws, 0.25)))
+
+
+def test_only_one_clipping_option():
+    with pytest.raises(ValueError, match=r"^Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. "
+                                         r"Received: clipnorm=1.0, clipvalue=0.5, global_clipnorm=None$"):
+        optimizers.Adam(clipnorm=1.0, clipvalue=0.5)
+    with pytest.raises(ValueError, match=r"clipnorm=None, clipvalue=0.5, global_clipnorm=2.0$"):
+        optimizers.SGD(clipvalue=0.5, global_clipnorm=2.0)
+
+
+def test_a_compiled_model_decays_its_weights():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")])
+    model.compile(optimizers.SGD(0.1, weight_decay=0.5), "mse")
+    model.fit(np.zeros((4, 2), np.float32), np.zeros(4, np.float32), batch_size=4, verbose=0)   # zero gradient
+    np.testing.assert_allclose(model.get_weights()[0], np.full((2, 1), 0.95), rtol=1e-6)
