@@ -61,6 +61,10 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
         y_true = y_true.long()
     elif y_true.dtype.name != "int64":
         y_true = y_true.long()
+    valid = None
+    if ignore_class is not None:   # Keras: those labels count as class 0, and their loss is 0
+        valid = y_true != int(ignore_class)
+        y_true = M.where(valid, y_true, 0)
     if y_true.numel():
         lo, hi = int(y_true.min().item()), int(y_true.max().item())
         if lo < 0 or hi >= n_cls:
@@ -74,7 +78,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     else:
         p = flat_pred / flat_pred.sum(dim=-1, keepdim=True)
         losses = F.nll_loss(M.log(p.clamp(EPSILON, 1 - EPSILON)), flat_true, reduction="none")
-    return losses.reshape(_shape(y_true))
+    losses = losses.reshape(_shape(y_true))
+    return losses if valid is None else M.where(valid, losses, 0.0)
 
 
 def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
@@ -139,13 +144,17 @@ def huber(y_true, y_pred, delta=1.0):
     return F.huber_loss(y_pred, y_true, reduction="none", delta=delta).mean(dim=-1)
 
 
+def _expand(w, values):
+    """Per-sample weights (N,) against values (N, ...): one weight for each sample's values."""
+    while w.ndim < values.ndim:
+        w = w.unsqueeze(-1)
+    return w
+
+
 def reduce_weighted(values, sample_weight=None):
     """Keras's "sum_over_batch_size": sum(values * weight) / number of values."""
     if sample_weight is not None:
-        w = sample_weight
-        while w.ndim < values.ndim:
-            w = w.unsqueeze(-1)
-        values = values * w.to(values.dtype)
+        values = values * _expand(sample_weight, values).to(values.dtype)
     return values.sum() / max(values.numel(), 1)
 
 
@@ -164,16 +173,26 @@ class Loss:
     def call(self, y_true, y_pred):
         return type(self).fn(y_true, y_pred, **self.kwargs)
 
+    def _mask(self, y_true, values):
+        """The entries that count (Keras's mask on the losses), or None for all."""
+        return None
+
     def __call__(self, y_true, y_pred, sample_weight=None):
         from .layers.base import to_tensor
         y_true, y_pred = to_tensor(y_true), to_tensor(y_pred)
         values = self.call(y_true, y_pred)
+        sw = None if sample_weight is None else to_tensor(sample_weight)
+        mask = self._mask(y_true, values)
+        if mask is not None:   # Keras's losses.loss.apply_mask: the mean is over the valid entries
+            mask = mask.to(values.dtype)
+            if self.reduction in ("sum_over_batch_size", "mean"):
+                mask = mask * (max(values.numel(), 1) / (float(mask.sum().item()) + EPSILON))
+            sw = mask if sw is None else mask * _expand(sw, mask).to(mask.dtype)
         if self.reduction == "none":
-            return values if sample_weight is None else values * to_tensor(sample_weight)
+            return values if sw is None else values * sw
         if self.reduction == "sum":
-            sw = None if sample_weight is None else to_tensor(sample_weight)
             return reduce_weighted(values, sw) * max(values.numel(), 1)
-        return reduce_weighted(values, None if sample_weight is None else to_tensor(sample_weight))
+        return reduce_weighted(values, sw)
 
     def get_config(self):
         return {"name": self.name, "reduction": self.reduction, **self.kwargs}
@@ -187,7 +206,15 @@ class SparseCategoricalCrossentropy(Loss):
     fn = staticmethod(sparse_categorical_crossentropy)
 
     def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size", name=None):
-        super().__init__(name, reduction, from_logits=from_logits)
+        super().__init__(name, reduction, from_logits=from_logits, ignore_class=ignore_class)
+
+    def _mask(self, y_true, values):
+        ignore = self.kwargs["ignore_class"]
+        if ignore is None:
+            return None
+        if y_true.ndim == values.ndim + 1:
+            y_true = y_true.squeeze(-1)
+        return y_true.long() != int(ignore)
 
 
 class CategoricalCrossentropy(Loss):

@@ -1,0 +1,180 @@
+"""ember.keras.losses against torch (values and gradients) with Keras 3's conventions (losses/losses.py):
+probabilities clipped to [1e-7, 1 - 1e-7] before the log, `label_smoothing`, `ignore_class`, and the
+reductions of a Loss object ("sum_over_batch_size", "sum", "none", a mask's mean over its valid entries)."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import ember
+from ember.keras import losses
+
+EPS = 1e-7
+RNG = np.random.default_rng(0)
+LOGITS = RNG.standard_normal((6, 4))
+PROBS = np.exp(LOGITS) / np.exp(LOGITS).sum(-1, keepdims=True)
+LABELS = np.array([0, 3, 1, 1, 2, 3])
+ONE_HOT = np.eye(4)[LABELS]
+
+
+def both(a):
+    """The same values as an ember leaf and a torch leaf that need their gradients."""
+    return ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+def check(ember_fn, torch_fn, pred, *targets):
+    pe, pt = both(pred)
+    got, want = ember_fn(pe, *[ember.tensor(t) for t in targets]), torch_fn(pt, *[torch.tensor(t) for t in targets])
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(pe.grad.numpy(), pt.grad.numpy(), rtol=1e-8, atol=1e-12)
+
+
+def clipped_log(p):
+    return torch.log((p / p.sum(-1, keepdim=True)).clamp(EPS, 1 - EPS))
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_categorical_crossentropy(smoothing):
+    soft = lambda y: y * (1 - smoothing) + smoothing / 4   # noqa: E731
+    check(lambda p, y: losses.categorical_crossentropy(y, p, from_logits=True, label_smoothing=smoothing),
+          lambda p, y: TF.cross_entropy(p, y, reduction="none", label_smoothing=smoothing), LOGITS, ONE_HOT)
+    check(lambda p, y: losses.categorical_crossentropy(y, p, label_smoothing=smoothing),
+          lambda p, y: -(soft(y) * clipped_log(p)).sum(-1), PROBS * 3, ONE_HOT)   # unnormalised: Keras divides
+    obj = losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing)
+    assert obj.name == "categorical_crossentropy"
+    assert obj(ONE_HOT, ember.tensor(LOGITS)).item() == pytest.approx(
+        TF.cross_entropy(torch.tensor(LOGITS), torch.tensor(ONE_HOT), label_smoothing=smoothing).item(), rel=1e-12)
+
+
+def test_sparse_categorical_crossentropy():
+    check(lambda p, y: losses.sparse_categorical_crossentropy(y, p, from_logits=True),
+          lambda p, y: TF.cross_entropy(p, y, reduction="none"), LOGITS, LABELS)
+    check(lambda p, y: losses.sparse_categorical_crossentropy(y, p),
+          lambda p, y: TF.nll_loss(clipped_log(p), y, reduction="none"), PROBS * 2, LABELS)
+    # (N, 1) labels, float labels, int32 labels and (N, T, C) predictions
+    want = TF.cross_entropy(torch.tensor(LOGITS), torch.tensor(LABELS), reduction="none").numpy()
+    for y in (LABELS[:, None], LABELS.astype(np.float32), LABELS.astype(np.int32)):
+        np.testing.assert_allclose(losses.sparse_categorical_crossentropy(
+            ember.tensor(y), ember.tensor(LOGITS), from_logits=True).numpy(), want, rtol=1e-12)
+    seq = losses.sparse_categorical_crossentropy(ember.tensor(LABELS.reshape(2, 3)),
+                                                 ember.tensor(LOGITS.reshape(2, 3, 4)), from_logits=True)
+    np.testing.assert_allclose(seq.numpy(), want.reshape(2, 3), rtol=1e-12)
+
+
+def test_sparse_categorical_crossentropy_ignore_class():
+    """Keras: an ignored label's loss is 0 and the Loss object averages over the other entries (torch's
+    ignore_index); Ember used to accept ignore_class and ignore it."""
+    y = np.array([0, -1, 1, 3, -1, 3])
+    values = losses.sparse_categorical_crossentropy(ember.tensor(y), ember.tensor(LOGITS), from_logits=True,
+                                                    ignore_class=-1).numpy()
+    want = TF.cross_entropy(torch.tensor(LOGITS), torch.tensor(y), ignore_index=-1, reduction="none").numpy()
+    np.testing.assert_allclose(values, want, rtol=1e-12)
+    obj = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
+    pe, pt = both(LOGITS)
+    got, ref = obj(ember.tensor(y), pe), TF.cross_entropy(pt, torch.tensor(y), ignore_index=-1)
+    assert got.item() == pytest.approx(ref.item() * 4 / (4 + EPS), rel=1e-12)     # Keras's mask: valid + epsilon
+    got.backward()
+    ref.backward()
+    np.testing.assert_allclose(pe.grad.numpy(), pt.grad.numpy(), rtol=1e-6)
+    w = np.array([1.0, 5.0, 2.0, 0.5, 5.0, 1.0])
+    assert obj(y, ember.tensor(LOGITS), sample_weight=w).item() == pytest.approx((want * w).sum() / (4 + EPS), rel=1e-12)
+    summed = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1, reduction="sum")
+    assert summed(y, ember.tensor(LOGITS), sample_weight=w).item() == pytest.approx((want * w).sum(), rel=1e-12)
+    none = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1, reduction="none")
+    np.testing.assert_allclose(none(y, ember.tensor(LOGITS), sample_weight=w).numpy(), want * w, rtol=1e-12)
+    # an ignored class inside the range; (N, 1) labels; probabilities
+    y2 = np.array([[2], [0], [2], [1], [2], [3]])
+    p2 = losses.SparseCategoricalCrossentropy(ignore_class=2)(y2, ember.tensor(PROBS)).item()
+    assert p2 == pytest.approx(-np.log(PROBS[[1, 3, 5], [0, 1, 3]]).sum() / (3 + EPS), rel=1e-10)
+    assert losses.get(losses.serialize(obj)).kwargs["ignore_class"] == -1
+
+
+def test_binary_crossentropy():
+    z = RNG.standard_normal((5, 3))
+    y = (RNG.random((5, 3)) > 0.5).astype(np.float64)
+    sig = 1 / (1 + np.exp(-z))
+    for s in (0.0, 0.3):
+        ys = y * (1 - s) + 0.5 * s
+        check(lambda p, t: losses.binary_crossentropy(t, p, from_logits=True, label_smoothing=s),
+              lambda p, t: TF.binary_cross_entropy_with_logits(p, ys_t(t, s), reduction="none").mean(-1), z, y)
+        check(lambda p, t: losses.binary_crossentropy(t, p, label_smoothing=s),
+              lambda p, t: TF.binary_cross_entropy(p.clamp(EPS, 1 - EPS), ys_t(t, s), reduction="none").mean(-1),
+              sig, y)
+        assert losses.BinaryCrossentropy(label_smoothing=s)(y, ember.tensor(sig)).item() == pytest.approx(
+            TF.binary_cross_entropy(torch.tensor(sig), torch.tensor(ys)).item(), rel=1e-10)
+    # a probability of exactly 0 or 1 is clipped to 1e-7 away: a finite loss (log(1e-7))
+    edge = losses.binary_crossentropy(ember.tensor(np.array([[1.0, 0.0]])), ember.tensor(np.array([[0.0, 1.0]]))).item()
+    assert edge == pytest.approx(-np.log(EPS), rel=1e-6)
+    # (N,) targets against (N, 1) predictions
+    assert losses.binary_crossentropy(ember.tensor(y[:, 0]), ember.tensor(sig[:, :1])).shape == (5,)
+
+
+def ys_t(t, s):
+    return t * (1 - s) + 0.5 * s
+
+
+@pytest.mark.parametrize("name, torch_fn", [
+    ("mean_squared_error", lambda p, y: TF.mse_loss(p, y, reduction="none").mean(-1)),
+    ("mean_absolute_error", lambda p, y: TF.l1_loss(p, y, reduction="none").mean(-1)),
+    ("huber", lambda p, y: TF.huber_loss(p, y, reduction="none", delta=1.0).mean(-1)),
+])
+def test_regression_losses(name, torch_fn):
+    pred, y = RNG.standard_normal((5, 3)) * 2, RNG.standard_normal((5, 3))
+    check(lambda p, t: getattr(losses, name)(t, p), torch_fn, pred, y)
+    check(lambda p, t: getattr(losses, name)(t, p), lambda p, t: torch_fn(p, t[:, None]), pred[:, :1],
+          y[:, 0])                                                                      # (N,) against (N, 1)
+    obj = losses.get(name)
+    assert obj(y, pred).item() == pytest.approx(torch_fn(torch.tensor(pred), torch.tensor(y)).mean().item())
+
+
+def test_huber_delta():
+    pred, y = np.array([[0.0, 3.0, -0.5]]), np.zeros((1, 3))
+    got = losses.Huber(delta=2.0)(y, pred).item()
+    assert got == pytest.approx((0 + (2 * 3 - 0.5 * 4) + 0.5 * 0.25) / 3)
+    assert losses.Huber().name == "huber_loss" and losses.Huber(delta=2.0).get_config()["delta"] == 2.0
+
+
+def test_reductions_and_sample_weights():
+    pred, y = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    per = ((pred - y) ** 2).mean(-1)
+    w = np.array([0.0, 1.0, 2.0, 0.5])
+    assert losses.MeanSquaredError()(y, pred, sample_weight=w).item() == pytest.approx((per * w).sum() / 4)
+    assert losses.MeanSquaredError(reduction="mean")(y, pred).item() == pytest.approx(per.mean())
+    assert losses.MeanSquaredError(reduction="sum")(y, pred).item() == pytest.approx(per.sum())
+    assert losses.MeanSquaredError(reduction="sum")(y, pred, sample_weight=w).item() == pytest.approx((per * w).sum())
+    none = losses.MeanSquaredError(reduction="none")   # NumPy inputs become float32 tensors (Keras's floatx)
+    np.testing.assert_allclose(none(y, pred).numpy(), per, rtol=1e-6)
+    np.testing.assert_allclose(none(y, pred, sample_weight=w).numpy(), per * w, rtol=1e-6)
+    # per-timestep losses (N, T) with per-sample weights (N,)
+    seq = losses.SparseCategoricalCrossentropy(from_logits=True)
+    got = seq(LABELS.reshape(2, 3), ember.tensor(LOGITS.reshape(2, 3, 4)), sample_weight=np.array([1.0, 3.0])).item()
+    want = TF.cross_entropy(torch.tensor(LOGITS), torch.tensor(LABELS), reduction="none").numpy().reshape(2, 3)
+    assert got == pytest.approx((want * np.array([[1.0], [3.0]])).sum() / 6, rel=1e-12)
+    with pytest.raises(ValueError, match=r"^MeanSquaredError: reduction must be 'sum_over_batch_size', 'sum', "
+                                         r"'mean' or 'none', got 'avg'$"):
+        losses.MeanSquaredError(reduction="avg")
+
+
+def test_get_serialize_and_names():
+    assert losses.get("mse").name == "mean_squared_error" and losses.get("mae").name == "mean_absolute_error"
+    assert type(losses.get("MeanAbsoluteError")) is losses.MeanAbsoluteError
+    assert type(losses.get("huber")) is losses.Huber and losses.get("huber").name == "huber_loss"
+    loss = losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1, name="cce")
+    back = losses.get(losses.serialize(loss))
+    assert type(back) is losses.CategoricalCrossentropy and back.get_config() == loss.get_config()
+    assert back.get_config() == {"name": "cce", "reduction": "sum_over_batch_size", "from_logits": True,
+                                 "label_smoothing": 0.1}
+
+    def my_loss(y_true, y_pred):
+        return (y_pred - y_true).abs().sum(dim=-1)
+    f = losses.get(my_loss)
+    assert f.name == "my_loss" and f(np.zeros((2, 2)), np.ones((2, 2))).item() == 2.0
+    with pytest.raises(ValueError, match=r"cannot be saved with the model"):
+        losses.serialize(f)
+    with pytest.raises(ValueError, match=r"^Could not interpret loss identifier: 'nope'. Known losses: "
+                                         r"binary_crossentropy, categorical_crossentropy, huber, "):
+        losses.get("nope")
+    with pytest.raises(ValueError, match=r"^Could not interpret loss identifier: 3"):
+        losses.get(3)
