@@ -43,7 +43,9 @@ class Mean(Metric):
 
     def update_state(self, values, sample_weight=None):
         v = host.asarray(values.detach().cpu().numpy() if hasattr(values, "detach") else values, dtype=np.float64)
-        if sample_weight is None:
+        if sample_weight is None:   # Keras (reduce_to_samplewise_values): one mean per sample, counted once
+            if v.ndim > 1:
+                v = v.reshape(len(v), -1).mean(axis=1)
             self._total += float(v.sum())
             self._count += v.size
             return

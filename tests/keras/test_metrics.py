@@ -1,0 +1,90 @@
+"""ember.keras.metrics: Keras 3's stateful means (metrics/reduction_metrics.py: one mean per sample,
+weighted by its sample weight) and its accuracy functions (metrics/accuracy_metrics.py)."""
+import numpy as np
+import pytest
+
+import ember
+from ember.keras import losses, metrics
+
+
+def test_mean_counts_samples_weights_and_resets():
+    m = metrics.Mean(name="m")
+    assert m.result() == 0.0 and m.name == "m" and m.get_config() == {"name": "m"}
+    m.update_state(ember.tensor([1.0, 2.0, 6.0]))
+    assert m.result() == 3.0
+    m.update_state(np.array([[1.0, 3.0], [5.0, 7.0]]))            # (N, T): one mean per sample (2 and 6)
+    assert m.result() == pytest.approx((1 + 2 + 6 + 2 + 6) / 5)
+    m.update_state(np.array([[0.0, 0.0, 0.0, 12.0]]))             # another T: still one value per sample
+    assert m.result() == pytest.approx((1 + 2 + 6 + 2 + 6 + 3) / 6)
+    m.reset_state()
+    assert m.result() == 0.0
+    m.update_state(np.array([[1.0, 3.0], [5.0, 7.0]]), sample_weight=np.array([3.0, 1.0]))
+    assert m.result() == pytest.approx((2 * 3 + 6 * 1) / 4)
+    m.update_state(np.array([10.0]), sample_weight=ember.tensor([0.0]))
+    assert m.result() == pytest.approx((2 * 3 + 6 * 1) / 4)
+    m.reset_state()
+    m.update_state(np.array([[1.0, 3.0], [5.0, 7.0]]), sample_weight=np.array([[1.0, 0.0], [1.0, 3.0]]))
+    assert m.result() == pytest.approx((1 + 5 + 21) / 5)           # per-entry weights: sum(v * w) / sum(w)
+    assert metrics.Mean()(np.array([4.0])) == 4.0 and metrics.Mean().name == "mean"
+
+
+def test_accuracy_functions():
+    p = ember.tensor([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6], [0.0, 0.4, 0.6]])
+    acc = metrics.SparseCategoricalAccuracy()
+    assert acc(ember.tensor([1, 0, 1, 2]), p) == 0.75 and acc.name == "sparse_categorical_accuracy"
+    assert metrics.SparseCategoricalAccuracy(name="s")(ember.tensor([[1], [0], [1], [1]]), p) == 0.5
+    cat = metrics.CategoricalAccuracy()
+    assert cat(ember.tensor(np.eye(3)[[1, 1, 2, 2]]), p) == 0.75 and cat.name == "categorical_accuracy"
+    y = ember.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    probs = ember.tensor([[0.9, 0.5], [0.2, 0.6], [0.51, 0.7]])
+    b = metrics.BinaryAccuracy()
+    assert b(y, probs) == pytest.approx(5 / 6) and b.name == "binary_accuracy"  # 0.5 is not above 0.5
+    assert metrics.BinaryAccuracy(threshold=0.55)(y, probs) == pytest.approx(4 / 6)
+    assert metrics.BinaryAccuracy()(ember.tensor([1.0, 0.0]), ember.tensor([[0.7], [0.7]])) == 0.5   # (N,) vs (N, 1)
+    a = metrics.Accuracy()
+    assert a(ember.tensor([1, 2, 3, 4]), ember.tensor([1.0, 2.0, 0.0, 4.0])) == 0.75 and a.name == "accuracy"
+
+
+def test_error_metrics_and_weights():
+    y, p = np.array([[0.0, 1.0], [2.0, 2.0]]), ember.tensor([[1.0, 1.0], [0.0, 5.0]])
+    mse = metrics.MeanSquaredError()
+    assert mse(ember.tensor(y), p) == pytest.approx((0.5 + 6.5) / 2) and mse.name == "mean_squared_error"
+    mae = metrics.MeanAbsoluteError()
+    assert mae(ember.tensor(y), p) == pytest.approx((0.5 + 2.5) / 2) and mae.name == "mean_absolute_error"
+    w = metrics.MeanAbsoluteError()
+    w.update_state(ember.tensor(y), p, sample_weight=np.array([1.0, 3.0]))
+    assert w.result() == pytest.approx((0.5 + 3 * 2.5) / 4)
+    assert metrics.MeanMetricWrapper(losses.mean_squared_error).name == "mean_squared_error"
+
+
+def test_get_and_resolve():
+    for name, cls in [("mse", metrics.MeanSquaredError), ("mean_absolute_error", metrics.MeanAbsoluteError),
+                      ("binary_accuracy", metrics.BinaryAccuracy)]:
+        m = metrics.get(name)
+        assert type(m) is cls and m.name == name
+    mine = metrics.Mean(name="x")
+    assert metrics.get(mine) is mine
+
+    def top(y_true, y_pred):
+        return y_pred.amax(dim=-1)
+    assert metrics.get(top).name == "top"
+    p = ember.tensor([[0.2, 0.8], [0.6, 0.4]])
+    one_hot, labels = ember.tensor([[0.0, 1.0], [0.0, 1.0]]), ember.tensor([1, 1])
+    # by the loss
+    assert metrics.resolve("acc", losses.get("sparse_categorical_crossentropy"))(labels, p) == 0.5
+    assert metrics.resolve("accuracy", losses.get("categorical_crossentropy"))(one_hot, p) == 0.5
+    assert metrics.resolve("accuracy", losses.get("binary_crossentropy"))(one_hot, p) == 0.5
+    # by the shapes (Keras's rule when the loss says nothing)
+    assert metrics.resolve("accuracy", None, (2,), (2, 1))(ember.tensor([1.0, 0.0]), ember.tensor([[0.7], [0.7]])) == 0.5
+    assert metrics.resolve("accuracy", None, (2,), (2, 2))(labels, p) == 0.5
+    assert metrics.resolve("accuracy", None, (2, 1), (2, 2))(ember.tensor([[1], [0]]), p) == 1.0
+    assert metrics.resolve("accuracy", None, (2, 2), (2, 2))(one_hot, p) == 0.5
+    assert metrics.resolve("accuracy", None)(one_hot, p) == 0.5
+    assert metrics.resolve("acc", None).name == "acc"
+    with pytest.raises(ValueError, match=r"^Could not interpret metric identifier: 'f1'. Known metrics: acc, "
+                                         r"accuracy, binary_accuracy, categorical_accuracy, mae, "):
+        metrics.get("f1")
+    with pytest.raises(ValueError, match=r"^Could not interpret metric identifier: 3\."):
+        metrics.get(3)
+    with pytest.raises(NotImplementedError):
+        metrics.Metric().update_state(1)
