@@ -108,3 +108,87 @@ def test_a_compiled_model_decays_its_weights():
     model.compile(optimizers.SGD(0.1, weight_decay=0.5), "mse")
     model.fit(np.zeros((4, 2), np.float32), np.zeros(4, np.float32), batch_size=4, verbose=0)   # zero gradient
     np.testing.assert_allclose(model.get_weights()[0], np.full((2, 1), 0.95), rtol=1e-6)
+
+
+def test_keras_defaults_and_configs():
+    """Keras 3's defaults (optimizers/*.py) and the config each optimizer saves."""
+    sgd = optimizers.SGD()
+    assert sgd.get_config() == {"learning_rate": 0.01, "momentum": 0.0, "nesterov": False, "weight_decay": None}
+    assert optimizers.Adam().get_config() == {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999,
+                                              "epsilon": 1e-7, "amsgrad": False, "weight_decay": None}
+    assert optimizers.AdamW().get_config()["weight_decay"] == 0.004
+    assert optimizers.RMSprop().get_config() == {"learning_rate": 0.001, "rho": 0.9, "momentum": 0.0,
+                                                 "epsilon": 1e-7, "centered": False}
+    assert optimizers.Adagrad().get_config() == {"learning_rate": 0.001, "initial_accumulator_value": 0.1,
+                                                 "epsilon": 1e-7}
+    assert optimizers.Adadelta().get_config() == {"learning_rate": 0.001, "rho": 0.95, "epsilon": 1e-7}
+    assert optimizers.SGD(clipnorm=1.0).get_config()["clipnorm"] == 1.0
+    assert optimizers.Adam(global_clipnorm=2.0).get_config()["global_clipnorm"] == 2.0
+    assert optimizers.Adam(clipvalue=0.5).get_config()["clipvalue"] == 0.5
+    for name, cls in optimizers.ALL.items():
+        opt = optimizers.get(name.upper())
+        assert type(opt) is cls and opt.name == cls.__name__.lower()
+        back = optimizers.get(optimizers.serialize(opt))
+        assert type(back) is cls and back.get_config() == opt.get_config()
+    assert optimizers.SGD(name="mine").name == "mine"
+    assert repr(optimizers.Adam(0.5)) == "<keras.optimizers.Adam learning_rate=0.5>"
+
+
+def test_bad_arguments_and_identifiers():
+    with pytest.raises(ValueError, match=r"^Adam: learning_rate must be a non-negative number, got -0.1$"):
+        optimizers.Adam(-0.1)
+    with pytest.raises(ValueError, match=r"^SGD: learning_rate must be a non-negative number, got '0.1'$"):
+        optimizers.SGD("0.1")
+    assert optimizers.SGD(0).learning_rate == 0.0
+    with pytest.raises(TypeError, match=r"not an ember.optim optimizer"):
+        optimizers.get(ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1))
+    with pytest.raises(ValueError, match=r"^Could not interpret optimizer identifier: 'lion'. Known optimizers: "
+                                         r"adadelta, adagrad, adam, adamw, rmsprop, sgd, or an "):
+        optimizers.get("lion")
+    with pytest.raises(ValueError, match=r"^Could not interpret optimizer identifier: None"):
+        optimizers.get(None)
+
+
+def test_variables_learning_rate_and_apply_errors():
+    w, b = ember.nn.Parameter(ember.ones(2, 3)), ember.nn.Parameter(ember.zeros(3))
+    opt = optimizers.SGD(0.5, momentum=0.9)
+    assert not opt.built and opt.variables == []
+    opt.build([w, b])
+    assert opt.built and opt.variables == [(), (), (2, 3), (3,)]          # iterations, lr, one momentum each
+    assert optimizers.SGD(0.5).variables == [] and len(_built(optimizers.SGD(0.5), w, b).variables) == 2
+    assert len(_built(optimizers.Adam(), w, b).variables) == 2 + 4
+    assert len(_built(optimizers.Adam(amsgrad=True), w, b).variables) == 2 + 6
+    assert len(_built(optimizers.RMSprop(momentum=0.9, centered=True), w, b).variables) == 2 + 6
+    assert len(_built(optimizers.RMSprop(), w, b).variables) == 2 + 2
+    assert len(_built(optimizers.Adagrad(), w, b).variables) == 2 + 2
+    assert len(_built(optimizers.Adadelta(), w, b).variables) == 2 + 4
+    opt.learning_rate = 0.25                              # reaches the built optimizer's groups
+    assert opt.lr == 0.25 and opt._impl.param_groups[0]["lr"] == 0.25
+    g = ember.ones(2, 3)
+    assert opt.apply([g, None]) == 1                      # variables it was built with
+    np.testing.assert_allclose(w.detach().numpy(), np.full((2, 3), 0.75))
+    assert w.grad is None and b.grad is None
+    with pytest.raises(ValueError, match=r"^SGD.apply: got 1 gradients for 2 variables$"):
+        opt.apply([g])
+    with pytest.raises(ValueError, match=r"^SGD: gradient of shape \(3,\) for variable  of shape \(2, 3\)$"):
+        opt.apply_gradients([(ember.ones(3), w)])
+    with pytest.raises(ValueError, match=r"^SGD: unknown variable\(s\) \[\(4,\)\]: this optimizer was built for 2 "
+                                         r"other variables"):
+        opt.apply_gradients([(ember.ones(4), ember.nn.Parameter(ember.ones(4)))])
+
+
+def _built(opt, *variables):
+    opt.build(variables)
+    return opt
+
+
+def test_minimize_with_a_tape():
+    w = ember.nn.Parameter(ember.tensor([1.0, -2.0], dtype=ember.float64))
+    opt = optimizers.SGD(0.1)
+    with ember.GradientTape() as tape:
+        loss = (w * w).sum()
+    opt.minimize(loss, [w], tape=tape)
+    np.testing.assert_allclose(w.detach().numpy(), [0.8, -1.6])
+    assert opt.iterations == 1
+    with pytest.raises(ValueError, match=r"^minimize: pass the GradientTape that recorded `loss` \(tape=tape\)$"):
+        opt.minimize(loss, [w])
