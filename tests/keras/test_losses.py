@@ -178,3 +178,54 @@ def test_get_serialize_and_names():
         losses.get("nope")
     with pytest.raises(ValueError, match=r"^Could not interpret loss identifier: 3"):
         losses.get(3)
+
+
+def test_target_forms_and_dtypes():
+    """Integer targets become the predictions' dtype; (N, 1) and (N,) targets meet (N,) and (N, 1)
+    predictions (Keras's squeeze_or_expand_to_same_rank); the result has one value per sample."""
+    p = ember.tensor(np.array([[0.9, 0.2], [0.3, 0.6]]))
+    y_int = ember.tensor(np.array([[1, 0], [0, 1]]))
+    want = losses.binary_crossentropy(ember.tensor(np.array([[1.0, 0.0], [0.0, 1.0]])), p).numpy()
+    got = losses.binary_crossentropy(y_int, p)
+    assert got.dtype == ember.float64 and got.shape == (2,)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    got = losses.categorical_crossentropy(y_int, p)
+    assert got.dtype == ember.float64
+    np.testing.assert_allclose(got.numpy(), [-np.log(0.9 / 1.1), -np.log(0.6 / 0.9)], rtol=1e-12)
+    pred = ember.tensor(np.array([1.0, 2.0, 4.0]))
+    for y in (np.array([[1], [2], [3]]), np.array([1, 2, 3])):   # (N,) predictions: Keras's mean over the last
+        got = losses.mean_squared_error(ember.tensor(y), pred)   # axis is then over the batch (one value)
+        assert got.dtype == ember.float64 and got.shape == ()
+        assert got.item() == pytest.approx(1 / 3)
+    got = losses.mean_absolute_error(ember.tensor(np.array([1, 2, 3])), ember.tensor(np.array([[1.0], [0.0], [5.0]])))
+    assert got.shape == (3,)
+    np.testing.assert_allclose(got.numpy(), [0.0, 2.0, 2.0])
+    got = losses.huber(ember.tensor(np.array([0, 0])), ember.tensor(np.array([[3.0], [0.5]])))
+    np.testing.assert_allclose(got.numpy(), [2.5, 0.125])
+
+
+def test_shape_errors():
+    p = ember.tensor(np.full((4, 3), 1 / 3))
+    with pytest.raises(ValueError, match=r"^mean_squared_error: y of shape \(4, 2\) does not match the model's output "
+                                         r"shape \(4, 3\) \(at "):
+        losses.mean_squared_error(ember.ones(4, 2), p)
+    with pytest.raises(ValueError, match=r"^categorical_crossentropy: Arguments `target` and `output` must have the "
+                                         r"same shape. Received: target.shape=\(4, 1\), output.shape=\(4, 3\); y looks "
+                                         r"like integer class labels: use loss='sparse_categorical_crossentropy', or "
+                                         r"one-hot encode y to shape \(4, 3\) \(at "):
+        losses.categorical_crossentropy(ember.zeros(4, 1), p)
+    with pytest.raises(ValueError, match=r"target.shape=\(4, 2\), output.shape=\(4, 3\) \(at "):   # no hint
+        losses.categorical_crossentropy(ember.zeros(4, 2), p)
+    with pytest.raises(ValueError, match=r"^sparse_categorical_crossentropy: predictions must have a class axis, "
+                                         r"shape \(batch, classes\); got y_pred of shape \(4,\) \(at "):
+        losses.sparse_categorical_crossentropy(ember.zeros(4), ember.zeros(4))
+    with pytest.raises(ValueError, match=r"^sparse_categorical_crossentropy: expected integer class labels y of shape "
+                                         r"\(4,\) for predictions of shape \(4, 3\) \(3 classes\), got y of shape "
+                                         r"\(4, 2\) \(at "):
+        losses.sparse_categorical_crossentropy(ember.zeros(4, 2), p)
+    for bad, value in ((np.array([0, 1, 3, 2]), 3), (np.array([0, -1, 2, 2]), -1)):
+        with pytest.raises(ValueError, match=rf"^sparse_categorical_crossentropy: Received a label value of {value} "
+                                             r"which is outside the valid range of \[0, 3\): the model has 3 output "
+                                             r"units \(classes 0..2\) \(at "):
+            losses.sparse_categorical_crossentropy(ember.tensor(bad), p)
+    assert losses.sparse_categorical_crossentropy(ember.zeros(0, dtype=ember.int64), ember.zeros(0, 3)).shape == (0,)
