@@ -229,3 +229,35 @@ def test_shape_errors():
                                              r"units \(classes 0..2\) \(at "):
             losses.sparse_categorical_crossentropy(ember.tensor(bad), p)
     assert losses.sparse_categorical_crossentropy(ember.zeros(0, dtype=ember.int64), ember.zeros(0, 3)).shape == (0,)
+
+
+@pytest.mark.parametrize("cls, name, y, kwargs", [
+    (losses.SparseCategoricalCrossentropy, "sparse_categorical_crossentropy", LABELS, {"from_logits": True}),
+    (losses.CategoricalCrossentropy, "categorical_crossentropy", ONE_HOT, {"from_logits": True, "label_smoothing": 0.1}),
+    (losses.BinaryCrossentropy, "binary_crossentropy", ONE_HOT, {"from_logits": True, "label_smoothing": 0.1}),
+    (losses.MeanSquaredError, "mean_squared_error", ONE_HOT, {}),
+    (losses.MeanAbsoluteError, "mean_absolute_error", ONE_HOT, {}),
+    (losses.Huber, "huber_loss", ONE_HOT, {"delta": 0.5}),
+])
+def test_each_loss_class_passes_its_arguments_on(cls, name, y, kwargs):
+    pred = ember.tensor(LOGITS)
+    assert cls().name == name and cls().reduction == "sum_over_batch_size"
+    obj = cls(reduction="sum", name="mine", **kwargs)
+    assert obj.name == "mine" and obj.reduction == "sum"
+    assert obj.get_config() == {"name": "mine", "reduction": "sum", **kwargs, **(
+        {"ignore_class": None} if cls is losses.SparseCategoricalCrossentropy else {})}
+    per = type(obj).fn(ember.tensor(y), pred, **obj.kwargs).numpy()
+    assert obj(y, pred).item() == pytest.approx(per.sum(), rel=1e-12)
+    assert cls(**kwargs)(y, pred).item() == pytest.approx(per.mean(), rel=1e-12)
+    if kwargs:   # the arguments change the value
+        assert cls()(y, pred).item() != pytest.approx(per.mean(), rel=1e-6)
+
+
+def test_a_loss_function_without_a_name():
+    import functools
+
+    def scaled(y_true, y_pred, k):
+        return k * (y_pred - y_true).abs().mean(dim=-1)
+    loss = losses.get(functools.partial(scaled, k=3.0))
+    assert loss.name == "loss" and loss(np.zeros((2, 2)), np.ones((2, 2))).item() == 3.0
+    assert losses._FunctionLoss(scaled, name="mine").name == "mine"
