@@ -26,6 +26,11 @@ def test_mean_counts_samples_weights_and_resets():
     m.update_state(np.array([[1.0, 3.0], [5.0, 7.0]]), sample_weight=np.array([[1.0, 0.0], [1.0, 3.0]]))
     assert m.result() == pytest.approx((1 + 5 + 21) / 5)           # per-entry weights: sum(v * w) / sum(w)
     assert metrics.Mean()(np.array([4.0])) == 4.0 and metrics.Mean().name == "mean"
+    # float64 sums: a float32 input is not summed in float32, float weights are not rounded to float32
+    assert metrics.Mean()(np.array([16777216.0, 1.0, 1.0], np.float32)) == pytest.approx(16777218 / 3, rel=1e-12)
+    big = metrics.Mean()
+    big.update_state(np.array([1.0, 3.0]), sample_weight=[16777217.0, 1.0])
+    assert big.result() == pytest.approx((16777217 + 3) / 16777218, rel=1e-15)
 
 
 def test_accuracy_functions():
@@ -70,17 +75,35 @@ def test_get_and_resolve():
     assert metrics.get(top).name == "top"
     p = ember.tensor([[0.2, 0.8], [0.6, 0.4]])
     one_hot, labels = ember.tensor([[0.0, 1.0], [0.0, 1.0]]), ember.tensor([1, 1])
+    def resolved(identifier, loss, *shapes):
+        m = metrics.resolve(identifier, loss, *shapes)
+        assert m.name == identifier                     # the name in the logs stays as given
+        return m._fn
     # by the loss
-    assert metrics.resolve("acc", losses.get("sparse_categorical_crossentropy"))(labels, p) == 0.5
-    assert metrics.resolve("accuracy", losses.get("categorical_crossentropy"))(one_hot, p) == 0.5
-    assert metrics.resolve("accuracy", losses.get("binary_crossentropy"))(one_hot, p) == 0.5
+    sparse, cat, binary = (metrics.sparse_categorical_accuracy, metrics.categorical_accuracy,
+                           metrics.binary_accuracy)
+    assert resolved("acc", losses.get("sparse_categorical_crossentropy")) is sparse
+    assert resolved("accuracy", losses.get("sparse_categorical_crossentropy")) is sparse
+    assert resolved("accuracy", losses.get("categorical_crossentropy")) is cat
+    assert resolved("acc", losses.get("binary_crossentropy"), (2,), (2, 3)) is binary   # the loss decides first
     # by the shapes (Keras's rule when the loss says nothing)
-    assert metrics.resolve("accuracy", None, (2,), (2, 1))(ember.tensor([1.0, 0.0]), ember.tensor([[0.7], [0.7]])) == 0.5
-    assert metrics.resolve("accuracy", None, (2,), (2, 2))(labels, p) == 0.5
-    assert metrics.resolve("accuracy", None, (2, 1), (2, 2))(ember.tensor([[1], [0]]), p) == 1.0
-    assert metrics.resolve("accuracy", None, (2, 2), (2, 2))(one_hot, p) == 0.5
-    assert metrics.resolve("accuracy", None)(one_hot, p) == 0.5
-    assert metrics.resolve("acc", None).name == "acc"
+    assert resolved("accuracy", None, (2,), (2, 1)) is binary
+    assert resolved("accuracy", None, (2, 5), (2, 5, 1)) is binary
+    assert resolved("accuracy", losses.get("mse"), (2, 1), (2, 5, 1)) is binary
+    assert resolved("accuracy", None, (2,), (2, 2)) is sparse
+    assert resolved("accuracy", None, (2, 1), (2, 2)) is sparse
+    assert resolved("accuracy", None, (2, 5, 1), (2, 5, 3)) is sparse
+    assert resolved("accuracy", None, (2, 2), (2, 2)) is cat
+    assert resolved("accuracy", None, (2, 1, 2), (2, 1, 2)) is cat
+    assert resolved("accuracy", None, None, (2, 2)) is cat
+    assert resolved("accuracy", None) is cat and resolved("acc", None) is cat
+    assert metrics.resolve("acc", None)(one_hot, p) == 0.5 and metrics.resolve("acc", None, (2,), (2, 2))(labels, p) == 0.5
+    assert metrics.resolve(top, None).name == "top"
+
+    class Scaled:                                       # a callable without a __name__
+        def __call__(self, y_true, y_pred):
+            return y_pred.sum(dim=-1)
+    assert metrics.resolve(Scaled(), None).name == "metric"
     with pytest.raises(ValueError, match=r"^Could not interpret metric identifier: 'f1'. Known metrics: acc, "
                                          r"accuracy, binary_accuracy, categorical_accuracy, mae, "):
         metrics.get("f1")
