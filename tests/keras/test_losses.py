@@ -261,3 +261,17 @@ def test_a_loss_function_without_a_name():
     loss = losses.get(functools.partial(scaled, k=3.0))
     assert loss.name == "loss" and loss(np.zeros((2, 2)), np.ones((2, 2))).item() == 3.0
     assert losses._FunctionLoss(scaled, name="mine").name == "mine"
+
+
+def test_same_rank_for_sequences_and_a_batch_of_one():
+    """Keras's squeeze_or_expand_to_same_rank on (N, T) targets against (N, T, 1) predictions and back,
+    and on a batch of one."""
+    y, p = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 3))
+    want = (p - y) ** 2
+    for yt, yp in ((y, p[..., None]), (y[..., None], p)):
+        got = losses.mean_squared_error(ember.tensor(yt), ember.tensor(yp))
+        np.testing.assert_allclose(got.numpy(), want if yp.ndim == 3 else want.mean(-1), rtol=1e-12)
+    one = losses.mean_squared_error(ember.tensor(np.array([[2.0]])), ember.tensor(np.array([5.0])))
+    assert one.shape == () and one.item() == 9.0
+    one = losses.mean_squared_error(ember.tensor(np.array([2.0])), ember.tensor(np.array([[5.0]])))
+    assert one.shape == (1,) and one.item() == 9.0
