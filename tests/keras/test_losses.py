@@ -275,3 +275,38 @@ def test_same_rank_for_sequences_and_a_batch_of_one():
     assert one.shape == () and one.item() == 9.0
     one = losses.mean_squared_error(ember.tensor(np.array([2.0])), ember.tensor(np.array([[5.0]])))
     assert one.shape == (1,) and one.item() == 9.0
+
+
+def test_sequence_outputs_reduce_the_class_axis_only():
+    """(N, T, C) predictions: the class axis is the last one, one value per sample and time step."""
+    z = RNG.standard_normal((2, 3, 4))
+    y = np.eye(4)[RNG.integers(0, 4, (2, 3))]
+    probs = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    for smoothing in (0.0, 0.1):
+        check(lambda p, t: losses.categorical_crossentropy(t, p, from_logits=True, label_smoothing=smoothing),
+              lambda p, t: TF.cross_entropy(p.permute(0, 2, 1), t.permute(0, 2, 1), reduction="none",
+                                            label_smoothing=smoothing), z, y)
+    check(lambda p, t: losses.categorical_crossentropy(t, p),
+          lambda p, t: -(t * clipped_log(p)).sum(-1), probs * 2, y)
+    check(lambda p, t: losses.binary_crossentropy(t, p, from_logits=True),
+          lambda p, t: TF.binary_cross_entropy_with_logits(p, t, reduction="none").mean(-1), z, y)
+    with pytest.raises(ValueError, match=r"target.shape=\(2, 3\), output.shape=\(2, 3, 4\) \(binary_crossentropy "
+                                         r"compares each output unit with a 0/1 target; for 4 classes use "):
+        losses.binary_crossentropy(ember.zeros(2, 3), ember.tensor(z))
+    with pytest.raises(ValueError, match=r"target.shape=\(2, 3, 1\), output.shape=\(2, 3, 4\); y looks like integer "):
+        losses.categorical_crossentropy(ember.zeros(2, 3, 1), ember.tensor(z))
+    with pytest.raises(ValueError, match=r"target.shape=\(2, 3\), output.shape=\(2, 3, 4\); y looks like integer "):
+        losses.categorical_crossentropy(ember.zeros(2, 3), ember.tensor(z))
+
+
+def test_probabilities_of_zero_and_one_are_clipped():
+    """Keras clips probabilities to [1e-7, 1 - 1e-7] before the log: a zero probability for the true class
+    costs -log(1e-7), a certain one -log(1 - 1e-7) (not 0)."""
+    p = ember.tensor(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    y = np.array([1, 1])
+    want = [-np.log(EPS), -np.log(1 - EPS)]
+    for got in (losses.sparse_categorical_crossentropy(ember.tensor(y), p),
+                losses.categorical_crossentropy(ember.tensor(np.eye(2)[y]), p)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(losses.binary_crossentropy(ember.tensor(np.array([[0.0, 1.0]])), p[1:]).numpy(),
+                               [-np.log(1 - EPS)], rtol=1e-9, atol=0)
