@@ -310,3 +310,22 @@ def test_probabilities_of_zero_and_one_are_clipped():
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-9, atol=0)
     np.testing.assert_allclose(losses.binary_crossentropy(ember.tensor(np.array([[0.0, 1.0]])), p[1:]).numpy(),
                                [-np.log(1 - EPS)], rtol=1e-9, atol=0)
+
+
+def test_sparse_labels_of_sequences():
+    z = RNG.standard_normal((2, 3, 4))
+    labels = RNG.integers(0, 4, (2, 3))
+    want = TF.cross_entropy(torch.tensor(z).permute(0, 2, 1), torch.tensor(labels), reduction="none").numpy()
+    for y in (labels, labels[..., None]):             # (N, T) or (N, T, 1) labels
+        got = losses.sparse_categorical_crossentropy(ember.tensor(y), ember.tensor(z), from_logits=True)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^sparse_categorical_crossentropy: expected integer class labels y of shape "
+                                         r"\(2, 3\) for predictions of shape \(2, 3, 4\) \(4 classes\), got y of shape "
+                                         r"\(2, 4\) \(at "):
+        losses.sparse_categorical_crossentropy(ember.zeros(2, 4), ember.tensor(z))
+    with pytest.raises(ValueError, match=r"^sparse_categorical_crossentropy: expected integer class labels y of shape "
+                                         r"\(2, 3\) for predictions of shape \(2, 3, 4\) \(4 classes\), got y of shape "
+                                         r"\(2, 3, 4\); y looks one-hot encoded: use loss='categorical_crossentropy' "
+                                         r"for one-hot targets, or pass the class indices \(y.argmax\(axis=-1\)\) "
+                                         r"\(at "):
+        losses.sparse_categorical_crossentropy(ember.zeros(2, 3, 4), ember.tensor(z))
