@@ -3,8 +3,9 @@
 Each function returns one loss per sample (the mean over the last axis where Keras takes it); a `Loss`
 object reduces them as Keras does ("sum_over_batch_size": the weighted sum divided by the batch size).
 Probabilities (`from_logits=False`, the default, as after a softmax or sigmoid) are clipped to
-[1e-7, 1 - 1e-7] before the log, as Keras does. Targets of the wrong shape for the loss raise an error
-that says which shape was expected and what to use instead.
+[1e-7, 1 - 1e-7] before the log, as Keras does. A label equal to `ignore_class` (sparse categorical
+cross-entropy) costs 0, and a Loss object averages over the other labels (Keras's mask). Targets of the
+wrong shape for the loss raise an error that says which shape was expected and what to use instead.
 """
 from __future__ import annotations
 
