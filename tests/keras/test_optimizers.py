@@ -192,3 +192,46 @@ def test_minimize_with_a_tape():
     assert opt.iterations == 1
     with pytest.raises(ValueError, match=r"^minimize: pass the GradientTape that recorded `loss` \(tape=tape\)$"):
         opt.minimize(loss, [w])
+
+
+@pytest.mark.parametrize("make_keras, make_torch", [
+    (lambda: optimizers.Adam(0.1, beta_1=0.5, beta_2=0.7, epsilon=1e-3),
+     lambda p: torch.optim.Adam(p, lr=0.1, betas=(0.5, 0.7), eps=1e-3)),
+    (lambda: optimizers.AdamW(0.1, weight_decay=0.2, beta_1=0.5, beta_2=0.7, amsgrad=True),
+     lambda p: torch.optim.AdamW(p, lr=0.1, betas=(0.5, 0.7), eps=1e-7, weight_decay=0.2, amsgrad=True)),
+    (lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True),
+     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True)),
+    (lambda: optimizers.RMSprop(0.1, rho=0.8, momentum=0.5, epsilon=1e-3, centered=True),
+     lambda p: torch.optim.RMSprop(p, lr=0.1, alpha=0.8, eps=1e-3, momentum=0.5, centered=True)),
+    (lambda: optimizers.Adagrad(0.1, initial_accumulator_value=0.5, epsilon=1e-3),
+     lambda p: torch.optim.Adagrad(p, lr=0.1, eps=1e-3, initial_accumulator_value=0.5)),
+    (lambda: optimizers.Adadelta(0.5, rho=0.7, epsilon=1e-3),
+     lambda p: torch.optim.Adadelta(p, lr=0.5, rho=0.7, eps=1e-3)),
+])
+def test_every_option_reaches_the_update(make_keras, make_torch):
+    assert_same(run_keras(make_keras()), run_torch(make_torch))
+
+
+def test_adamw_defaults_and_options():
+    opt = optimizers.AdamW(clipnorm=1.0, name="w")
+    assert (opt.learning_rate, opt.weight_decay, opt.clipnorm, opt.name) == (0.001, 0.004, 1.0, "w")
+    assert optimizers.get({"class_name": "Adam"}).get_config() == optimizers.Adam().get_config()
+
+
+def test_messages_name_the_variable():
+    w = keras.Variable(np.zeros((2, 3), np.float32), name="kernel")
+    w.path = "dense/kernel"
+    other = keras.Variable(np.zeros(4, np.float32), name="bias")
+    other.path = "dense/bias"
+    opt = optimizers.SGD()
+    with pytest.raises(ValueError, match=r"^SGD: gradient of shape \(3,\) for variable dense/kernel of shape "
+                                         r"\(2, 3\)$"):
+        opt.apply_gradients([(ember.ones(3), w)])
+    opt.apply_gradients([(ember.ones(2, 3), w)])
+    with pytest.raises(ValueError, match=r"^SGD: unknown variable\(s\) \['dense/bias'\]: this optimizer was built "
+                                         r"for 1 other variables \(make one optimizer per set of variables\)$"):
+        opt.apply_gradients([(ember.ones(2, 3), w), (ember.ones(4), other)])
+    with pytest.raises(TypeError, match=r"^compile\(optimizer=...\) takes a Keras optimizer \('adam' or "
+                                        r"ember.keras.optimizers.Adam\(...\)\), not an ember.optim optimizer, which is "
+                                        r"bound to parameters already$"):
+        optimizers.get(ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1))
