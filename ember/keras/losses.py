@@ -10,6 +10,7 @@ wrong shape for the loss raise an error that says which shape was expected and w
 from __future__ import annotations
 
 from .._errors import user_frame
+from .backend import to_snake_case, unique_name
 from ..nn import functional as F
 from ..ops import math as M
 
@@ -167,7 +168,10 @@ class Loss:
         if reduction not in ("sum_over_batch_size", "sum", "none", "mean"):
             raise ValueError(f"{type(self).__name__}: reduction must be 'sum_over_batch_size', 'sum', 'mean' or "
                              f"'none', got {reduction!r}")
-        self.name = name or _CLASS_TO_NAME.get(type(self).__name__, type(self).__name__.lower())
+        # Keras: a built-in loss (or a subclass of one) has the built-in's name; a subclass of Loss gets
+        # auto_name, its class name in snake case made unique
+        builtin = next((_CLASS_TO_NAME[c.__name__] for c in type(self).__mro__ if c.__name__ in _CLASS_TO_NAME), None)
+        self.name = name or builtin or unique_name(to_snake_case(type(self).__name__))
         self.reduction = reduction
         self.kwargs = kwargs
 
@@ -283,10 +287,7 @@ def get(identifier) -> Loss:
     if isinstance(identifier, str):
         cls = ALL.get(identifier) or next((c for c in ALL.values() if c.__name__ == identifier), None)
         if cls is not None:
-            obj = cls()
-            if identifier in ("mse", "mae"):
-                obj.name = {"mse": "mean_squared_error", "mae": "mean_absolute_error"}[identifier]
-            return obj
+            return cls()
     elif callable(identifier):
         return _FunctionLoss(identifier)
     raise ValueError(f"Could not interpret loss identifier: {identifier!r}. Known losses: "

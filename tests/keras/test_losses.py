@@ -329,3 +329,52 @@ def test_sparse_labels_of_sequences():
                                          r"for one-hot targets, or pass the class indices \(y.argmax\(axis=-1\)\) "
                                          r"\(at "):
         losses.sparse_categorical_crossentropy(ember.zeros(2, 3, 4), ember.tensor(z))
+
+
+def test_default_names_of_subclasses():
+    """Keras 3: a Loss subclass is named auto_name(class name) (snake case, made unique); a subclass of a
+    built-in loss keeps the built-in's name (passed by its __init__)."""
+    class HingeLikeLoss(losses.Loss):
+        def call(self, y_true, y_pred):
+            return (1 - y_true * y_pred).clip(min=0).mean(dim=-1)
+
+    class MyMSE(losses.MeanSquaredError):
+        pass
+    first, second = HingeLikeLoss(), HingeLikeLoss()
+    assert first.name.startswith("hinge_like_loss") and second.name.startswith("hinge_like_loss_")
+    assert first.name != second.name and HingeLikeLoss(name="h").name == "h"
+    assert first(np.ones((2, 2)), np.full((2, 2), 0.25)).item() == 0.75
+    assert MyMSE().name == "mean_squared_error"
+    assert losses.get({"class_name": "mse"}).get_config() == losses.MeanSquaredError().get_config()
+
+
+def test_regression_losses_of_sequences_and_their_errors():
+    y, p = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 3, 4))
+    for name, fn in (("mean_squared_error", lambda d: (d ** 2).mean(-1)), ("mean_absolute_error",
+                     lambda d: np.abs(d).mean(-1)), ("huber", lambda d: np.where(np.abs(d) <= 1, 0.5 * d ** 2,
+                                                                                 np.abs(d) - 0.5).mean(-1))):
+        got = getattr(losses, name)(ember.tensor(y), ember.tensor(p))
+        np.testing.assert_allclose(got.numpy(), fn(p - y), rtol=1e-12)
+        with pytest.raises(ValueError, match=rf"^{name}: y of shape \(2, 5\) does not match the model's output shape "
+                                             r"\(2, 3, 4\) \(at "):
+            getattr(losses, name)(ember.zeros(2, 5), ember.tensor(p))
+
+
+def test_weights_dtype_and_a_batch_of_one():
+    y32, p32 = ember.zeros(3, 2), ember.ones(3, 2)
+    w64 = ember.tensor(np.array([1.0, 2.0, 3.0]))
+    assert losses.MeanSquaredError()(y32, p32, sample_weight=w64).dtype == ember.float32   # the loss's dtype
+    ignore = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+    got = ignore(ember.tensor([1, 0, 1]), ember.zeros(3, 2), sample_weight=w64)
+    assert got.dtype == ember.float32 and got.item() == pytest.approx(np.log(2) * 4 / (2 + EPS), rel=1e-6)
+    assert losses.MeanSquaredError(reduction="sum")(ember.zeros(1, 2), ember.ones(1, 2)).item() == 1.0
+    one = ignore(ember.tensor([1]), ember.zeros(1, 2)).item()
+    assert one == pytest.approx(np.log(2) / (1 + EPS), rel=1e-6)
+    mean = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0, reduction="mean")
+    assert mean(ember.tensor([1, 0, 1]), ember.zeros(3, 2)).item() == pytest.approx(np.log(2) * 2 / (2 + EPS))
+    labels_of_one = losses.sparse_categorical_crossentropy(ember.tensor([[1]]), ember.zeros(1, 2), from_logits=True)
+    assert labels_of_one.shape == (1,)
+    # an ignored label counts as class 0 (Keras), so one class is enough
+    single = losses.sparse_categorical_crossentropy(ember.tensor([0, -1]), ember.zeros(2, 1), from_logits=True,
+                                                    ignore_class=-1)
+    np.testing.assert_array_equal(single.numpy(), [0.0, 0.0])
