@@ -111,3 +111,39 @@ def test_get_and_resolve():
         metrics.get(3)
     with pytest.raises(NotImplementedError):
         metrics.Metric().update_state(1)
+
+
+def test_accuracies_count_each_sample_once():
+    """Keras 3's binary_accuracy and accuracy return one match per entry, and Mean averages each sample's:
+    with (N,) outputs a batch is N samples, not one value (Ember used to average inside the batch, so a
+    partial last batch weighed as much as a full one)."""
+    for m in (metrics.BinaryAccuracy(), metrics.Accuracy()):
+        m.update_state(ember.tensor([1.0, 0.0, 1.0]), ember.tensor([1.0, 1.0, 1.0]))
+        m.update_state(ember.tensor([1.0]), ember.tensor([1.0]))
+        assert m.result() == pytest.approx(3 / 4)
+    b = metrics.BinaryAccuracy()
+    b.update_state(ember.tensor([[1.0, 0.0], [1.0, 1.0]]), ember.tensor([[0.9, 0.9], [0.9, 0.9]]),
+                   sample_weight=np.array([1.0, 3.0]))
+    assert b.result() == pytest.approx((0.5 + 3 * 1.0) / 4)
+    assert metrics.BinaryAccuracy()(ember.tensor([1.0, 0.0]), ember.tensor([0.9, 0.9]), sample_weight=[3.0, 1.0]) \
+        == pytest.approx(0.75)                         # __call__ passes the sample weights on
+
+
+def test_accuracies_of_sequences():
+    p = ember.tensor(np.array([[[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]], [[0.6, 0.4], [0.4, 0.6], [0.5, 0.5]]]))
+    labels = np.array([[1, 1, 1], [0, 0, 0]])
+    right = np.array([[1, 0, 1], [1, 0, 1]])
+    for y in (labels, labels[..., None]):              # (N, T) or (N, T, 1) labels
+        assert metrics.SparseCategoricalAccuracy()(ember.tensor(y), p) == pytest.approx(right.mean())
+    one_step = metrics.SparseCategoricalAccuracy()      # T = 1: labels (N, 1) against (N, 1, C)
+    assert one_step(ember.tensor([[1], [0]]), p[:, :1]) == 1.0
+    assert metrics.CategoricalAccuracy()(ember.tensor(np.eye(2)[labels]), p) == pytest.approx(right.mean())
+
+
+def test_custom_names_and_the_loss_rule():
+    for cls in (metrics.Accuracy, metrics.BinaryAccuracy, metrics.CategoricalAccuracy,
+                metrics.SparseCategoricalAccuracy, metrics.MeanSquaredError, metrics.MeanAbsoluteError):
+        assert cls(name="m").name == "m"
+    assert metrics.BinaryAccuracy(name="b", threshold=0.8)(ember.tensor([1.0]), ember.tensor([0.7])) == 0.0
+    m = metrics.resolve("accuracy", losses.get("categorical_crossentropy"), (2, 1), (2, 1))
+    assert m._fn is metrics.categorical_accuracy            # the loss decides before the shapes would
