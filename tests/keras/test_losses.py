@@ -378,3 +378,17 @@ def test_weights_dtype_and_a_batch_of_one():
     single = losses.sparse_categorical_crossentropy(ember.tensor([0, -1]), ember.zeros(2, 1), from_logits=True,
                                                     ignore_class=-1)
     np.testing.assert_array_equal(single.numpy(), [0.0, 0.0])
+
+
+def test_ignore_class_of_sequences_and_unreduced_dtype():
+    z = RNG.standard_normal((2, 3, 4))
+    labels = np.array([[1, 0, 3], [0, 0, 2]])
+    per = TF.cross_entropy(torch.tensor(z).permute(0, 2, 1), torch.tensor(labels), reduction="none").numpy()
+    valid = labels != 0
+    obj = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+    got = obj(ember.tensor(labels[..., None]), ember.tensor(z)).item()     # (N, T, 1) labels
+    assert got == pytest.approx((per * valid).sum() / (valid.sum() + EPS), rel=1e-12)
+    none = losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0, reduction="none")
+    out = none(ember.tensor([1, 0]), ember.zeros(2, 2), sample_weight=ember.tensor(np.array([2.0, 1.0])))
+    assert out.dtype == ember.float32                                      # float64 weights: the loss's dtype
+    np.testing.assert_allclose(out.numpy(), [2 * np.log(2), 0.0], rtol=1e-6)
