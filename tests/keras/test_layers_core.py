@@ -139,3 +139,50 @@ def test_dense_dropout_flatten_reshape_embedding_details():
         layers.Embedding(5, 2, mask_zero=True)
     with pytest.raises(NotImplementedError, match=r"noise_shape"):
         layers.Dropout(0.5, noise_shape=(1, 5))
+
+
+def test_built_layers_check_their_inputs():
+    d = layers.Dense(2, bias_initializer="ones", kernel_initializer="ones")
+    np.testing.assert_allclose(n(d(np.array([[1.0, 2.0, 3.0]], np.float32))), [[7.0, 7.0]])   # x @ k + b
+    with pytest.raises(ValueError, match=r"min_ndim=2, found ndim=1"):
+        d(np.ones(3, np.float32))
+    with pytest.raises(ValueError, match=r"incompatible"):
+        d(np.ones((2, 4), np.float32))
+    bn = layers.BatchNormalization()
+    bn(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"incompatible"):
+        bn(np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match=r"expected ndim=2, found ndim=3"):
+        bn(np.ones((2, 5, 3), np.float32))
+    assert layers.Activation("relu")(keras.Input((4, 2))).shape == (None, 4, 2)
+    sub = layers.Subtract()
+    sub([np.ones((2, 3), np.float32)] * 2)
+    with pytest.raises(ValueError, match=r'^A merge layer "subtract\w*" \(Subtract\) should be called on a list of '
+                                         r"exactly 2 inputs"):
+        sub([np.ones((2, 3), np.float32)] * 3)
+    with pytest.raises(ValueError, match=r"\(Subtract\) should be called on a list of exactly 2 inputs"):
+        layers.Subtract()([keras.Input((3,))] * 3)
+    cat = layers.Concatenate()
+    cat([np.ones((2, 3), np.float32)] * 2)
+    with pytest.raises(ValueError, match=r'^A merge layer "concatenate\w*" \(Concatenate\) should be called on a list'):
+        cat([np.ones((2, 3), np.float32)])
+
+
+def test_dropout_rates_and_unsupported_options():
+    x = np.ones((100, 100), np.float32)
+    np.testing.assert_array_equal(n(layers.Dropout(1.0)(x, training=True)), np.zeros((100, 100)))   # Keras: 0..1
+    y = n(layers.Dropout(0.9)(x, training=True))
+    assert 0.85 < (y == 0).mean() < 0.95 and set(np.unique(y)) <= {0.0, np.float32(10.0)}
+    with pytest.raises(NotImplementedError, match=r"^Dropout\(noise_shape=...\) is not supported by ember.keras$"):
+        layers.Dropout(0.5, noise_shape=(1, 5))
+    with pytest.raises(NotImplementedError, match=r"^Embedding\(mask_zero=True\): masking is not supported by "
+                                                  r"ember.keras$"):
+        layers.Embedding(5, 2, mask_zero=True)
+    emb = layers.Embedding(5, 2, name="emb", embeddings_initializer="zeros")
+    emb(np.array([[1]]))
+    assert [w.path for w in emb.weights] == ["emb/embeddings"]
+    assert emb.get_config()["embeddings_initializer"] == keras.initializers.serialize(
+        keras.initializers.get("zeros"))
+    seq = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)            # (N, C, L), channels first
+    np.testing.assert_array_equal(n(layers.Flatten(data_format="channels_first")(seq)),
+                                  seq.transpose(0, 2, 1).reshape(2, -1))
