@@ -186,3 +186,9 @@ def test_dropout_rates_and_unsupported_options():
     seq = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)            # (N, C, L), channels first
     np.testing.assert_array_equal(n(layers.Flatten(data_format="channels_first")(seq)),
                                   seq.transpose(0, 2, 1).reshape(2, -1))
+
+
+def test_concatenate_keeps_the_first_inputs_other_sizes():
+    """Keras's compute_output_shape starts from the first input's shape: a size it leaves unknown stays so."""
+    assert layers.Concatenate()([keras.Input((None, 4)), keras.Input((3, 4))]).shape == (None, None, 8)
+    assert layers.Concatenate()([keras.Input((3, 4)), keras.Input((None, 4))]).shape == (None, 3, 8)
