@@ -3,12 +3,14 @@
 Each function returns one loss per sample (the mean over the last axis where Keras takes it); a `Loss`
 object reduces them as Keras does ("sum_over_batch_size": the weighted sum divided by the batch size).
 Probabilities (`from_logits=False`, the default, as after a softmax or sigmoid) are clipped to
-[1e-7, 1 - 1e-7] before the log, as Keras does. Targets of the wrong shape for the loss raise an error
-that says which shape was expected and what to use instead.
+[1e-7, 1 - 1e-7] before the log, as Keras does. A label equal to `ignore_class` (sparse categorical
+cross-entropy) costs 0, and a Loss object averages over the other labels (Keras's mask). Targets of the
+wrong shape for the loss raise an error that says which shape was expected and what to use instead.
 """
 from __future__ import annotations
 
 from .._errors import user_frame
+from .backend import to_snake_case, unique_name
 from ..nn import functional as F
 from ..ops import math as M
 
@@ -61,6 +63,10 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
         y_true = y_true.long()
     elif y_true.dtype.name != "int64":
         y_true = y_true.long()
+    valid = None
+    if ignore_class is not None:   # Keras: those labels count as class 0, and their loss is 0
+        valid = y_true != int(ignore_class)
+        y_true = M.where(valid, y_true, 0)
     if y_true.numel():
         lo, hi = int(y_true.min().item()), int(y_true.max().item())
         if lo < 0 or hi >= n_cls:
@@ -74,7 +80,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     else:
         p = flat_pred / flat_pred.sum(dim=-1, keepdim=True)
         losses = F.nll_loss(M.log(p.clamp(EPSILON, 1 - EPSILON)), flat_true, reduction="none")
-    return losses.reshape(_shape(y_true))
+    losses = losses.reshape(_shape(y_true))
+    return losses if valid is None else M.where(valid, losses, 0.0)
 
 
 def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
@@ -139,13 +146,17 @@ def huber(y_true, y_pred, delta=1.0):
     return F.huber_loss(y_pred, y_true, reduction="none", delta=delta).mean(dim=-1)
 
 
+def _expand(w, values):
+    """Per-sample weights (N,) against values (N, ...): one weight for each sample's values."""
+    while w.ndim < values.ndim:
+        w = w.unsqueeze(-1)
+    return w
+
+
 def reduce_weighted(values, sample_weight=None):
     """Keras's "sum_over_batch_size": sum(values * weight) / number of values."""
     if sample_weight is not None:
-        w = sample_weight
-        while w.ndim < values.ndim:
-            w = w.unsqueeze(-1)
-        values = values * w.to(values.dtype)
+        values = values * _expand(sample_weight, values).to(values.dtype)
     return values.sum() / max(values.numel(), 1)
 
 
@@ -157,23 +168,36 @@ class Loss:
         if reduction not in ("sum_over_batch_size", "sum", "none", "mean"):
             raise ValueError(f"{type(self).__name__}: reduction must be 'sum_over_batch_size', 'sum', 'mean' or "
                              f"'none', got {reduction!r}")
-        self.name = name or _CLASS_TO_NAME.get(type(self).__name__, type(self).__name__.lower())
+        # Keras: a built-in loss (or a subclass of one) has the built-in's name; a subclass of Loss gets
+        # auto_name, its class name in snake case made unique
+        builtin = next((_CLASS_TO_NAME[c.__name__] for c in type(self).__mro__ if c.__name__ in _CLASS_TO_NAME), None)
+        self.name = name or builtin or unique_name(to_snake_case(type(self).__name__))
         self.reduction = reduction
         self.kwargs = kwargs
 
     def call(self, y_true, y_pred):
         return type(self).fn(y_true, y_pred, **self.kwargs)
 
+    def _mask(self, y_true, values):
+        """The entries that count (Keras's mask on the losses), or None for all."""
+        return None
+
     def __call__(self, y_true, y_pred, sample_weight=None):
         from .layers.base import to_tensor
         y_true, y_pred = to_tensor(y_true), to_tensor(y_pred)
         values = self.call(y_true, y_pred)
+        sw = None if sample_weight is None else to_tensor(sample_weight)
+        mask = self._mask(y_true, values)
+        if mask is not None:   # Keras's losses.loss.apply_mask: the mean is over the valid entries
+            mask = mask.to(values.dtype)
+            if self.reduction in ("sum_over_batch_size", "mean"):
+                mask = mask * (max(values.numel(), 1) / (float(mask.sum().item()) + EPSILON))
+            sw = mask if sw is None else mask * _expand(sw, mask).to(mask.dtype)
         if self.reduction == "none":
-            return values if sample_weight is None else values * to_tensor(sample_weight)
+            return values if sw is None else values * sw
         if self.reduction == "sum":
-            sw = None if sample_weight is None else to_tensor(sample_weight)
             return reduce_weighted(values, sw) * max(values.numel(), 1)
-        return reduce_weighted(values, None if sample_weight is None else to_tensor(sample_weight))
+        return reduce_weighted(values, sw)
 
     def get_config(self):
         return {"name": self.name, "reduction": self.reduction, **self.kwargs}
@@ -187,7 +211,15 @@ class SparseCategoricalCrossentropy(Loss):
     fn = staticmethod(sparse_categorical_crossentropy)
 
     def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size", name=None):
-        super().__init__(name, reduction, from_logits=from_logits)
+        super().__init__(name, reduction, from_logits=from_logits, ignore_class=ignore_class)
+
+    def _mask(self, y_true, values):
+        ignore = self.kwargs["ignore_class"]
+        if ignore is None:
+            return None
+        if y_true.ndim == values.ndim + 1:
+            y_true = y_true.squeeze(-1)
+        return y_true.long() != int(ignore)
 
 
 class CategoricalCrossentropy(Loss):
@@ -255,10 +287,7 @@ def get(identifier) -> Loss:
     if isinstance(identifier, str):
         cls = ALL.get(identifier) or next((c for c in ALL.values() if c.__name__ == identifier), None)
         if cls is not None:
-            obj = cls()
-            if identifier in ("mse", "mae"):
-                obj.name = {"mse": "mean_squared_error", "mae": "mean_absolute_error"}[identifier]
-            return obj
+            return cls()
     elif callable(identifier):
         return _FunctionLoss(identifier)
     raise ValueError(f"Could not interpret loss identifier: {identifier!r}. Known losses: "

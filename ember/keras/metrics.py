@@ -43,7 +43,9 @@ class Mean(Metric):
 
     def update_state(self, values, sample_weight=None):
         v = host.asarray(values.detach().cpu().numpy() if hasattr(values, "detach") else values, dtype=np.float64)
-        if sample_weight is None:
+        if sample_weight is None:   # Keras (reduce_to_samplewise_values): one mean per sample, counted once
+            if v.ndim > 1:
+                v = v.reshape(len(v), -1).mean(axis=1)
             self._total += float(v.sum())
             self._count += v.size
             return
@@ -79,14 +81,14 @@ def categorical_accuracy(y_true, y_pred):
 
 
 def binary_accuracy(y_true, y_pred, threshold=0.5):
-    y_true = L._same_rank(y_true, y_pred)
-    return ((y_pred > threshold).float() == y_true.float()).float().mean(dim=-1)
+    y_true = L._same_rank(y_true, y_pred)     # one match per entry, as Keras: Mean averages each sample's
+    return ((y_pred > threshold).float() == y_true.float()).float()
 
 
 def accuracy(y_true, y_pred):
     """Exact equality of predictions and targets (Keras's `Accuracy`)."""
     y_true = L._same_rank(y_true, y_pred)
-    return (y_pred == y_true.to(y_pred.dtype)).float().mean(dim=-1)
+    return (y_pred == y_true.to(y_pred.dtype)).float()
 
 
 class SparseCategoricalAccuracy(MeanMetricWrapper):

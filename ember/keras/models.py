@@ -362,6 +362,9 @@ class Model(Layer):
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         self._require_compiled("train_on_batch")
+        if class_weight is not None and sample_weight is not None:
+            raise ValueError("Arguments `sample_weight` and `class_weight` cannot be specified at the same time. "
+                             f"Received: sample_weight={sample_weight}, class_weight={class_weight}")
         x, y = to_tensor(_as_arrays(x, "x")), to_tensor(_as_arrays(y, "y"))
         sw = self._sample_weights(y, None if sample_weight is None else to_tensor(host.asarray(sample_weight)),
                                   class_weight)
@@ -406,6 +409,8 @@ class Model(Layer):
     def _sample_weights(y, sample_weight, class_weight):
         if class_weight is None:
             return sample_weight
+        if sample_weight is not None:   # Keras 3 refuses the pair (its data adapters), it does not combine them
+            raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
         if isinstance(y, list):
             raise ValueError("`class_weight` is only supported for models with a single output.")
         labels = y
@@ -418,10 +423,7 @@ class Model(Layer):
         table = host.ones((max(max(class_weight) + 1, int(labels.max()) + 1 if labels.size else 1),), np.float32)
         for k, w in class_weight.items():
             table[int(k)] = float(w)
-        weights = table[labels]
-        if sample_weight is not None:
-            weights = weights * sample_weight.cpu().numpy()
-        return to_tensor(weights.astype(np.float32))
+        return to_tensor(table[labels].astype(np.float32))
 
     # --- fit / evaluate / predict -------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
@@ -432,6 +434,8 @@ class Model(Layer):
         >>> model.fit(x_train, y_train, epochs=5, validation_split=0.1)   # doctest: +SKIP
         """
         self._require_compiled("fit")
+        if class_weight is not None and sample_weight is not None:
+            raise ValueError("You cannot `class_weight` and `sample_weight` at the same time.")
         verbose = 1 if verbose == "auto" else int(verbose)
         if validation_split and validation_data is None:
             if _is_loader(x):

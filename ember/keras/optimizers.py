@@ -5,7 +5,10 @@ A Keras optimizer is made without its variables and learns them on first use:
 `optimizer.apply_gradients(zip(grads, variables))` (TensorFlow's GradientTape habit) or `model.fit`.
 `learning_rate` can be read and set at any time (callbacks do). Known differences from Keras: Adam and
 RMSprop add `epsilon` where torch does (after the bias-corrected square root, outside the root), which
-changes results only when the second moments are about `epsilon` squared.
+changes results only when the second moments are about `epsilon` squared. `weight_decay` is Keras's
+decoupled decay for every optimizer (`w -= learning_rate * weight_decay * w` before each update, torch's
+AdamW rule), not an L2 term added to the gradient; one of `clipnorm` (per variable), `clipvalue` and
+`global_clipnorm` at most, as Keras.
 """
 from __future__ import annotations
 
@@ -21,11 +24,16 @@ class Optimizer:
     state tensors Keras counts in `summary()` ("Optimizer params")."""
     _slots = 0
 
-    def __init__(self, learning_rate=0.001, clipnorm=None, clipvalue=None, global_clipnorm=None, name=None):
+    def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 name=None):
         if not isinstance(learning_rate, (int, float)) or learning_rate < 0:
             raise ValueError(f"{type(self).__name__}: learning_rate must be a non-negative number, got "
                              f"{learning_rate!r}")
+        if sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm)) > 1:
+            raise ValueError(f"Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. Received: "
+                             f"clipnorm={clipnorm}, clipvalue={clipvalue}, global_clipnorm={global_clipnorm}")
         self._learning_rate = float(learning_rate)
+        self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self.name = name or type(self).__name__.lower()
         self._impl = None
@@ -97,6 +105,9 @@ class Optimizer:
                     clip_grad_norm_([v], self.clipnorm)
             if self.global_clipnorm is not None:
                 clip_grad_norm_(live, self.global_clipnorm)
+            if self.weight_decay:   # Keras's decoupled decay, before the update (base_optimizer._apply_weight_decay)
+                for v in live:
+                    v.mul_(1.0 - self._learning_rate * self.weight_decay)
         self._impl.step()
         for v in self._vars:
             v.grad = None
@@ -111,7 +122,7 @@ class Optimizer:
 
     def get_config(self) -> dict:
         config = {"learning_rate": self._learning_rate}
-        for k in ("clipnorm", "clipvalue", "global_clipnorm"):
+        for k in ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm"):
             if getattr(self, k) is not None:
                 config[k] = getattr(self, k)
         return config
@@ -128,15 +139,14 @@ class SGD(Optimizer):
     """`w -= learning_rate * g`, with optional (Nesterov) momentum; Keras's default learning rate 0.01."""
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None, **kwargs):
-        super().__init__(learning_rate, **kwargs)
-        self.momentum, self.nesterov, self.weight_decay = float(momentum), nesterov, weight_decay
+        super().__init__(learning_rate, weight_decay, **kwargs)
+        self.momentum, self.nesterov = float(momentum), nesterov
 
     def _slots_for(self, v):
         return 1 if self.momentum else 0
 
     def _make(self, params):
-        return _optim.SGD(params, lr=self._learning_rate, momentum=self.momentum, nesterov=self.nesterov,
-                          weight_decay=self.weight_decay or 0)
+        return _optim.SGD(params, lr=self._learning_rate, momentum=self.momentum, nesterov=self.nesterov)
 
     def get_config(self):
         return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov,
@@ -148,16 +158,15 @@ class Adam(Optimizer):
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
                  weight_decay=None, **kwargs):
-        super().__init__(learning_rate, **kwargs)
+        super().__init__(learning_rate, weight_decay, **kwargs)
         self.beta_1, self.beta_2, self.epsilon, self.amsgrad = beta_1, beta_2, epsilon, amsgrad
-        self.weight_decay = weight_decay
 
     def _slots_for(self, v):
         return 3 if self.amsgrad else 2
 
     def _make(self, params):
         return _optim.Adam(params, lr=self._learning_rate, betas=(self.beta_1, self.beta_2), eps=self.epsilon,
-                           amsgrad=self.amsgrad, weight_decay=self.weight_decay or 0)
+                           amsgrad=self.amsgrad)
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
@@ -170,10 +179,6 @@ class AdamW(Adam):
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, **kwargs):
         super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay=weight_decay, **kwargs)
-
-    def _make(self, params):
-        return _optim.AdamW(params, lr=self._learning_rate, betas=(self.beta_1, self.beta_2), eps=self.epsilon,
-                            amsgrad=self.amsgrad, weight_decay=self.weight_decay)
 
 
 class RMSprop(Optimizer):

@@ -195,3 +195,22 @@ def test_data_argument_errors():
     multi.compile("sgd", "mse")
     with pytest.raises(ValueError, match=r"^`class_weight` is only supported for models with a single output.$"):
         multi.fit(np.zeros((4, 4)), [np.zeros(4), np.zeros(4)], class_weight={0: 1.0}, verbose=0)
+
+
+def test_class_weight_and_sample_weight_together_are_refused():
+    """Keras 3 refuses the pair (trainers/data_adapters: array_data_adapter.py and the class-weight map of
+    datasets; `train_on_batch` in trainers/trainer.py); Ember used to multiply them."""
+    from ember import tensor
+    from ember.utils.data import DataLoader, TensorDataset
+    m = models.Sequential([keras.Input((4,)), layers.Dense(2, activation="softmax")])
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    x, y, w = np.zeros((4, 4), np.float32), np.array([0, 1, 0, 1]), np.ones(4, np.float32)
+    with pytest.raises(ValueError, match=r"^You cannot `class_weight` and `sample_weight` at the same time.$"):
+        m.fit(x, y, sample_weight=w, class_weight={0: 2.0}, verbose=0)
+    loader = DataLoader(TensorDataset(tensor(x), tensor(y), tensor(w)), batch_size=2)
+    with pytest.raises(ValueError, match=r"^You cannot `class_weight` and `sample_weight` at the same time.$"):
+        m.fit(loader, class_weight={0: 2.0}, verbose=0)
+    with pytest.raises(ValueError, match=r"^Arguments `sample_weight` and `class_weight` cannot be specified at "
+                                         r"the same time. Received: sample_weight=\[1. 1. 1. 1.\], "
+                                         r"class_weight=\{0: 2.0\}$"):
+        m.train_on_batch(x, y, sample_weight=w, class_weight={0: 2.0})

@@ -8,7 +8,9 @@ __all__ = ["Concatenate", "Add", "Subtract", "Multiply", "Average"]
 
 
 def _need_list(layer, inputs, n=None):
-    if not isinstance(inputs, (list, tuple)) or len(inputs) < 2 or (n and len(inputs) != n):
+    # build() gets shapes: one input's shape (a tuple of ints) is not a list of inputs
+    if not isinstance(inputs, (list, tuple)) or len(inputs) < 2 or (n and len(inputs) != n) or \
+            any(v is None or isinstance(v, int) for v in inputs):
         want = f"exactly {n}" if n else "at least 2"
         raise ValueError(f'A merge layer "{layer.name}" ({type(layer).__name__}) should be called on a list of '
                          f"{want} inputs. Received: {inputs!r}")
