@@ -100,7 +100,8 @@ GROUPS = [
      r"^uint([1-7]|16|32|64)$|^bits|^bit$|^float8|^float4"),
     ("Mixed precision (autocast, GradScaler): planned separately", "needs a dtype policy per op; not in issue 9",
      r"autocast|GradScaler"),
-    ("Compiler, TorchScript, tracing, symbolic shapes: out of scope", "Ember is eager only (define-by-run)",
+    ("Compiler, TorchScript, tracing, symbolic shapes: out of scope", "Ember's compiler is its own (`ember.compile`, `ember.jit`: docs/design-compiler.md); "
+     "TorchScript's and FX's objects have no counterpart",
      r"^Script|Type$|^Sym|^sym_|compile|vmap|while_loop|Graph|^Node$|^Block$|^Value$|^Use$|^Code$|"
      r"CompilationUnit|ConcreteModuleType|ArgumentSpec|ExecutionPlan|FunctionSchema|AliasDb|FileCheck|ErrorReport|"
      r"TracingState|parse_ir|parse_schema|import_ir|Lite|StaticModule|IODescriptor|^Argument$|Capsule|CallStack|"
@@ -120,7 +121,8 @@ GROUPS = [
     ("Legacy or deprecated in torch", "kept by torch for old code; torch's docs point to the replacement",
      lambda n, obj, ns: (n in DEPRECATED and ns in DEPRECATED_NAMESPACES)
      or re.fullmatch(r"[A-Za-z0-9]+Tensor", n) is not None),
-    ("Distributed and multiprocessing: out of scope", "single process; DataLoader workers are the only parallelism",
+    ("Distributed and multiprocessing: out of scope", "Ember's data parallel is `ember.distributed` (DDP over MPI and NCCL, "
+     "docs/distributed.md); torch's SyncBatchNorm and its batch-norm statistics kernels are not in it",
      r"DataParallel|SyncBatchNorm|distributed|multiprocessing|batch_norm_(gather|backward|elemt|stats|update)|"
      r"swap_in_optimizer|thread_safe_generator"),
     ("ATen internals", "entry points torch exposes for its own Python layer (native_*, the functional forms of "
