@@ -103,8 +103,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             elif not allow_unused:
                 raise RuntimeError(f"grad: the differentiated Tensor at index {i} appears to not have been "
                                    f"used in the graph. Set allow_unused=True if this is the desired behavior.")
-        elif not create_graph:
-            res[i] = g.detach()
+        else:
+            if not g.is_contiguous() and t.is_contiguous():
+                # Ember's kernels may hand back another memory order than torch's (a conv's input
+                # gradient is channels-last); code written for torch views these (`g.view(n, -1)`)
+                g = g.contiguous()
+            if not create_graph:
+                g = g.detach()
+            res[i] = g
     return tuple(res)
 
 

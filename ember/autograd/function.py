@@ -436,6 +436,8 @@ class _CustomNode(FunctionCtx):
     def backward(self, *grads):
         if self._freed:
             raise RuntimeError(_FREED)
+        # contiguous, as torch's kernels give them in practice: a backward written for torch views them
+        grads = tuple(g.contiguous() if g is not None and not g.is_contiguous() else g for g in grads)
         out = self._fn.backward(self, *grads)
         if not isinstance(out, tuple):
             out = (out,)

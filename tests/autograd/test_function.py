@@ -688,3 +688,58 @@ def test_an_unused_multi_output_gets_zeros_of_its_own_dtype():
     d.sum().backward()                       # s unused: its gradient, passed on to x, is float32 zeros
     assert x.grad.dtype == ember.float32 and x.grad.tolist() == [0.0, 0.0]
     assert y.grad.tolist() == [1.0, 1.0]
+
+
+def _conv_pair():
+    """(ember conv, torch conv) with the same weights: a conv's input gradient is channels-last in Ember."""
+    t = torch.nn.Conv2d(3, 4, 3, padding=1)
+    e = ember.nn.Conv2d(3, 4, 3, padding=1)
+    e.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    return e, t
+
+
+def test_grad_outputs_reach_a_custom_backward_contiguous():
+    # torch's kernels give a conv's input gradient contiguous, and a backward written for torch views
+    # its grad_output; Ember's is channels-last inside, so the Function receives a contiguous copy
+    seen = {}
+
+    def make(mod):
+        class Flat(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                seen[mod.__name__] = g.is_contiguous()
+                return g.view(g.shape[0], -1).mul(2).view(g.shape)
+        return Flat
+
+    e, t = _conv_pair()
+    xe, xt = ember.randn(2, 3, 5, 5, requires_grad=True), None
+    xt = torch.tensor(xe.detach().numpy(), requires_grad=True)
+    e(make(ember).apply(xe)).sum().backward()
+    t(make(torch).apply(xt)).sum().backward()
+    assert seen == {"torch": True, "ember": True}
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_autograd_grad_of_a_contiguous_input_is_contiguous(create_graph):
+    # WGAN-GP's gradient penalty: grad of a critic's output w.r.t. its (conv) input, then .view(n, -1)
+    e, t = _conv_pair()
+    xe = ember.randn(2, 3, 5, 5, requires_grad=True)
+    xt = torch.tensor(xe.detach().numpy(), requires_grad=True)
+    ge, = ember.autograd.grad(e(xe).pow(2).sum(), xe, create_graph=create_graph)
+    gt, = torch.autograd.grad(t(xt).pow(2).sum(), xt, create_graph=create_graph)
+    assert ge.is_contiguous() and gt.is_contiguous()
+    pe, pt = (ge.view(2, -1).norm(2, dim=1) - 1).pow(2).mean(), (gt.view(2, -1).norm(2, dim=1) - 1).pow(2).mean()
+    np.testing.assert_allclose(pe.item(), pt.item(), rtol=1e-5)
+    if create_graph:
+        pe.backward()
+        pt.backward()
+        np.testing.assert_allclose(e.weight.grad.numpy(), t.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
+    # an input that is not contiguous keeps the gradient's own layout (nothing copied for it)
+    xe2 = ember.randn(2, 5, 5, 3).permute(0, 3, 1, 2).requires_grad_()
+    ge2, = ember.autograd.grad(e(xe2).sum(), xe2)
+    assert ge2.shape == (2, 3, 5, 5)
