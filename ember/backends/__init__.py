@@ -32,6 +32,7 @@ import importlib
 import numpy as np
 
 from .fake_cuda import FakeArray, xp as fake_xp   # NumPy only: no cost, no CuPy
+from . import cudnn   # noqa: F401  torch.backends.cudnn's flags (accepted, no effect: no cuDNN here)
 
 __all__ = ["get", "array_module", "is_available", "backend_of", "run", "copy"]
 

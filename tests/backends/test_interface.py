@@ -105,3 +105,19 @@ def test_run_uses_a_registered_kernel_then_the_forward(kind):
 def test_meta_xp_raises():
     with pytest.raises(MetaDataError):
         backends.get("meta").xp.exp(MetaArray((2,), np.float32))
+
+
+def test_cudnn_flags_are_torchs_and_change_nothing():
+    # `torch.backends.cudnn.benchmark = True` is in most training scripts: it must port. Ember calls no
+    # cuDNN, so the flags are kept (torch's names and defaults) and read by nothing.
+    import torch
+    cd = ember.backends.cudnn
+    for name in ("enabled", "benchmark", "deterministic", "allow_tf32", "benchmark_limit"):
+        assert getattr(cd, name) == getattr(torch.backends.cudnn, name), name
+    old = cd.benchmark
+    try:
+        cd.benchmark = True
+        assert ember.backends.cudnn.benchmark is True
+    finally:
+        cd.benchmark = old
+    assert cd.is_available() is False and cd.version() is None
