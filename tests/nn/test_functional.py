@@ -479,6 +479,28 @@ def test_sdpa_fully_masked_row_gives_zeros_as_torch(mask_kind):
     assert (t_out[:, 1] == 0).all()
 
 
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_sdpa_masked_row_of_minus_inf_scores_reading_a_nan_value_as_torch(mask_kind):
+    # with a mask (the composite path): a row whose every visible score is -inf from the inputs gives 0;
+    # its score gradient is softmax's backward on weights 0, 0 * NaN = NaN in q's and k's gradients where
+    # the row reads a NaN value (batch 0), 0 where it reads none (batch 1), as torch (Ember's where() gave 0)
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((2, 3, 3)), np.abs(rng.standard_normal((2, 4, 3))) + 0.1, rng.standard_normal((2, 4, 2))
+    q[:, 1, 0] = -np.inf                   # row 1: every score -inf (k > 0)
+    v[0, 2, 1] = np.nan                    # a value rows 0, 1 and 2 read, in batch 0 only
+    keep = np.array([[True, True, True, False], [True, False, True, True], [False, True, True, True]])
+    mask = keep if mask_kind == "bool" else np.where(keep, 0.5, -np.inf)
+    fn = lambda lib, a, b, c, m: lib.nn.functional.scaled_dot_product_attention(a, b, c, attn_mask=m)
+    t_out, _ = check_op(fn, q, k, v, NoGrad(mask))
+    assert (t_out[1, 1] == 0).all() and t_out[0, 1, 1].isnan()
+    # the rows' gradients where the NaN is read: torch's, NaN in the dead row too (it was 0)
+    import torch
+    for lib in (torch, ember):
+        a = lib.tensor(q, requires_grad=True)
+        fn(lib, a, lib.tensor(k), lib.tensor(v), lib.tensor(mask)).sum().backward()
+        assert a.grad[0, 1].isnan().all() and (a.grad[1, 1] == 0).all(), lib.__name__
+
+
 def test_sdpa_row_of_minus_inf_scores_gives_zeros_as_torch():
     # no mask (the one-node path): a -inf in q or k can make every score of a row -inf; torch gives 0 there,
     # and a NaN or +inf score a NaN row

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from helpers import check_op, Const, NoGrad, raises_exactly
+from helpers import check_op, Const, NoGrad, raises_as_torch, raises_exactly
 from .nn_helpers import check_module
 
 RNG = np.random.default_rng(3)
@@ -1086,6 +1086,96 @@ def test_weights_that_require_grad_are_accepted_without_grad_mode_as_torch():
         ember.nn.functional.binary_cross_entropy_with_logits(ember.tensor(x), ember.tensor(x),
                                                              pos_weight=ember.ones(3, requires_grad=True))
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _bce_call(kind, module, reduction="mean", pos_weight=False, x_grad=False, w_shape=(3,)):
+    """A binary cross-entropy call, as a function of the library, with a weight that requires grad."""
+    def call(L):
+        x = L.tensor(RNG_W.uniform(0.1, 0.9, (4, 3)), requires_grad=x_grad)
+        t = L.tensor(RNG_W.uniform(0.0, 1.0, (4, 3)))
+        w = L.tensor(RNG_W.uniform(0.5, 2.0, w_shape), requires_grad=True)
+        kw = {"pos_weight": L.tensor([1.0, 2.0, 0.5])} if pos_weight else {}
+        if module:
+            cls = L.nn.BCELoss if kind == "binary_cross_entropy" else L.nn.BCEWithLogitsLoss
+            return cls(weight=w, reduction=reduction, **kw)(x, t)
+        return getattr(L.nn.functional, kind)(x, t, weight=w, reduction=reduction, **kw)
+    return call
+
+
+RNG_W = np.random.default_rng(5)
+BCE_WEIGHT_GRAD = [(kind, module, reduction, pw, x_grad, w_shape)
+                   for kind, pws in (("binary_cross_entropy", (False,)),
+                                     ("binary_cross_entropy_with_logits", (False, True)))
+                   for pw in pws
+                   for module in (False, True)
+                   for reduction, x_grad, w_shape in (("mean", True, (3,)), ("none", False, (4, 3)),
+                                                      ("sum", True, ()))]
+
+
+@pytest.mark.parametrize("kind,module,reduction,pos_weight,x_grad,w_shape", BCE_WEIGHT_GRAD)
+def test_binary_cross_entropy_weight_that_requires_grad_raises_as_torch(kind, module, reduction, pos_weight,
+                                                                        x_grad, w_shape):
+    # torch has no derivative for weight: it raises whenever it would record the op, even with an input that
+    # needs no grad (Ember differentiated the weight)
+    call = _bce_call(kind, module, reduction, pos_weight, x_grad, w_shape)
+    e = raises_as_torch(call, RuntimeError, f"{kind}: is not differentiable with respect to argument 'weight'; "
+                        "this input cannot have requires_grad True (pass weight.detach())",
+                        f"The function '{kind}' is not differentiable with respect to argument 'weight'. This "
+                        "input cannot have requires_grad True.")
+    assert "test_loss.py:" in str(e)
+
+
+@pytest.mark.parametrize("kind,module,reduction,pos_weight,x_grad,w_shape", BCE_WEIGHT_GRAD)
+def test_binary_cross_entropy_weight_that_requires_grad_is_accepted_under_no_grad_as_torch(
+        kind, module, reduction, pos_weight, x_grad, w_shape):
+    import torch
+    call = _bce_call(kind, module, reduction, pos_weight, x_grad, w_shape)
+    state = RNG_W.bit_generator.state
+    with torch.no_grad():
+        want = call(torch)
+    RNG_W.bit_generator.state = state   # the same inputs for Ember
+    with ember.no_grad():
+        got = call(ember)
+    assert not got.requires_grad
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("call,message", [
+    # torch checks bce's weight shape (it expands the weight) before its requires_grad and the values' range
+    (lambda L: L.nn.functional.binary_cross_entropy(L.full((4, 3), 2.0), L.full((4, 3), 0.5),
+                                                    weight=L.ones(5, requires_grad=True)),
+     "binary_cross_entropy: weight shape (5,) does not broadcast to input shape (4, 3)"),
+    # the requires_grad before the range (Ember checked the range first)
+    (lambda L: L.nn.functional.binary_cross_entropy(L.full((4, 3), 2.0), L.full((4, 3), 0.5),
+                                                    weight=L.ones(3, requires_grad=True)),
+     "binary_cross_entropy: is not differentiable with respect to argument 'weight'"),
+    # a weight larger than the loss is refused (Ember broadcast the loss up to the weight's shape)
+    (lambda L: L.nn.functional.binary_cross_entropy(L.full((4, 3), 0.5), L.full((4, 3), 0.5),
+                                                    weight=L.ones(2, 4, 3)),
+     "binary_cross_entropy: weight shape (2, 4, 3) does not broadcast to input shape (4, 3)"),
+    (lambda L: L.nn.functional.binary_cross_entropy_with_logits(L.zeros(4, 3), L.zeros(4, 3), weight=L.ones(2, 4, 3)),
+     "binary_cross_entropy_with_logits: weight shape (2, 4, 3) does not broadcast to input shape (4, 3)"),
+    (lambda L: L.nn.functional.binary_cross_entropy_with_logits(L.zeros(4, 3), L.zeros(4, 3), weight=L.ones(5)),
+     "binary_cross_entropy_with_logits: weight shape (5,) does not broadcast to input shape (4, 3)"),
+    # with logits, both requires_grad checks come before the shapes, the weight's first
+    (lambda L: L.nn.functional.binary_cross_entropy_with_logits(L.zeros(4, 3), L.zeros(4, 3),
+                                                                weight=L.ones(3, requires_grad=True),
+                                                                pos_weight=L.ones(5, requires_grad=True)),
+     "binary_cross_entropy_with_logits: is not differentiable with respect to argument 'weight'"),
+    (lambda L: L.nn.functional.binary_cross_entropy_with_logits(L.zeros(4, 3), L.zeros(4, 3),
+                                                                weight=L.ones(5, requires_grad=True)),
+     "binary_cross_entropy_with_logits: is not differentiable with respect to argument 'weight'"),
+])
+def test_binary_cross_entropy_weight_errors_in_torchs_order(call, message):
+    import torch
+    with pytest.raises(RuntimeError) as want:
+        call(torch)
+    if "not differentiable" in message:   # the same check first: torch words it its way
+        assert "not differentiable with respect to argument 'weight'" in str(want.value)
+    else:
+        assert "not differentiable" not in str(want.value) and "between 0 and 1" not in str(want.value)
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        call(ember)
 
 
 # pos_weight at non-finite targets, pos_weights and logits: torch's backward formulas, x: (pw t + 1 - t)

@@ -1,8 +1,9 @@
 """`ember.nn.functional`: every layer as a function, and the losses.
 
 All composites of Tensor ops (no backward of their own), except convolution and max pooling,
-which call the primitives of `ember/ops/layers.py`, and binary_cross_entropy, an autograd Function
-for torch's gradient (finite at probabilities 0 and 1). Names, arguments and defaults are torch's.
+which call the primitives of `ember/ops/layers.py`, and a few autograd Functions for torch's gradients:
+binary_cross_entropy (finite at probabilities 0 and 1), binary_cross_entropy_with_logits with pos_weight,
+and scaled_dot_product_attention's rows that attend to nothing. Names, arguments and defaults are torch's.
 """
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from ...ops.attention import Attention
 from .activation import softmax
 from .dropout import dropout
 from ...amp import autocast_op
+from ...autograd.function import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -48,6 +49,20 @@ def _causal_bias(L, S_, like):
     return bias
 
 
+class _ZeroDeadRows(Function):
+    """where(dead, 0, scores) whose gradient passes unchanged (where's is 0 at the rows it replaced): a
+    dead row's scores are all -inf, and no composite maps them to finite values with a gradient that
+    reaches them (-inf * 0 is NaN)."""
+
+    @staticmethod
+    def forward(ctx, scores, dead):
+        return M.where(dead, 0.0, scores)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
 @autocast_op("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False) -> Tensor:
@@ -72,12 +87,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             attn = attn.masked_fill(M.logical_not(attn_mask), -math.inf)
         else:
             attn = attn + attn_mask
-    # torch: a row whose scores are all -inf (every key masked) attends to nothing and gives zeros (and
-    # zero gradients), not softmax's 0/0 = NaN; its scores are zeroed before the softmax so that the
-    # softmax's backward stays finite there too
+    # torch: a row whose scores are all -inf (every key masked, or -inf from the inputs) attends to nothing
+    # and gives zeros, not softmax's 0/0 = NaN. Its scores are zeroed before the softmax (uniform there, so
+    # its backward stays finite) and its weights multiplied by 0 after: the row's score gradient is then
+    # softmax's backward on weights 0, 0 * (g - sum(g p)) as torch's, 0 unless g is NaN or infinite there
+    # (a NaN value it reads; where() in place of either step would give 0 whatever g)
     dead = M.eq(attn.detach().amax(-1, keepdim=True), -math.inf)          # (..., L, 1)
-    attn = softmax(M.where(dead, 0.0, attn), -1)
-    attn = M.where(dead, 0.0, attn)
+    attn = softmax(_ZeroDeadRows.apply(attn, dead), -1)
+    attn = attn * M.logical_not(dead).to(attn.dtype)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return M.matmul(attn, value)

@@ -311,6 +311,16 @@ def _in_unit_interval(x) -> bool:
     return not x.numel() or M.all(M.logical_and(M.ge(x, 0), M.le(x, 1))).item()
 
 
+def _broadcasts_to(op, name, t, shape):
+    """A weight must broadcast to the loss's shape without growing it (torch's error, not a silently larger loss)."""
+    try:
+        fits = np.broadcast_shapes(tuple(t.shape), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise op_error(op, f"{name} shape {tuple(t.shape)} does not broadcast to input shape {shape}")
+
+
 def _no_grad_argument(op, name, t):
     """torch's error for a tensor argument its op has no derivative for (weights), where the op is recorded."""
     if t is not None and t.requires_grad and STATE.enabled:
@@ -352,6 +362,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """-(t log p + (1 - t) log(1 - p)) on probabilities p; the logs are clamped at -100, as torch."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy")
+    if weight is not None:   # torch's order: the weight's shape, its requires_grad, then the values' range
+        _broadcasts_to("binary_cross_entropy", "weight", weight, tuple(input.shape))
+        _no_grad_argument("binary_cross_entropy", "weight", weight)
     # not (0 <= x <= 1) as torch checks it: a NaN probability or target is refused too, the input first
     for name, t in (("input", input), ("target", target)):
         if not _in_unit_interval(t.detach()):
@@ -368,18 +381,17 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """Sigmoid + binary cross-entropy in one stable expression; pos_weight scales the positive term."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy_with_logits")
+    op = "binary_cross_entropy_with_logits"
+    # torch's order: requires_grad of weight, then of pos_weight, then their shapes
+    _no_grad_argument(op, "weight", weight)
+    _no_grad_argument(op, "pos_weight", pos_weight)
+    if pos_weight is not None:
+        _broadcasts_to(op, "pos_weight", pos_weight, tuple(input.shape))
+    if weight is not None:
+        _broadcasts_to(op, "weight", weight, tuple(input.shape))
     # log(1 + exp(-x)) by softplus: never overflows, and its gradient at x = 0 is -1/2 (log1p(exp(-|x|)) +
     # max(-x, 0) has the kinks of |x| and max there, whose gradients give 0)
     if pos_weight is not None:
-        op = "binary_cross_entropy_with_logits"
-        _no_grad_argument(op, "pos_weight", pos_weight)
-        try:
-            fits = np.broadcast_shapes(tuple(pos_weight.shape), tuple(input.shape)) == tuple(input.shape)
-        except ValueError:
-            fits = False
-        if not fits:
-            raise op_error(op, f"pos_weight shape {tuple(pos_weight.shape)} does not broadcast to input shape "
-                               f"{tuple(input.shape)}")
         loss = _BCEWithLogitsPosWeight.apply(input, target, pos_weight.expand(input.shape))
     else:
         loss = (1 - target) * input + softplus(-input)
