@@ -32,7 +32,6 @@ import importlib
 import numpy as np
 
 from .fake_cuda import FakeArray, xp as fake_xp   # NumPy only: no cost, no CuPy
-from . import cudnn   # noqa: F401  torch.backends.cudnn's flags (accepted, no effect: no cuDNN here)
 
 __all__ = ["get", "array_module", "is_available", "backend_of", "run", "copy"]
 
@@ -109,3 +108,12 @@ def copy_via_host(src_backend, array, device):
     if device.type == "cpu":
         return host.copy() if host is array else host
     return get(device.type).from_host(host, device)
+
+
+def __getattr__(name):
+    """torch.backends' flag modules on first access (`ember.backends.cudnn.benchmark = True`), so that
+    scripts written for torch port: cudnn's flags and cuda.matmul's are kept and change nothing here,
+    mps is never available. None imports CuPy."""
+    if name in ("cuda", "cudnn", "mps"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

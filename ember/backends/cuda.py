@@ -16,6 +16,18 @@ from . import copy_via_host, get, run_with
 
 FAKE = os.environ.get("EMBER_FAKE_CUDA") == "1"
 
+
+class _MatmulFlags:
+    """`torch.backends.cuda.matmul`'s flags (torch's defaults), kept so that scripts setting them
+    (nanoGPT: `torch.backends.cuda.matmul.allow_tf32 = True`) port. Nothing reads them: CuPy's cuBLAS
+    runs float32 GEMMs in float32 unless CuPy was started with CUPY_TF32=1."""
+    allow_tf32 = False
+    allow_fp16_reduced_precision_reduction = True
+    allow_bf16_reduced_precision_reduction = True
+
+
+matmul = _MatmulFlags()
+
 if FAKE:
     xp = _fake.xp
 else:

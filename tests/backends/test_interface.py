@@ -121,3 +121,14 @@ def test_cudnn_flags_are_torchs_and_change_nothing():
     finally:
         cd.benchmark = old
     assert cd.is_available() is False and cd.version() is None
+
+
+def test_cuda_matmul_flags_and_mps_queries_are_torchs():
+    # nanoGPT sets torch.backends.cuda.matmul.allow_tf32; device pickers ask torch.backends.mps
+    import sys
+    import torch
+    m = ember.backends.cuda.matmul
+    for name in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        assert getattr(m, name) == getattr(torch.backends.cuda.matmul, name), name
+    assert "cupy" not in sys.modules or ember.cuda.is_available()   # the flags cost no CuPy import
+    assert ember.backends.mps.is_available() is False and ember.backends.mps.is_built() is False

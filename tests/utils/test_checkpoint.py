@@ -263,7 +263,7 @@ def test_the_planner_sees_the_activations_saved_and_the_work_added():
     assert ck.step_macs - plain.step_macs == fwd
 
 
-@pytest.mark.parametrize("name", ["ember.utils.checkpoint", "ember.backends.cudnn"])
+@pytest.mark.parametrize("name", ["ember.utils.checkpoint", "ember.backends.cudnn", "ember.backends.mps"])
 def test_docstrings_run(name):
     import doctest
     import importlib
