@@ -141,6 +141,7 @@ _LAZY = {
     "models",
     "special",
     "func",
+    "testing",
 }
 
 
