@@ -64,12 +64,26 @@ class device:
     def __reduce__(self):
         return (device, (str(self),))
 
+    def __enter__(self):
+        """`with ember.device("meta"): nn.Linear(...)`: factory functions inside create on this device
+        (torch's device context); the previous default comes back at the end of the block."""
+        global DEFAULT
+        _ENTERED.append(DEFAULT)
+        DEFAULT = self
+        return self
+
+    def __exit__(self, *exc):
+        global DEFAULT
+        DEFAULT = _ENTERED.pop()
+        return False
+
 
 CPU = device("cpu")
 
 # where factory functions (zeros, tensor, arange, rand, ...) put a tensor when no device= is given:
 # read only by ember/ops/creation.py's _resolve_device. One for the process (torch's is per thread).
 DEFAULT = CPU
+_ENTERED: list = []   # the defaults that `with device(...)` blocks replaced, innermost last
 
 
 def get_default_device() -> device:

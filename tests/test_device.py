@@ -190,3 +190,26 @@ def test_set_default_device_moves_factory_functions_and_is_restored():
     with pytest.raises(ValueError, match="unknown device type 'foo'"):
         ember.set_default_device("foo")
     assert ember.get_default_device() is ember.device("cpu")
+
+
+def test_device_as_a_context_manager_sets_the_factory_default():
+    # torch: `with torch.device("meta"): model = Net()` builds a model without memory (then to_empty)
+    import torch
+    with torch.device("meta"):
+        t = torch.nn.Linear(1000, 1000)
+    with ember.device("meta") as d:
+        e = ember.nn.Linear(1000, 1000)
+        assert d is ember.device("meta") and ember.get_default_device() == "meta"
+        with ember.device("cpu"):
+            assert ember.zeros(1).device == "cpu"
+        assert ember.zeros(1).device == "meta"
+    assert e.weight.is_meta and t.weight.is_meta and e.weight.shape == tuple(t.weight.shape)
+    assert ember.get_default_device() == "cpu" and ember.zeros(1).device == "cpu"
+    try:
+        with ember.device("meta"):
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert ember.get_default_device() == "cpu"
+    e = e.to_empty(device="cpu")
+    assert e.weight.device == "cpu" and e(ember.zeros(2, 1000)).shape == (2, 1000)
