@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .optimizer import (Optimizer, check_arg, effective_grad, params_with_grad, scalar_as, step_tensor,
-                        zeros_state)
+from .optimizer import (Optimizer, check_arg, check_implementation, effective_grad, params_with_grad,
+                        scalar_as, step_tensor, zeros_state)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -12,8 +12,9 @@ __all__ = ["Adadelta", "adadelta"]
 class Adadelta(Optimizer):
     """Adadelta (torch.optim.Adadelta).
 
-    v = rho * v + (1 - rho) * g^2; delta = sqrt(u + eps) / sqrt(v + eps) * g;
-    u = rho * u + (1 - rho) * delta^2; w -= lr * delta.
+    v = rho * v + (1 - rho) * g^2; delta = sqrt(u + eps) / sqrt(v + eps) * g; u = rho * u + (1 - rho) * delta^2;
+    w -= lr * delta. `foreach` and `capturable` are torch's implementation choices: accepted, and the numbers do
+    not change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
     >>> opt = ember.optim.Adadelta([w], lr=1.0, rho=0.9)
@@ -21,13 +22,16 @@ class Adadelta(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0, foreach: bool | None = None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         check_arg("Adadelta", lr >= 0.0, "learning rate", lr)
         check_arg("Adadelta", 0.0 <= rho <= 1.0, "rho value", rho)
         check_arg("Adadelta", eps >= 0.0, "epsilon value", eps)
         check_arg("Adadelta", weight_decay >= 0.0, "weight_decay value", weight_decay)
-        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
+        check_implementation("Adadelta", foreach=foreach, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .optimizer import Optimizer, check_arg, effective_grad, params_with_grad, step_tensor, zeros_state
+from .optimizer import (Optimizer, check_arg, check_implementation, effective_grad, params_with_grad, step_tensor,
+                        zeros_state)
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -12,7 +13,8 @@ class Adagrad(Optimizer):
     """Adagrad (torch.optim.Adagrad): w -= lr_t * g / (sqrt(sum of g^2) + eps).
 
     The accumulator starts at `initial_accumulator_value`; `lr_decay` gives
-    lr_t = lr / (1 + (t - 1) * lr_decay).
+    lr_t = lr / (1 + (t - 1) * lr_decay). `foreach` and `fused` are torch's implementation choices:
+    accepted, and the numbers do not change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
     >>> opt = ember.optim.Adagrad([w], lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1)
@@ -20,8 +22,9 @@ class Adagrad(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
-                 weight_decay: float = 0, initial_accumulator_value: float = 0, eps: float = 1e-10, *,
-                 maximize: bool = False) -> None:
+                 weight_decay: float = 0, initial_accumulator_value: float = 0, eps: float = 1e-10,
+                 foreach: bool | None = None, *, maximize: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         check_arg("Adagrad", lr >= 0.0, "learning rate", lr)
         check_arg("Adagrad", lr_decay >= 0.0, "lr_decay value", lr_decay)
         check_arg("Adagrad", weight_decay >= 0.0, "weight_decay value", weight_decay)
@@ -29,8 +32,10 @@ class Adagrad(Optimizer):
                   initial_accumulator_value)
         check_arg("Adagrad", eps >= 0.0, "epsilon value", eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        check_implementation("Adagrad", foreach=foreach, fused=fused, differentiable=differentiable)
         # like torch, the state exists from the start (so a state_dict taken before training has it)
         for group in self.param_groups:
             for p in group["params"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.ops.optim_prims import AdamStep
-from .optimizer import Optimizer, check_arg, params_with_grad, step_tensor, zeros_state
+from .optimizer import Optimizer, check_arg, check_implementation, params_with_grad, step_tensor, zeros_state
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -14,7 +14,8 @@ class Adam(Optimizer):
 
     `weight_decay` adds `weight_decay * w` to the gradient (L2); `decoupled_weight_decay=True` (or
     `AdamW`) shrinks the weights instead; `amsgrad` normalises by the running maximum of the second
-    moment.
+    moment. `foreach`, `fused` and `capturable` are torch's implementation choices: accepted, and the
+    numbers do not change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
     >>> opt = ember.optim.Adam([w], lr=0.1)
@@ -26,7 +27,9 @@ class Adam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 maximize: bool = False, decoupled_weight_decay: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
         name = self._name
         check_arg(name, lr >= 0.0, "learning rate", lr)
         check_arg(name, eps >= 0.0, "epsilon value", eps)
@@ -34,8 +37,10 @@ class Adam(Optimizer):
         check_arg(name, 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
         check_arg(name, weight_decay >= 0.0, "weight_decay value", weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        check_implementation(name, foreach=foreach, fused=fused, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)
@@ -76,9 +81,16 @@ class AdamW(Adam):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=True)
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         foreach=foreach, maximize=maximize, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:   # as torch's AdamW: always decoupled, whatever the dict says
+            group["decoupled_weight_decay"] = True
 
 
 def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, max_exp_avg_sqs: list,

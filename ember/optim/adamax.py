@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.ops.math import maximum
-from .optimizer import (Optimizer, cast_scalar, check_arg, effective_grad, lerp_, on_device, params_with_grad,
-                        step_tensor, zeros_state)
+from .optimizer import (Optimizer, cast_scalar, check_arg, check_implementation, effective_grad, lerp_,
+                        on_device, params_with_grad, step_tensor, zeros_state)
 
 __all__ = ["Adamax", "adamax"]
 
@@ -13,7 +13,9 @@ __all__ = ["Adamax", "adamax"]
 class Adamax(Optimizer):
     """Adamax (torch.optim.Adamax).
 
-    m = beta1 * m + (1 - beta1) * g; u = max(beta2 * u, |g| + eps); w -= lr / (1 - beta1^t) * m / u.
+    m = beta1 * m + (1 - beta1) * g; u = max(beta2 * u, |g| + eps); w -= lr / (1 - beta1^t) * m / u. `foreach`
+    and `capturable` are torch's implementation choices: accepted, and the numbers do not change (see
+    ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
     >>> opt = ember.optim.Adamax([w], lr=0.1)
@@ -22,14 +24,17 @@ class Adamax(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, *, maximize: bool = False) -> None:
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, capturable: bool = False) -> None:
         check_arg("Adamax", lr >= 0.0, "learning rate", lr)
         check_arg("Adamax", eps >= 0.0, "epsilon value", eps)
         check_arg("Adamax", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
         check_arg("Adamax", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
         check_arg("Adamax", weight_decay >= 0.0, "weight_decay value", weight_decay)
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
+        check_implementation("Adamax", foreach=foreach, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

@@ -5,8 +5,8 @@ from typing import Any, Iterable
 
 from ember.ops import creation as _C
 from ember.ops.math import where
-from .optimizer import (Optimizer, cast_scalar, check_arg, effective_grad, on_device, params_with_grad,
-                        scalar_dtype, step_tensor, zeros_state)
+from .optimizer import (Optimizer, cast_scalar, check_arg, check_implementation, effective_grad, on_device,
+                        params_with_grad, scalar_dtype, step_tensor, zeros_state)
 
 __all__ = ["ASGD", "asgd"]
 
@@ -14,10 +14,11 @@ __all__ = ["ASGD", "asgd"]
 class ASGD(Optimizer):
     """Averaged SGD (torch.optim.ASGD).
 
-    w = w * (1 - lambd * eta) - eta * g; the average ax follows w with weight mu. After step t,
-    eta = lr / (1 + lambd * lr * t)^alpha and mu = 1 / max(1, t - t0), so averaging starts after `t0`
-    steps. The state keeps eta and mu as 0-d tensors in torch's scalar dtype (float32), as torch rounds
-    them, and the average in "ax".
+    w = w * (1 - lambd * eta) - eta * g; the average ax follows w with weight mu. After step t, eta = lr / (1 +
+    lambd * lr * t)^alpha and mu = 1 / max(1, t - t0), so averaging starts after `t0` steps. The state keeps eta
+    and mu as 0-d tensors in torch's scalar dtype (float32), as torch rounds them, and the average in "ax".
+    `foreach` and `capturable` are torch's implementation choices: accepted, and the numbers do not change (see
+    ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
     >>> opt = ember.optim.ASGD([w], lr=0.25, t0=0)
@@ -28,11 +29,14 @@ class ASGD(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
-                 t0: float = 1e6, weight_decay: float = 0, *, maximize: bool = False) -> None:
+                 t0: float = 1e6, weight_decay: float = 0, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
         check_arg("ASGD", lr >= 0.0, "learning rate", lr)
         check_arg("ASGD", weight_decay >= 0.0, "weight_decay value", weight_decay)
-        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, maximize=maximize)
+        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
+        check_implementation("ASGD", foreach=foreach, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.ops import creation as _C
-from .optimizer import (Optimizer, cast_scalar, check_arg, effective_grad, lerp_, on_device, params_with_grad,
-                        scalar_dtype, step_tensor, zeros_state)
+from .optimizer import (Optimizer, cast_scalar, check_arg, check_implementation, effective_grad, lerp_,
+                        on_device, params_with_grad, scalar_dtype, step_tensor, zeros_state)
 
 __all__ = ["NAdam", "nadam"]
 
@@ -13,11 +13,12 @@ __all__ = ["NAdam", "nadam"]
 class NAdam(Optimizer):
     """NAdam (torch.optim.NAdam).
 
-    The momentum coefficient of step t is mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)); the step
-    mixes the gradient and the first moment with mu_t and mu_{t+1}, each divided by its running product
-    (state "mu_product", a 0-d tensor in torch's scalar dtype, float32, as torch rounds it).
-    `decoupled_weight_decay=True` shrinks the weights (as AdamW) instead of adding `weight_decay * w` to
-    the gradient.
+    The momentum coefficient of step t is mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)); the step mixes
+    the gradient and the first moment with mu_t and mu_{t+1}, each divided by its running product (state
+    "mu_product", a 0-d tensor in torch's scalar dtype, float32, as torch rounds it).
+    `decoupled_weight_decay=True` shrinks the weights (as AdamW) instead of adding `weight_decay * w` to the
+    gradient. `foreach` and `capturable` are torch's implementation choices: accepted, and the numbers do not
+    change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
     >>> opt = ember.optim.NAdam([w], lr=0.1)
@@ -27,7 +28,8 @@ class NAdam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, maximize: bool = False) -> None:
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
         check_arg("NAdam", lr >= 0.0, "learning rate", lr)
         check_arg("NAdam", eps >= 0.0, "epsilon value", eps)
         check_arg("NAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
@@ -36,8 +38,9 @@ class NAdam(Optimizer):
         check_arg("NAdam", momentum_decay >= 0.0, "momentum_decay value", momentum_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
-                        maximize=maximize)
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
+        check_implementation("NAdam", foreach=foreach, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

@@ -11,6 +11,12 @@ Data that changes between steps is a tensor input of the update, never a constan
 step count is a 0-d tensor per parameter (`state["step"]`, as torch's capturable optimizers keep it) and
 bias corrections are computed from it with Tensor ops; the learning rate is a 0-d tensor per parameter
 group (see `Optimizer.lr_tensor`).
+
+torch's implementation choices (`foreach`, `fused`, `capturable`) are accepted with torch's names, positions
+and defaults and kept in the param groups; they change no number, since Ember's update is already one
+fused primitive per parameter. `capturable=True` works on every device (torch's asserts CUDA at step()):
+the step count and lr already live on the parameter's device. `differentiable=True` (differentiating
+through the step) is not supported: the constructor raises NotImplementedError.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from ember import _dtype
+from ember._errors import op_error
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import enable_grad, no_grad
 from ember.ops import creation as _C
@@ -33,6 +40,12 @@ class _Required:
 
 
 required = _Required()  # marks a default that every param group must set (SGD's lr)
+
+
+# the values torch's `__setstate__` gives the options that an older state dict's groups lack (they were added
+# after the first releases); a missing option not named here takes the optimizer's own default
+_LOADED_DEFAULTS = {"maximize": False, "foreach": None, "fused": None, "capturable": False,
+                    "differentiable": False, "decoupled_weight_decay": False}
 
 
 class Optimizer:
@@ -53,6 +66,8 @@ class Optimizer:
     >>> ((w * w).sum() + (b * b).sum()).backward(); opt.step(); w.tolist(), b.tolist()
     ([0.0, 0.0], [1.5])
     """
+
+    _loaded_defaults = _LOADED_DEFAULTS   # see load_state_dict
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -207,7 +222,8 @@ class Optimizer:
         """Load a dict made by `state_dict()` (ours or one with the same layout).
 
         Checks that the number of groups and the size of each group match before changing anything;
-        state tensors are copied and cast to the dtype and device of their parameter.
+        state tensors are copied and cast to the dtype and device of their parameter. Options a group of an
+        older state dict lacks (`foreach`, `fused`, ...) take the values torch's `__setstate__` gives them.
 
         >>> w = ember.ones(2, requires_grad=True); opt = ember.optim.Adam([w])
         >>> (w * w).sum().backward(); opt.step()
@@ -247,6 +263,9 @@ class Optimizer:
             for key in ("betas", "etas", "step_sizes"):   # tuples come back from JSON as lists
                 if isinstance(group.get(key), list):
                     group[key] = tuple(group[key])
+            for key, default in self.defaults.items():   # an older state dict: fill in what it lacks
+                if key not in group:
+                    group[key] = copy.deepcopy(self._loaded_defaults.get(key, default))
             group["params"] = ours["params"]
             new_groups.append(group)
         self.param_groups[:] = new_groups
@@ -319,6 +338,20 @@ def check_arg(optimizer: str, ok: bool, what: str, value) -> None:
     """Raise `ValueError('SGD: invalid learning rate: -0.1')` unless `ok`."""
     if not ok:
         raise ValueError(f"{optimizer}: invalid {what}: {value}")
+
+
+def check_implementation(optimizer: str, *, foreach=None, fused=None, differentiable=False) -> None:
+    """torch's construction-time checks of the implementation choices (its messages), and Ember's refusal of
+    `differentiable=True`; `foreach`, `fused` and `capturable` otherwise change nothing (see the module doc)."""
+    if fused:
+        if differentiable:
+            raise op_error(optimizer, "`fused` does not support `differentiable`")
+        if foreach:
+            raise op_error(optimizer, "`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise op_error(optimizer, "differentiable=True (differentiating through the optimizer step) is not "
+                                  "supported by Ember; its steps update the parameters in place under no_grad",
+                       NotImplementedError)
 
 
 def params_with_grad(group: dict[str, Any]) -> list:

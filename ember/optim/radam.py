@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.ops.math import where
-from .optimizer import (Optimizer, cast_scalar, check_arg, effective_grad, lerp_, on_device, params_with_grad,
-                        step_tensor, zeros_state)
+from .optimizer import (Optimizer, cast_scalar, check_arg, check_implementation, effective_grad, lerp_,
+                        on_device, params_with_grad, step_tensor, zeros_state)
 
 __all__ = ["RAdam", "radam"]
 
@@ -13,10 +13,11 @@ __all__ = ["RAdam", "radam"]
 class RAdam(Optimizer):
     """RAdam (torch.optim.RAdam).
 
-    Adam's moments; while the length of the approximated simple moving average rho_t is at most 5 the
-    step is plain momentum, lr * m_hat; after that it is lr * m_hat * r_t * sqrt(1 - beta2^t) / (sqrt(v) + eps)
-    with the rectification r_t. `decoupled_weight_decay=True` shrinks the weights (as AdamW) instead of
-    adding `weight_decay * w` to the gradient.
+    Adam's moments; while the length of the approximated simple moving average rho_t is at most 5 the step is
+    plain momentum, lr * m_hat; after that it is lr * m_hat * r_t * sqrt(1 - beta2^t) / (sqrt(v) + eps) with the
+    rectification r_t. `decoupled_weight_decay=True` shrinks the weights (as AdamW) instead of adding
+    `weight_decay * w` to the gradient. `foreach` and `capturable` are torch's implementation choices: accepted,
+    and the numbers do not change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
     >>> opt = ember.optim.RAdam([w], lr=0.1)
@@ -26,15 +27,18 @@ class RAdam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
-                 maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         check_arg("RAdam", lr >= 0.0, "learning rate", lr)
         check_arg("RAdam", eps >= 0.0, "epsilon value", eps)
         check_arg("RAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
         check_arg("RAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
         check_arg("RAdam", weight_decay >= 0.0, "weight_decay value", weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
-                        decoupled_weight_decay=decoupled_weight_decay)
+                        decoupled_weight_decay=decoupled_weight_decay, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable)
         super().__init__(params, defaults)
+        check_implementation("RAdam", foreach=foreach, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

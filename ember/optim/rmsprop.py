@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .optimizer import (Optimizer, check_arg, effective_grad, lerp_, params_with_grad, scalar_as, step_tensor,
-                        zeros_state)
+from .optimizer import (Optimizer, check_arg, check_implementation, effective_grad, lerp_, params_with_grad,
+                        scalar_as, step_tensor, zeros_state)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -12,8 +12,9 @@ __all__ = ["RMSprop", "rmsprop"]
 class RMSprop(Optimizer):
     """RMSprop (torch.optim.RMSprop).
 
-    v = alpha * v + (1 - alpha) * g^2; the step is g / (sqrt(v) + eps), where `centered=True`
-    subtracts the square of the running mean gradient from v first; `momentum` accumulates steps.
+    v = alpha * v + (1 - alpha) * g^2; the step is g / (sqrt(v) + eps), where `centered=True` subtracts the
+    square of the running mean gradient from v first; `momentum` accumulates steps. `foreach` and `capturable`
+    are torch's implementation choices: accepted, and the numbers do not change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], requires_grad=True)
     >>> opt = ember.optim.RMSprop([w], lr=0.01, centered=True, momentum=0.9)
@@ -21,16 +22,18 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, *,
-                 maximize: bool = False) -> None:
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
         check_arg("RMSprop", lr >= 0.0, "learning rate", lr)
         check_arg("RMSprop", eps >= 0.0, "epsilon value", eps)
         check_arg("RMSprop", momentum >= 0.0, "momentum value", momentum)
         check_arg("RMSprop", weight_decay >= 0.0, "weight_decay value", weight_decay)
         check_arg("RMSprop", alpha >= 0.0, "alpha value", alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, maximize=maximize)
+                        weight_decay=weight_decay, maximize=maximize, capturable=capturable, foreach=foreach,
+                        differentiable=differentiable)
         super().__init__(params, defaults)
+        check_implementation("RMSprop", foreach=foreach, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

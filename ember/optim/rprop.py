@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ember.ops.math import where
-from .optimizer import Optimizer, check_arg, params_with_grad, step_tensor, zeros_state
+from .optimizer import Optimizer, check_arg, check_implementation, params_with_grad, step_tensor, zeros_state
 
 __all__ = ["Rprop", "rprop"]
 
@@ -12,10 +12,11 @@ __all__ = ["Rprop", "rprop"]
 class Rprop(Optimizer):
     """Resilient backpropagation (torch.optim.Rprop).
 
-    Each coordinate has its own step size, starting at `lr`: multiplied by etas[1] when the gradient
-    keeps its sign, by etas[0] when it flips (and that coordinate then skips its step), clamped to
-    `step_sizes`; the parameter moves by its step size against the sign of the gradient. Only the first
-    step reads `lr`, as in torch.
+    Each coordinate has its own step size, starting at `lr`: multiplied by etas[1] when the gradient keeps its
+    sign, by etas[0] when it flips (and that coordinate then skips its step), clamped to `step_sizes`; the
+    parameter moves by its step size against the sign of the gradient. Only the first step reads `lr`, as in
+    torch. `foreach` and `capturable` are torch's implementation choices: accepted, and the numbers do not
+    change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
     >>> opt = ember.optim.Rprop([w], lr=0.25)
@@ -26,11 +27,14 @@ class Rprop(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
-                 step_sizes: tuple[float, float] = (1e-6, 50), *, maximize: bool = False) -> None:
+                 step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
         check_arg("Rprop", lr >= 0.0, "learning rate", lr)
         check_arg("Rprop", 0.0 < etas[0] < 1.0 < etas[1], "eta values", f"{etas[0]}, {etas[1]}")
-        defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize)
+        defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
+        check_implementation("Rprop", foreach=foreach, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

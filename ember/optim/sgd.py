@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .optimizer import Optimizer, check_arg, effective_grad, params_with_grad, scalar_as
+from .optimizer import (_LOADED_DEFAULTS, Optimizer, check_arg, check_implementation, effective_grad,
+                        params_with_grad, scalar_as)
 
 __all__ = ["SGD", "sgd"]
 
@@ -12,7 +13,8 @@ class SGD(Optimizer):
     """Stochastic gradient descent (torch.optim.SGD).
 
     With momentum mu and dampening tau: b = mu * b + (1 - tau) * g (b = g on the first step), and the
-    update uses b, or g + mu * b with `nesterov=True`.
+    update uses b, or g + mu * b with `nesterov=True`. `foreach` and `fused` are torch's implementation
+    choices: accepted, and the numbers do not change (see ember.optim.optimizer).
 
     >>> w = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
     >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
@@ -20,9 +22,12 @@ class SGD(Optimizer):
     [0.8, -1.6]
     """
 
+    _loaded_defaults = {**_LOADED_DEFAULTS, "fused": False}   # torch's SGD.__setstate__: fused=False
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  momentum: float = 0, dampening: float = 0, weight_decay: float = 0,
-                 nesterov: bool = False, *, maximize: bool = False) -> None:
+                 nesterov: bool = False, *, maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         check_arg("SGD", lr >= 0.0, "learning rate", lr)
         check_arg("SGD", momentum >= 0.0, "momentum value", momentum)
         check_arg("SGD", weight_decay >= 0.0, "weight_decay value", weight_decay)
@@ -30,8 +35,10 @@ class SGD(Optimizer):
             raise ValueError(f"SGD: nesterov momentum requires a momentum > 0 and zero dampening, got "
                              f"momentum={momentum}, dampening={dampening}")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
         super().__init__(params, defaults)
+        check_implementation("SGD", foreach=foreach, fused=fused, differentiable=differentiable)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params = params_with_grad(group)

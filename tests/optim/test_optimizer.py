@@ -584,16 +584,3 @@ def test_lr_tensor_lives_on_the_parameters_device(fake_cuda, name):
     (w * w).sum().backward()
     opt.step()
     assert [e[2].device.type for e in opt._lr.values()] == ["cuda"]
-
-
-@pytest.mark.parametrize("name", sorted(NEWER))
-def test_constructor_signature_is_torchs_without_its_implementation_flags(name):
-    # the same options, in the same order, with the same defaults; torch's foreach/capturable/differentiable
-    # are implementation switches Ember's optimizers do not take (ASGD's maximize is keyword-only here, after
-    # the dropped foreach, so a positional call written for torch fails instead of setting the wrong option)
-    import inspect
-    flags = {"foreach", "capturable", "differentiable", "fused"}
-    theirs = [(p.name, p.default) for p in inspect.signature(getattr(torch.optim, name)).parameters.values()
-              if p.name not in flags]
-    ours = [(p.name, p.default) for p in inspect.signature(getattr(optim, name)).parameters.values()]
-    assert ours == theirs
