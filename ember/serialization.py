@@ -319,7 +319,10 @@ def _read_header(fh: BinaryIO, name: str, start: int, size: int) -> tuple[dict, 
     """The JSON header and its length in bytes, after checks that give a clear error for pickle and zip
     files, truncation and a header length that does not fit in the file."""
     head = bytes(_read_exact(fh, bytearray(min(size, 9)), name))  # a file object may return short reads
-    if head[:4] == b"PK\x03\x04" or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
+    # a pickle or zip signature, unless byte 8 starts a header: a safetensors header 640, 896, 1152 or 1408
+    # bytes long (mod 65536) begins with the bytes 0x80, 0x02-0x05 of a pickle too
+    if head[8:9] != b"{" and (head[:4] == b"PK\x03\x04"
+                              or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"))):
         kind = "zip archive" if head[:2] == b"PK" else "pickle"
         raise CheckpointError(f"ember.load: {name} is not a safetensors file: it is a {kind}, as torch.save "
                               "writes. Ember never loads pickle data, because unpickling can run arbitrary code. "
