@@ -16,8 +16,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
-           "LinearLR", "OneCycleLR", "SequentialLR", "ReduceLROnPlateau"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "ExponentialLR",
+           "CosineAnnealingLR", "LinearLR", "PolynomialLR", "OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts",
+           "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
 
 
 class LRScheduler:
@@ -61,7 +62,7 @@ class LRScheduler:
 
     def get_lr(self) -> list[float]:
         """The learning rates for the current `last_epoch` (called by `step`)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__}: get_lr() is not implemented (a subclass defines it)")
 
     def get_last_lr(self) -> list[float]:
         """The learning rates the last `step()` set, one per param group.
@@ -116,28 +117,23 @@ def _lrs(optimizer: Optimizer) -> list[float]:
     return [group["lr"] for group in optimizer.param_groups]
 
 
-class LambdaLR(LRScheduler):
-    """lr = initial_lr * lr_lambda(epoch); one function, or a list with one per param group.
-
-    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
-    >>> sched = ember.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
-    >>> opt.step(); sched.step(); sched.get_last_lr()
-    [0.05]
-    """
+class _LambdaScheduler(LRScheduler):
+    """LambdaLR and MultiplicativeLR: one function per param group, and their state dict."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
+        name = type(self).__name__
         self.optimizer = optimizer
         n = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != n:
-                raise ValueError(f"LambdaLR: expected {n} lr_lambdas (one per param group), got {len(lr_lambda)}")
+                raise ValueError(f"{name}: expected {n} lr_lambdas (one per param group), got {len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * n
         for fn in self.lr_lambdas:
             if not callable(fn):
-                raise TypeError(f"LambdaLR: lr_lambda must be callable, got {type(fn).__name__}")
+                raise TypeError(f"{name}: lr_lambda must be callable, got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
@@ -155,8 +151,35 @@ class LambdaLR(LRScheduler):
             if saved is not None:
                 fn.__dict__.update(saved)
 
+
+class LambdaLR(_LambdaScheduler):
+    """lr = initial_lr * lr_lambda(epoch); one function, or a list with one per param group.
+
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.05]
+    """
+
     def get_lr(self) -> list[float]:
         return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(_LambdaScheduler):
+    """Multiply the current lr by lr_lambda(epoch) every epoch; one function, or one per param group.
+
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.MultiplicativeLR(opt, lambda epoch: 0.5)
+    >>> for _ in range(2):
+    ...     opt.step(); sched.step()
+    >>> sched.get_last_lr()
+    [0.025]
+    """
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        return [g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
 
 class StepLR(LRScheduler):
@@ -211,6 +234,42 @@ class MultiStepLR(LRScheduler):
     def _get_closed_form_lr(self) -> list[float]:
         milestones = sorted(Counter(self.milestones).elements())
         return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """Scale the lr by `factor` for the first `total_iters` epochs, then restore it (a constant warm-up).
+
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(3):
+    ...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.05, 0.05, 0.1, 0.1]
+    """
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
+        if not 0 <= factor <= 1:
+            raise ValueError(f"ConstantLR: factor must be in [0, 1], got {factor}")
+        _check_positive_int("ConstantLR", "total_iters", total_iters)
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in _lrs(self.optimizer)]
+        if self.last_epoch != self.total_iters:
+            return _lrs(self.optimizer)
+        if self.factor == 0:   # torch divides by zero here too
+            raise ZeroDivisionError(f"ConstantLR: cannot restore the lr at epoch {self.total_iters} after scaling "
+                                    "it by factor=0; use a factor > 0")
+        return [lr * (1.0 / self.factor) for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        factor = self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
+        return [base_lr * factor for base_lr in self.base_lrs]
 
 
 class ExponentialLR(LRScheduler):
@@ -308,6 +367,36 @@ class LinearLR(LRScheduler):
         return [base * (self.start_factor + (self.end_factor - self.start_factor) * frac) for base in self.base_lrs]
 
 
+class PolynomialLR(LRScheduler):
+    """Decay the lr as initial_lr * (1 - epoch / total_iters) ** power, reaching 0 at `total_iters`.
+
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.PolynomialLR(opt, total_iters=4, power=2.0)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     opt.step(); sched.step(); lrs.append(round(sched.get_last_lr()[0], 6))
+    >>> lrs
+    [0.05625, 0.025, 0.00625, 0.0, 0.0]
+    """
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
+        _check_positive_int("PolynomialLR", "total_iters", total_iters)
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        t, T = self.last_epoch, self.total_iters
+        if self._is_initial or t > T:
+            return _lrs(self.optimizer)
+        decay = ((1.0 - t / T) / (1.0 - (t - 1) / T)) ** self.power
+        return [lr * decay for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        decay = (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+        return [base_lr * decay for base_lr in self.base_lrs]
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: lr rises from max_lr / div_factor to max_lr over `pct_start` of the steps,
     then anneals to max_lr / (div_factor * final_div_factor); momentum (or Adam's beta1) cycles the
@@ -359,7 +448,7 @@ class OneCycleLR(LRScheduler):
                 dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
                      start_momentum="base_momentum", end_momentum="max_momentum"),
             ]
-        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        max_lrs = _per_group("OneCycleLR", "max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for group, lr in zip(optimizer.param_groups, max_lrs):
                 group["initial_lr"] = lr / div_factor
@@ -371,8 +460,8 @@ class OneCycleLR(LRScheduler):
                 raise ValueError(f"OneCycleLR: cycle_momentum=True needs an optimizer with momentum or "
                                  f"betas, but {type(optimizer).__name__} has neither; pass cycle_momentum=False")
             self.use_beta1 = "betas" in optimizer.defaults
-            max_momentums = _per_group("max_momentum", optimizer, max_momentum)
-            base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            max_momentums = _per_group("OneCycleLR", "max_momentum", optimizer, max_momentum)
+            base_momentums = _per_group("OneCycleLR", "base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for group, m_max, m_base in zip(optimizer.param_groups, max_momentums, base_momentums):
                     if self.use_beta1:
@@ -414,13 +503,202 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-def _per_group(name: str, optimizer: Optimizer, value) -> list:
+def _per_group(scheduler: str, name: str, optimizer: Optimizer, value) -> list:
     n = len(optimizer.param_groups)
     if isinstance(value, (list, tuple)):
         if len(value) != n:
-            raise ValueError(f"OneCycleLR: expected {n} values for {name} (one per param group), got {len(value)}")
+            raise ValueError(f"{scheduler}: expected {n} values for {name} (one per param group), got {len(value)}")
         return list(value)
     return [value] * n
+
+
+class CyclicLR(LRScheduler):
+    """Cycle the lr between `base_lr` and `max_lr` (triangles of `step_size_up` + `step_size_down` steps),
+    and the momentum (or Adam's beta1) the other way between `max_momentum` and `base_momentum`.
+    Step it after every batch.
+
+    mode "triangular" keeps the amplitude, "triangular2" halves it every cycle and "exp_range" scales it
+    by gamma ** iteration; a `scale_fn` of the cycle number (or of the iteration, with
+    scale_mode="iterations") replaces the mode.
+
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    >>> sched = ember.optim.lr_scheduler.CyclicLR(opt, base_lr=0.01, max_lr=0.05, step_size_up=2)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(4):
+    ...     opt.step(); sched.step(); lrs.append(round(sched.get_last_lr()[0], 6))
+    >>> lrs, round(opt.param_groups[0]["momentum"], 6)
+    ([0.01, 0.03, 0.05, 0.03, 0.01], 0.9)
+    """
+
+    def __init__(self, optimizer: Optimizer, base_lr: float | Sequence[float], max_lr: float | Sequence[float],
+                 step_size_up: int = 2000, step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum: float = 0.8, max_momentum: float = 0.9,
+                 last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"CyclicLR: expected an Optimizer, got {type(optimizer).__name__}")
+        if not _is_number(step_size_up) or step_size_up <= 0:
+            raise ValueError(f"CyclicLR: step_size_up must be a positive number, got {step_size_up!r}")
+        if step_size_down is not None and (not _is_number(step_size_down) or step_size_down < 0):
+            raise ValueError(f"CyclicLR: step_size_down must be None or a number >= 0, got {step_size_down!r}")
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError(f"CyclicLR: mode must be 'triangular', 'triangular2' or 'exp_range' (or pass "
+                             f"scale_fn), got {mode!r}")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"CyclicLR: scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        if cycle_momentum and "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+            raise ValueError(f"CyclicLR: cycle_momentum=True needs an optimizer with momentum or betas, but "
+                             f"{type(optimizer).__name__} has neither; pass cycle_momentum=False")
+        self.optimizer = optimizer
+        base_lrs = _per_group("CyclicLR", "base_lr", optimizer, base_lr)
+        self.max_lrs = _per_group("CyclicLR", "max_lr", optimizer, max_lr)
+        if cycle_momentum:
+            base_momentums = _per_group("CyclicLR", "base_momentum", optimizer, base_momentum)
+            max_momentums = _per_group("CyclicLR", "max_momentum", optimizer, max_momentum)
+        if last_epoch == -1:
+            for group, lr in zip(optimizer.param_groups, base_lrs):
+                group["lr"] = lr
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = base_momentums
+            self.max_momentums = max_momentums
+            if last_epoch == -1:
+                for group, m_max, m_base in zip(optimizer.param_groups, max_momentums, base_momentums):
+                    self._set_momentum(group, m_max)
+                    group["max_momentum"] = m_max
+                    group["base_momentum"] = m_base
+        super().__init__(optimizer, last_epoch)
+        # the initial step above used the groups' initial_lr (base_lr on a fresh start), as torch's does
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is None:  # the built-in modes fix the scale mode
+            self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle number (or iteration) `x`: `scale_fn` if given, else the mode's."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def _set_momentum(self, group: dict, momentum: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+    def get_lr(self) -> list[float]:
+        """The lrs at `last_epoch` (the batch index); sets the groups' momentum too, as torch's does."""
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle   # position in the cycle, in [0, 1)
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, m_base, m_max in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                self._set_momentum(group, m_max - (m_max - m_base) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """A plain function as scale_fn is not saved (as in torch); a callable object saves its `__dict__`."""
+        state = super().state_dict()
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None if fn is None or isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_scale_fn_custom")
+        self.__dict__.update(state)
+        if saved is not None:
+            self._scale_fn_custom.__dict__.update(saved)
+        self._init_scale_fn()
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the initial lr to `eta_min` over `T_0` epochs, then restart; each period is
+    `T_mult` times the last (SGDR). `step(epoch)` takes fractional epochs, e.g. `epoch + i / iters` per batch.
+
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = ember.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     opt.step(); sched.step(); lrs.append(round(sched.get_last_lr()[0], 6))
+    >>> lrs
+    [0.05, 0.1, 0.085355, 0.05]
+    >>> sched.step(2.5); round(sched.get_last_lr()[0], 6)
+    0.096194
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        _check_positive_int("CosineAnnealingWarmRestarts", "T_0", T_0)
+        if not isinstance(T_mult, int) or isinstance(T_mult, bool) or T_mult < 1:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_mult must be an integer >= 1, got {T_mult!r}")
+        if not _is_number(eta_min):
+            raise ValueError(f"CosineAnnealingWarmRestarts: eta_min must be a float or an int, got {eta_min!r} "
+                             f"of type {type(eta_min).__name__}")
+        self.T_0 = T_0
+        self.T_i = T_0   # the length of the current period
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch   # epochs since the last restart (fractional after step(epoch))
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base_lr in self.base_lrs]
+
+    def step(self, epoch: float | None = None) -> None:
+        """Advance one epoch, or go to `epoch` (fractional allowed); unlike other schedulers, passing an
+        epoch is supported and does not warn (as in torch)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"CosineAnnealingWarmRestarts: epoch must be non-negative, got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:   # n restarts so far: T_0 * (1 + T_mult + ... + T_mult ** (n - 1)) <= epoch
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = _lrs(self.optimizer)
 
 
 class SequentialLR(LRScheduler):
@@ -480,6 +758,60 @@ class SequentialLR(LRScheduler):
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        schedulers = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for s, saved in zip(self._schedulers, schedulers):
+            s.load_state_dict(saved)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers of one optimizer together: each `step()` steps every one of them in turn,
+    so their (recursive) changes to the lr compose.
+
+    >>> opt = ember.optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
+    >>> warmup = ember.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> decay = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    >>> sched = ember.optim.lr_scheduler.ChainedScheduler([warmup, decay], optimizer=opt)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(3):
+    ...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.05, 0.025, 0.025, 0.0125]
+    """
+
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler: expected at least one scheduler, got none")
+        if optimizer is None:
+            optimizer = getattr(schedulers[0], "optimizer", None)
+        for i, s in enumerate(schedulers):
+            if not hasattr(s, "optimizer"):
+                raise TypeError(f"ChainedScheduler: scheduler {i} ({type(s).__name__}) has no optimizer "
+                                "attribute; expected an LRScheduler")
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(f"ChainedScheduler: scheduler {i} is a ReduceLROnPlateau, which needs a metric "
+                                 "in step() and so cannot be chained")
+            if s.optimizer is not optimizer:
+                raise ValueError(f"ChainedScheduler: scheduler {i} ({type(s).__name__}) belongs to a different "
+                                 "optimizer; all schedulers must share the ChainedScheduler's optimizer")
+        # no super().__init__(): the schedulers have taken their initial steps already
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _lrs(self._schedulers[-1].optimizer)
+
+    def step(self) -> None:  # type: ignore[override]
+        """Step every scheduler, in order."""
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = _lrs(self._schedulers[-1].optimizer)
 
     def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}

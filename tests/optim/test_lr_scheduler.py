@@ -8,9 +8,11 @@ import torch
 
 import ember
 from ember.optim import lr_scheduler as ember_sched
+from helpers import raises_as_torch
 from ember.serialization import load, save
 
 STEPS = 25
+LONG = 40   # the schedulers without a fixed length run this many steps against torch
 
 
 def make_optimizer(lib, kind="SGD"):
@@ -24,6 +26,15 @@ def make_optimizer(lib, kind="SGD"):
 
 def lambda_scale(epoch):
     return 0.9 ** epoch
+
+
+class CycleScale:
+    """A callable object as CyclicLR's scale_fn: its attributes are saved in the state dict."""
+    def __init__(self, base):
+        self.base = base
+
+    def __call__(self, x):
+        return self.base ** x
 
 
 def halving_every_3(S, opt):
@@ -51,7 +62,54 @@ SCHEDULERS = {
     "SequentialLR-3": lambda S, o: S.SequentialLR(
         o, [S.ExponentialLR(o, gamma=0.8), S.StepLR(o, step_size=3), S.MultiStepLR(o, milestones=[2, 4])],
         milestones=[6, 14]),
+    "MultiplicativeLR": lambda S, o: S.MultiplicativeLR(o, lambda e: 0.95),
+    "MultiplicativeLR-list": lambda S, o: S.MultiplicativeLR(o, [lambda_scale, lambda e: 1.0 + 0.01 * (e % 3)]),
+    "ConstantLR": lambda S, o: S.ConstantLR(o),
+    "ConstantLR-half-7": lambda S, o: S.ConstantLR(o, factor=0.5, total_iters=7),
+    "ConstantLR-1": lambda S, o: S.ConstantLR(o, factor=1.0, total_iters=1),
+    "PolynomialLR": lambda S, o: S.PolynomialLR(o),
+    "PolynomialLR-square": lambda S, o: S.PolynomialLR(o, total_iters=12, power=2.0),
+    "PolynomialLR-sqrt": lambda S, o: S.PolynomialLR(o, total_iters=33, power=0.5),
+    "CosineAnnealingWarmRestarts": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=5),
+    "CosineAnnealingWarmRestarts-mult": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2,
+                                                                                   eta_min=0.001),
+    "CosineAnnealingWarmRestarts-1": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=1, T_mult=3, eta_min=0.01),
+    "CyclicLR": lambda S, o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=4),
+    "CyclicLR-triangular2": lambda S, o: S.CyclicLR(o, base_lr=[0.01, 0.002], max_lr=[0.1, 0.05], step_size_up=3,
+                                                    step_size_down=5, mode="triangular2"),
+    "CyclicLR-exp_range": lambda S, o: S.CyclicLR(o, base_lr=0.01, max_lr=0.2, step_size_up=5, mode="exp_range",
+                                                  gamma=0.95, base_momentum=0.7, max_momentum=0.95),
+    "CyclicLR-scale_fn-cycle": lambda S, o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=2,
+                                                       step_size_down=4, scale_fn=CycleScale(0.8),
+                                                       base_momentum=[0.8, 0.85], max_momentum=[0.9, 0.99]),
+    "CyclicLR-scale_fn-iterations": lambda S, o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3,
+                                                            scale_fn=lambda x: 1 / (1 + 0.1 * x),
+                                                            scale_mode="iterations", mode="ignored"),
+    "CyclicLR-no-momentum": lambda S, o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=6, step_size_down=0,
+                                                    cycle_momentum=False),
+    "ChainedScheduler": lambda S, o: S.ChainedScheduler([S.ConstantLR(o, factor=0.1, total_iters=6),
+                                                         S.ExponentialLR(o, gamma=0.9)], optimizer=o),
+    "ChainedScheduler-3": lambda S, o: S.ChainedScheduler([S.MultiplicativeLR(o, lambda e: 0.97),
+                                                           S.PolynomialLR(o, total_iters=20, power=1.5),
+                                                           S.StepLR(o, step_size=4, gamma=0.5)]),
+    "ChainedScheduler-cosine": lambda S, o: S.ChainedScheduler([S.LinearLR(o, start_factor=0.2, total_iters=5),
+                                                                S.CosineAnnealingLR(o, T_max=9)]),
+    # SequentialLR with the new schedulers (torch's documented warm-up patterns)
+    "SequentialLR-constant-poly": lambda S, o: S.SequentialLR(
+        o, [S.ConstantLR(o, factor=0.1, total_iters=6), S.PolynomialLR(o, total_iters=20, power=2.0)],
+        milestones=[6]),
+    "SequentialLR-warm-restarts": lambda S, o: S.SequentialLR(
+        o, [S.LinearLR(o, start_factor=0.1, total_iters=4), S.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2)],
+        milestones=[5]),
+    "SequentialLR-mult-cyclic": lambda S, o: S.SequentialLR(
+        o, [S.MultiplicativeLR(o, lambda e: 0.9), S.CyclicLR(o, base_lr=0.02, max_lr=0.2, step_size_up=3)],
+        milestones=[7]),
+    "SequentialLR-chained-first": lambda S, o: S.SequentialLR(
+        o, [S.ChainedScheduler([S.ConstantLR(o, factor=0.5, total_iters=3), S.ExponentialLR(o, gamma=0.9)]),
+            S.ExponentialLR(o, gamma=0.8)], milestones=[8]),
 }
+NEW = ("MultiplicativeLR", "ConstantLR", "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR",
+       "ChainedScheduler", "SequentialLR-")
 
 
 def lr_history(lib, name, kind="SGD", steps=STEPS):
@@ -79,9 +137,21 @@ def assert_rows_close(ours, theirs):
 
 @pytest.mark.parametrize("name", list(SCHEDULERS))
 def test_lr_sequence_matches_torch(name):
-    ours, _, _ = lr_history(ember, name)
-    theirs, _, _ = lr_history(torch, name)
+    steps = STEPS if name.startswith("OneCycleLR") else LONG
+    ours, _, _ = lr_history(ember, name, steps=steps)
+    theirs, _, _ = lr_history(torch, name, steps=steps)
     assert_rows_close(ours, theirs)
+
+
+@pytest.mark.parametrize("name", [n for n in SCHEDULERS if n.startswith("CyclicLR")])
+def test_cyclic_lr_cycles_adam_beta1_like_torch(name):
+    ours, _, opt_e = lr_history(ember, name, kind="Adam", steps=LONG)
+    theirs, _, opt_t = lr_history(torch, name, kind="Adam", steps=LONG)
+    assert_rows_close(ours, theirs)
+    assert [g["betas"] for g in opt_e.param_groups] == [g["betas"] for g in opt_t.param_groups]
+    for group, group_t in zip(opt_e.param_groups, opt_t.param_groups):
+        assert set(group) <= set(group_t)          # no option torch's scheduler would not have added
+        assert ("max_momentum" in group) == ("max_momentum" in group_t)
 
 
 def test_onecycle_cycles_adam_beta1():
@@ -133,7 +203,9 @@ def test_reduce_lr_on_plateau_matches_torch(kwargs):
 
 
 @pytest.mark.parametrize("name", ["StepLR", "MultiStepLR", "CosineAnnealingLR", "OneCycleLR", "SequentialLR",
-                                  "LambdaLR"])
+                                  "LambdaLR", "MultiplicativeLR-list", "ConstantLR-half-7", "PolynomialLR-square",
+                                  "CosineAnnealingWarmRestarts-mult", "CyclicLR-triangular2", "CyclicLR-exp_range",
+                                  "ChainedScheduler-3", "SequentialLR-warm-restarts", "SequentialLR-mult-cyclic"])
 def test_state_dict_round_trip_through_a_checkpoint(name, tmp_path):
     full, _, _ = lr_history(ember, name)
     _, sched, opt = lr_history(ember, name, steps=10)
@@ -193,6 +265,16 @@ RESUMABLE = {
     "SequentialLR": lambda S, o, e: S.SequentialLR(
         o, [S.LinearLR(o, start_factor=0.1, total_iters=4), S.ExponentialLR(o, gamma=0.8)], milestones=[8],
         last_epoch=e),
+    "MultiplicativeLR": lambda S, o, e: S.MultiplicativeLR(o, [lambda_scale, lambda ep: 0.95], last_epoch=e),
+    # resumed at epoch 5, the initial step reaches total_iters and restores the lr
+    "ConstantLR": lambda S, o, e: S.ConstantLR(o, factor=0.25, total_iters=6, last_epoch=e),
+    "PolynomialLR": lambda S, o, e: S.PolynomialLR(o, total_iters=9, power=1.5, last_epoch=e),
+    "CosineAnnealingWarmRestarts": lambda S, o, e: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.002,
+                                                                                 last_epoch=e),
+    "CyclicLR": lambda S, o, e: S.CyclicLR(o, base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=3, step_size_down=2,
+                                           mode="triangular2", last_epoch=e),
+    "ChainedScheduler": lambda S, o, e: S.ChainedScheduler([S.ConstantLR(o, factor=0.5, total_iters=7, last_epoch=e),
+                                                            S.ExponentialLR(o, gamma=0.9, last_epoch=e)]),
 }
 
 
@@ -202,8 +284,9 @@ def test_every_scheduler_is_tested_for_resuming():
 
 
 def _record(opt, sched, steps):
-    def row():   # the epoch too: ExponentialLR's lrs do not depend on it
-        return sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt), [sched.last_epoch]
+    def row():   # the epoch too: ExponentialLR's lrs do not depend on it (ChainedScheduler has none)
+        return sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt), \
+            [getattr(sched, "last_epoch", -99)]
     rows = [row()]
     for _ in range(steps):
         opt.step()
@@ -243,7 +326,8 @@ def test_resuming_a_fresh_optimizer_matches_torch(name):
 EPOCH_WARNING = "passing an epoch to scheduler.step() is deprecated (as in torch); call step() without arguments"
 
 
-@pytest.mark.parametrize("name", [n for n in SCHEDULERS if not n.startswith("SequentialLR")])
+@pytest.mark.parametrize("name", [n for n in SCHEDULERS
+                                  if not n.startswith(("SequentialLR", "ChainedScheduler", "CosineAnnealingWarm"))])
 def test_step_with_an_epoch_uses_the_closed_form_like_torch(name):
     """step(epoch) jumps to `epoch` (torch's deprecated form): the closed form where there is one."""
     def history(lib):
@@ -469,6 +553,12 @@ FRESH = {  # every scheduler with its defaults, as built with the fewest argumen
     "SequentialLR-1": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5)], milestones=[]),
     "SequentialLR-early": lambda S, o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.5), S.StepLR(o, 2)],
                                                       milestones=[1]),
+    "MultiplicativeLR": lambda S, o: S.MultiplicativeLR(o, lambda_scale),
+    "ConstantLR": lambda S, o: S.ConstantLR(o),
+    "PolynomialLR": lambda S, o: S.PolynomialLR(o),
+    "CosineAnnealingWarmRestarts": lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=4),
+    "CyclicLR": lambda S, o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1),
+    "ChainedScheduler": lambda S, o: S.ChainedScheduler([S.ExponentialLR(o, gamma=0.5)]),
     # the smallest accepted values
     "StepLR-1": lambda S, o: S.StepLR(o, step_size=1, gamma=0.5),
     "CosineAnnealingLR-1": lambda S, o: S.CosineAnnealingLR(o, T_max=1, eta_min=0.01),
@@ -486,7 +576,8 @@ def test_fresh_scheduler_state_and_lrs_match_torch(name):
         initial_state.append(_plain_state(sched))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # torch warns about get_lr() outside step()
-            direct = None if name.startswith(("ReduceLROnPlateau", "SequentialLR")) else sched.get_lr()
+            direct = (None if name.startswith(("ReduceLROnPlateau", "SequentialLR", "ChainedScheduler"))
+                      else sched.get_lr())
         rows = [(sched.get_last_lr(), [g["lr"] for g in opt.param_groups], _momenta(opt))]
         for _ in range(6):
             opt.step()
@@ -511,9 +602,13 @@ def test_fresh_scheduler_state_and_lrs_match_torch(name):
 
 def _plain_state(sched):
     """A scheduler's state dict, with SequentialLR's sub-schedulers' states flattened in."""
-    state = dict(sched.state_dict())
-    for i, sub in enumerate(state.pop("_schedulers", [])):
-        state.update({f"_schedulers[{i}].{k}": v for k, v in sub.items()})
+    return _flatten_state(sched.state_dict())
+
+
+def _flatten_state(state):
+    state = dict(state)
+    for i, sub in enumerate(state.pop("_schedulers", [])):   # a ChainedScheduler in a SequentialLR: nested
+        state.update({f"_schedulers[{i}].{k}": v for k, v in _flatten_state(sub).items()})
     state.pop("lr_lambdas", None)
     return state
 
@@ -549,3 +644,189 @@ def test_plateau_takes_one_element_arrays_without_warning():
         for m in [np.array([1.0]), np.array([2.0]), ember.tensor([3.0])]:
             sched.step(m)
     assert sched.best == 1.0 and sched.get_last_lr() == [pytest.approx(0.001), pytest.approx(0.0005)]
+
+
+# ------------------------------------------------------------------ the schedulers added after the first ten
+NEW_NAMES = ["MultiplicativeLR", "ConstantLR", "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR",
+             "ChainedScheduler"]
+
+
+@pytest.mark.parametrize("name", NEW_NAMES)
+def test_new_scheduler_signatures_match_torch(name):
+    import inspect
+
+    def params(cls):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(cls).parameters.values()]
+
+    assert params(getattr(ember_sched, name)) == params(getattr(torch.optim.lr_scheduler, name))
+
+
+@pytest.mark.parametrize("name", [n for n in SCHEDULERS if n.startswith(NEW)])
+def test_new_scheduler_state_dict_matches_torch_mid_run(name):
+    """Same keys (less torch's internal `_get_lr_called_within_step` flag) and values after 13 steps."""
+    _, ours, _ = lr_history(ember, name, steps=13)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, theirs, _ = lr_history(torch, name, steps=13)
+    a, b = _plain_state(ours), _plain_state(theirs)
+    b = {k: v for k, v in b.items() if not k.endswith("_get_lr_called_within_step")}
+    assert set(a) == set(b)
+    for key in a:
+        if key.endswith("_last_lr") or key.endswith("base_lrs"):
+            assert_rows_close([(a[key],)], [(b[key],)])
+        elif isinstance(b[key], float):
+            assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-15), key
+        else:
+            assert a[key] == b[key], key
+
+
+def warm_restarts_fractional_history(lib, T_mult):
+    """step(epoch + i / iters) per batch, as torch's documentation shows, then plain step()s after a jump."""
+    opt = make_optimizer(lib)
+    sched = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=T_mult, eta_min=0.003)
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")    # passing an epoch is supported here: no deprecation warning
+        for epoch in range(9):
+            for i in range(4):
+                opt.step()
+                sched.step(epoch + i / 4)
+                rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups],
+                             [sched.last_epoch, sched.T_cur, sched.T_i]))
+        for epoch in [26, None, None, 3.5, None, 0, None, 14.25, None, None]:
+            opt.step()
+            sched.step(epoch)
+            rows.append((sched.get_last_lr(), [g["lr"] for g in opt.param_groups],
+                         [sched.last_epoch, sched.T_cur, sched.T_i]))
+    return rows
+
+
+@pytest.mark.parametrize("T_mult", [1, 2, 3])
+def test_warm_restarts_fractional_epochs_match_torch(T_mult):
+    assert_rows_close(warm_restarts_fractional_history(ember, T_mult), warm_restarts_fractional_history(torch, T_mult))
+
+
+def test_cyclic_lr_state_dict_saves_a_callable_scale_fn_like_torch():
+    def build(lib, base):
+        opt = make_optimizer(lib)
+        return lib.optim.lr_scheduler.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=3,
+                                               scale_fn=CycleScale(base)), opt
+
+    (ours, _), (theirs, _) = build(ember, 0.5), build(torch, 0.5)
+    assert ours.state_dict()["_scale_fn_custom"] == theirs.state_dict()["_scale_fn_custom"] == {"base": 0.5}
+    for _ in range(4):
+        ours.optimizer.step()
+        ours.step()
+    resumed, opt = build(ember, 0.9)
+    resumed.load_state_dict(ours.state_dict())
+    assert resumed._scale_fn_custom.base == 0.5 and resumed.last_epoch == 4
+    # a plain function is not saved, in both
+    plain = [lib.optim.lr_scheduler.CyclicLR(make_optimizer(lib), 0.01, 0.1, scale_fn=lambda_scale)
+             for lib in (ember, torch)]
+    assert [p.state_dict()["_scale_fn_custom"] for p in plain] == [None, None]
+    # the built-in modes fix scale_mode again after loading (exp_range scales by iteration)
+    exp = ember_sched.CyclicLR(make_optimizer(ember), 0.01, 0.1, mode="exp_range", gamma=0.9)
+    state = exp.state_dict()
+    exp.scale_mode = "cycle"
+    exp.load_state_dict({**state, "scale_mode": "cycle"})
+    assert exp.scale_mode == "iterations"
+
+
+def _lib(S):
+    """torch or ember, from its lr_scheduler module (the error table's builders get that module)."""
+    return torch if S.__name__.startswith("torch") else ember
+
+
+NEW_ERRORS = [   # (build, exception, Ember's message, torch's message) where torch rejects the same input
+    (lambda S, o: S.MultiplicativeLR(o, [lambda_scale]), ValueError,
+     "MultiplicativeLR: expected 2 lr_lambdas (one per param group), got 1", "Expected 2 lr_lambdas, but got 1"),
+    (lambda S, o: S.MultiplicativeLR(o, 0.9), TypeError, "MultiplicativeLR: lr_lambda must be callable, got float",
+     "lr_lambda should be a function, but got float"),
+    (lambda S, o: S.ConstantLR(o, factor=1.5), ValueError, "ConstantLR: factor must be in [0, 1], got 1.5",
+     "Constant multiplicative factor expected to be between 0 and 1."),
+    (lambda S, o: S.ConstantLR(o, factor=-0.1), ValueError, "ConstantLR: factor must be in [0, 1], got -0.1",
+     "Constant multiplicative factor expected to be between 0 and 1."),
+    (lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=0), ValueError,
+     "CosineAnnealingWarmRestarts: T_0 must be a positive integer, got 0", "Expected positive integer T_0, but got 0"),
+    (lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2.0), ValueError,
+     "CosineAnnealingWarmRestarts: T_0 must be a positive integer, got 2.0",
+     "Expected positive integer T_0, but got 2.0"),
+    (lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0), ValueError,
+     "CosineAnnealingWarmRestarts: T_mult must be an integer >= 1, got 0", "Expected integer T_mult >= 1, but got 0"),
+    (lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=1.5), ValueError,
+     "CosineAnnealingWarmRestarts: T_mult must be an integer >= 1, got 1.5",
+     "Expected integer T_mult >= 1, but got 1.5"),
+    (lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, eta_min="0"), ValueError,
+     "CosineAnnealingWarmRestarts: eta_min must be a float or an int, got '0' of type str",
+     "Expected float or int eta_min, but got 0 of type <class 'str'>"),
+    (lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2).step(-1), ValueError,
+     "CosineAnnealingWarmRestarts: epoch must be non-negative, got -1", "Expected non-negative epoch, but got -1"),
+    (lambda S, o: S.CyclicLR("opt", 0.01, 0.1), TypeError, "CyclicLR: expected an Optimizer, got str",
+     "str is not an Optimizer"),
+    (lambda S, o: S.CyclicLR(o, 0.01, 0.1, mode="cosine"), ValueError,
+     "CyclicLR: mode must be 'triangular', 'triangular2' or 'exp_range' (or pass scale_fn), got 'cosine'",
+     "mode is invalid and scale_fn is None"),
+    (lambda S, o: S.CyclicLR(o, [0.01], 0.1), ValueError,
+     "CyclicLR: expected 2 values for base_lr (one per param group), got 1",
+     "base_lr must have the same length as optimizer.param_groups. base_lr has 1 values, param_groups has 2."),
+    (lambda S, o: S.CyclicLR(o, 0.01, (0.1, 0.2, 0.3)), ValueError,
+     "CyclicLR: expected 2 values for max_lr (one per param group), got 3", "max_lr must have the same length"),
+    (lambda S, o: S.CyclicLR(o, 0.01, 0.1, base_momentum=[0.8]), ValueError,
+     "CyclicLR: expected 2 values for base_momentum (one per param group), got 1",
+     "base_momentum must have the same length"),
+    (lambda S, o: S.CyclicLR(o, 0.01, 0.1, max_momentum=[0.9, 0.9, 0.9]), ValueError,
+     "CyclicLR: expected 2 values for max_momentum (one per param group), got 3", "max_momentum must have the same"),
+    (lambda S, o: S.CyclicLR(_lib(S).optim.Adagrad([_lib(S).zeros(1, requires_grad=True)]), 0.01, 0.1), ValueError,
+     "CyclicLR: cycle_momentum=True needs an optimizer with momentum or betas, but Adagrad has neither; "
+     "pass cycle_momentum=False", "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"),
+    (lambda S, o: S.ChainedScheduler([]), ValueError, "ChainedScheduler: expected at least one scheduler, got none",
+     "ChainedScheduler expects at least one scheduler to be chained, but got no scheduler."),
+    (lambda S, o: S.ChainedScheduler([S.StepLR(o, 2), lambda_scale]), TypeError,
+     "ChainedScheduler: scheduler 1 (function) has no optimizer attribute; expected an LRScheduler",
+     "ChainedScheduler at index 1 should have `optimizer` as its attribute."),
+    (lambda S, o: S.ChainedScheduler([S.StepLR(o, 2), S.ReduceLROnPlateau(o)]), ValueError,
+     "ChainedScheduler: scheduler 1 is a ReduceLROnPlateau, which needs a metric in step() and so cannot be chained",
+     "ChainedScheduler does not support `ReduceLROnPlateau` scheduler"),
+    (lambda S, o: S.ChainedScheduler([S.StepLR(o, 2), S.StepLR(make_optimizer(_lib(S)), 2)]), ValueError,
+     "ChainedScheduler: scheduler 1 (StepLR) belongs to a different optimizer; all schedulers must share the "
+     "ChainedScheduler's optimizer", "ChainedScheduler expects all schedulers to belong to the same optimizer"),
+    (lambda S, o: S.ChainedScheduler([S.StepLR(o, 2)], optimizer=make_optimizer(_lib(S))), ValueError,
+     "ChainedScheduler: scheduler 0 (StepLR) belongs to a different optimizer", "at index 0 has"),
+]
+
+
+@pytest.mark.parametrize("build,exc,message,torch_message", NEW_ERRORS, ids=[m for _, _, m, _ in NEW_ERRORS])
+def test_new_scheduler_errors_as_torch(build, exc, message, torch_message):
+    def call(lib):
+        build(lib.optim.lr_scheduler, make_optimizer(lib))
+    error = raises_as_torch(call, exc, message, torch_message)
+    assert str(error).startswith(message)
+
+
+def test_constant_lr_with_factor_0_cannot_restore_the_lr_like_torch():
+    def call(lib):
+        opt = make_optimizer(lib)
+        sched = lib.optim.lr_scheduler.ConstantLR(opt, factor=0.0, total_iters=2)
+        assert sched.get_last_lr() == [0.0, 0.0]
+        opt.step()
+        sched.step()
+        opt.step()
+        sched.step()    # epoch 2 = total_iters: lr / 0
+    raises_as_torch(call, ZeroDivisionError, "ConstantLR: cannot restore the lr at epoch 2 after scaling it by "
+                    "factor=0; use a factor > 0", "float division by zero")
+
+
+def test_chained_scheduler_after_a_sequential_milestone_fails_like_torch():
+    """SequentialLR restarts a later scheduler from its closed form, which a ChainedScheduler has not."""
+    def call(lib):
+        S, opt = lib.optim.lr_scheduler, make_optimizer(lib)
+        sched = S.SequentialLR(opt, [S.ExponentialLR(opt, gamma=0.9), S.ChainedScheduler([S.ConstantLR(opt)])],
+                               milestones=[2])
+        for _ in range(2):
+            opt.step()
+            sched.step()
+    with pytest.raises(NotImplementedError):     # torch's has no message
+        call(torch)
+    with pytest.raises(NotImplementedError) as info:
+        call(ember)
+    assert str(info.value) == "ChainedScheduler: get_lr() is not implemented (a subclass defines it)"
