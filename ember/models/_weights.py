@@ -96,8 +96,10 @@ def read_state_dict(path) -> dict:
     if not p.is_file():
         raise FileNotFoundError(f"weights file {str(p)!r} not found")
     with open(p, "rb") as fh:
-        head = fh.read(4)
-    if p.suffix in (".pth", ".pt", ".bin") or head[:2] == b"PK" or head[:1] == b"\x80":
+        head = fh.read(9)
+    # torch's zip or pickle formats by their first bytes, unless byte 8 starts a safetensors header (a
+    # header length of 128 + 256k bytes begins with 0x80 too)
+    if p.suffix in (".pth", ".pt", ".bin") or head[8:9] != b"{" and (head[:2] == b"PK" or head[:1] == b"\x80"):
         from ember.models._torch_file import load_torch_file
         state = load_torch_file(p)
     else:

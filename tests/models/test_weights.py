@@ -145,3 +145,16 @@ def test_torch_file_reader_runs_no_pickled_code(tmp_path, legacy):
     with pytest.raises(UnsupportedTorchFile, match="open|builtins"):
         ember.models.read_state_dict(path)
     assert not victim.exists()
+
+
+def test_read_state_dict_takes_a_safetensors_file_whose_header_length_starts_with_0x80(tmp_path):
+    # a header of 128 + 256k bytes begins with 0x80, the first byte of a pickle: it was sent to the
+    # torch-file reader
+    path = tmp_path / "w.safetensors"
+    for k in range(1, 400):
+        ember.save({"w" * k: ember.ones(2)}, path)
+        if path.read_bytes()[0] == 0x80:
+            break
+    assert path.read_bytes()[0] == 0x80
+    state = ember.models.read_state_dict(path)
+    assert state["w" * k].tolist() == [1.0, 1.0]
