@@ -60,6 +60,9 @@ def test_relu_options_as_keras3_documents():
     # all three: x above 1, clipped at 6, minus 0.5 * relu(1 - x)
     assert A.relu(x, negative_slope=0.5, max_value=6.0, threshold=1.0).tolist() == [-5.5, -3.0, -0.5, 5.0, 6.0]
     assert A.relu(x, negative_slope=0.5, threshold=-6.0).tolist() == [-2.0, -5.0, 0.0, 5.0, 10.0]
+    assert A.relu(x, threshold=1.0).tolist() == [0, 0, 0, 5, 10]
+    assert A.relu(ember.tensor([0.5, 1.0, 1.5]), threshold=1.0).tolist() == [0.0, 0.0, 1.5]   # not 0.5 above 0
+    assert A.relu(x, negative_slope=1.0).tolist() == [-10, -5, 0, 5, 10]                  # slope 1: the identity
 
 
 def relu_torch(x, slope, max_value, threshold):
@@ -70,6 +73,7 @@ def relu_torch(x, slope, max_value, threshold):
 
 
 @pytest.mark.parametrize("slope,max_value,threshold", [(0.3, None, 0.0), (0.0, 1.5, 0.0), (0.0, None, 0.5),
+                                                       (1.0, None, 0.0), (0.0, None, 1.0), (1.0, 2.0, 1.0),
                                                        (0.1, 1.0, -0.5), (0.2, 6.0, 0.0)])
 def test_relu_options_gradients_against_torch(slope, max_value, threshold):
     check_op(lambda lib, x: relu_torch(x, slope, max_value, threshold) if lib is torch else

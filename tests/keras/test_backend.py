@@ -118,6 +118,11 @@ def test_variable_assign_keeps_dtype_checks_shape_and_records_nothing():
                                              r"of shape \(2, 1\)$"):
             method([[1.0], [2.0]])
     assert v.tolist() == [3.0, 4.0]
+    # a value is cast to the variable's dtype first (as Keras): float32(0.1) + float32(0.123456789), not the sum
+    # in float64 rounded once (0.22345679)
+    f = keras.Variable(np.array([0.1], np.float32))
+    f.assign_add([0.123456789])
+    assert f.numpy()[0] == np.float32(0.1) + np.float32(0.123456789) == np.float32(0.2234568)
 
 
 def test_variable_deepcopy_and_no_pickle():
@@ -167,6 +172,7 @@ def test_to_categorical_as_keras3():
     assert to_categorical(np.array([[0], [3]])).tolist() == [[1, 0, 0, 0], [0, 0, 0, 1]]   # (N, 1) -> (N, C)
     assert to_categorical(np.array([[0, 1], [1, 0]]), 2).shape == (2, 2, 2)                # (N, T) -> (N, T, C)
     assert to_categorical(np.array([[[1]], [[0]]])).shape == (2, 1, 2)                     # only the last 1 goes
+    assert to_categorical(np.array([[[1], [0], [1]], [[0], [0], [1]]])).shape == (2, 3, 2)     # (N, T, 1) -> (N, T, C)
     assert to_categorical(np.array([2.0, 0.0])).tolist() == [[0, 0, 1], [1, 0, 0]]          # float labels
     assert to_categorical(np.array([3]), num_classes=0).shape == (1, 4)                    # falsy: inferred
     assert to_categorical(ember.tensor([0, 1])).tolist() == [[1, 0], [0, 1]]
