@@ -448,3 +448,99 @@ def test_files_saved_before_node_indices_were_written_still_load(tmp_path):
     loaded = models.load_model(path)
     xa, xb = np.random.rand(3, 4), np.random.rand(3, 4)
     np.testing.assert_array_equal(loaded.predict([xa, xb], verbose=0), m.predict([xa, xb], verbose=0))
+
+
+# --- survivors of the mutation run (docs/testing.md, "keras: saving, summary, ...") ------------------------
+def test_old_files_map_node_indices_from_references_when_a_layer_has_calls_elsewhere(tmp_path):
+    """Files written before nodes saved their index: the k-th replayed call of a layer gets the k-th node
+    index that references name. Here each layer's node 0 belongs to another graph."""
+    d1, d2 = layers.Dense(3, name="d1"), layers.Dense(2, name="d2")
+    d1(keras.Input((4,)))
+    d2(keras.Input((6,)))
+    a = keras.Input((4,), name="a")
+    h = d1(a)                                                   # d1's node 1, referenced inside a list
+    out = d2(layers.Concatenate()([h, h]))                      # d2's node 1, referenced by the outputs only
+    m = keras.Model(a, out)
+    path = tmp_path / "m.keras"
+    m.save(path)
+
+    def drop_indices(config):
+        assert [n["index"] for n in config["config"]["nodes"]] == [1, 0, 1]
+        for n in config["config"]["nodes"]:
+            del n["index"]
+    edit_saved(path, drop_indices)
+    loaded = models.load_model(path)
+    x = np.random.default_rng(0).random((3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), m.predict(x, verbose=0))
+    from ember.keras.saving import _saved_node_index
+    cfg = json.loads(m.to_json())["config"]
+    assert [_saved_node_index(cfg, "d1", 0), _saved_node_index(cfg, "d2", 0), _saved_node_index(cfg, "d2", 1)] == \
+        [1, 1, 1]
+
+
+def test_trainable_flags_input_dtypes_and_multi_output_layers_round_trip(tmp_path):
+    tokens = keras.Input(shape=(5,), dtype="int64", name="tokens")
+    seq, h, c = layers.LSTM(4, return_sequences=True, return_state=True)(layers.Embedding(10, 3)(tokens))
+    out = layers.Dense(1)(layers.Concatenate()([h, c]))
+    m = keras.Model(tokens, [out, seq])
+    m.save(tmp_path / "m.keras")
+    loaded = models.load_model(tmp_path / "m.keras")
+    assert loaded.inputs[0].dtype == "int64" and loaded.trainable is True and len(loaded.trainable_weights) == 6
+    x = np.random.default_rng(0).integers(0, 10, (2, 5))
+    for a, b in zip(loaded.predict(x, verbose=0), m.predict(x, verbose=0)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    frozen = keras.Model(tokens, out, trainable=False)
+    frozen.save(tmp_path / "f.keras")
+    assert models.load_model(tmp_path / "f.keras").trainable is False
+
+
+def test_nested_functional_and_custom_layers_in_a_nested_model(tmp_path):
+    class Scale(layers.Layer):
+        def call(self, x):
+            return x * 2.0
+
+    x = keras.Input((3,))
+    inner = keras.Model(x, layers.Dense(2)(x), name="inner_f")
+    outer = models.Sequential([layers.Dense(3, input_shape=(4,)), inner,
+                               models.Sequential([Scale()], name="inner_s")])
+    outer.save(tmp_path / "m.keras")
+    loaded = models.load_model(tmp_path / "m.keras", custom_objects={"Scale": Scale})
+    assert type(loaded.layers[1]) is models.Functional and type(loaded.layers[2].layers[0]) is Scale
+    v = np.random.default_rng(0).random((2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.predict(v, verbose=0), outer.predict(v, verbose=0))
+
+
+def test_model_is_read_as_functional_at_the_top_and_nested():
+    from ember.keras import saving
+    x = keras.Input((3,), name="x")
+    f = keras.Model(x, layers.Dense(2, name="d")(x), name="f")
+    cfg = f.get_config()
+    top = saving.model_from_config({"class_name": "Model", "config": cfg})
+    assert type(top) is models.Functional and top.name == "f"
+    nested = saving.layer_from_config({"class_name": "Model", "config": cfg}, saving._layer_classes())
+    assert type(nested) is models.Functional and [la.name for la in nested.layers] == ["x", "d"]
+
+
+def test_the_saving_functions_defaults(tmp_path):
+    from ember.keras import saving
+    m = small_model()
+    path = tmp_path / "m.keras"
+    saving.save_model(m, path)
+    saving.save_model(m, path)                                   # overwrite=True by default
+    assert saving.load_model(path).compiled                       # compile=True by default
+    saving.save_weights(m, tmp_path / "w.weights.safetensors")
+    saving.save_weights(m, tmp_path / "w.weights.safetensors")
+    # an optimizer built by hand (no step yet) keeps its 0 iterations
+    m.optimizer.build(m.trainable_weights)
+    m.save(path)
+    again = models.load_model(path)
+    assert again.optimizer.built and again.optimizer.iterations == 0
+
+
+def test_load_model_names_the_file_when_the_weights_do_not_match(tmp_path):
+    path = tmp_path / "m.keras"
+    small_model().save(path)
+    edit_saved(path, lambda c: c["config"]["layers"][1]["config"].__setitem__("use_bias", False))
+    with pytest.raises(ValueError, match=r"^.*m\.keras holds 4 weights but the model 'sequential.*' has 3: it was "
+                                         r"saved from a different architecture$"):
+        models.load_model(path)

@@ -393,3 +393,13 @@ def test_narrow_sequential_tables_match_rich(length):
     keras.clear_session()
     notes_mlp().summary(line_length=length, print_fn=lines.append)
     assert lines[0].splitlines()[1:-3] == rich_table(NOTES_MLP, length, [0.45, 0.80, 1.0])
+
+
+def test_wrap_keeps_a_double_space_as_rich_does_and_functional_default_width(monkeypatch):
+    from ember.keras.summary import _wrap
+    assert [line.rstrip() for line in _wrap("a  b", 3)] == ["a", "b"]      # rich: ['a  ', 'b']
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = []
+    keras.clear_session()
+    two_input_model().summary(print_fn=lines.append)                     # min(108, 200 - 4)
+    assert lines == [TWO_INPUT]
