@@ -9,8 +9,17 @@ __all__ = ["get", "serialize", "relu", "sigmoid", "tanh", "softmax", "linear", "
            "log_softmax"]
 
 
-def relu(x):
-    return F.relu(x)
+def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    """Keras's relu: `x` above `threshold` (else 0), clipped at `max_value`, plus `negative_slope` times
+    `x - threshold` below it (Keras 3's `activations.relu`)."""
+    if negative_slope == 0 and max_value is None and threshold == 0:
+        return F.relu(x)
+    out = x * (x > threshold).to(x.dtype) if threshold != 0 else F.relu(x)
+    if max_value is not None:
+        out = out.clamp(0.0, max_value)
+    if negative_slope != 0:
+        out = out - negative_slope * F.relu(threshold - x)
+    return out
 
 
 def sigmoid(x):
@@ -41,7 +50,7 @@ def selu(x):
     return F.selu(x)
 
 
-def gelu(x, approximate=True):   # Keras's default is the tanh approximation
+def gelu(x, approximate=False):   # Keras 3's `activations.gelu` is exact by default (`ops.gelu` is not)
     return F.gelu(x, approximate="tanh" if approximate else "none")
 
 
@@ -80,10 +89,10 @@ def mish(x):
     return F.mish(x)
 
 
-ALL = {f.__name__ if f is not swish else "swish": f for f in
+ALL = {f.__name__: f for f in
        [relu, sigmoid, tanh, softmax, linear, elu, selu, gelu, silu, softplus, softsign, leaky_relu, relu6,
         exponential, hard_sigmoid, mish, log_softmax]}
-ALL["swish"] = silu
+ALL["swish"] = silu   # Keras's second name for silu; `serialize(silu)` gives 'silu', the first
 
 
 def get(identifier):

@@ -100,9 +100,9 @@ class Variable(Parameter):
                 arr = arr.astype(np.dtype(str(dtype).replace("ember.", "")))
             from ..ops.creation import from_numpy
             value = from_numpy(host.contiguous(arr))
-        elif dtype is not None and value.dtype.name != str(dtype):
+        elif dtype is not None and value.dtype.name != str(dtype).replace("ember.", ""):
             from .. import _dtype
-            value = value.to(getattr(_dtype, str(dtype)))
+            value = value.to(getattr(_dtype, str(dtype).replace("ember.", "")))
         value = value.detach().clone()
         v = Parameter.__new__(cls, value, requires_grad=bool(trainable) and value.dtype.is_floating_point)
         v._own_trainable = bool(trainable)

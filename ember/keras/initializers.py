@@ -1,7 +1,9 @@
 """Keras's weight initialisers by name: `Dense(..., kernel_initializer='he_normal')`.
 
-Each is a callable `init(shape, dtype='float32') -> Tensor` drawing from Ember's generator
-(`ember.manual_seed` makes them repeatable). Fans follow Keras: a kernel of shape (..., in, out) has
+Each is a callable `init(shape, dtype='float32') -> Tensor`. The random ones take Keras's `seed`: an
+integer seed draws the same values at every call (a generator of its own, as Keras); without one they draw
+from Ember's global generator, so `ember.manual_seed` makes a model repeatable (Keras's unseeded
+initialiser instead picks one random seed per instance and repeats its values: a known difference). Fans follow Keras: a kernel of shape (..., in, out) has
 fan_in = in * receptive field and fan_out = out * receptive field. The normal variants of
 `VarianceScaling` draw from a normal truncated at two standard deviations, as Keras does.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
+from ..random import Generator
 from ..nn import init as _init
 from ..ops import creation as C
 
@@ -41,6 +44,21 @@ class Initializer:
         raise NotImplementedError
 
 
+class _RandomInitializer(Initializer):
+    """Keras's RandomInitializer: validates and keeps `seed` (None or an integer), saved in the config."""
+
+    def __init__(self, seed=None):
+        if seed is not None and not isinstance(seed, int):
+            raise ValueError(f"`seed` argument should be an integer or None. Received: seed={seed!r}")
+        self.seed = seed
+
+    def _generator(self):
+        return None if self.seed is None else Generator().manual_seed(self.seed)
+
+    def get_config(self):
+        return {"seed": self.seed}
+
+
 class Zeros(Initializer):
     name = "zeros"
 
@@ -68,59 +86,68 @@ class Constant(Initializer):
         return C.full(tuple(shape), self.value, dtype=_dt(dtype))
 
 
-class RandomNormal(Initializer):
+class RandomNormal(_RandomInitializer):
     name = "random_normal"
 
     def __init__(self, mean=0.0, stddev=0.05, seed=None):
         self.mean, self.stddev = mean, stddev
+        super().__init__(seed)
 
     def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev}
+        return {**super().get_config(), "mean": self.mean, "stddev": self.stddev}
 
     def __call__(self, shape, dtype=None):
-        return _init.normal_(C.empty(*shape, dtype=_dt(dtype)), self.mean, self.stddev)
+        return _init.normal_(C.empty(*shape, dtype=_dt(dtype)), self.mean, self.stddev, self._generator())
 
 
-class RandomUniform(Initializer):
+class RandomUniform(_RandomInitializer):
     name = "random_uniform"
 
     def __init__(self, minval=-0.05, maxval=0.05, seed=None):
         self.minval, self.maxval = minval, maxval
+        super().__init__(seed)
 
     def get_config(self):
-        return {"minval": self.minval, "maxval": self.maxval}
+        return {**super().get_config(), "minval": self.minval, "maxval": self.maxval}
 
     def __call__(self, shape, dtype=None):
-        return _init.uniform_(C.empty(*shape, dtype=_dt(dtype)), self.minval, self.maxval)
+        return _init.uniform_(C.empty(*shape, dtype=_dt(dtype)), self.minval, self.maxval, self._generator())
 
 
-class TruncatedNormal(Initializer):
+class TruncatedNormal(_RandomInitializer):
     name = "truncated_normal"
 
     def __init__(self, mean=0.0, stddev=0.05, seed=None):
         self.mean, self.stddev = mean, stddev
+        super().__init__(seed)
 
     def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev}
+        return {**super().get_config(), "mean": self.mean, "stddev": self.stddev}
 
     def __call__(self, shape, dtype=None):
         return _init.trunc_normal_(C.empty(*shape, dtype=_dt(dtype)), self.mean, self.stddev,
-                                   self.mean - 2 * self.stddev, self.mean + 2 * self.stddev)
+                                   self.mean - 2 * self.stddev, self.mean + 2 * self.stddev, self._generator())
 
 
-class VarianceScaling(Initializer):
+class VarianceScaling(_RandomInitializer):
     name = "variance_scaling"
 
     def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+        if scale <= 0.0:
+            raise ValueError(f"VarianceScaling: `scale` must be a positive float, got scale={scale!r}")
         if mode not in ("fan_in", "fan_out", "fan_avg"):
             raise ValueError(f"VarianceScaling: mode must be 'fan_in', 'fan_out' or 'fan_avg', got {mode!r}")
+        distribution = str(distribution).lower()    # as Keras: case-insensitive, 'normal' is the truncated one
+        if distribution == "normal":
+            distribution = "truncated_normal"
         if distribution not in ("truncated_normal", "untruncated_normal", "uniform"):
             raise ValueError(f"VarianceScaling: distribution must be 'truncated_normal', 'untruncated_normal' "
                              f"or 'uniform', got {distribution!r}")
         self.scale, self.mode, self.distribution = scale, mode, distribution
+        super().__init__(seed)
 
     def get_config(self):
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution}
+        return {**super().get_config(), "scale": self.scale, "mode": self.mode, "distribution": self.distribution}
 
     def __call__(self, shape, dtype=None):
         fan_in, fan_out = _fans(tuple(shape))
@@ -129,11 +156,11 @@ class VarianceScaling(Initializer):
         t = C.empty(*shape, dtype=_dt(dtype))
         if self.distribution == "uniform":
             limit = math.sqrt(3.0 * scale)
-            return _init.uniform_(t, -limit, limit)
+            return _init.uniform_(t, -limit, limit, self._generator())
         if self.distribution == "untruncated_normal":
-            return _init.normal_(t, 0.0, math.sqrt(scale))
+            return _init.normal_(t, 0.0, math.sqrt(scale), self._generator())
         std = math.sqrt(scale) / 0.87962566103423978   # the std of a unit normal truncated at +-2
-        return _init.trunc_normal_(t, 0.0, std, -2 * std, 2 * std)
+        return _init.trunc_normal_(t, 0.0, std, -2 * std, 2 * std, self._generator())
 
 
 def _scaling(cls_name, scale, mode, distribution):
@@ -141,10 +168,10 @@ def _scaling(cls_name, scale, mode, distribution):
         name = cls_name
 
         def __init__(self, seed=None):
-            super().__init__(scale, mode, distribution)
+            super().__init__(scale, mode, distribution, seed)
 
         def get_config(self):
-            return {}
+            return {"seed": self.seed}
     return _Named
 
 
@@ -159,19 +186,23 @@ for _cls, _n in [(GlorotUniform, "GlorotUniform"), (GlorotNormal, "GlorotNormal"
     _cls.__name__ = _cls.__qualname__ = _n
 
 
-class Orthogonal(Initializer):
+class Orthogonal(_RandomInitializer):
     name = "orthogonal"
 
     def __init__(self, gain=1.0, seed=None):
         self.gain = gain
+        super().__init__(seed)
 
     def get_config(self):
-        return {"gain": self.gain}
+        return {**super().get_config(), "gain": self.gain}
 
     def __call__(self, shape, dtype=None):
         shape = tuple(shape)
-        rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
-        flat = _init.orthogonal_(C.empty(rows, shape[-1], dtype=_dt(dtype)), self.gain)
+        if len(shape) < 2:
+            raise ValueError(f"Orthogonal: the tensor to initialize must be at least two-dimensional. Received: "
+                             f"shape={shape} of rank {len(shape)}.")
+        rows = math.prod(shape[:-1])
+        flat = _init.orthogonal_(C.empty(rows, shape[-1], dtype=_dt(dtype)), self.gain, self._generator())
         return flat.reshape(shape)
 
 

@@ -555,6 +555,8 @@ class Model(Layer):
             raise ValueError("predict: the data has no samples")
         if isinstance(outs[0], list):
             return [_concat([o[i] for o in outs]) for i in range(len(outs[0]))]
+        if isinstance(outs[0], dict):
+            return {k: _concat([o[k] for o in outs]) for k in outs[0]}
         return _concat(outs)
 
     # --- saving -------------------------------------------------------------------------------------
@@ -608,6 +610,8 @@ def _batch_len(x):
 def _to_numpy(out):
     if isinstance(out, (list, tuple)):
         return [_to_numpy(o) for o in out]
+    if isinstance(out, dict):
+        return {k: _to_numpy(v) for k, v in out.items()}
     return out.detach().cpu().numpy()
 
 
@@ -760,6 +764,8 @@ class Functional(Model):
             for kt, v in zip(node.output_tensors, flatten(out)):
                 values[id(kt)] = v
         outs = [values[id(t)] for t in self.outputs]
+        if isinstance(self._outputs_struct, dict):   # a dict of outputs gives a dict, as Keras
+            return {k: values[id(t)] for k, t in self._outputs_struct.items()}
         if isinstance(self._outputs_struct, (list, tuple)):
             return outs
         return outs[0]
@@ -767,7 +773,10 @@ class Functional(Model):
     def get_config(self):
         nodes = []
         for node in self._nodes:
-            nodes.append({"layer": node.layer.name, "inputs": _history_refs(node.call_inputs)})
+            # the call's node index, which the references to its outputs name (a shared layer's calls are
+            # not replayed in the order they were made)
+            nodes.append({"layer": node.layer.name, "index": node.layer._inbound_nodes.index(node),
+                          "inputs": _history_refs(node.call_inputs)})
         return {"name": self.name, "trainable": self.trainable,
                 "layers": [{"class_name": type(la).__name__, "config": la.get_config()} for la in self._layers_order],
                 "nodes": nodes,
@@ -784,6 +793,8 @@ def _replace(struct, values):
 def _history_refs(struct):
     if isinstance(struct, (list, tuple)):
         return [_history_refs(s) for s in struct]
+    if isinstance(struct, dict):   # a dict of outputs (or of a layer's inputs), by name
+        return {k: _history_refs(v) for k, v in struct.items()}
     layer, node_index, tensor_index = struct._keras_history
     return {"ref": [layer.name, node_index, tensor_index]}
 

@@ -24,7 +24,10 @@ _MODEL_EXTS = (".keras", ".safetensors")
 
 def _layer_classes(custom_objects=None):
     from . import layers, models
-    table = {name: getattr(layers, name) for name in layers.__all__}
+    # the layer classes only: `Input` is a function and `InputSpec` no layer, so an edited file naming them is
+    # an unknown layer like any other
+    table = {name: getattr(layers, name) for name in layers.__all__
+             if isinstance(getattr(layers, name), type) and issubclass(getattr(layers, name), layers.Layer)}
     table.update({"Sequential": models.Sequential, "Functional": models.Functional, "Model": models.Functional,
                   "InputLayer": layers.InputLayer})
     table.update(custom_objects or {})
@@ -137,6 +140,8 @@ def _functional_from_config(cfg, classes):
     def resolve(ref):
         if isinstance(ref, list):
             return [resolve(r) for r in ref]
+        if "ref" not in ref:
+            return {k: resolve(v) for k, v in ref.items()}
         name, node_index, tensor_index = ref["ref"]
         return outputs_of[(name, node_index)][tensor_index]
 
@@ -148,7 +153,7 @@ def _functional_from_config(cfg, classes):
         # the node index this call had in the saved model: read from the references that point at it
         old_index.setdefault(layer.name, [])
         outs = out if isinstance(out, list) else [out]
-        key = _saved_node_index(cfg, layer.name, len(old_index[layer.name]))
+        key = node["index"] if "index" in node else _saved_node_index(cfg, layer.name, len(old_index[layer.name]))
         old_index[layer.name].append(key)
         outputs_of[(layer.name, key)] = outs
     inputs, outputs = resolve(cfg["input_layers"]), resolve(cfg["output_layers"])
@@ -167,8 +172,8 @@ def _all_refs(cfg):
     def walk(x):
         if isinstance(x, dict) and "ref" in x:
             out.append(x["ref"])
-        elif isinstance(x, list):
-            for v in x:
+        elif isinstance(x, (list, dict)):
+            for v in (x.values() if isinstance(x, dict) else x):
                 walk(v)
     for node in cfg["nodes"]:
         walk(node["inputs"])
@@ -188,6 +193,9 @@ def _set_weights(model, weights, path):
 def load_model(filepath, custom_objects=None, compile=True):
     path = os.fspath(filepath)
     obj = _read(path, "load_model")
+    if "model" not in obj:
+        raise ValueError(f"load_model: {path} holds only weights (model.save_weights): build the model in code and "
+                         f"call model.load_weights(path)")
     model = model_from_config(json.loads(obj["model"]), custom_objects)
     _set_weights(model, obj["weights"], path)
     compile_config = json.loads(obj["compile"]) if obj.get("compile") else None

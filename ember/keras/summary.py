@@ -36,15 +36,14 @@ def _fit(widths, max_width):
 
 
 def _wrap(text: str, width: int) -> list:
-    """Greedy wrap at spaces; a word longer than the width is cut."""
+    """Greedy wrap at spaces, as rich wraps a cell (overflow "ellipsis"): a word longer than the width is cut
+    to width - 1 characters and "…", on a line of its own; a column with no room shows nothing."""
+    if width <= 0:
+        return [""]
     lines, line = [], ""
     for word in text.split(" "):
-        while len(word) > width:
-            if line:
-                lines.append(line)
-                line = ""
-            lines.append(word[:width])
-            word = word[width:]
+        if len(word) > width:
+            word = word[:width - 1] + "…"
         if not line:
             line = word
         elif len(line) + 1 + len(word) <= width:

@@ -18,7 +18,7 @@ def to_categorical(x, num_classes=None):
     if labels.ndim > 1 and labels.shape[-1] == 1:
         labels = labels.reshape(labels.shape[:-1])
     labels = labels.astype(np.int64)
-    n = int(labels.max()) + 1 if num_classes is None else int(num_classes)
+    n = int(num_classes) if num_classes else int(labels.max()) + 1    # as Keras: 0 or None infers it
     if labels.size and (labels.min() < 0 or labels.max() >= n):
         raise ValueError(f"to_categorical: labels must be in [0, {n}), got values from {labels.min()} to "
                          f"{labels.max()}")

@@ -250,3 +250,156 @@ def test_custom_positions_match_rich_with_narrow_headers(length, positions):
         console.print(table)
     assert ours == cap.get().splitlines()
     assert {len(line) for line in ours} == {length}
+
+
+def test_readable_memory_size_units_as_keras():
+    from ember.keras.summary import readable_memory_size as size
+    assert [size(0), size(1023), size(1024), size(1536), size(1024 ** 2 - 1)] == \
+        ["0.00 B", "1023.00 B", "1.00 KB", "1.50 KB", "1024.00 KB"]
+    assert [size(1024 ** 2), size(3 * 1024 ** 3), size(1024 ** 4), size(1024 ** 5), size(2.5 * 1024 ** 5)] == \
+        ["1.00 MB", "3.00 GB", "1.00 TB", "1.00 PB", "2.50 PB"]
+
+
+def test_fit_takes_the_excess_off_as_rich_does():
+    rich_ratio = pytest.importorskip("rich._ratio")
+    from ember.keras.summary import _fit
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        widths = [int(w) for w in rng.integers(3, 40, rng.integers(2, 5))]
+        limit = int(rng.integers(5, sum(widths) + 10))
+        excess = sum(widths) - limit
+        want = widths if excess <= 0 else rich_ratio.ratio_reduce(excess, [1] * len(widths), widths, widths)
+        assert _fit(list(widths), limit) == want, (widths, limit)
+
+
+def test_wrap_and_shape_text():
+    from ember.keras.summary import _shape_text, _wrap
+    assert _wrap("abcdefghij klm", 4) == ["abc…", "klm"]          # a long word is cut with "…", as rich does
+    assert _wrap("ab abcdefg", 3) == ["ab", "ab…"] and _wrap("xy", 1) == ["…"] and _wrap("x", 1) == ["x"]
+    assert _wrap("a b c", 3) == ["a b", "c"] and _wrap("a bc", 4) == ["a bc"] and _wrap("", 3) == [""]
+    assert _wrap("abc", 0) == [""] and _wrap("abc", -1) == [""]
+    assert _shape_text(None) == "?" and _shape_text((None,)) == "(None,)" and _shape_text((None, 3)) == "(None, 3)"
+    assert _shape_text(()) == "()"
+    assert _shape_text([(None, 2), (None, 3, 4)]) == "[(None, 2), (None, 3, 4)]"
+    assert _shape_text(((None, 2), (None, 1))) == "[(None, 2), (None, 1)]"
+
+
+def test_wrap_matches_rich():
+    pytest.importorskip("rich")
+    from rich.console import Console
+    from rich.text import Text
+    from ember.keras.summary import _wrap
+    console = Console(width=200)
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        words = ["".join(rng.choice(list("ab[]_(0"), rng.integers(1, 14))) for _ in range(rng.integers(1, 5))]
+        text, width = " ".join(words), int(rng.integers(1, 16))
+        want = [line.plain.rstrip() for line in Text(text).wrap(console, width, overflow="ellipsis")]
+        assert [line.rstrip() for line in _wrap(text, width)] == want, (text, width)
+
+
+def rich_table(text, length, positions):
+    """The rows of a summary `text` drawn again by rich at `length` (as Keras draws them)."""
+    import rich.console
+    import rich.table
+    lines = text.splitlines()
+    header = [c.strip() for c in lines[2].strip("┃").split("┃")]
+    align = ["right" if h == "Param #" else "left" for h in header]
+    widths, current = [], 0
+    for p in positions:
+        widths.append(int(p * length) - current)
+        current += widths[-1]
+    table = rich.table.Table(*[rich.table.Column(h, justify=a, width=w) for h, a, w in zip(header, align, widths)],
+                             width=length, show_lines=True)
+    rows = []
+    for line in lines[4:-3]:
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            if cells[0] and cells[1]:
+                rows.append(cells)
+            else:
+                rows[-1] = [f"{r} {c}".strip() for r, c in zip(rows[-1], cells)]
+    for r in rows:
+        table.add_row(*r)
+    console = rich.console.Console(width=200, force_terminal=False, color_system=None, highlight=False)
+    with console.capture() as cap:
+        console.print(table)
+    return cap.get().splitlines()
+
+
+@pytest.mark.parametrize("length", [22, 24, 26, 30, 40])
+def test_narrow_functional_tables_match_rich(length):
+    """At 22 columns the third column of the functional table had no room: `_wrap` cut its text into
+    empty pieces forever (the summary hung). Long words are cut with "…" as rich does."""
+    pytest.importorskip("rich")
+    lines = []
+    keras.clear_session()
+    two_input_model().summary(line_length=length, print_fn=lines.append)
+    assert lines[0].splitlines()[1:-3] == rich_table(TWO_INPUT, length, [0.3, 0.56, 0.74, 1.0])
+
+
+def test_too_narrow_a_line_is_refused():
+    model = notes_mlp()
+    with pytest.raises(ValueError, match=r"^Insufficient console width to print summary\.$"):
+        model.summary(line_length=8)
+    with pytest.raises(ValueError, match="Insufficient console width"):
+        model.summary(line_length=15)                                 # 6, 6, 3: the last column too narrow
+    lines = []
+    model.summary(line_length=16, print_fn=lines.append)              # 7, 5, 4: just enough
+    assert {len(line) for line in lines[0].splitlines()[1:-3]} == {16}
+    model.summary(line_length=40, positions=[0.5, 0.6, 1.0], print_fn=lines.append)   # 20, 4, 16: fine
+    with pytest.raises(ValueError, match="Insufficient console width"):
+        model.summary(line_length=40, positions=[0.5, 0.59, 1.0])     # 20, 3, 17
+
+
+def test_frozen_float64_weights_and_print_without_print_fn(capsys):
+    class Wide(layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], 3), dtype="float64")
+            self.b = self.add_weight(shape=(3,), dtype="float64", initializer="zeros")
+
+        def call(self, x):
+            return x.double() @ self.w + self.b
+
+    model = models.Sequential([Wide(input_shape=(2,)), layers.Dense(1)])
+    model.layers[0].trainable = False
+    from ember.keras.summary import print_summary, summary_text
+    text = summary_text(model, line_length=88)
+    assert text.endswith(" Total params: 13 (88.00 B)\n Trainable params: 4 (16.00 B)\n"
+                         " Non-trainable params: 9 (72.00 B)\n")
+    print_summary(model, line_length=88)
+    assert capsys.readouterr().out == text
+    got = []
+    print_summary(model, line_length=88, print_fn=got.append)
+    assert got == [text]
+
+
+def test_a_multi_output_layer_row_and_sgd_optimizer_params():
+    a = keras.Input(shape=(4,), name="a")
+    m = keras.Model(a, [layers.Dense(2, name="p")(a), layers.Dense(1, name="q")(a)])
+    m.compile("sgd", ["mse", "mse"])
+    m.fit(np.zeros((2, 4)), [np.zeros((2, 2)), np.zeros((2, 1))], verbose=0)
+    text = []
+    m.summary(line_length=108, print_fn=text.append)
+    # plain SGD keeps no slot: its variables are the iteration counter and the learning rate (2 x 4 bytes + 4)
+    assert text[0].splitlines()[-4:] == [" Total params: 17 (72.00 B)", " Trainable params: 15 (60.00 B)",
+                                         " Non-trainable params: 0 (0.00 B)", " Optimizer params: 2 (12.00 B)"]
+
+
+@pytest.mark.parametrize("length", [16, 18, 20, 30, 50])
+def test_narrow_sequential_tables_match_rich(length):
+    pytest.importorskip("rich")
+    lines = []
+    keras.clear_session()
+    notes_mlp().summary(line_length=length, print_fn=lines.append)
+    assert lines[0].splitlines()[1:-3] == rich_table(NOTES_MLP, length, [0.45, 0.80, 1.0])
+
+
+def test_wrap_keeps_a_double_space_as_rich_does_and_functional_default_width(monkeypatch):
+    from ember.keras.summary import _wrap
+    assert [line.rstrip() for line in _wrap("a  b", 3)] == ["a", "b"]      # rich: ['a  ', 'b']
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = []
+    keras.clear_session()
+    two_input_model().summary(print_fn=lines.append)                     # min(108, 200 - 4)
+    assert lines == [TWO_INPUT]
