@@ -53,6 +53,7 @@ class Tensor(_BoundMethods):
     _hooks = None
     _post_acc_hooks = None
     _retains_grad = False
+    _custom_view = None   # (Function name, output index, several outputs): an input a custom Function returned
     _is_param = False
     _born = 0             # TRACE_EPOCH when made
     _inference = False    # made under inference_mode

@@ -226,8 +226,25 @@ def _run_node(node, grads, capture, needed, retain_graph):
         in_grads = anomaly.checked_backward(node, grads)
     else:
         in_grads = node.backward(*grads)
+    if node._post_hooks:   # nn.Module.register_backward_hook: (grads of the inputs, of the outputs)
+        in_grads = _call_post_hooks(node, in_grads, grads)
     if not retain_graph:
         node.release()
+    return in_grads
+
+
+def _call_post_hooks(node, in_grads, grads):
+    """torch's grad_fn.register_hook: `hook(grad_inputs, grad_outputs)` may return new grad_inputs (None
+    for an input that needs no gradient)."""
+    in_grads = tuple(g if e is not None else None for g, e in zip(in_grads, node.parents))
+    for hook in list(node._post_hooks):
+        out = hook(in_grads, tuple(grads))
+        if out is not None:
+            out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            if len(out) != len(in_grads):
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect "
+                                   f"number of values (got {len(out)}, but expected {len(in_grads)})")
+            in_grads = out
     return in_grads
 
 

@@ -52,6 +52,7 @@ class Node:
     _out = None           # (array, version counter) of a saved output
     _freed = False
     _hooks = None         # {output index: [hook]} for non-leaf tensors' register_hook
+    _post_hooks = None    # [hook(grad_inputs, grad_outputs)]: nn.Module.register_backward_hook's
     _retained = None      # {output index: weakref to the tensor} for retain_grad
     _where = None         # user's source line, recorded in anomaly mode
 
@@ -81,6 +82,10 @@ class Node:
             raise RuntimeError(_FREED)
         for t, v in zip(self._saved, self._saved_versions):
             if t is not None and (t._vc[0] if t._vc else 0) != v:
+                if t._custom_view is not None:
+                    from ..ops.inplace import custom_view_error
+                    raise RuntimeError(custom_view_error(
+                        t._custom_view, "its base or another view of its base has been modified inplace"))
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an "
                     f"inplace operation{_by(t._vc)}: [{t.dtype.name} {tuple(t.shape)}], which is output of "
@@ -404,7 +409,7 @@ class Function(metaclass=_FunctionMeta):
         ctx._out_meta = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else ((), None) for o in outs_t]
         non_diff = getattr(ctx, "_non_diff", ())
         dirty = {id(t) for t in getattr(ctx, "_dirty", ())}
-        results = []
+        results, views, n_diff = [], [], 0
         for i, o in enumerate(outs_t):
             if not isinstance(o, Tensor):
                 results.append(o)
@@ -415,12 +420,19 @@ class Function(metaclass=_FunctionMeta):
                 continue
             is_input = any(o is a for a in tensor_args)
             if is_input or o._node is not None:  # returned an input or a tracked tensor: wrap a view
-                o = Tensor._make(o._data, o._device)
+                src, o = o, Tensor._make(o._data, o._device)
+                if is_input:   # a view of the input, as torch's: one version counter for both
+                    o._vc = src._get_vc()
             if id(outs_t[i]) in non_diff or not o.dtype.is_floating_point:
                 results.append(o)
                 continue
             o.requires_grad, o._node, o._out_idx = True, ctx, i
+            n_diff += 1
+            if is_input:
+                views.append(o)
             results.append(o)
+        for o in views:   # torch forbids changing them in place (ember.ops.inplace.check_leaf says why)
+            o._custom_view = (cls.__name__, o._out_idx, n_diff > 1)
         if anomaly.ENABLED:
             anomaly.record(ctx)
         return results[0] if single else tuple(results)

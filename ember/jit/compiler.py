@@ -156,7 +156,8 @@ class CompiledFunction:
             key.append((f"{n}.requires_grad", tuple(p.requires_grad for p in params)))
             key.append((f"{n}.attributes", _cap.module_values(named)))
             # hooks added or removed between calls: a replay runs none of them, the trace ran those it saw
-            key.append((f"{n}.hooks", tuple((tuple(sm._forward_pre_hooks), tuple(sm._forward_hooks))
+            key.append((f"{n}.hooks", tuple((tuple(sm._forward_pre_hooks), tuple(sm._forward_hooks),
+                                             tuple(sm._backward_pre_hooks), tuple(sm._backward_hooks))
                                             for _, sm in named) +
                         tuple((len(p._hooks or ()), len(p._post_acc_hooks or ())) for p in params)))
         for j, opt in enumerate(self.opts):

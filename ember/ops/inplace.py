@@ -84,6 +84,22 @@ def check_leaf(t: Tensor, op: str) -> None:
     if STATE.enabled and t.requires_grad and t._node is None:
         raise op_error(op, "a leaf Variable that requires grad is being used in an in-place operation; "
                            "wrap it in `with ember.no_grad():` or use the out-of-place op")
+    if t._custom_view is not None and STATE.enabled and t.requires_grad:
+        raise RuntimeError(custom_view_error(t._custom_view, "is being modified inplace"))
+
+
+def custom_view_error(view, what: str) -> str:
+    """torch's error for an input a custom Function returned as it is (a view, e.g. the tensors a module
+    with backward hooks passes on) that is changed in place: its custom backward would be bypassed."""
+    name, idx, several = view
+    if several:
+        return (f"Output {idx} of {name} is a view and {what}. This view is the output of a function that "
+                f"returns multiple views. Such functions do not allow the output views to be modified inplace. "
+                f"You should replace the inplace operation by an out-of-place one.")
+    return (f"Output {idx} of {name} is a view and {what}. This view was created inside a custom Function (or "
+            f"because an input was returned as-is) and the autograd logic to handle view+inplace would override "
+            f"the custom backward associated with the custom Function, leading to incorrect gradients. This "
+            f"behavior is forbidden. You can fix this by cloning the output of the custom Function.")
 
 
 def inplace(self: Tensor, fn, op: str) -> Tensor:
