@@ -63,3 +63,34 @@ def test_vector_to_parameters_checks_like_torch():
         ember.nn.utils.vector_to_parameters(ember.zeros(7, 1), [ember.zeros(7)])
     with pytest.raises(ValueError, match="vector_to_parameters: vector has 6 elements, parameters need 7"):
         ember.nn.utils.vector_to_parameters(ember.zeros(6), [ember.zeros(2, 2), ember.zeros(3)])
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, float("inf")])
+def test_get_total_norm_and_clip_grads_with_norm_as_torch(norm_type):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (5,), ()]]
+    for lib in (torch, ember):
+        got = lib.nn.utils.get_total_norm([lib.tensor(a) for a in arrays], norm_type)
+        ps = [lib.nn.Parameter(lib.zeros(a.shape)) for a in arrays]
+        for p, a in zip(ps, arrays):
+            p.grad = lib.tensor(a)
+        lib.nn.utils.clip_grads_with_norm_(ps, 1.0, got)
+        if lib is torch:
+            want, want_grads = got.item(), [p.grad.numpy() for p in ps]
+    np.testing.assert_allclose(got.item(), want, rtol=1e-6)
+    for p, w in zip(ps, want_grads):
+        np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-6)
+    for lib in (torch, ember):
+        assert lib.nn.utils.get_total_norm([]).item() == 0.0
+        with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+            lib.nn.utils.get_total_norm([lib.tensor([float("inf")])], error_if_nonfinite=True)
+
+
+def test_clip_grad_norm_without_underscore_warns_as_torch():
+    for lib in (torch, ember):
+        w = lib.nn.Parameter(lib.ones(3))
+        (w * 2).sum().backward()
+        with pytest.warns(FutureWarning, match="clip_grad_norm` is now deprecated in favor of"):
+            total = lib.nn.utils.clip_grad_norm(w, 1.0)
+        np.testing.assert_allclose(float(total), 12 ** 0.5, rtol=1e-6)
+        np.testing.assert_allclose(w.grad.tolist(), [2 / (12 ** 0.5 + 1e-6)] * 3, rtol=1e-5)
