@@ -7,6 +7,7 @@ KerasTensors of its output shape, from which `Model(inputs, outputs)` reads the 
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 
@@ -86,6 +87,11 @@ class Layer(Module):
         elif input_shape is not None:
             self._batch_input_shape = (batch_size,) + tuple(input_shape)
         self._call_has_training = "training" in inspect.signature(self.call).parameters
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "build" in cls.__dict__:
+            cls.build = _marking_built(cls.__dict__["build"])
 
     # --- weights ----------------------------------------------------------------------------------
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None, **kwargs):
@@ -300,6 +306,20 @@ class Layer(Module):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
 
 
+def _marking_built(build):
+    """Keras's build wrapper: a layer whose `build` has run, called by hand too, is built, so that its first
+    call does not make its weights a second time."""
+    if getattr(build, "_marks_built", False):
+        return build
+
+    @functools.wraps(build)
+    def wrapper(self, *args, **kwargs):
+        build(self, *args, **kwargs)
+        self.built = True
+    wrapper._marks_built = True
+    return wrapper
+
+
 def _fmt_shape(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -322,12 +342,16 @@ def _map2(fn, a, b):
         return fn(a, b)
     if isinstance(a, (list, tuple)):
         return type(a)(_map2(fn, x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return {k: _map2(fn, v, b[k]) for k, v in a.items()}
     return fn(a, b)
 
 
 def _zip_struct(shapes, dtypes):
     if _is_shape(shapes):
         return (shapes, dtypes)
+    if isinstance(shapes, dict):
+        return {k: _zip_struct(s, dtypes[k]) for k, s in shapes.items()}
     return type(shapes)(_zip_struct(s, d) for s, d in zip(shapes, dtypes))
 
 
