@@ -17,12 +17,15 @@ __all__ = ["Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D
 
 
 def _pair(v, name):
-    if isinstance(v, int):
-        return (v, v)
-    v = tuple(v)
-    if len(v) != 2 or not all(isinstance(i, int) and i > 0 for i in v):
-        raise ValueError(f"`{name}` must be an int or a tuple of 2 positive ints, got {v!r}")
-    return v
+    """Keras's `standardize_tuple`: an int or a pair of ints, each > 0."""
+    msg = f"The `{name}` argument must be a tuple of 2 integers. Received {name}={v!r}"
+    pair = (v, v) if isinstance(v, int) else tuple(v)
+    if len(pair) != 2 or not all(isinstance(i, int) for i in pair):
+        raise ValueError(msg)
+    bad = {i for i in pair if i <= 0}
+    if bad:
+        raise ValueError(f"{msg}, including values {bad} that do not satisfy `value > 0`")
+    return pair
 
 
 def _check_format(data_format):
@@ -52,6 +55,12 @@ def _out_len(size, k, s, padding, d=1):
     if padding == "same":
         return -(-size // s)
     return (size - d * (k - 1) - 1) // s + 1
+
+
+def _check_out(out_hw, input_shape, what):
+    if any(o is not None and o < 0 for o in out_hw):
+        raise ValueError(f"Computed output size would be negative. Received `inputs shape={tuple(input_shape)}`, "
+                         f"{what}.")
 
 
 class _Spatial(Layer):
@@ -85,12 +94,20 @@ class Conv2D(_Spatial):
         if not isinstance(filters, int) or filters <= 0:
             raise ValueError(f"Invalid value for argument `filters`. Expected a strictly positive value. "
                              f"Received filters={filters!r}.")
+        if not isinstance(groups, int) or groups <= 0:
+            raise ValueError(f"The number of groups must be a positive integer. Received: groups={groups!r}.")
+        if filters % groups:
+            raise ValueError(f"The number of filters must be evenly divisible by the number of groups. "
+                             f"Received: groups={groups}, filters={filters}.")
         self.filters = filters
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.strides = _pair(strides, "strides")
         self.padding = _check_padding(padding)
         self.data_format = _check_format(data_format)
         self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`. Received: "
+                             f"strides={self.strides} and dilation_rate={self.dilation_rate}")
         self.groups = groups
         self.activation = activations.get(activation)
         self.use_bias = use_bias
@@ -104,9 +121,11 @@ class Conv2D(_Spatial):
                              f"(Conv2D takes (batch, height, width, channels) images)")
         axis = -1 if self.data_format == "channels_last" else 1
         channels = input_shape[axis]
-        if channels % self.groups or self.filters % self.groups:
-            raise ValueError(f"Conv2D {self.name}: channels ({channels}) and filters ({self.filters}) must be "
-                             f"divisible by groups ({self.groups})")
+        if channels % self.groups:
+            raise ValueError(f"The number of input channels must be evenly divisible by the number of groups. "
+                             f"Received groups={self.groups}, but the input has {channels} channels (full input "
+                             f"shape is {tuple(input_shape)}).")
+        self.compute_output_shape(input_shape)               # Keras: refuses an input smaller than the kernel
         self.kernel = self.add_weight(shape=self.kernel_size + (channels // self.groups, self.filters),
                                       initializer=self.kernel_initializer, name="kernel")
         if self.use_bias:
@@ -126,6 +145,7 @@ class Conv2D(_Spatial):
         h, w = self._hw(input_shape)
         oh = _out_len(h, self.kernel_size[0], self.strides[0], self.padding, self.dilation_rate[0])
         ow = _out_len(w, self.kernel_size[1], self.strides[1], self.padding, self.dilation_rate[1])
+        _check_out((oh, ow), input_shape, f"`kernel shape={self.kernel_size}`, `dilation_rate={self.dilation_rate}`")
         if self.data_format == "channels_last":
             return (input_shape[0], oh, ow, self.filters)
         return (input_shape[0], self.filters, oh, ow)
@@ -154,6 +174,7 @@ class _Pooling2D(_Spatial):
         h, w = self._hw(input_shape)
         oh = _out_len(h, self.pool_size[0], self.strides[0], self.padding)
         ow = _out_len(w, self.pool_size[1], self.strides[1], self.padding)
+        _check_out((oh, ow), input_shape, f"`pool_size={self.pool_size}`")
         c = input_shape[3] if self.data_format == "channels_last" else input_shape[1]
         return (input_shape[0], oh, ow, c) if self.data_format == "channels_last" else (input_shape[0], c, oh, ow)
 

@@ -7,7 +7,7 @@ from ...ops import creation as C
 from ...ops import math as M
 from ...ops import shape as S
 from .. import activations, initializers
-from .base import InputSpec, Layer
+from .base import InputSpec, Layer, to_tensor
 
 __all__ = ["LSTM", "GRU"]
 
@@ -25,7 +25,10 @@ class _RNN(Layer):
                                       f"by ember.keras: add a Dropout layer before or after instead")
         if stateful:
             raise NotImplementedError(f"{type(self).__name__}(stateful=True) is not supported by ember.keras")
-        self.units = int(units)
+        if not isinstance(units, int) or units <= 0:
+            raise ValueError(f"Received an invalid value for argument `units`, expected a positive integer, "
+                             f"got {units!r}.")
+        self.units = units
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = use_bias
@@ -48,12 +51,17 @@ class _RNN(Layer):
 
     def call(self, inputs, initial_state=None):
         n, t = inputs.shape[0], inputs.shape[1]
+        if t == 0:
+            raise ValueError(f"{type(self).__name__} {self.name}: the input has no time steps (shape "
+                             f"{tuple(inputs.shape)}); it needs at least one")
         xw = M.matmul(inputs, self.kernel)                     # (N, T, G*U): every step's input projection
         if self.use_bias:
             xw = xw + self._input_bias()
-        state = initial_state if initial_state is not None else self._zero_state(n, inputs.dtype)
-        if not isinstance(state, (list, tuple)):
-            state = [state]
+        if initial_state is None:
+            state = self._zero_state(n, inputs.dtype)
+        else:                                                  # Keras takes arrays too, as float32
+            state = [to_tensor(s) for s in (initial_state if isinstance(initial_state, (list, tuple))
+                                            else [initial_state])]
         outs = []
         steps = range(t - 1, -1, -1) if self.go_backwards else range(t)
         for i in steps:
