@@ -99,7 +99,7 @@ class Variable(Parameter):
             elif dtype is not None:
                 arr = arr.astype(np.dtype(str(dtype).replace("ember.", "")))
             from ..ops.creation import from_numpy
-            value = from_numpy(host.contiguous(arr))
+            value = from_numpy(host.contiguous(arr).reshape(arr.shape))   # a scalar stays 0-d
         elif dtype is not None and value.dtype.name != str(dtype).replace("ember.", ""):
             from .. import _dtype
             value = value.to(getattr(_dtype, str(dtype).replace("ember.", "")))

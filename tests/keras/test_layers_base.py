@@ -407,3 +407,102 @@ def test_input_layer_and_input():
         keras.Input()
     with pytest.raises(ValueError, match="give the shape of one sample"):
         layers.InputLayer(batch_size=3)
+
+
+def test_build_wrapper_on_classes_made_at_run_time():
+    class Late(layers.Layer):                                           # made now, not at import
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1],), name="w")
+
+        def call(self, x):
+            return x * self.w
+
+    late = Late()
+    late.build((None, 2))
+    assert late.built
+    late(np.ones((1, 2), np.float32))
+    assert len(late.weights) == 1
+
+    def build(self, input_shape):
+        self.seen = input_shape
+    wrapped = base._marking_built(build)
+    assert wrapped is not build and wrapped._marks_built is True and wrapped.__name__ == "build"
+    assert base._marking_built(wrapped) is wrapped                     # never wrapped twice
+
+    class Plain(layers.Layer):                                          # Layer.build: nothing to make
+        def call(self, x):
+            return x
+
+    plain = Plain()
+    plain.build((None, 3))
+    assert plain.built is True
+
+
+def test_scalars_stay_scalars():
+    # np.ascontiguousarray makes a 0-d array 1-D: a Python number became a (1,) tensor, a scalar Variable (1,)
+    assert base.to_tensor(3).shape == () and base.to_tensor(2.5).shape == ()
+    assert keras.Variable(0.5).shape == () and keras.Variable(np.array(2, np.int32)).shape == ()
+
+
+def test_symbolic_call_passes_extra_arguments_and_drops_training():
+    phases = []
+
+    class Rep(layers.Layer):
+        def call(self, x, reps=1):
+            phases.append(keras.backend.in_training())
+            return x.repeat(1, reps)
+
+    inp = keras.Input((3,))
+    assert Rep()(inp, 2).shape == (None, 6)                              # positional
+    assert Rep()(inp, reps=3).shape == (None, 9)                         # keyword
+    assert Rep()(inp, training=True).shape == (None, 3)                  # `training` not passed to call
+    with keras.backend.training_phase(True):
+        Rep()(inp)
+    assert phases == [False] * 8                                         # the dry runs are inference
+    assert Rep().forward(np.ones((1, 2), np.float32), reps=2).shape == (1, 4)
+
+    class Two(layers.Layer):
+        def call(self, x):
+            return [x, x]
+
+        def compute_output_shape(self, input_shape):
+            return [input_shape, (input_shape[0], 1)]
+
+    a, b = Two()(inp)
+    assert (a.shape, b.shape, a.dtype, b.dtype) == ((None, 3), (None, 1), "float32", "float32")
+
+
+def test_input_layer_details():
+    il = layers.InputLayer(shape=(2,), dtype="int32")
+    assert il.dtype_policy == "int32" and il.output.dtype == "int32"
+    assert il.get_config()["dtype"] == "int32"
+    assert il._inbound_nodes[0].output_tensors == [il.output] and il._inbound_nodes[0].input_tensors == []
+    with pytest.raises(TypeError, match=r"^InputLayer: unrecognized keyword argument\(s\) \['bogus'\]"):
+        layers.InputLayer(shape=(2,), bogus=1)
+
+
+def test_frozen_weights_and_int_weights():
+    class Ints(layers.Layer):
+        def build(self, input_shape):
+            self.ints = [self.add_weight(shape=(), dtype="int32") for _ in range(12)]
+
+        def call(self, x):
+            return x
+
+    ints = Ints()
+    ints.build((None, 1))
+    assert [int(w.numpy()) for w in ints.ints] == [0] * 12            # zeros, not a rounded glorot draw
+    frozen = Scale(trainable=False)
+    frozen.build((None, 2))
+    assert frozen.w.requires_grad is False
+
+
+def test_input_spec_axis_just_past_the_end_is_not_checked():
+    class Spec(layers.Layer):
+        def build(self, input_shape):
+            self.input_spec = layers.InputSpec(axes={3: 9, -4: 9})
+
+        def call(self, x):
+            return x
+
+    assert Spec()(np.ones((2, 3, 4), np.float32)).shape == (2, 3, 4)

@@ -511,3 +511,67 @@ def test_rnn_errors():
         with pytest.raises(ValueError, match=rf"^{cls.__name__} {cls.__name__.lower()}\w*: the input has no time "
                                              r"steps \(shape \(2, 0, 4\)\); it needs at least one$"):
             layer(np.ones((2, 0, 4), np.float32))
+
+
+def test_initializers_reach_the_weights():
+    conv = layers.Conv2D(2, 2, kernel_initializer="ones", bias_initializer="ones")
+    conv.build((None, 3, 3, 1))
+    assert np.all(conv.kernel.numpy() == 1) and np.all(conv.bias.numpy() == 1)
+    for cls in (layers.LSTM, layers.GRU):
+        rnn = cls(2, kernel_initializer="ones", recurrent_initializer="zeros")
+        rnn.build((None, 3, 2))
+        assert np.all(rnn.kernel.numpy() == 1) and np.all(rnn.recurrent_kernel.numpy() == 0)
+    gru = layers.GRU(2)
+    gru.build((None, 3, 2))
+    assert [w.name for w in gru.weights] == ["kernel", "recurrent_kernel", "bias"]
+    assert [w.path for w in gru.weights] == ["gru_1/kernel", "gru_1/recurrent_kernel", "gru_1/bias"]
+    assert np.all(gru.bias.numpy() == 0)                                  # Keras: zeros bias
+    gru2 = layers.GRU(2, reset_after=False)
+    gru2.build((None, 3, 2))
+    assert tuple(gru2.bias.shape) == (6,) and gru2.weights[2].name == "bias"
+
+
+def test_built_layers_check_the_rank():
+    conv = layers.Conv2D(2, 1)
+    conv(np.ones((1, 3, 3, 2), np.float32))
+    with pytest.raises(ValueError, match=r'^Input 0 of layer "conv2d" is incompatible with the layer: expected '
+                                         r"ndim=4, found ndim=3"):
+        conv(np.ones((3, 3, 2), np.float32))
+    lstm = layers.LSTM(2)
+    lstm(np.ones((1, 3, 4), np.float32))
+    with pytest.raises(ValueError, match=r'^Input 0 of layer "lstm" is incompatible with the layer: expected '
+                                         r"ndim=3, found ndim=2"):
+        lstm(np.ones((3, 4), np.float32))
+
+
+def test_same_padding_edge_cases():
+    x = RNG.standard_normal((1, 7, 5, 2)).astype(np.float32)
+    one = layers.Conv2D(3, 1, padding="same")                             # no padding needed at all
+    assert one(x).shape == (1, 7, 5, 3)
+    assert layers.Conv2D(3, 1, strides=3, padding="same")(x).shape == (1, 3, 2, 3)
+    assert layers.MaxPooling2D(1, strides=1, padding="same")(x).shape == (1, 7, 5, 2)
+    # only the width needs padding, and only after: (1, 2) windows
+    neg = -np.abs(x) - 1                                                  # all negative: a zero pad would win
+    y = n(layers.MaxPooling2D((1, 2), strides=1, padding="same")(neg))
+    np.testing.assert_array_equal(y[:, :, -1], neg[:, :, -1])
+    np.testing.assert_array_equal(y[:, :, 0], np.maximum(neg[:, :, 0], neg[:, :, 1]))
+    z = n(layers.MaxPooling2D(3, strides=2, padding="same")(neg))
+    np.testing.assert_array_equal(z, n(pool_ref(t(neg), (3, 3), (2, 2), "same", "max", "channels_last")))
+    assert z.max() < 0
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_average_pooling_same_any_batch_and_float64(batch):
+    x = RNG.standard_normal((batch, 5, 4, 2))
+    xe = ember.tensor(x)                                                  # a float64 tensor is used as it is
+    y = layers.AveragePooling2D(3, strides=2, padding="same")(xe)
+    assert y.dtype == ember.float64 and y.shape == (batch, 3, 2, 2)
+    np.testing.assert_allclose(n(y), pool_ref(t(x), (3, 3), (2, 2), "same", "mean", "channels_last").numpy(),
+                               rtol=1e-13, atol=1e-14)
+
+
+def test_padding_must_be_a_string():
+    with pytest.raises(ValueError, match=r"^padding must be 'valid' or 'same', got 1$"):
+        layers.Conv2D(2, 3, padding=1)
+    with pytest.raises(ValueError, match=r"^padding must be 'valid' or 'same', got None$"):
+        layers.MaxPooling2D(padding=None)

@@ -38,7 +38,7 @@ def to_tensor(x):
         arr = arr.astype(np.float32)
     elif arr.dtype == np.uint64:
         arr = arr.astype(np.int64)
-    return C.from_numpy(host.contiguous(arr))
+    return C.from_numpy(host.contiguous(arr).reshape(arr.shape))   # ascontiguousarray makes a scalar 1-D
 
 
 def shape_of(x):
@@ -76,7 +76,6 @@ class Layer(Module):
         self.dtype_policy = dtype or "float32"
         self._inbound_nodes = []
         self._own_weights = []
-        self._build_shape = None
         self._last_output_shape = None
         self.input_spec = None
         if input_dim is not None and input_shape is None:
@@ -205,7 +204,6 @@ class Layer(Module):
         if not self.built:
             self.build(shapes)
             self.built = True
-            self._build_shape = shapes
 
     def call(self, inputs, *args, **kwargs):
         raise NotImplementedError(f"Layer {type(self).__name__} has no call() method: subclasses of "

@@ -42,7 +42,7 @@ def _check_padding(padding):
     return padding
 
 
-def _same_pads(size, k, s, d=1):
+def _same_pads(size, k, s, d):
     """TensorFlow's 'same': (before, after) so that the output has ceil(size / s) positions."""
     out = -(-size // s)
     total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
