@@ -240,8 +240,13 @@ def test_inputs_become_float32_tensors():
     assert echo(np.ones(2, np.uint64)).dtype == ember.int64
     assert echo(np.ones(2, np.int32)).dtype == ember.int32
     assert echo([1.5, 2.5]).dtype == ember.float32 and echo(3).dtype == ember.int64
-    t64 = ember.ones(2, dtype=ember.float64)
-    assert echo(t64) is t64                                             # a tensor is used as it is
+    t32, i64 = ember.ones(2), ember.ones(2, dtype=ember.int64)
+    assert echo(t32) is t32 and echo(i64) is i64                        # used as they are
+    t64 = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    out = echo(t64)                                                     # Keras 3 casts float inputs to float32
+    assert out.dtype == ember.float32 and echo(ember.ones(2, dtype=ember.float16)).dtype == ember.float32
+    (out * ember.tensor([3.0, 4.0])).sum().backward()
+    assert t64.grad.dtype == ember.float64 and t64.grad.numpy().tolist() == [3.0, 4.0]
     pair = Echo()([np.ones(2), np.zeros((1, 3), np.int32)])
     assert isinstance(pair, list) and pair[0].dtype == ember.float32 and pair[1].dtype == ember.int32
     assert isinstance(Echo()((np.ones(2), np.ones(2))), tuple)
@@ -249,6 +254,11 @@ def test_inputs_become_float32_tensors():
     assert d["a"].dtype == ember.float32 and d["b"].dtype == ember.int64
     nested = base.to_tensor([[1.0, 2.0], [3.0, 4.0]])                   # a nested list of numbers is one array
     assert nested.shape == (2, 2) and nested.dtype == ember.float32
+    t64 = ember.ones(2, dtype=ember.float64)
+    assert base.to_tensor(t64) is t64                                   # losses keep float64 tensors
+    both = base.layer_input({"a": t64, "b": [ember.ones(1, dtype=ember.float16), np.ones(1, np.int32)]})
+    assert (both["a"].dtype, both["b"][0].dtype, both["b"][1].dtype) == (ember.float32, ember.float32, ember.int32)
+    assert isinstance(base.layer_input((t64, t64)), tuple)
     assert echo._last_output_shape == (None,)
 
 
@@ -442,6 +452,17 @@ def test_scalars_stay_scalars():
     # np.ascontiguousarray makes a 0-d array 1-D: a Python number became a (1,) tensor, a scalar Variable (1,)
     assert base.to_tensor(3).shape == () and base.to_tensor(2.5).shape == ()
     assert keras.Variable(0.5).shape == () and keras.Variable(np.array(2, np.int32)).shape == ()
+
+
+def test_float64_tensors_reach_float32_weights():
+    # the matmul of a float64 tensor with a float32 kernel failed; Keras casts the input to float32
+    x = np.random.default_rng(5).standard_normal((2, 3, 4))
+    dense = layers.Dense(2)
+    y = dense(ember.tensor(x))
+    assert y.dtype == ember.float32
+    np.testing.assert_allclose(n(y), x.astype(np.float32) @ dense.kernel.numpy(), rtol=1e-5, atol=1e-6)
+    assert layers.LSTM(2)(ember.tensor(x)).dtype == ember.float32
+    assert layers.Conv2D(2, 1)(ember.tensor(x[..., None])).dtype == ember.float32
 
 
 def test_symbolic_call_passes_extra_arguments_and_drops_training():

@@ -563,11 +563,10 @@ def test_same_padding_edge_cases():
 @pytest.mark.parametrize("batch", [1, 3])
 def test_average_pooling_same_any_batch_and_float64(batch):
     x = RNG.standard_normal((batch, 5, 4, 2))
-    xe = ember.tensor(x)                                                  # a float64 tensor is used as it is
-    y = layers.AveragePooling2D(3, strides=2, padding="same")(xe)
-    assert y.dtype == ember.float64 and y.shape == (batch, 3, 2, 2)
+    y = layers.AveragePooling2D(3, strides=2, padding="same")(ember.tensor(x))
+    assert y.dtype == ember.float32 and y.shape == (batch, 3, 2, 2)       # Keras: float inputs become float32
     np.testing.assert_allclose(n(y), pool_ref(t(x), (3, 3), (2, 2), "same", "mean", "channels_last").numpy(),
-                               rtol=1e-13, atol=1e-14)
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_padding_must_be_a_string():

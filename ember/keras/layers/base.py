@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ... import _dtype
 from ..._errors import user_frame
 from ..._tensor import Tensor
 from ...backends import host
@@ -39,6 +40,17 @@ def to_tensor(x):
     elif arr.dtype == np.uint64:
         arr = arr.astype(np.int64)
     return C.from_numpy(host.contiguous(arr).reshape(arr.shape))   # ascontiguousarray makes a scalar 1-D
+
+
+def layer_input(x):
+    """`to_tensor`, and float64/float16 tensors cast to float32: Keras 3 casts a layer's float inputs to its
+    float32 compute dtype, tensors included (the weights are float32)."""
+    x = to_tensor(x)
+    if isinstance(x, Tensor):
+        return x.to(_dtype.float32) if x.dtype in (_dtype.float64, _dtype.float16) else x
+    if isinstance(x, dict):
+        return {k: layer_input(v) for k, v in x.items()}
+    return type(x)(layer_input(v) for v in x)
 
 
 def shape_of(x):
@@ -221,7 +233,7 @@ class Layer(Module):
         if any(isinstance(t, KerasTensor) for t in flatten(inputs)):
             return self._symbolic_call(inputs, *args[1:], **kwargs)
         training = kwargs.pop("training", None)
-        inputs = to_tensor(inputs)
+        inputs = layer_input(inputs)
         shapes = _map(shape_of, inputs)
         self._maybe_build(shapes)
         self._check_input(shapes)
@@ -284,7 +296,6 @@ class Layer(Module):
         kwargs = dict(kwargs or {})
 
         def zeros(fill, shape, dtype):
-            from ... import _dtype
             return C.zeros(*[fill if d is None else d for d in shape], dtype=getattr(_dtype, dtype))
 
         def run(fill):

@@ -7,7 +7,7 @@ from ...ops import creation as C
 from ...ops import math as M
 from ...ops import shape as S
 from .. import activations, initializers
-from .base import InputSpec, Layer, to_tensor
+from .base import InputSpec, Layer, layer_input
 
 __all__ = ["LSTM", "GRU"]
 
@@ -59,8 +59,8 @@ class _RNN(Layer):
             xw = xw + self._input_bias()
         if initial_state is None:
             state = self._zero_state(n, inputs.dtype)
-        else:                                                  # Keras takes arrays too, as float32
-            state = [to_tensor(s) for s in (initial_state if isinstance(initial_state, (list, tuple))
+        else:                                                  # Keras takes arrays too, cast to float32
+            state = [layer_input(s) for s in (initial_state if isinstance(initial_state, (list, tuple))
                                             else [initial_state])]
         outs = []
         steps = range(t - 1, -1, -1) if self.go_backwards else range(t)
