@@ -128,7 +128,7 @@ def test_conv2d_defaults_config_and_names():
     assert cfg == {"name": "c", "trainable": True, "dtype": "float32", "filters": 4, "kernel_size": [3, 1],
                    "strides": [1, 2], "padding": "same", "data_format": "channels_first", "dilation_rate": [1, 1],
                    "groups": 2, "activation": "relu", "use_bias": False,
-                   "kernel_initializer": {"class_name": "he_normal", "config": {}},
+                   "kernel_initializer": {"class_name": "he_normal", "config": {"seed": None}},
                    "bias_initializer": {"class_name": "ones", "config": {}}}
     again = layers.Conv2D.from_config(cfg)
     assert again.get_config() == cfg
