@@ -30,7 +30,9 @@ def from_dlpack(ext):
 
 
 def contiguous(a):
-    return np.ascontiguousarray(a)
+    """A C-contiguous host array of `a`'s values and shape (np.ascontiguousarray makes a 0-d array 1-d)."""
+    out = np.ascontiguousarray(a)
+    return out.reshape(()) if out.shape != np.shape(a) else out
 
 
 # --- constants built on the host ---------------------------------------------------------------
