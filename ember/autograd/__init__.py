@@ -1,6 +1,7 @@
 """Reverse-mode automatic differentiation over graphs recorded as the code runs.
 
-Public API (as torch.autograd): backward, grad, Function, no_grad/enable_grad/set_grad_enabled/
+Public API (as torch.autograd): backward, grad, Function, Variable, the `functional` module (jacobian,
+hessian, vjp, jvp, hvp, vhp), no_grad/enable_grad/set_grad_enabled/
 inference_mode, detect_anomaly/set_detect_anomaly, gradcheck/gradgradcheck; plus GradientTape.
 """
 from __future__ import annotations
@@ -11,7 +12,8 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
                         is_inference_mode_enabled)
 from .gradcheck import gradcheck, gradgradcheck
 from .tape import GradientTape
-from . import engine
+from .variable import Variable
+from . import engine, functional
 from .._errors import op_error
 from ..backends import host
 
@@ -20,7 +22,7 @@ import numpy as np
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "gradcheck",
            "gradgradcheck", "GradientTape", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "Variable"]
 
 
 def _seq(x):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from .._errors import warn
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .. import random as R
@@ -15,7 +16,10 @@ from .. import linalg
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
-           "trunc_normal_", "_calculate_fan_in_and_fan_out"]
+           "trunc_normal_", "sparse_", "_calculate_fan_in_and_fan_out",
+           # torch's deprecated names: a FutureWarning, then the underscore version
+           "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+           "kaiming_normal", "orthogonal", "sparse"]
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -155,6 +159,55 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         if rows < cols:
             q = q.t()
         return tensor.copy_((q * gain).reshape(tensor.shape))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """A 2-D tensor of N(0, std^2) values with ceil(sparsity * rows) zeros at random rows of each column
+    (Martens 2010). The zeros' rows are drawn from `generator` too (torch draws them from the global
+    generator whatever `generator` is).
+
+    >>> w = nn.init.sparse_(ember.empty(4, 3), sparsity=0.5)
+    >>> (w == 0).sum(dim=0).tolist()
+    [2, 2, 2]
+    """
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col_idx in range(cols):
+            zero_indices = R.randperm(rows, generator=generator, device=tensor.device)[:num_zeros]
+            tensor[zero_indices, col_idx] = 0
+    return tensor
+
+
+def _make_deprecate(meth):
+    """torch's old name of an initialiser (`uniform` for `uniform_`): warns, then calls it."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warn(f"nn.init.{old_name}", f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+             FutureWarning)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = f"Deprecated: use `ember.nn.init.{new_name}`, which this calls (with a FutureWarning)."
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
 
 
 def _default_layer_init_(weight: Tensor, bias: Tensor | None) -> None:

@@ -73,3 +73,53 @@ def test_init_on_parameters_keeps_leaf():
     p = ember.nn.Parameter(ember.empty(3, 3))
     init.kaiming_uniform_(p)
     assert p.is_leaf and p.requires_grad and p.grad_fn is None
+
+
+@pytest.mark.parametrize("shape,sparsity", [((10, 4), 0.1), ((10, 4), 0.55), ((7, 3), 0.0), ((5, 2), 1.0),
+                                            ((300, 200), 0.3)])
+def test_sparse_zeros_per_column_and_std_as_torch(shape, sparsity):
+    torch.manual_seed(0)
+    ember.manual_seed(0)
+    t = torch.nn.init.sparse_(torch.empty(*shape), sparsity, std=0.5)
+    e = init.sparse_(_t(*shape), sparsity, std=0.5)
+    t_zeros, e_zeros = (t == 0).sum(0).tolist(), (e == 0).sum(dim=0).tolist()
+    assert e_zeros == t_zeros == [math.ceil(sparsity * shape[0])] * shape[1]
+    if shape == (300, 200):
+        nonzero = e.numpy()[e.numpy() != 0]
+        assert abs(nonzero.std() - 0.5) < 0.01 and abs(nonzero.mean()) < 0.01
+        assert len({tuple(np.flatnonzero(c == 0)) for c in e.numpy().T}) > 150   # the rows differ by column
+
+
+def test_sparse_generator_reproduces_and_errors():
+    a = init.sparse_(_t(8, 5), 0.5, generator=ember.Generator().manual_seed(3))
+    b = init.sparse_(_t(8, 5), 0.5, generator=ember.Generator().manual_seed(3))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    p = ember.nn.Parameter(ember.empty(4, 3))
+    assert init.sparse_(p, 0.25) is p and p.is_leaf and p.requires_grad and p.grad_fn is None
+    for L in (torch, ember):
+        with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
+            L.nn.init.sparse_(L.empty(3), 0.5)
+
+
+DEPRECATED = [("uniform", (3, 4), (-1.0, 1.0)), ("normal", (3, 4), (0.0, 2.0)), ("constant", (3, 4), (0.5,)),
+              ("eye", (3, 4), ()), ("dirac", (4, 2, 3), ()), ("xavier_uniform", (3, 4), ()),
+              ("xavier_normal", (3, 4), (2.0,)), ("kaiming_uniform", (3, 4), ()), ("kaiming_normal", (3, 4), ()),
+              ("orthogonal", (3, 4), ()), ("sparse", (6, 4), (0.5,))]
+
+
+@pytest.mark.parametrize("name,shape,args", DEPRECATED, ids=[d[0] for d in DEPRECATED])
+def test_deprecated_names_warn_and_call_the_underscore_version(name, shape, args):
+    results = []
+    for L, make in ((torch, torch.empty), (ember, ember.empty)):
+        L.manual_seed(0)
+        expected = getattr(L.nn.init, name + "_")(make(*shape), *args).numpy()
+        L.manual_seed(0)
+        with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`"):
+            t = make(*shape)
+            out = getattr(L.nn.init, name)(t, *args)
+        assert out is t
+        np.testing.assert_array_equal(out.numpy(), expected)   # the same draws as the underscore version
+        results.append(out.numpy())
+    if name in ("constant", "eye", "dirac"):   # deterministic: equal to torch's
+        np.testing.assert_array_equal(results[1], results[0])
+    assert init.uniform.__name__ == "uniform"

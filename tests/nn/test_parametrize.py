@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import ember
+from helpers import check_op, raises_as_torch
 from .nn_helpers import check_module
 
 warnings.filterwarnings("ignore", message=".*weight_norm.* is deprecated", category=FutureWarning)
@@ -244,3 +245,124 @@ def test_transfer_parametrizations_and_params_and_parametrization_list():
     np.testing.assert_allclose(dst.weight.detach().numpy(), src.weight.detach().numpy())
     with pytest.raises(ValueError, match="ParametrizationList requires one or more modules."):
         P.ParametrizationList([], ember.zeros(2))
+
+
+# orthogonal: (map, weight shape, use_trivialization); the Cayley and matrix_exp maps cannot be inverted
+# without the trivialization, so those keep their original weight at registration
+ORTH = [(m, s, t) for m in ("matrix_exp", "cayley", "householder", None)
+        for s in ((4, 4), (5, 3), (3, 5), (2, 4, 3)) for t in (True, False)
+        if t or m in ("householder", None)]
+
+
+class _Holder:
+    @staticmethod
+    def make(L, W):
+        m = L.nn.Module()
+        m.weight = L.nn.Parameter(L.tensor(W))
+        return m
+
+
+def _orthogonal_pair(orth_map, shape, triv, W):
+    """The same weight W made orthogonal by torch and by Ember; a non-square weight's base (its random
+    completion) is copied from torch's."""
+    torch.manual_seed(0)
+    t = torch.nn.utils.parametrizations.orthogonal(_Holder.make(torch, W), orthogonal_map=orth_map,
+                                                   use_trivialization=triv)
+    e = ember.nn.utils.parametrizations.orthogonal(_Holder.make(ember, W), orthogonal_map=orth_map,
+                                                   use_trivialization=triv)
+    if triv and shape[-1] != shape[-2]:
+        with ember.no_grad():
+            e.parametrizations.weight[0].base.copy_(ember.tensor(t.parametrizations.weight[0].base.numpy()))
+    return t, e
+
+
+@pytest.mark.parametrize("orth_map,shape,triv", ORTH)
+def test_orthogonal_weight_after_registration_as_torch(orth_map, shape, triv):
+    W = np.random.default_rng(0).standard_normal(shape)
+    t, e = _orthogonal_pair(orth_map, shape, triv, W)
+    np.testing.assert_allclose(e.weight.detach().numpy(), t.weight.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(e.parametrizations.weight.original.detach().numpy(),
+                               t.parametrizations.weight.original.detach().numpy(), atol=1e-12)
+    assert [k for k, _ in e.named_buffers()] == [k for k, _ in t.named_buffers()]
+    assert list(e.state_dict()) == list(t.state_dict())
+    Q = e.weight.detach()   # orthonormal columns (rows if wide)
+    G = Q.mT @ Q if shape[-2] >= shape[-1] else Q @ Q.mT
+    np.testing.assert_allclose(G.numpy(), np.broadcast_to(np.eye(G.shape[-1]), G.shape), atol=1e-12)
+    # an already orthogonal square weight is kept as it is
+    if shape == (4, 4) and triv:
+        Q = np.linalg.qr(W)[0]
+        _, e = _orthogonal_pair(orth_map, shape, triv, Q)
+        np.testing.assert_allclose(e.weight.detach().numpy(), Q, atol=1e-12)
+
+
+@pytest.mark.parametrize("orth_map,shape,triv", ORTH)
+def test_orthogonal_map_values_and_gradients(orth_map, shape, triv):
+    # the parametrization applied to any `original` X (near the registered one), values and gradients
+    W = np.random.default_rng(0).standard_normal(shape)
+    t, e = _orthogonal_pair(orth_map, shape, triv, W)
+    X = t.parametrizations.weight.original.detach().numpy() + \
+        0.3 * np.random.default_rng(1).standard_normal(shape)
+    models = {torch: t, ember: e}
+
+    def run(L, x):
+        return models[L].parametrizations.weight[0].to(x.dtype)(x)
+    check_op(run, X, check_dtype=False)
+
+
+def test_orthogonal_layer_trains_as_torch():
+    W = np.random.default_rng(0).standard_normal((4, 4))
+    t, e = _orthogonal_pair("cayley", (4, 4), True, W)
+    x = np.random.default_rng(1).standard_normal((3, 4))
+    for L, m in ((torch, t), (ember, e)):
+        opt = L.optim.SGD(m.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            (L.tensor(x) @ m.weight.T).pow(2).sum().backward()
+            opt.step()
+    np.testing.assert_allclose(e.weight.detach().numpy(), t.weight.detach().numpy(), atol=1e-10)
+    Q = e.weight.detach().numpy()
+    np.testing.assert_allclose(Q.T @ Q, np.eye(4), atol=1e-10)
+
+
+@pytest.mark.parametrize("orth_map,shape,triv", [("matrix_exp", (4, 4), True), ("householder", (5, 3), False),
+                                                 ("householder", (3, 5), False), ("cayley", (2, 3, 5), True)])
+def test_orthogonal_assignment_uses_right_inverse_as_torch(orth_map, shape, triv):
+    rng = np.random.default_rng(0)
+    t, e = _orthogonal_pair(orth_map, shape, triv, rng.standard_normal(shape))
+    Q = np.linalg.qr(rng.standard_normal(shape if shape[-2] >= shape[-1] else shape[:-2] + shape[::-1][:2]))[0]
+    if shape[-2] < shape[-1]:
+        Q = np.swapaxes(Q, -1, -2)
+    torch.manual_seed(1)
+    t.weight = torch.tensor(Q)
+    e.weight = ember.tensor(Q)
+    if triv and shape[-1] != shape[-2]:
+        with ember.no_grad():
+            e.parametrizations.weight[0].base.copy_(ember.tensor(t.parametrizations.weight[0].base.numpy()))
+    np.testing.assert_allclose(e.parametrizations.weight.original.detach().numpy(),
+                               t.parametrizations.weight.original.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(e.weight.detach().numpy(), Q, atol=1e-12)
+
+
+def test_orthogonal_errors_as_torch():
+    def holder(L, shape=(3, 3)):
+        return _Holder.make(L, np.ones(shape))
+    P = lambda L: L.nn.utils.parametrizations  # noqa: E731
+    raises_as_torch(lambda L: P(L).orthogonal(holder(L, (3,))), ValueError,
+                    "Expected a matrix or batch of matrices. Got a tensor of 1 dimensions.")
+    raises_as_torch(lambda L: P(L).orthogonal(holder(L), orthogonal_map="qr"), ValueError,
+                    'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: qr')
+    raises_as_torch(lambda L: P(L).orthogonal(holder(L), name="bias"), ValueError,
+                    "has no parameter or buffer with name 'bias'")
+
+    def bad_shape(L):
+        m = P(L).orthogonal(holder(L))
+        m.weight = L.eye(4)
+    raises_as_torch(bad_shape, ValueError, "Expected a matrix or batch of matrices of shape (3, 3). Got a tensor "
+                    "of shape (4, 4).", "Expected a matrix or batch of matrices of shape torch.Size([3, 3]). Got a "
+                    "tensor of shape torch.Size([4, 4]).")
+
+    def no_inverse(L):
+        m = P(L).orthogonal(holder(L), orthogonal_map="cayley", use_trivialization=False)
+        m.weight = L.eye(3)
+    raises_as_torch(no_inverse, NotImplementedError, "It is not possible to assign to the matrix exponential or "
+                    "the Cayley parametrizations when use_trivialization=False.")

@@ -1,12 +1,12 @@
-"""Dataset, TensorDataset, ConcatDataset, ChainDataset, Subset, random_split: behaviour matches torch."""
+"""Dataset, TensorDataset, StackDataset, ConcatDataset, ChainDataset, Subset, random_split: behaviour matches torch."""
 import numpy as np
 import pytest
 import torch
 import torch.utils.data as tud
 
 import ember
-from ember.utils.data import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset,
-                              random_split)
+from ember.utils.data import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
+                              TensorDataset, random_split)
 
 
 def test_tensor_dataset_rows_match_torch():
@@ -173,3 +173,86 @@ def test_random_split_fraction_rules_match_torch():
                                 f"got {lengths}")
     assert [len(s) for s in random_split(ds, [0, 10])] == [0, 10]
     assert [len(s) for s in random_split(list(range(2)), [1, 1])] == [1, 1]
+
+
+class _Batched(Dataset):
+    """A list dataset with `__getitems__`, which records its batched calls (`short` drops the last item)."""
+
+    def __init__(self, items, short=False):
+        self.items, self.short, self.calls = items, short, []
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __getitems__(self, indices):
+        self.calls.append(list(indices))
+        out = [self.items[i] for i in indices]
+        return out[:-1] if self.short else out
+
+
+def _stack_pair(lib_data):
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    if lib_data is tud:
+        return tud.TensorDataset(torch.from_numpy(x)), [10, 11, 12, 13]
+    return TensorDataset(ember.from_numpy(x)), [10, 11, 12, 13]
+
+
+def _plain(sample):
+    """Samples of either library as plain Python values."""
+    if isinstance(sample, dict):
+        return {k: _plain(v) for k, v in sample.items()}
+    if isinstance(sample, (tuple, list)):
+        return type(sample)(_plain(v) for v in sample)
+    return sample.tolist() if hasattr(sample, "tolist") else sample
+
+
+@pytest.mark.parametrize("keyword", [False, True])
+def test_stack_dataset_items_and_batches_match_torch(keyword):
+    results = []
+    for lib_data, cls in ((tud, tud.StackDataset), (None, StackDataset)):
+        a, b = _stack_pair(lib_data)
+        batched = _Batched([20, 21, 22, 23])
+        ds = cls(x=a, y=b, z=batched) if keyword else cls(a, b, batched)
+        assert len(ds) == 4
+        items = [ds[i] for i in range(4)] + [ds[-1]]
+        batch = ds.__getitems__([3, 0, 2])
+        assert batched.calls == [[3, 0, 2]]   # the nested dataset's own batched fetch is used
+        results.append((_plain(items), _plain(batch)))
+    assert results[1] == results[0]
+    items, batch = results[1]
+    assert isinstance(batch, list) and isinstance(batch[0], dict if keyword else tuple)
+
+
+def test_stack_dataset_in_a_dataloader():
+    a, b = _stack_pair(None)
+    loader = ember.utils.data.DataLoader(StackDataset(img=a, label=b), batch_size=3)
+    first = next(iter(loader))
+    assert sorted(first) == ["img", "label"] and first["label"].tolist() == [10, 11, 12]
+    assert tuple(first["img"][0].shape) == (3, 2)
+
+
+def test_stack_dataset_errors_match_torch():
+    for lib_data, cls in ((tud, tud.StackDataset), (None, StackDataset)):
+        a, b = _stack_pair(lib_data)
+        with pytest.raises(ValueError, match="At least one dataset should be passed"):
+            cls()
+        with pytest.raises(ValueError, match="but both types are given"):
+            cls(a, y=b)
+        with pytest.raises(ValueError, match="Size mismatch between datasets"):
+            cls(a, [1, 2, 3])
+        with pytest.raises(ValueError, match="Size mismatch between datasets"):
+            cls(x=a, y=[1])
+        with pytest.raises(ValueError, match="Nested dataset's output size mismatch. Expected 2, got 1"):
+            cls(a, _Batched([1, 2, 3, 4], short=True)).__getitems__([0, 1])
+        with pytest.raises(ValueError, match="Nested dataset's output size mismatch. Expected 2, got 1"):
+            cls(p=a, q=_Batched([1, 2, 3, 4], short=True)).__getitems__([0, 1])
+
+
+def test_dataset_docstrings_run():
+    import doctest
+    import ember.utils.data.dataset as module
+    result = doctest.testmod(module, extraglobs={"ember": ember}, report=True)
+    assert result.attempted > 0 and result.failed == 0

@@ -13,6 +13,7 @@ __all__ = [
     "Dataset",
     "IterableDataset",
     "TensorDataset",
+    "StackDataset",
     "ConcatDataset",
     "ChainDataset",
     "Subset",
@@ -92,6 +93,58 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
+
+
+class StackDataset(Dataset):
+    """Several datasets of one length side by side: sample i is the tuple (positional datasets) or the dict
+    (keyword datasets) of their i-th samples.
+
+    Example:
+        >>> a, b = TensorDataset(ember.tensor([1, 2])), TensorDataset(ember.tensor([3, 4]))
+        >>> ds = StackDataset(a, b)
+        >>> len(ds), ds[1][1][0].item()
+        (2, 4)
+        >>> sorted(StackDataset(x=a, y=b)[0])
+        ['x', 'y']
+    """
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        if any(self._length != len(d) for d in parts):
+            lengths = [len(d) for d in parts]
+            raise ValueError(f"Size mismatch between datasets: lengths {lengths}")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def _column(self, dataset, indices: List[int]) -> list:
+        """The samples of one stacked dataset at `indices`, batched when it has `__getitems__`."""
+        if callable(getattr(dataset, "__getitems__", None)):
+            items = dataset.__getitems__(indices)
+            if len(items) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got "
+                                 f"{len(items)}")
+            return list(items)
+        return [dataset[i] for i in indices]
+
+    def __getitems__(self, indices: List[int]) -> list:
+        if isinstance(self.datasets, dict):
+            columns = {k: self._column(d, indices) for k, d in self.datasets.items()}
+            return [{k: col[j] for k, col in columns.items()} for j in range(len(indices))]
+        columns = [self._column(d, indices) for d in self.datasets]
+        return [tuple(col[j] for col in columns) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class ConcatDataset(Dataset):
