@@ -218,6 +218,9 @@ class Primitive(Node):
                 return make(out, device)
         else:
             return make(out, device)
+        if out.dtype.kind not in "fcV":   # as torch: only floating tensors require grad (x.long(), x.bool());
+            # "V": bfloat16's NumPy dtype
+            return make(out, device)
         node.parents = [((t._node, t._out_idx) if t._node is not None else (t, -1)) if t.requires_grad
                         else None for t in inputs]
         node.needs_input_grad = [t.requires_grad for t in inputs]

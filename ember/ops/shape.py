@@ -401,12 +401,25 @@ def triu(input, diagonal=0):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
+    """torch.diagonal: a view where the two dims' strides let their elements be read as one strided run
+    (any C- or column-major matrix, and batches of them), so writes go through as in torch; other layouts
+    (dims of a permuted batch that do not merge) get a copy, as Ember has no as_strided yet."""
     from .creation import arange
     dim1, dim2 = wrap_dims((dim1, dim2), input.ndim, "diagonal")
     n = builtins.min(input.shape[dim1], input.shape[dim2])
     x = movedim(input, (dim1, dim2), (-2, -1))
     # the diagonal's length, from the shape alone: i = r - min(offset, 0), j = r + max(offset, 0)
     k = builtins.max(0, builtins.min(n, x.shape[-2] + builtins.min(offset, 0), x.shape[-1] - builtins.max(offset, 0)))
+    if k and input.device.type != "meta" and x.shape[-2] > 1 and x.stride(-1) == x.shape[-2] * x.stride(-2) \
+            and x.stride(-2) != x.shape[-1] * x.stride(-1):
+        x, offset = x.mT, -offset   # column-major: the same diagonal of the transpose, whose rows merge
+    R, C = x.shape[-2], x.shape[-1]
+    if k and input.device.type != "meta" and (R == 1 or x.stride(-2) == C * x.stride(-1)):
+        # a view, as torch's: the last two dims merged (a view when their strides allow it), then every
+        # (C + 1)-th element from the first diagonal one, so that writes go through (z.diagonal().fill_(1))
+        flat = reshape(x, *x.shape[:-2], R * C)
+        start = offset if offset >= 0 else -offset * C
+        return flat[..., start:start + (k - 1) * (C + 1) + 1:C + 1]
     rows = arange(k, device=input.device)
     i = rows - builtins.min(offset, 0)
     j = rows + builtins.max(offset, 0)

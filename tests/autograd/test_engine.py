@@ -911,3 +911,17 @@ def test_create_graph_grad_does_not_share_memory_with_another_leafs():
         (v * 1).sum().backward()
         res[lib.__name__] = (x.grad.tolist(), w.grad.tolist(), v.grad.tolist(), g.tolist())
     assert res["ember"] == res["torch"] == ([2.0, 2.0], [1.0, 1.0], [2.0, 2.0], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("cast", ["int", "long", "bool", "short", "char", "half", "double", "bfloat16"])
+def test_only_floating_results_require_grad_as_torch(cast):
+    # a cast to an integer dtype leaves the graph in torch: gradients never flow through .long()
+    for lib in (torch, ember):
+        x = lib.tensor([1.5, -2.0, 0.0], requires_grad=True)
+        y = getattr(x * 2, cast)()
+        want = cast in ("half", "double", "bfloat16")
+        assert y.requires_grad is want and (y.grad_fn is not None) is want, (lib.__name__, cast)
+        z = y.float() * x
+        z.sum().backward()
+        expect = [6.0, -8.0, 0.0] if want else [1.0, 1.0, 0.0] if cast == "bool" else [3.0, -4.0, 0.0]
+        np.testing.assert_allclose(x.grad.tolist(), expect, err_msg=f"{lib.__name__} {cast}")

@@ -1096,3 +1096,19 @@ def test_contiguous_names_itself_when_out_of_memory():
             x.contiguous()
     finally:
         _memory.set_limit(old)
+
+
+@pytest.mark.parametrize("shape,offset,dims,transposed", [
+    ((3, 3), 0, (0, 1), False), ((3, 4), 1, (0, 1), True), ((4, 3), -2, (0, 1), True), ((2, 3, 4), 0, (1, 2), True),
+    ((2, 3, 4), 1, (1, 2), False), ((3, 4), 5, (0, 1), True), ((3, 4), -1, (1, 0), True), ((1, 4), 0, (0, 1), True)])
+def test_diagonal_is_a_view_that_writes_go_through(shape, offset, dims, transposed):
+    # torch: z.diagonal().fill_(1) sets z's diagonal (the orthogonal parametrization's code does this)
+    a = np.random.default_rng(0).random(shape).astype(np.float32)
+    E, T = ember.tensor(a), torch.tensor(a)
+    if transposed:
+        E, T = E.mT, T.mT
+    e, t = E.diagonal(offset, *dims), T.diagonal(offset, *dims)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    e.mul_(-2)
+    t.mul_(-2)
+    np.testing.assert_array_equal(E.numpy(), T.numpy())
