@@ -639,6 +639,14 @@ def test_constraints_check_as_torch():
     check_op(lambda L, v: (mix if L is ember else tmix).check(v), NoGrad(vals), grad=False)
     assert repr(mix) == repr(tmix)
     assert ember.distributions.Categorical(logits=ember.zeros(3)).support.event_dim == 0
+
+    class Above(ember.distributions.Normal):   # a support that depends on the parameters, as torch's Uniform
+        @ember.distributions.constraints.dependent_property(is_discrete=False, event_dim=0)
+        def support(self):
+            return ember.distributions.constraints.greater_than(self.loc)
+    assert ember.distributions.constraints.is_dependent(vars(Above)["support"])
+    assert vars(Above)["support"].event_dim == 0 and not vars(Above)["support"].is_discrete
+    assert Above(ember.tensor([0.0, 1.0]), 1.0).support.check(ember.tensor([0.5, 0.5])).tolist() == [True, False]
     assert ember.distributions.Uniform(0.0, 1.0).support.check(ember.tensor([0.0, 1.0, 1.5])).tolist() == [True, True,
                                                                                                              False]
 
