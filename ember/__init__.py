@@ -142,6 +142,7 @@ _LAZY = {
     "special",
     "func",
     "testing",
+    "distributions",
 }
 
 

@@ -1,0 +1,23 @@
+"""The examples in ember.distributions' docstrings run and print what they say."""
+import doctest
+import importlib
+import math
+
+import pytest
+
+import ember
+
+MODULES = ["ember.distributions", "ember.distributions.constraints", "ember.distributions.distribution",
+           "ember.distributions.exp_family", "ember.distributions.utils", "ember.distributions.normal",
+           "ember.distributions.uniform", "ember.distributions.bernoulli", "ember.distributions.categorical",
+           "ember.distributions.one_hot_categorical", "ember.distributions.multivariate_normal",
+           "ember.distributions.independent", "ember.distributions.exponential", "ember.distributions.laplace",
+           "ember.distributions.gamma", "ember.distributions.beta", "ember.distributions.dirichlet",
+           "ember.distributions.mixture_same_family", "ember.distributions.kl"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    globs = {"ember": ember, "math": math}
+    result = doctest.testmod(importlib.import_module(name), extraglobs=globs, report=True)
+    assert result.attempted > 0 and result.failed == 0
