@@ -124,7 +124,7 @@ DATAPIPES = {"DFIterDataPipe", "DataChunk", "IterDataPipe", "MapDataPipe", "argu
              "runtime_validation_disabled"}
 
 GROUPS = [
-    ("Subpackages Ember does not have", "each a subsystem of its own: probability distributions, FFT, torch.export/"
+    ("Subpackages Ember does not have", "each a subsystem of its own: FFT, torch.export/"
      "fx graph capture, sparse, nested and masked tensors, quantization, forward-mode AD, other accelerators",
      lambda n, obj, ns: isinstance(obj, types.ModuleType) and n in SUBPACKAGES
      and not (ns == "torch" and n == "functional")),
