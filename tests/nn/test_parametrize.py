@@ -304,8 +304,8 @@ def test_orthogonal_map_values_and_gradients(orth_map, shape, triv):
         0.3 * np.random.default_rng(1).standard_normal(shape)
     models = {torch: t, ember: e}
 
-    def run(L, x):
-        return models[L].parametrizations.weight[0].to(x.dtype)(x)
+    def run(L, x):   # the parametrization (its `base` buffer) where check_op put x: cpu, or cuda in the fake pass
+        return models[L].parametrizations.weight[0].to(x.dtype).to(x.device)(x)
     check_op(run, X, check_dtype=False)
 
 
