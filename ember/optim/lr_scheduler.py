@@ -701,6 +701,21 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._last_lr = _lrs(self.optimizer)
 
 
+def _composite_state_dict(self) -> dict[str, Any]:
+    """A scheduler of schedulers' state (SequentialLR, ChainedScheduler): its own, then each one's."""
+    state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+    state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+    return state
+
+
+def _composite_load_state_dict(self, state_dict: dict[str, Any]) -> None:
+    state = dict(state_dict)
+    schedulers = state.pop("_schedulers")
+    self.__dict__.update(state)
+    for s, saved in zip(self._schedulers, schedulers):
+        s.load_state_dict(saved)
+
+
 class SequentialLR(LRScheduler):
     """Run `schedulers` one after another, switching at the `milestones` epochs.
 
@@ -759,17 +774,8 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = dict(state_dict)
-        schedulers = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for s, saved in zip(self._schedulers, schedulers):
-            s.load_state_dict(saved)
+    state_dict = _composite_state_dict
+    load_state_dict = _composite_load_state_dict
 
 
 class ChainedScheduler(LRScheduler):
@@ -813,17 +819,8 @@ class ChainedScheduler(LRScheduler):
             scheduler.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
 
-    def state_dict(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = dict(state_dict)
-        schedulers = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for s, saved in zip(self._schedulers, schedulers):
-            s.load_state_dict(saved)
+    state_dict = _composite_state_dict
+    load_state_dict = _composite_load_state_dict
 
 
 class ReduceLROnPlateau(LRScheduler):
