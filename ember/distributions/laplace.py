@@ -5,12 +5,12 @@ import ember
 from ember import Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import _NUMBER, broadcast_all
+from .utils import LocScale
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(LocScale, Distribution):
     """Laplace distribution of location `loc` and scale `scale`, as torch.distributions.Laplace;
     `rsample` inverts the CDF at u ~ U(eps - 1, 1) from ember's generator.
 
@@ -23,37 +23,12 @@ class Laplace(Distribution):
     has_rsample = True
 
     @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
-
-    @property
     def variance(self) -> Tensor:
         return 2 * self.scale.pow(2)
 
     @property
     def stddev(self) -> Tensor:
         return (2 ** 0.5) * self.scale
-
-    def __init__(self, loc, scale, validate_args=None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, _NUMBER) and isinstance(scale, _NUMBER):
-            batch_shape = ()
-        else:
-            batch_shape = tuple(self.loc.shape)
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = tuple(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def rsample(self, sample_shape=()) -> Tensor:
         shape = self._extended_shape(sample_shape)

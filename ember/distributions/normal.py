@@ -7,12 +7,12 @@ import ember
 from ember import Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _NUMBER, _standard_normal, broadcast_all
+from .utils import LocScale, _NUMBER, _standard_normal
 
 __all__ = ["Normal"]
 
 
-class Normal(ExponentialFamily):
+class Normal(LocScale, ExponentialFamily):
     """Normal distribution of mean `loc` and standard deviation `scale` (broadcast together), as
     torch.distributions.Normal; `rsample` is loc + scale * eps with eps ~ N(0, 1) from ember's generator.
 
@@ -29,37 +29,12 @@ class Normal(ExponentialFamily):
     _mean_carrier_measure = 0
 
     @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
-
-    @property
     def stddev(self) -> Tensor:
         return self.scale
 
     @property
     def variance(self) -> Tensor:
         return self.stddev.pow(2)
-
-    def __init__(self, loc, scale, validate_args=None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, _NUMBER) and isinstance(scale, _NUMBER):
-            batch_shape = ()
-        else:
-            batch_shape = tuple(self.loc.shape)
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = tuple(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def rsample(self, sample_shape=()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -85,3 +85,34 @@ class lazy_property:
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+class LocScale:
+    """The location-scale part of Normal and Laplace (a mixin before their Distribution base): `loc` and
+    `scale` broadcast together, the batch shape, `expand`, and mean = mode = loc."""
+
+    def __init__(self, loc, scale, validate_args=None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        if isinstance(loc, _NUMBER) and isinstance(scale, _NUMBER):
+            batch_shape = ()
+        else:
+            batch_shape = tuple(self.loc.shape)
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        cls = next(c for c in type(self).__mro__ if LocScale in c.__bases__)   # Normal or Laplace
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = tuple(batch_shape)
+        new.loc = self.loc.expand(batch_shape)
+        new.scale = self.scale.expand(batch_shape)
+        super(LocScale, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
