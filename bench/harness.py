@@ -84,16 +84,28 @@ def table(rows, targets=None) -> str:
 
 
 def machine() -> str:
+    """The CPU (model name, family/model: "AMD EPYC" alone does not tell Zen 4 from Zen 5), the versions,
+    and the kernel NumPy's BLAS runs (OPENBLAS_CORETYPE can force an older one: ember.__config__.show())."""
     import numpy as np
     import torch
-    cpu = platform.processor() or "unknown CPU"
+    from threadpoolctl import threadpool_info
+    cpu, fam = platform.processor() or "unknown CPU", {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name":
+                    cpu = value.strip()
+                elif key in ("cpu family", "model"):
+                    fam.setdefault(key, value.strip())
+                if key == "flags":
                     break
     except OSError:
         pass
-    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, NumPy {np.__version__}, "
+    if fam:
+        cpu += f" (family {fam.get('cpu family')} model {fam.get('model')})"
+    blas = ", ".join(f"{p['internal_api']} {p.get('architecture')} kernel" for p in threadpool_info()
+                     if p.get("user_api") == "blas")
+    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, NumPy {np.__version__} ({blas}), "
             f"torch {torch.__version__} ({torch.get_num_threads()} threads)")

@@ -143,6 +143,7 @@ _LAZY = {
     "func",
     "testing",
     "distributions",
+    "__config__",   # torch.__config__: show() and parallel_info()
 }
 
 
