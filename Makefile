@@ -28,7 +28,8 @@ demo: $(VENV)/.core
 
 # The suites built on check_op (tests/helpers.py), run with Ember's side on the cuda device
 CHECK_OP_SUITES := tests/ops tests/nn tests/optim tests/autograd tests/test_tensor.py \
-	tests/test_tensor_methods.py tests/test_hardening.py tests/test_dtype.py tests/test_random.py tests/backends
+	tests/test_tensor_methods.py tests/test_hardening.py tests/test_dtype.py tests/test_random.py tests/backends \
+	tests/distributions
 
 # 1: the cuda device is the strict fake one (ember/backends/fake_cuda.py); `make test FAKE_CUDA=0` on a
 # machine with CuPy and a GPU runs the same passes on the GPU

@@ -27,10 +27,10 @@ Inputs (`*inputs`), each one of:
 
 Devices: Ember's tensors are made on `device` (default `DEVICE`, "cpu"; `pytest --check-op-device=cuda`
 sets it, see conftest.py), results are brought back with `.cpu()` for the comparison, and every Ember
-output tensor must be on that device. The Makefile's fake-CUDA pass runs the op, layer, loss, optimizer
-and autograd suites this way on the strict fake device (ember/backends/fake_cuda.py); on a machine with
-CuPy and a GPU the same option runs them on the GPU. A test whose function makes tensors of its own
-passes `device=x.device` (torch's tensors are on the CPU, so the same line runs on both sides).
+output tensor must be on that device. The Makefile's fake-CUDA pass runs the op, layer, loss, optimizer,
+autograd and distributions suites this way on the strict fake device (ember/backends/fake_cuda.py); on a
+machine with CuPy and a GPU the same option runs them on the GPU. A test whose function makes tensors of
+its own passes `device=x.device` (torch's tensors are on the CPU, so the same line runs on both sides).
 
 Import it from any test: `from helpers import check_op` (tests/ is on sys.path via conftest.py).
 """

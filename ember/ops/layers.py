@@ -651,6 +651,8 @@ def _erf(xp, x):
     a few NumPy ufuncs that run ~4x faster than scipy's erf; everything else goes to the backend's erf."""
     from .. import backends
     if xp.__name__ == "numpy" and x.dtype == np.float32:
+        shape = x.shape
+        x = x.reshape(-1)   # a 0-d array's ufunc results are NumPy scalars, which `out=` refuses
         # in place on two temporaries: at this size the ufuncs are memory-bound
         a = np.abs(x)
         t = a * np.float32(0.3275911)
@@ -665,7 +667,7 @@ def _erf(xp, x):
         np.exp(a, out=a)
         poly *= a
         np.subtract(np.float32(1.0), poly, out=poly)
-        return np.copysign(poly, x, out=poly)
+        return np.copysign(poly, x, out=poly).reshape(shape)
     return backends.get("cpu" if xp.__name__ == "numpy" else "cuda").erf(x).astype(x.dtype, copy=False)
 
 

@@ -155,8 +155,9 @@ CASES = {
                                     F.cross_entropy(x, t, label_smoothing=0.1, ignore_index=0),
                                     F.nll_loss(x.log_softmax(1), t, reduction="sum")),
                       lambda r: [_f(r, 6, 4), _i(r, 4, 6)]),
-    "cross_entropy_weight": (lambda x, t, w: (F.cross_entropy(x, t, weight=w.abs(), ignore_index=1),
-                                              F.cross_entropy(x, t, weight=w.abs(), label_smoothing=0.2)),
+    # the class weights take no gradient (torch has none): detached, as torch requires
+    "cross_entropy_weight": (lambda x, t, w: (F.cross_entropy(x, t, weight=w.detach().abs(), ignore_index=1),
+                                              F.cross_entropy(x, t, weight=w.detach().abs(), label_smoothing=0.2)),
                              lambda r: [_f(r, 6, 4), _i(r, 4, 6), _f(r, 4)]),
     "multi_margin": (lambda x, t: (F.multi_margin_loss(x, t), F.multi_margin_loss(x, t, p=2)),
                      lambda r: [_f(r, 5, 4), _i(r, 4, 5)]),

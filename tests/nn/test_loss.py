@@ -1178,6 +1178,102 @@ def test_binary_cross_entropy_weight_errors_in_torchs_order(call, message):
         call(ember)
 
 
+# nll_loss / cross_entropy with class weights that require grad: torch has no derivative for them and raises
+# wherever it would record the op (Ember differentiated them: nll's term detached, the smoothing term not)
+RNG_CW = np.random.default_rng(7)
+CLASS_WEIGHT_GRAD = [   # (name, call(L, x, t, w), input shape)
+    ("nll", lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w), (4, 3)),
+    ("nll_none", lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w, reduction="none"), (4, 3)),
+    ("nll_sum_ignore", lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w, reduction="sum",
+                                                                   ignore_index=1), (4, 3)),
+    ("nll_unbatched", lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w), (3,)),
+    ("nll_3d", lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w), (2, 3, 4)),
+    ("nll_4d", lambda L, x, t, w: L.nn.functional.nll_loss(x, t, weight=w), (2, 3, 2, 2)),
+    ("NLLLoss", lambda L, x, t, w: L.nn.NLLLoss(weight=w)(x, t), (4, 3)),
+    ("ce", lambda L, x, t, w: L.nn.functional.cross_entropy(x, t, weight=w), (4, 3)),
+    ("ce_smoothing", lambda L, x, t, w: L.nn.functional.cross_entropy(x, t, weight=w, label_smoothing=0.2), (4, 3)),
+    ("ce_smoothing_none_5d", lambda L, x, t, w: L.nn.functional.cross_entropy(x, t, weight=w, reduction="none",
+                                                                              label_smoothing=0.2), (2, 3, 2, 1, 2)),
+    ("CrossEntropyLoss", lambda L, x, t, w: L.nn.CrossEntropyLoss(weight=w)(x, t), (4, 3)),
+    ("linear_cross_entropy", lambda L, x, t, w: L.nn.functional.linear_cross_entropy(
+        x, L.ones(3, 4, dtype=x.dtype), t, weight=w), (4, 4)),
+]
+
+
+def _class_weight_args(L, shape, x_grad):
+    n_cls = 3
+    target_shape = (shape[0],) + shape[2:] if len(shape) > 1 else ()
+    x = L.tensor(RNG_CW.standard_normal(shape), requires_grad=x_grad)
+    t = L.tensor(RNG_CW.integers(0, n_cls, target_shape))
+    w = L.tensor(RNG_CW.uniform(0.5, 2.0, n_cls), requires_grad=True)
+    return x, t, w
+
+
+@pytest.mark.parametrize("x_grad", [True, False], ids=["input_grad", "input_no_grad"])
+@pytest.mark.parametrize("name,call,shape", CLASS_WEIGHT_GRAD, ids=[c[0] for c in CLASS_WEIGHT_GRAD])
+def test_nll_and_cross_entropy_weight_that_requires_grad_raises_as_torch(name, call, shape, x_grad):
+    op = "linear_cross_entropy" if name == "linear_cross_entropy" else \
+        "nll_loss" if name.lower().startswith("nll") else "cross_entropy"
+    kernel = "nll_loss2d_forward" if len(shape) > 2 and name != "linear_cross_entropy" else "nll_loss_forward"
+    op = "cross_entropy" if op == "linear_cross_entropy" else op   # it calls cross_entropy
+    e = raises_as_torch(lambda L: call(L, *_class_weight_args(L, shape, x_grad)), RuntimeError,
+                        f"{op}: is not differentiable with respect to argument 'weight'; this input cannot have "
+                        "requires_grad True (pass weight.detach())",
+                        f"The function '{kernel}' is not differentiable with respect to argument 'weight'. This "
+                        "input cannot have requires_grad True.")
+    assert "test_loss.py:" in str(e)
+
+
+@pytest.mark.parametrize("name,call,shape", CLASS_WEIGHT_GRAD, ids=[c[0] for c in CLASS_WEIGHT_GRAD])
+def test_nll_and_cross_entropy_weight_that_requires_grad_is_accepted_under_no_grad_as_torch(name, call, shape):
+    import torch
+    state = RNG_CW.bit_generator.state
+    with torch.no_grad():
+        want = call(torch, *_class_weight_args(torch, shape, True))
+    RNG_CW.bit_generator.state = state   # the same inputs for Ember
+    with ember.no_grad():
+        got = call(ember, *_class_weight_args(ember, shape, True))
+    assert not got.requires_grad
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_cross_entropy_probability_target_differentiates_its_weight_as_torch():
+    # with class probabilities torch's cross_entropy is a composite: the weight gets its gradient
+    check_op(lambda L, x, p, w: L.nn.functional.cross_entropy(x, p, weight=w), (5, 4), NoGrad(PROBS), W4)
+    check_op(lambda L, x, p, w: L.nn.functional.cross_entropy(x, p, weight=w, label_smoothing=0.1, reduction="none"),
+             (5, 4), NoGrad(PROBS), W4)
+    check_op(lambda L, x, p, w: L.nn.CrossEntropyLoss(weight=w, reduction="sum")(x, p), (5, 4), NoGrad(PROBS), W4)
+
+
+@pytest.mark.parametrize("x_shape,t_shape,t_dtype,first", [
+    # torch checks the target's batch size, and for 3-d and 5-d inputs its whole shape, before it records the
+    # op; the target's dtype, its other shapes and its values after the weight's requires_grad
+    ((4, 3), (5,), "int64", "shape"),
+    ((4, 3), (), "int64", "shape"),
+    ((2, 3, 4), (2, 5), "int64", "shape"),
+    ((2, 3, 2, 1, 2), (2, 2, 1, 3), "int64", "shape"),
+    ((4, 3), (4, 1), "int64", "weight"),
+    ((2, 3, 4, 5), (2, 4, 6), "int64", "weight"),
+    ((4, 3), (4,), "float32", "weight"),
+    ((4, 3), (4,), "out_of_range", "weight"),
+])
+def test_nll_loss_weight_requires_grad_checked_in_torchs_order(x_shape, t_shape, t_dtype, first):
+    import torch
+
+    def call(L, fn):
+        x = L.zeros(x_shape, requires_grad=True)
+        t = L.full(t_shape, 5) if t_dtype == "out_of_range" else L.zeros(t_shape, dtype=getattr(L, t_dtype))
+        return getattr(L.nn.functional, fn)(x, t, weight=L.ones(3, requires_grad=True))
+    for fn in ("nll_loss", "cross_entropy"):
+        with pytest.raises((RuntimeError, ValueError)) as want:
+            call(torch, fn)
+        with pytest.raises((RuntimeError, ValueError)) as got:
+            call(ember, fn)
+        assert ("not differentiable with respect to argument 'weight'" in str(want.value)) == (first == "weight")
+        assert ("not differentiable with respect to argument 'weight'" in str(got.value)) == (first == "weight"), \
+            str(got.value)
+
+
 # pos_weight at non-finite targets, pos_weights and logits: torch's backward formulas, x: (pw t + 1 - t)
 # sigmoid(x) - pw t (NaN where t or pw is infinite, inf - inf; the composite gave +-inf) and t:
 # logsigmoid(-x) - pw logsigmoid(x) (pw * inf at x = -inf; the composite's inf - inf gave NaN)

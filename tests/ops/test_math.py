@@ -265,6 +265,13 @@ def test_unary_function(name):
     check_op(fn, (3, 4), positive=pos, low=-1.3, high=1.3)
 
 
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_function_of_0d_tensor(name):
+    # float32 erf on the CPU crashed on a 0-d tensor (its in-place ufuncs met NumPy scalars)
+    fn, pos = UNARY[name]
+    check_op(fn, (), positive=pos, low=-1.3, high=1.3)
+
+
 @pytest.mark.parametrize("name", [n for n in UNARY if n.isidentifier() and n not in ("round_dec",)])
 def test_unary_method(name):
     _, pos = UNARY[name]

@@ -117,18 +117,28 @@ def _class_shape(input):
     return (input.shape[0],) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
 
 
+def _class_weight_requires_no_grad(input, target, op, weight):
+    """torch has no derivative for nll_loss's class weights: one that requires grad raises where the op would
+    be recorded, before the target's dtype and shape are checked, unless the target's batch size (or, for a
+    3-d or 5-d and larger input, its whole shape: torch checks those before it calls its kernel) is wrong."""
+    exp, shape = _class_shape(input), tuple(target.shape)
+    if not (input.ndim >= 2 and (shape[:1] != exp[:1] or (input.ndim not in (2, 4) and shape != exp))):
+        _no_grad_argument(op, "weight", weight)
+
+
 def _class_target(input, target, op, weight=None):
     """Check an integer class target (and the class weights) against (N, C, d1...) or (C,) input."""
     check_same_device(op, input, target, "target")
     if weight is not None:
         check_same_device(op, input, weight, "weight")
-    exp = _class_shape(input)
+    _class_weight_requires_no_grad(input, target, op, weight)
+    exp, shape = _class_shape(input), tuple(target.shape)
     if target.dtype.is_floating_point:
         raise op_error(op, f"expected an integer class-index target of shape {exp}, got "
-                           f"{target.dtype.name} of shape {tuple(target.shape)} (use target.long())")
-    if tuple(target.shape) != exp:
-        raise op_error(op, f"expected target shape {exp} for input shape {tuple(input.shape)}, got "
-                       f"{tuple(target.shape)}", ValueError)
+                           f"{target.dtype.name} of shape {shape} (use target.long())")
+    if shape != exp:
+        raise op_error(op, f"expected target shape {exp} for input shape {tuple(input.shape)}, got {shape}",
+                       ValueError)
 
 
 @autocast_op("fp32")
@@ -194,7 +204,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     probs = target.dtype.is_floating_point   # class probabilities (same shape as input), else indices
     if not probs:
         _class_target(input, target, "cross_entropy", weight)
-    elif tuple(target.shape) != tuple(input.shape):
+    elif tuple(target.shape) != tuple(input.shape):   # torch takes it for class indices: nll_loss's checks first
+        _class_weight_requires_no_grad(input, target, "cross_entropy", weight)
         exp = _class_shape(input)
         hint = " (class indices must be integers: use target.long())" if tuple(target.shape) == exp else ""
         raise op_error("cross_entropy", f"expected a target of class indices (int64) of shape {exp} or of "

@@ -1,0 +1,109 @@
+"""The binomial distribution: successes in total_count Bernoulli trials."""
+from __future__ import annotations
+
+import ember
+from ember import Tensor
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["Binomial"]
+
+
+class Binomial(Distribution):
+    """Successes in `total_count` independent trials of success probability `probs` (or sigmoid(`logits`)),
+    as torch.distributions.Binomial; total_count broadcasts with the probabilities and takes their dtype.
+    Samples come from ember.binomial; `entropy` and `enumerate_support` need one total_count for the batch.
+
+    >>> d = ember.distributions.Binomial(4, probs=ember.tensor([0.5]))
+    >>> d.mean.item(), d.log_prob(ember.tensor([2.0])).exp().item()
+    (2.0, 0.375)
+    """
+    arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
+                       "logits": constraints.real}
+    has_enumerate_support = True
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None) -> None:
+        if (probs is None) == (logits is None):
+            raise ValueError("Binomial: Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            total_count, self.probs = broadcast_all(total_count, probs)
+            self._param = self.probs
+        else:
+            total_count, self.logits = broadcast_all(total_count, logits)
+            self._param = self.logits
+        self.total_count = total_count.to(self._param.dtype)
+        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Binomial, _instance)
+        batch_shape = tuple(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = new._param = self.probs.expand(batch_shape)
+        if "logits" in self.__dict__:
+            new.logits = new._param = self.logits.expand(batch_shape)
+        super(Binomial, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self.total_count)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.total_count * self.probs
+
+    @property
+    def mode(self) -> Tensor:
+        return ember.minimum(((self.total_count + 1) * self.probs).floor(), self.total_count)
+
+    @property
+    def variance(self) -> Tensor:
+        return self.total_count * self.probs * (1 - self.probs)
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> tuple:
+        return tuple(self._param.shape)
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with ember.no_grad():
+            return ember.binomial(self.total_count.expand(shape), self.probs.expand(shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        n, logits = self.total_count, self.logits
+        log_binom = ember.lgamma(n + 1) - ember.lgamma(value + 1) - ember.lgamma(n - value + 1)
+        # k log p + (n - k) log(1 - p) = k logits - n log(1 + e^logits), the softplus written to stay finite
+        softplus = logits.clamp(min=0) + ember.log1p(ember.exp(-logits.abs()))
+        return log_binom + value * logits - n * softplus
+
+    def _homogeneous_count(self, what: str) -> int:
+        n = int(self.total_count.max().item())
+        if self.total_count.min().item() != n:
+            raise NotImplementedError(f"Inhomogeneous total count not supported by `{what}`.")
+        return n
+
+    def entropy(self):
+        self._homogeneous_count("entropy")
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(ember.exp(log_prob) * log_prob).sum(0)
+
+    def enumerate_support(self, expand=True):
+        n = self._homogeneous_count("enumerate_support")
+        values = ember.arange(1 + n, dtype=self._param.dtype, device=self._param.device)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1,) + self._batch_shape)
+        return values

@@ -1,0 +1,432 @@
+"""Invertible transforms with log-det-Jacobians, as torch.distributions.transforms: the building blocks of
+TransformedDistribution (LogNormal is Normal through ExpTransform).
+
+>>> from ember.distributions.transforms import AffineTransform, ExpTransform, ComposeTransform
+>>> t = ComposeTransform([AffineTransform(1.0, 2.0), ExpTransform()])   # x -> exp(1 + 2 x)
+>>> x = ember.tensor([0.0, 0.5])
+>>> y = t(x)
+>>> [round(v, 4) for v in t.inv(y).tolist()], [round(v, 4) for v in t.log_abs_det_jacobian(x, y).tolist()]
+([0.0, 0.5], [1.6931, 2.6931])
+"""
+from __future__ import annotations
+
+import math
+
+import ember
+from ember import Tensor
+from . import constraints
+from .utils import _NUMBER, _sum_rightmost
+
+__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "SoftmaxTransform",
+           "TanhTransform", "Transform", "identity_transform"]
+
+
+class Transform:
+    """A map x -> y with its inverse and log |dy/dx|, as torch.distributions.transforms.Transform.
+
+    domain, codomain: the Constraints of x and of y (their event_dim is how many rightmost dims one
+        event takes). bijective: t.inv(t(x)) == x. sign: +1 or -1 for a monotone univariate map.
+    cache_size: 0, or 1 to remember the last (x, y) pair so that t.inv(t(x)) returns x itself (exact
+        where the inverse is ill-conditioned, as atanh near +-1).
+    Subclasses write `_call`, `_inverse` and `log_abs_det_jacobian`.
+    """
+    bijective = False
+    domain = constraints.real
+    codomain = constraints.real
+
+    def __init__(self, cache_size: int = 0) -> None:
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._cached_x_y = (None, None)
+        self._inv = None
+
+    @property
+    def event_dim(self) -> int:
+        if self.domain.event_dim == self.codomain.event_dim:
+            return self.domain.event_dim
+        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+
+    @property
+    def inv(self) -> "Transform":
+        """The inverse transform (t.inv.inv is t)."""
+        if self._inv is None:
+            self._inv = _InverseTransform(self)
+        return self._inv
+
+    @property
+    def sign(self):
+        raise NotImplementedError
+
+    def with_cache(self, cache_size: int = 1) -> "Transform":
+        if self._cache_size == cache_size:
+            return self
+        if type(self).__init__ is Transform.__init__:
+            return type(self)(cache_size=cache_size)
+        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if not self._cache_size:
+            return self._call(x)
+        x_old, y_old = self._cached_x_y
+        if x is x_old:
+            return y_old
+        y = self._call(x)
+        self._cached_x_y = (x, y)
+        return y
+
+    def _inv_call(self, y: Tensor) -> Tensor:
+        if not self._cache_size:
+            return self._inverse(y)
+        x_old, y_old = self._cached_x_y
+        if y is y_old:
+            return x_old
+        x = self._inverse(y)
+        self._cached_x_y = (x, y)
+        return x
+
+    def _call(self, x):
+        raise NotImplementedError
+
+    def _inverse(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        """log |dy/dx| at (x, y = t(x)), one value per event."""
+        raise NotImplementedError
+
+    def forward_shape(self, shape) -> tuple:
+        """The shape of t(x) for x of `shape`."""
+        return tuple(shape)
+
+    def inverse_shape(self, shape) -> tuple:
+        """The shape of t.inv(y) for y of `shape`."""
+        return tuple(shape)
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    """t.inv: the same map run backwards (its cache is t's, so t.inv(t(x)) is x under cache_size=1)."""
+
+    def __init__(self, transform: Transform) -> None:
+        super().__init__(cache_size=transform._cache_size)
+        self._inv = transform
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return self._inv.codomain
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return self._inv.domain
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self._inv.bijective
+
+    @property
+    def sign(self):
+        return self._inv.sign
+
+    @property
+    def inv(self) -> Transform:
+        return self._inv
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        return self.inv.with_cache(cache_size).inv
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    __hash__ = object.__hash__
+
+    def __call__(self, x):
+        return self._inv._inv_call(x)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+    def forward_shape(self, shape):
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self._inv.forward_shape(shape)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self._inv!r})"
+
+
+class ComposeTransform(Transform):
+    """parts[0], then parts[1], ...; an empty list is the identity. The event dims of the parts combine:
+    the composition's domain and codomain take the largest event_dim any part needs."""
+
+    def __init__(self, parts, cache_size: int = 0) -> None:
+        if cache_size:
+            parts = [part.with_cache(cache_size) for part in parts]
+        super().__init__(cache_size=cache_size)
+        self.parts = list(parts)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    __hash__ = object.__hash__
+
+    @property
+    def domain(self):  # type: ignore[override]
+        if not self.parts:
+            return constraints.real
+        domain = self.parts[0].domain
+        event_dim = self.parts[-1].codomain.event_dim   # walk back from the output's event dims
+        for part in reversed(self.parts):
+            event_dim = max(event_dim + part.domain.event_dim - part.codomain.event_dim, part.domain.event_dim)
+        if event_dim > domain.event_dim:
+            domain = constraints.independent(domain, event_dim - domain.event_dim)
+        return domain
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        if not self.parts:
+            return constraints.real
+        codomain = self.parts[-1].codomain
+        event_dim = self.parts[0].domain.event_dim
+        for part in self.parts:
+            event_dim = max(event_dim + part.codomain.event_dim - part.domain.event_dim, part.codomain.event_dim)
+        if event_dim > codomain.event_dim:
+            codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
+        return codomain
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(p.bijective for p in self.parts)
+
+    @property
+    def sign(self):
+        sign = 1
+        for p in self.parts:
+            sign = sign * p.sign
+        return sign
+
+    @property
+    def inv(self) -> Transform:
+        if self._inv is None:
+            self._inv = ComposeTransform([p.inv for p in reversed(self.parts)])
+            self._inv._inv = self
+        return self._inv
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
+
+    def __call__(self, x):
+        for part in self.parts:
+            x = part(x)
+        return x
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            return ember.zeros_like(x)
+        xs = [x]                             # the intermediate values (free where the parts cache)
+        for part in self.parts[:-1]:
+            xs.append(part(xs[-1]))
+        xs.append(y)
+        total = 0.0
+        event_dim = self.domain.event_dim
+        for part, a, b in zip(self.parts, xs[:-1], xs[1:]):
+            total = total + _sum_rightmost(part.log_abs_det_jacobian(a, b), event_dim - part.domain.event_dim)
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+        return total
+
+    def forward_shape(self, shape):
+        for part in self.parts:
+            shape = part.forward_shape(shape)
+        return tuple(shape)
+
+    def inverse_shape(self, shape):
+        for part in reversed(self.parts):
+            shape = part.inverse_shape(shape)
+        return tuple(shape)
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__ + "(\n    " + ",\n    ".join(repr(p) for p in self.parts) + "\n)"
+
+
+identity_transform = ComposeTransform([])
+
+
+class ExpTransform(Transform):
+    """y = exp(x); log |dy/dx| = x."""
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ExpTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.exp()
+
+    def _inverse(self, y):
+        return y.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+class SigmoidTransform(Transform):
+    """y = sigmoid(x), kept in [tiny, 1 - eps] so that the inverse logit(y) stays finite;
+    log |dy/dx| = -softplus(-x) - softplus(x)."""
+    domain = constraints.real
+    codomain = constraints.unit_interval
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SigmoidTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        fi = ember.finfo(x.dtype)
+        return ember.sigmoid(x).clamp(min=fi.tiny, max=1.0 - fi.eps)
+
+    def _inverse(self, y):
+        fi = ember.finfo(y.dtype)
+        y = y.clamp(min=fi.tiny, max=1.0 - fi.eps)
+        return y.log() - ember.log1p(-y)
+
+    def log_abs_det_jacobian(self, x, y):
+        from ember.nn.functional import softplus
+        return -softplus(-x) - softplus(x)
+
+
+class TanhTransform(Transform):
+    """y = tanh(x); the inverse atanh(y) is not clamped (use cache_size=1 near +-1, as torch advises);
+    log |dy/dx| = 2 (log 2 - x - softplus(-2x)), stable for large |x|."""
+    domain = constraints.real
+    codomain = constraints.interval(-1.0, 1.0)
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TanhTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.tanh()
+
+    def _inverse(self, y):
+        return ember.atanh(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        from ember.nn.functional import softplus
+        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x, pointwise; `event_dim` rightmost dims form one event (their log |scale| are
+    summed). loc and scale are Python numbers or tensors that broadcast with x."""
+    bijective = True
+
+    def __init__(self, loc, scale, event_dim: int = 0, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.loc = loc
+        self.scale = scale
+        self._event_dim = event_dim
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self._event_dim
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.real if self._event_dim == 0 else constraints.independent(constraints.real,
+                                                                                     self._event_dim)
+
+    codomain = domain
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size=cache_size)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, AffineTransform):
+            return False
+        for a, b in ((self.loc, other.loc), (self.scale, other.scale)):
+            if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
+                if a != b:
+                    return False
+            elif not bool((a == b).all()):
+                return False
+        return True
+
+    __hash__ = object.__hash__
+
+    @property
+    def sign(self):
+        if isinstance(self.scale, _NUMBER):
+            return (self.scale > 0) - (self.scale < 0)
+        return self.scale.sign()
+
+    def _call(self, x):
+        return self.loc + self.scale * x
+
+    def _inverse(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        shape = tuple(x.shape)
+        if isinstance(self.scale, _NUMBER):
+            result = ember.full_like(x, math.log(abs(self.scale)))
+        else:
+            result = self.scale.abs().log()
+        if self._event_dim:
+            result = _sum_rightmost(result, self._event_dim)
+            shape = shape[:len(shape) - self._event_dim]
+        return result.expand(shape)
+
+    def forward_shape(self, shape):
+        return tuple(ember.broadcast_shapes(tuple(shape), tuple(getattr(self.loc, "shape", ())),
+                                            tuple(getattr(self.scale, "shape", ()))))
+
+    inverse_shape = forward_shape
+
+
+class SoftmaxTransform(Transform):
+    """y = softmax(x) over the last dim, onto the simplex; its inverse is log(y) (one of the x that map to
+    y: not bijective, and no log-det-Jacobian, as torch's)."""
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SoftmaxTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return ember.softmax(x, -1)
+
+    def _inverse(self, y):
+        return y.log()
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape)
+
+    inverse_shape = forward_shape
