@@ -937,14 +937,15 @@ ger = outer
 
 
 def einsum(equation, *operands):
-    """Einstein summation, e.g. einsum('bij,bjk->bik', a, b) (explicit letters, no '...')."""
+    """Einstein summation, e.g. einsum('bij,bjk->bik', a, b); '...' stands for the dims no letter names
+    (broadcast across operands as torch: einsum('...ij,jk->...ik', a, b))."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if len(operands) > 1 and autocast_active():   # a product (torch's bmm): autocast's lower precision
         return _einsum_product(equation, *operands)
     eq = equation.replace(" ", "")
     if "..." in eq:
-        raise NotImplementedError("einsum: '...' is not supported; name every dimension")
+        eq, operands = _einsum_ellipsis(eq, operands)
     if "->" not in eq:
         letters = eq.replace(",", "")
         eq = eq + "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
@@ -966,6 +967,55 @@ def einsum(equation, *operands):
 
 
 _einsum_product = autocast_op("lower")(einsum)
+
+
+def _einsum_ellipsis(eq, operands):
+    """`eq` with each '...' replaced by letters it does not use, one per broadcast dim (right-aligned
+    across operands, as torch), and the operands whose size-1 dims under '...' broadcast expanded."""
+    import string
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        raise op_error("einsum", f"equation {eq!r} names {len(ins)} operands, got {len(operands)}")
+    counts = []
+    for k, (s, t) in enumerate(zip(ins, operands)):
+        if "." in s.replace("...", "", 1):
+            raise op_error("einsum", f"found '.' for operand {k} for which an ellipsis was already found")
+        named = len(s) - 3 if "..." in s else len(s)
+        if named > t.ndim:
+            raise op_error("einsum", f"the number of subscripts in the equation ({named}) is more than the "
+                                     f"number of dimensions ({t.ndim}) for operand {k}")
+        counts.append(t.ndim - named if "..." in s else 0)
+    m = builtins.max(counts)
+    letters = "".join([c for c in string.ascii_letters if c not in eq][:m])
+    sizes = [1] * m       # the broadcast size of each ellipsis dim, from the right
+    for k, (s, t, n) in enumerate(zip(ins, operands, counts)):
+        p = s.find("...")
+        for j in range(n):
+            size, r = t.shape[p + j], m - n + j
+            if size != 1 and sizes[r] != 1 and size != sizes[r]:
+                raise op_error("einsum", f"dimension {j} covered by ellipsis in operand {k} has size {size} which "
+                                         f"does not broadcast with previously seen ellipsis with size {sizes[r]} "
+                                         "for the respective dimension")
+            if size != 1:
+                sizes[r] = size
+    new_ins, new_ops = [], []
+    for s, t, n in zip(ins, operands, counts):
+        if "..." in s:
+            p = s.index("...")
+            if t.shape[p:p + n] != tuple(sizes[m - n:]):
+                t = t.expand(*t.shape[:p], *sizes[m - n:], *t.shape[p + n:])
+            s = s.replace("...", letters[m - n:])
+        new_ins.append(s)
+        new_ops.append(t)
+    if arrow:
+        if "." in rhs.replace("...", "", 1):
+            raise op_error("einsum", "found '.' for output but an ellipsis (...) was already found")
+        out = rhs.replace("...", letters)
+    else:   # implicit output: the ellipsis dims, then the letters named once, in alphabetical order
+        named = lhs.replace("...", "").replace(",", "")
+        out = letters + "".join(sorted(c for c in set(named) if named.count(c) == 1))
+    return ",".join(new_ins) + "->" + out, tuple(new_ops)
 
 
 def _einsum_diagonals(k, s, t):

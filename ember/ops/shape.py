@@ -943,14 +943,39 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return tuple(out)
 
 
-def searchsorted(sorted_sequence, values, *, right=False):
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
+    """torch.searchsorted: where each of `values` (a tensor or a number) goes in the last dim of
+    `sorted_sequence` (or in its order given by `sorter`, indices that sort it); int64, int32 with
+    `out_int32`. `side='right'` is `right=True`."""
+    name = "torch.searchsorted()"
+    if side is not None:
+        if side not in ("left", "right"):
+            raise op_error(name, f"side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise op_error(name, "side and right can't be set to opposites, got side of left while right was True")
+        right = side == "right"
+    if not isinstance(values, Tensor):
+        if sorted_sequence.ndim != 1:
+            raise op_error(name, "input value can be a scalar only when boundaries tensor dimension is 1, but we "
+                                 f"got boundaries tensor dim({sorted_sequence.ndim}) and input value's dim(0) numel(1)")
+        from .creation import tensor
+        values = tensor(values, device=sorted_sequence.device)
     check_same_device("searchsorted", sorted_sequence, values, "values", "sorted_sequence")
-    return P.SearchSorted.apply(sorted_sequence.detach(), values.detach(), side="right" if right else "left")
+    seq = sorted_sequence.detach()
+    if sorter is not None:
+        check_same_device("searchsorted", sorted_sequence, sorter, "sorter", "sorted_sequence")
+        if sorter.shape != seq.shape:
+            raise op_error(name, f"boundary and sorter must have the same size, but got boundary tensor "
+                                 f"{list(seq.shape)} and got sorter tensor {list(sorter.shape)}")
+        seq = P.Gather.apply(seq, sorter, axis=seq.ndim - 1)
+    out = P.SearchSorted.apply(seq, values.detach(), side="right" if right else "left")
+    return P.Cast.apply(out, dtype=np.dtype(np.int32)) if out_int32 else out
 
 
-def bucketize(input, boundaries, *, right=False):
-    check_same_device("bucketize", input, boundaries, "boundaries")
-    return searchsorted(boundaries, input, right=right)
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    if isinstance(input, Tensor):
+        check_same_device("bucketize", input, boundaries, "boundaries")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 # ------------------------------------------------------------------ dtype and device

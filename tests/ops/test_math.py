@@ -688,10 +688,35 @@ def test_einsum(case):
     check_op(lambda L, *xs: L.einsum(eq, *xs), *shapes)
 
 
-def test_einsum_list_operands_and_ellipsis_unsupported():
+def test_einsum_list_operands():
     check_op(lambda L, a, b: L.einsum("ij,jk->ik", [a, b]), (3, 4), (4, 5))
-    with pytest.raises(NotImplementedError, match=r"einsum: '\.\.\.' is not supported"):
-        ember.einsum("...ij,...jk->...ik", ember.ones(2, 3), ember.ones(3, 2))
+
+
+EINSUM_ELLIPSIS = [
+    ("...ij,jk->...ik", (2, 3, 4), (4, 5)), ("b...d,b...d->b...", (2, 3, 4), (2, 3, 4)),
+    ("...i,...i", (2, 3, 4), (2, 3, 4)), ("i...j->j...i", (2, 3, 4)), ("...ij->ij", (2, 3, 4)),
+    ("...,...", (2, 1, 3), (4, 1)), ("...i,...Ai->...A", (2, 1, 3), (5, 3)), ("i...", (2, 3)),
+    ("b...,b", (2, 3, 4), (2,)), ("...ij,...jk->...ik", (2, 1, 3, 4), (5, 4, 2)), ("bh...,...->bh", (2, 3), ()),
+]
+
+
+@pytest.mark.parametrize("case", EINSUM_ELLIPSIS, ids=lambda c: c[0])
+def test_einsum_ellipsis(case):
+    eq, *shapes = case
+    check_op(lambda L, *xs: L.einsum(eq, *xs), *shapes)
+
+
+def test_einsum_ellipsis_errors_as_torch():
+    a = np.zeros((2, 3, 4), np.float32)
+    for eq, ops, msg in [("....i", [a], "found '.' for operand 0 for which an ellipsis was already found"),
+                         ("...i...", [a], "found '.' for operand 0 for which an ellipsis was already found"),
+                         ("i...jkl", [a], r"the number of subscripts in the equation \(4\) is more than the "
+                                          r"number of dimensions \(3\) for operand 0"),
+                         ("...ij,...ij", [a, np.zeros((3, 3, 4), np.float32)],
+                          "dimension 0 covered by ellipsis in operand 1 ?has size 3 which does not broadcast")]:
+        for L in (torch, ember):
+            with pytest.raises(RuntimeError, match=msg):
+                L.einsum(eq, *[L.tensor(x) for x in ops])
 
 
 def test_tensordot():

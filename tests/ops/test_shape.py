@@ -1112,3 +1112,32 @@ def test_diagonal_is_a_view_that_writes_go_through(shape, offset, dims, transpos
     e.mul_(-2)
     t.mul_(-2)
     np.testing.assert_array_equal(E.numpy(), T.numpy())
+
+
+def test_searchsorted_keywords_as_torch():
+    seq, vals = np.array([1.0, 3.0, 5.0, 7.0]), np.array([0.0, 3.0, 6.0, 9.0])
+    check_op(lambda L, s, v: L.searchsorted(s, v, side="right"), seq, vals, grad=False)
+    check_op(lambda L, s, v: L.searchsorted(s, v, side="left", right=False), seq, vals, grad=False)
+    check_op(lambda L, s, v: L.searchsorted(s, v, out_int32=True), seq, vals, grad=False)
+    check_op(lambda L, s, v: L.bucketize(v, s, out_int32=True, right=True), seq, vals, grad=False)
+    check_op(lambda L, s: L.searchsorted(s, 4.0), seq, grad=False)          # a number: a 0-d result
+    check_op(lambda L, s: L.bucketize(3.0, s, right=True), seq, grad=False)
+    unsorted = np.array([[5.0, 1.0, 3.0], [0.0, 2.0, 1.0]])
+    order = np.array([[1, 2, 0], [0, 2, 1]])
+    check_op(lambda L, s, o, v: L.searchsorted(s, v, sorter=o), unsorted, order, np.array([[2.0], [1.5]]),
+             grad=False)
+    check_op(lambda L, s, o, v: L.searchsorted(s, v, sorter=o, right=True), unsorted[0], order[0],
+             np.array([1.0, 3.0, 6.0]), grad=False)
+
+
+def test_searchsorted_bad_keywords_raise_as_torch():
+    s, v = ember.tensor([1.0, 3.0]), ember.tensor([2.0])
+    for L, (a, b) in ((torch, (torch.tensor([1.0, 3.0]), torch.tensor([2.0]))), (ember, (s, v))):
+        with pytest.raises(RuntimeError, match="side and right can't be set to opposites"):
+            L.searchsorted(a, b, side="left", right=True)
+        with pytest.raises(RuntimeError, match="side can only be 'left' or 'right' but got middle"):
+            L.searchsorted(a, b, side="middle")
+        with pytest.raises(RuntimeError, match="boundary and sorter must have the same size"):
+            L.searchsorted(a, b, sorter=L.tensor([0]))
+        with pytest.raises(RuntimeError, match="input value can be a scalar only when boundaries tensor dimension is 1"):
+            L.searchsorted(a[None], 2.0)
