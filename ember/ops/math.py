@@ -1039,6 +1039,13 @@ def tensordot(a, b, dims=2):
         da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
     else:
         da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
+    if len(da) != len(db):
+        raise op_error("tensordot", f"both dimension lists should have same length, got {len(da)} and {len(db)}")
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise op_error("tensordot", f"contracted dimensions need to match, but first has size {a.shape[i]} "
+                                        f"in dim {i - a.ndim if isinstance(dims, int) else i} and second has size {b.shape[j]} in dim {j} "
+                                        f"(shapes {tuple(a.shape)} and {tuple(b.shape)})")
     letters = "abcdefghijklmnopqrstuvwxyz"
     sa = list(letters[:a.ndim])
     sb = list(letters[a.ndim:a.ndim + b.ndim])

@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 import collections
 import math as _math
+import operator
 
 import numpy as np
 
@@ -360,21 +361,52 @@ def tile(input, dims):
     return repeat(input, dims)
 
 
-def repeat_interleave(input, repeats, dim=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """torch.repeat_interleave: each element (each slice along `dim`) repeated `repeats` times (an int,
+    or a tensor of counts per element; one count serves all). `repeat_interleave(counts)` alone gives
+    arange(len(counts)) repeated counts[i] times. `output_size`, the result's length, is checked."""
+    from .creation import arange
+    op = "repeat_interleave"
+    if repeats is None:    # torch.repeat_interleave(repeats): the indices, each repeated
+        if not isinstance(input, Tensor) or input.ndim > 1:
+            raise op_error(op, f"repeat_interleave only accept 1D vector as repeat (got {describe(input)})")
+        repeats, input = input, arange(input.shape[0] if input.ndim else 1, device=input.device)
     if dim is None:
         input, dim = flatten(input), 0
-    d = _dim(dim, input.ndim, "repeat_interleave")
+    d = _dim(dim, input.ndim, op)
     n = input.shape[d]
-    if isinstance(repeats, int):
-        from .creation import arange
-        idx = reshape(expand(unsqueeze(arange(n, device=input.device), 1), (n, repeats)), (-1,))
-    else:   # index i repeated repeats[i] times: how many running totals of repeats are <= each position
+    if isinstance(repeats, Tensor):
+        check_same_device(op, input, repeats, "repeats")
+    if isinstance(repeats, Tensor) and repeats.numel() == 1 and (repeats.ndim == 0 or n != 1):
+        if repeats.dtype.is_floating_point or repeats.dtype.name == "bool":
+            raise op_error(op, f"repeats must be an integer tensor, got {describe(repeats)}", NotImplementedError)
+        repeats = int(repeats.reshape(()).item())      # one count for every element
+    if isinstance(repeats, Tensor):
+        if repeats.ndim != 1:
+            raise op_error(op, f"repeat_interleave only accept 1D vector as repeat (got {describe(repeats)})")
+        if repeats.dtype.is_floating_point or repeats.dtype.name == "bool":
+            raise op_error(op, f"repeats must be an integer tensor, got {describe(repeats)}", NotImplementedError)
+        if repeats.shape[0] != n:
+            raise op_error(op, f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{repeats.shape[0]} and input.size({d}) = {n}")
+        # index i repeated repeats[i] times: how many running totals of repeats are <= each position
         from .math import cumsum
-        check_same_device("repeat_interleave", input, repeats, "repeats")
+        if n and bool((repeats < 0).any()):
+            raise op_error(op, "repeats can not be negative")
         ends = cumsum(repeats, 0)
         total = int(ends[-1].item()) if n else 0
-        from .creation import arange
+        if output_size is not None and output_size != total:
+            raise op_error(op, f"allocated size does not match required size (output_size={output_size}, "
+                               f"sum of repeats {total})")
         idx = P.SearchSorted.apply(ends, arange(total, device=input.device), side="right")
+    else:
+        repeats = operator.index(repeats)
+        if repeats < 0:
+            raise op_error(op, f"Repeats must be non-negative, got {repeats}")
+        if output_size is not None and output_size != n * repeats:
+            raise op_error(op, f"allocated size does not match required size (output_size={output_size}, "
+                               f"{n} x {repeats})")
+        idx = reshape(expand(unsqueeze(arange(n, device=input.device), 1), (n, repeats)), (-1,))
     return index_select(input, d, idx)
 
 

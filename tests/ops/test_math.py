@@ -719,6 +719,15 @@ def test_einsum_ellipsis_errors_as_torch():
                 L.einsum(eq, *[L.tensor(x) for x in ops])
 
 
+def test_tensordot_mismatched_dims_raise_as_torch():
+    for L in (torch, ember):
+        a, b = L.ones(2, 3, 4), L.ones(4, 3)
+        with pytest.raises(RuntimeError, match="contracted dimensions need to match, but first has size 4 in dim -1"):
+            L.tensordot(a, b.t(), dims=1)
+        with pytest.raises(RuntimeError, match="contracted dimensions need to match, but first has size 3 in dim 1"):
+            L.tensordot(a, b, dims=([1], [0]))
+
+
 def test_tensordot():
     check_op(lambda L, a, b: L.tensordot(a, b, dims=2), (2, 3, 4), (3, 4, 5))
     check_op(lambda L, a, b: L.tensordot(a, b, dims=([0], [1])), (3, 4), (2, 3))

@@ -579,6 +579,26 @@ def test_repeat_interleave_with_a_tensor_of_repeats():
                    _dim_error("repeat_interleave", 1, 1))
 
 
+def test_repeat_interleave_forms_as_torch():
+    check_op(lambda L, a, r: a.repeat_interleave(r), (3,), np.array([2], dtype=np.int64))   # one count for all
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=1), (2, 3), np.array(2, dtype=np.int64))
+    check_op(lambda L, r: L.repeat_interleave(r), np.array([2, 0, 1], dtype=np.int64))      # counts alone
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=0, output_size=5), (3, 2), np.array([2, 0, 3]))
+    check_op(lambda L, a: L.repeat_interleave(a, 2, output_size=6), (3,))
+    for L in (torch, ember):
+        x = L.tensor([1, 2, 3])
+        with pytest.raises(RuntimeError, match="repeats can not be negative"):
+            x.repeat_interleave(L.tensor([2, 1, -1]))
+        with pytest.raises(RuntimeError, match="Repeats must be non-negative"):
+            x.repeat_interleave(-1)
+        with pytest.raises(RuntimeError, match="allocated size does not match required size"):
+            x.repeat_interleave(L.tensor([2, 1, 1]), output_size=5)
+        with pytest.raises(RuntimeError, match="repeat_interleave only accept 1D vector as repeat"):
+            L.repeat_interleave(L.tensor([[2, 1]]))
+        with pytest.raises(NotImplementedError):
+            x.repeat_interleave(L.tensor([2.0, 1.0, 1.0]))
+
+
 def test_repeat_interleave_on_a_device(fake_cuda):
     r = np.array([2, 0, 3], dtype=np.int64)
     check_op(lambda L, a: a.repeat_interleave(2, dim=0), (3, 2), device="cuda")
