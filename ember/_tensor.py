@@ -327,6 +327,10 @@ class Tensor(_BoundMethods):
         return v
 
     def __float__(self):
+        if self.requires_grad:   # torch 2.13 warns here (not for item(), int() or bool())
+            import warnings
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):

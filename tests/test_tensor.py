@@ -30,6 +30,17 @@ def test_item_tolist_float_int_bool():
         ember.zeros(2).item()
 
 
+def test_float_of_a_tensor_that_requires_grad_warns_as_torch():
+    import warnings
+    for L in (torch, ember):
+        x = L.ones(1, requires_grad=True) * 2
+        with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+            float(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x.item(), int(x), bool(x), float(x.detach())
+
+
 def test_python_number_protocols():
     x = ember.tensor(3.7)
     assert float(x) == pytest.approx(3.7) and int(x) == 3 and bool(x)
