@@ -181,8 +181,11 @@ def test_hash_and_identity_eq():
 
 
 def test_repr_padding_nan_inf_like_torch():
+    nan, inf = float("nan"), float("inf")
     for f in (lambda L: L.tensor([[1e-5, -1.0], [float("nan"), float("inf")]]), lambda L: L.tensor([-1.0, 2.0]),
-              lambda L: L.tensor([1.5, float("nan")])):
+              lambda L: L.tensor([1.5, float("nan")]), lambda L: L.tensor([1.0, nan, inf, -inf]),
+              lambda L: L.tensor([0.0, -0.0]), lambda L: L.tensor([100.0, -inf]), lambda L: L.tensor([0.0, 0.0, inf]),
+              lambda L: L.tensor([1e-8, inf]), lambda L: L.tensor([-0.0, 1.5]), lambda L: L.tensor([[nan]])):
         assert repr(f(ember)) == repr(f(torch))
 
 
