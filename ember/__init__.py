@@ -79,6 +79,13 @@ from .ops.windows import __all__ as _windows_all
 
 __version__ = "0.1.0"
 
+# torch computes 1 / 0, log(-1) and 0 / 0 silently (inf, NaN); NumPy warns about them. Its floating-point
+# warnings are silenced where Ember's own code runs the arithmetic (module ember.*), and only there: a
+# user's NumPy code still warns as before. (Per call np.errstate would cost a microsecond per op.)
+import warnings as _warnings  # noqa: E402
+_warnings.filterwarnings("ignore", r"(divide by zero|invalid value|overflow|underflow) encountered",
+                         RuntimeWarning, r"ember(\.|$)")
+
 Size = tuple
 
 

@@ -206,3 +206,23 @@ def test_reproducibility_and_precision_settings_as_torch():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.set_float32_matmul_precision(saved[1])
+
+
+def test_numpy_floating_point_warnings_stay_inside_ember():
+    """1 / 0, log(-1), 0 / 0 give inf and NaN silently as in torch, even under -W error; a user's own NumPy
+    code still warns."""
+    code = """
+import warnings
+import numpy as np
+import ember
+x = ember.tensor([1.0, 0.0, -1.0])
+print((x / 0).tolist(), x.log().tolist()[2], x.sqrt().tolist()[2], ember.tensor([100.0], dtype=ember.float16).exp().tolist())
+try:
+    np.log(np.array([-1.0]))
+except RuntimeWarning as e:
+    print('numpy warns:', e)
+"""
+    r = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=280)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[inf, nan, -inf] nan nan [inf]", "numpy warns: invalid value encountered in log"]

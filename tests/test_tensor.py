@@ -275,3 +275,12 @@ def test_is_inference_marks_tensors_made_in_inference_mode():
         tv = tx * 2
     assert [ty.is_inference(), tw.is_inference(), tv.is_inference(), tx.is_inference()] == \
         [y.is_inference(), w.is_inference(), v.is_inference(), x.is_inference()]
+
+
+def test_comparing_with_none_or_a_container_falls_back_to_identity_as_torch():
+    for L in (torch, ember):
+        t = L.tensor([1])
+        assert (t == None) is False and (t != None) is True and (None == t) is False   # noqa: E711
+        assert (t == "a") is False and (t != "a") is True and (t == [1]) is False and (t == (1,)) is False
+        assert (t == 1).tolist() == [True] and (t != L.tensor([2])).tolist() == [True]
+        assert (t == np.array([1])).tolist() == [True]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtype, _memory
 from .._dims import add_numpy_names, wrap_dim, wrap_dims
-from .._errors import check_same_device, check_scalar_fits, op_error, describe
+from .._errors import check_same_device, check_scalar_fits, op_error, describe, warn
 from .._tensor import Tensor
 from ..backends import host
 from ..autograd.grad_mode import STATE
@@ -638,24 +638,27 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
         return var(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op).to(input.dtype)
     _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
     n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
+    if n - correction <= 0:
+        warn(_op, "degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+                  "(input numel divided by output numel).")
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
     return P.Sum.apply(d * d, axis=axis, keepdims=keepdim) / builtins.max(n - correction, 0)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="std"):
     # torch's gradient is 0 where the std is 0 (constant values), not sqrt's 0 * inf = NaN
     if input.dtype in (_dtype.float16, _dtype.bfloat16):   # the root in float32 too: one rounding
-        return std(input.float(), dim, unbiased, keepdim, correction=correction).to(input.dtype)
-    return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op="std"), 2)
+        return std(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op).to(input.dtype)
+    return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op=_op), 2)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return var(input, dim, unbiased, keepdim, correction=correction, _op="var_mean"), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return std(input, dim, unbiased, keepdim, correction=correction, _op="std_mean"), mean(input, dim, keepdim)
 
 
 def amax(input, dim=(), keepdim=False):

@@ -587,6 +587,22 @@ def test_var_correction_edge():
     check_op(lambda L, a: a.var(correction=0), (1,), grad=False)
 
 
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_var_without_degrees_of_freedom_warns_as_torch(name):
+    import warnings
+    for L in (torch, ember):
+        with pytest.warns(UserWarning, match=r"degrees of freedom is <= 0\. Correction should be strictly less "
+                                             r"than the reduction factor \(input numel divided by output numel\)"):
+            out = getattr(L, name)(L.ones(3, 1), 1)
+        assert L.isnan(out[0] if isinstance(out, tuple) else out).all()
+        with pytest.warns(UserWarning, match=f"{name}.*degrees of freedom"):
+            getattr(L, name)(L.tensor([1.0, 2.0]), correction=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            getattr(L, name)(L.tensor([1.0, 2.0]))
+            getattr(L, name)(L.tensor([1.0]), correction=0)
+
+
 def test_var_mean_std_mean():
     check_op(lambda L, a: L.var_mean(a, 1), (3, 4))
     check_op(lambda L, a: L.var_mean(a, (0, 2), keepdim=True, correction=0), (3, 4, 2))
