@@ -625,7 +625,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return _keep_dtype(P.Prod.apply(input, axis=_axes(dim, input.ndim, "prod"), keepdims=keepdim), input)
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="var"):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="var", _caller=None):
     """Variance; `correction` (default 1: Bessel's) or the older `unbiased` flag."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -635,30 +635,32 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
     if input.dtype in (_dtype.float16, _dtype.bfloat16):
         # in float32, rounded once (as torch): in float16 the mean of three 3.3s is not 3.3, and the
         # variance of a constant came out 5.7e-06 instead of 0
-        return var(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op).to(input.dtype)
+        return var(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op,
+                   _caller=_caller).to(input.dtype)
     _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
     n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
     if n - correction <= 0:
-        warn(_op, "degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+        warn(_caller or _op, "degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
                   "(input numel divided by output numel).")
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
     return P.Sum.apply(d * d, axis=axis, keepdims=keepdim) / builtins.max(n - correction, 0)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="std"):
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _caller=None):
     # torch's gradient is 0 where the std is 0 (constant values), not sqrt's 0 * inf = NaN
     if input.dtype in (_dtype.float16, _dtype.bfloat16):   # the root in float32 too: one rounding
-        return std(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op).to(input.dtype)
-    return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op=_op), 2)
+        return std(input.float(), dim, unbiased, keepdim, correction=correction, _caller=_caller).to(input.dtype)
+    return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op="std", _caller=_caller), 2)
 
 
+# (`_caller` names the function in the degrees-of-freedom warning only, as torch: errors stay var's and std's)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction, _op="var_mean"), mean(input, dim, keepdim)
+    return var(input, dim, unbiased, keepdim, correction=correction, _caller="var_mean"), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(input, dim, unbiased, keepdim, correction=correction, _op="std_mean"), mean(input, dim, keepdim)
+    return std(input, dim, unbiased, keepdim, correction=correction, _caller="std_mean"), mean(input, dim, keepdim)
 
 
 def amax(input, dim=(), keepdim=False):
