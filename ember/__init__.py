@@ -79,6 +79,13 @@ from .ops.windows import __all__ as _windows_all
 
 __version__ = "0.1.0"
 
+# torch computes 1 / 0, log(-1) and 0 / 0 silently (inf, NaN); NumPy warns about them. Its floating-point
+# warnings are silenced where Ember's own code runs the arithmetic (module ember.*), and only there: a
+# user's NumPy code still warns as before. (Per call np.errstate would cost a microsecond per op.)
+import warnings as _warnings  # noqa: E402
+_warnings.filterwarnings("ignore", r"(divide by zero|invalid value|overflow|underflow) encountered",
+                         RuntimeWarning, r"ember(\.|$)")
+
 Size = tuple
 
 
@@ -97,6 +104,61 @@ def set_num_threads(n: _builtins.int) -> None:
 def get_num_threads() -> _builtins.int:
     """The number of threads CPU ops use inside one op, as `torch.get_num_threads`."""
     return backends.get("cpu").get_num_threads()
+
+
+# torch's reproducibility and precision settings, kept so that scripts setting them port. Ember's CPU ops
+# are deterministic (NumPy, one order of summation) and its float32 GEMMs run in float32, so they change
+# nothing; on CUDA, the scatter-style accumulations (index_add_, scatter_add, an embedding's gradient) use
+# CuPy's atomic adds whatever the flag says.
+_DETERMINISTIC = {"mode": 0}     # torch's debug mode: 0 off, 1 warn only, 2 on
+_MATMUL_PRECISION = {"value": "highest"}
+
+
+def use_deterministic_algorithms(mode: _builtins.bool, *, warn_only: _builtins.bool = False) -> None:
+    """`torch.use_deterministic_algorithms`: a flag Ember keeps (its CPU ops are deterministic already)."""
+    if not isinstance(mode, _builtins.bool):
+        raise TypeError(f"use_deterministic_algorithms(): argument 'mode' must be bool, not {type(mode).__name__}")
+    _DETERMINISTIC["mode"] = (1 if warn_only else 2) if mode else 0
+
+
+def are_deterministic_algorithms_enabled() -> _builtins.bool:
+    return _DETERMINISTIC["mode"] > 0
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> _builtins.bool:
+    return _DETERMINISTIC["mode"] == 1
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    """`torch.set_deterministic_debug_mode`: 0 / 'default', 1 / 'warn', 2 / 'error'."""
+    names = {"default": 0, "warn": 1, "error": 2}
+    if isinstance(debug_mode, str):
+        if debug_mode not in names:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "
+                               f"{debug_mode}")
+        debug_mode = names[debug_mode]
+    elif debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    _DETERMINISTIC["mode"] = _builtins.int(debug_mode)
+
+
+def get_deterministic_debug_mode() -> _builtins.int:
+    return _DETERMINISTIC["mode"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """`torch.set_float32_matmul_precision` ('highest', 'high', 'medium'): kept; Ember's float32 GEMMs
+    always run in float32 ('highest')."""
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _MATMUL_PRECISION["value"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _MATMUL_PRECISION["value"]
 
 
 def is_tensor(obj) -> _builtins.bool:
@@ -186,5 +248,8 @@ __all__ = (
        "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
     + ["get_default_device", "set_default_device", "set_printoptions", "is_inference"]
     + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]
+    + ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+       "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode", "get_deterministic_debug_mode",
+       "set_float32_matmul_precision", "get_float32_matmul_precision"]
     + [n for n in _amp_all if n != "is_autocast_available"]
 )

@@ -42,6 +42,9 @@ else:
     _BoundMethods = object
 
 
+_WARNED_FLOAT: list = []   # float() of a tensor that requires grad warned already (torch: once)
+
+
 class Tensor(_BoundMethods):
     # defaults live on the class so that making a tensor sets only what differs (a hot path)
     requires_grad = False
@@ -327,6 +330,11 @@ class Tensor(_BoundMethods):
         return v
 
     def __float__(self):
+        if self.requires_grad and not _WARNED_FLOAT:   # torch 2.13 warns once per process (not for item())
+            import warnings
+            _WARNED_FLOAT.append(True)
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):

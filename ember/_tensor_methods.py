@@ -101,7 +101,20 @@ Tensor.__invert__ = lambda self: M.logical_not(self) if self.dtype is _dtype.boo
 Tensor.__and__ = Tensor.__rand__ = M.bitwise_and
 Tensor.__or__ = Tensor.__ror__ = M.bitwise_or
 Tensor.__xor__ = Tensor.__rxor__ = M.bitwise_xor
-Tensor.__eq__, Tensor.__ne__ = M.eq, M.ne
+
+
+def _comparison(fn):
+    """`t == x` for ==/!=: None, a str, a list ... are not values to compare (torch: t == None is False,
+    t != None True), so Python's identity fallback answers; tensors, numbers and arrays compare."""
+    def method(self, other):
+        if other is None or isinstance(other, (str, list, tuple, dict, set)):
+            return NotImplemented
+        return fn(self, other)
+    method.__name__, method.__wrapped__ = fn.__name__, fn
+    return method
+
+
+Tensor.__eq__, Tensor.__ne__ = _comparison(M.eq), _comparison(M.ne)
 Tensor.__lt__, Tensor.__le__, Tensor.__gt__, Tensor.__ge__ = M.lt, M.le, M.gt, M.ge
 
 

@@ -20,6 +20,7 @@ take a NumPy generator derived from the state with `Generator.numpy_generator()`
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 
@@ -32,7 +33,7 @@ from .ops import random_prims as P
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
            "default_generator", "rand", "randn", "randint", "randperm", "normal", "bernoulli",
-           "multinomial", "rand_like", "randn_like", "randint_like", "poisson", "binomial"]
+           "multinomial", "rand_like", "randn_like", "randint_like", "poisson", "binomial", "fork_rng"]
 
 _U64 = (1 << 64) - 1
 
@@ -144,6 +145,29 @@ def get_rng_state() -> Tensor:
 
 def set_rng_state(state) -> None:
     default_generator.set_state(state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"):
+    """torch.random.fork_rng: the default generator's state is restored on leaving the block, so draws
+    inside it do not change the numbers drawn after. Ember's one default generator serves every device,
+    so `devices` and `device_type` select nothing more.
+
+    >>> ember.manual_seed(0); a = ember.rand(2)
+    >>> ember.manual_seed(0)
+    >>> with ember.random.fork_rng():
+    ...     _ = ember.rand(5)
+    >>> bool((ember.rand(2) == a).all())
+    True
+    """
+    if not enabled:
+        yield
+        return
+    state = default_generator.get_state()
+    try:
+        yield
+    finally:
+        default_generator.set_state(state)
 
 
 def _draw(dist, shape, np_dtype, device, generator, prob=None, **params) -> Tensor:

@@ -181,6 +181,7 @@ def sweep(train, sizes, csv_path=None, log=print):
     ns, ls, names = [], [], []
     for size in sizes:
         n, loss = train(size)
+        loss = loss.item() if hasattr(loss, "item") else loss   # a tensor (float() of one that requires grad warns)
         ns.append(float(n))
         ls.append(float(loss))
         names.append(str(size))

@@ -19,6 +19,7 @@ mid-save leaves the previous file whole.
 """
 from __future__ import annotations
 
+import collections
 import io
 import json
 import math
@@ -54,10 +55,12 @@ class CheckpointError(ValueError):
     """
 
 
-def save(obj: Any, f: PathLike | BinaryIO) -> None:
+def save(obj: Any, f: PathLike | BinaryIO, pickle_module=None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True) -> None:
     """Save tensors and plain values (nested dicts, lists, tuples, numbers, str, bool, None) to `f`.
 
-    The file is a safetensors file; nothing is pickled.
+    The file is a safetensors file; nothing is pickled (torch's `pickle_protocol` and zipfile flag are
+    accepted and mean nothing here; a `pickle_module` is refused).
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
@@ -68,6 +71,8 @@ def save(obj: Any, f: PathLike | BinaryIO) -> None:
     >>> ckpt["epoch"], ckpt["w"].tolist(), ckpt["optim"]["state"][0]["momentum_buffer"].tolist()
     (3, [0.5, 0.5], [2.0, 2.0])
     """
+    if pickle_module is not None:
+        raise TypeError("save: Ember writes safetensors files and never pickles; pickle_module must be None")
     tensors: dict[str, Tensor] = {}
     structure = _Encoder(tensors).encode(obj)
     metadata = {"format": "pt", _META_KEY: json.dumps(structure, separators=(",", ":"), allow_nan=False)}
@@ -85,8 +90,11 @@ def save(obj: Any, f: PathLike | BinaryIO) -> None:
     _atomic_write(os.fspath(f), chunks)
 
 
-def load(f: PathLike | BinaryIO, map_location=None) -> Any:
+def load(f: PathLike | BinaryIO, map_location=None, pickle_module=None, *, weights_only=None, mmap=None) -> Any:
     """Load what `save` wrote, or any safetensors file (as a flat {name: Tensor} dict).
+
+    torch's `weights_only` is accepted with either value: nothing is ever unpickled, so a load is always
+    as safe as torch's `weights_only=True`; `mmap` is accepted too (the tensors are read into memory).
 
     `map_location` puts the tensors on a device ("cpu", "cuda:0", an ember.device, or a dict
     {saved device: new device}); by default each goes back to the device it was saved from.
@@ -100,6 +108,8 @@ def load(f: PathLike | BinaryIO, map_location=None) -> Any:
     >>> sorted(state), state["fc.weight"].shape
     (['fc.bias', 'fc.weight'], (2, 3))
     """
+    if pickle_module is not None:
+        raise TypeError("load: Ember reads safetensors files and never unpickles; pickle_module must be None")
     if hasattr(f, "read"):
         return _load_from(f, str(getattr(f, "name", "<file object>")), map_location)
     name = os.fspath(f)
@@ -125,7 +135,9 @@ def _load_from(fh: BinaryIO, name: str, map_location) -> Any:
 
 # -- encoding: Python object <-> JSON structure + named tensors ------------------------------------
 # A tensor becomes {"t": name} (plus "dev" and "rg" when not on the CPU / when requiring grad), a dict
-# {"d": [[key, value], ...]} (keys keep their type: optimizer state is keyed by int), a list {"l": [...]},
+# {"d": [[key, value], ...]} (keys keep their type: optimizer state is keyed by int), an OrderedDict
+# {"o": [[key, value], ...], "md": its _metadata if any} (a state_dict, whose versions load_state_dict reads),
+# a list {"l": [...]},
 # a tuple {"u": [...]}, a non-finite float {"f": "inf"}; str, int, finite float, bool and None are
 # themselves.
 
@@ -149,6 +161,11 @@ class _Encoder:
                 raise ValueError(f"ember.save: the object contains itself (at {path or 'the top'})")
             self.active.add(id(obj))
             try:
+                if isinstance(obj, collections.OrderedDict):   # a state_dict: its type and _metadata kept
+                    node = {"o": [[self._key(k, path), self.encode(v, _join(path, k))] for k, v in obj.items()]}
+                    if isinstance(getattr(obj, "_metadata", None), dict):
+                        node["md"] = self.encode(obj._metadata, _join(path, "_metadata"))
+                    return node
                 if isinstance(obj, dict):
                     return {"d": [[self._key(k, path), self.encode(v, _join(path, k))] for k, v in obj.items()]}
                 items = [self.encode(v, _join(path, i)) for i, v in enumerate(obj)]
@@ -211,6 +228,11 @@ class _Decoder:
                 return tuple(self.decode(v) for v in value)
             if kind == "f" and value in ("inf", "-inf", "nan"):
                 return float(value)
+        if isinstance(node, dict) and isinstance(node.get("o"), list) and set(node) <= {"o", "md"}:
+            out = collections.OrderedDict(self._item(pair) for pair in node["o"])
+            if "md" in node:
+                out._metadata = self.decode(node["md"])
+            return out
         if isinstance(node, dict) and "t" in node:
             return self._tensor(node)
         raise self._corrupt(f"unexpected {_snippet(node)}")

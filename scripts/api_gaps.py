@@ -183,8 +183,8 @@ GROUPS = [
     ("ATen internals", "entry points torch exposes for its own Python layer (native_*, the functional forms of "
      "RNN cells, fused variants)",
      r"^native_|^(?!index_copy).*_copy$|^convolution$|^conv_tbc$|^constant_pad_nd$|^embedding_renorm_|^grid_sampler|^segment_reduce$|"
-     r"^rnn_|^gru|^lstm|^feature_dropout|^affine_grid_generator$|^unsafe_|^is_storage$|^get_deterministic|"
-     r"^set_deterministic|deterministic_algorithms|warn_always|^is_vulkan_available|anomaly_check_nan"),
+     r"^rnn_|^gru|^lstm|^feature_dropout|^affine_grid_generator$|^unsafe_|^is_storage$|"
+     r"warn_always|^is_vulkan_available|anomaly_check_nan"),
     ("Linear algebra beyond issue 9's set: to add to ember.linalg next", "ember.linalg has solve, inv, det, slogdet, "
      "cholesky, qr, svd(vals), eigh/eigvalsh and the norms; these build on them",
      r"^cholesky_|^inv_ex$|^solve_ex$|^ldl_|^lu|householder|^pinv$|^matrix_(exp|power|rank)$|^multi_dot$|^lstsq$|"
@@ -198,7 +198,7 @@ GROUPS = [
     ("Lazy modules: to add", "shape-inferring Lazy* modules (a small wrapper around the eager ones)",
      r"^Lazy|Uninitialized"),
     ("Optimizers: to add", "torch.optim's less common optimizers; each is one pure step function in Ember's style",
-     r"^(ASGD|Adafactor|Adamax|Muon|NAdam|RAdam|Rprop|SparseAdam)$|^swa_utils$"),
+     r"^(ASGD|Adafactor|Adamax|Muon|NAdam|RAdam|Rprop|SparseAdam)$"),
     ("Elementwise math: small gap, to add", "one NumPy ufunc and a one-line backward each",
      r"^a?(rc)?(sin|cos|tan)h?_?$|^a(rc)?tan2_?$|^atan2_?$|hypot|copysign|deg2rad|rad2deg|ldexp|frexp|nextafter|"
      r"signbit|heaviside|^fmax$|^fmin$|^gcd|^lcm|logaddexp|isposinf|isneginf|nan_to_num|bitwise_(left|right)_shift|"

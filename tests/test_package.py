@@ -172,3 +172,61 @@ def test_get_num_threads_is_a_positive_count():
     assert isinstance(n, int) and n >= 1
     ember.set_num_threads(n)       # setting what is there changes nothing
     assert ember.get_num_threads() == n
+
+
+def test_reproducibility_and_precision_settings_as_torch():
+    """torch's set-up lines (use_deterministic_algorithms, the debug mode, the float32 matmul precision)
+    keep their state as torch's; they change nothing in Ember."""
+    import warnings
+    import torch
+    import ember
+    saved = (torch.get_deterministic_debug_mode(), torch.get_float32_matmul_precision())
+    try:
+        for L in (torch, ember):
+            L.use_deterministic_algorithms(True)
+            assert L.are_deterministic_algorithms_enabled() and not L.is_deterministic_algorithms_warn_only_enabled()
+            assert L.get_deterministic_debug_mode() == 2
+            L.use_deterministic_algorithms(True, warn_only=True)
+            assert L.is_deterministic_algorithms_warn_only_enabled() and L.get_deterministic_debug_mode() == 1
+            L.set_deterministic_debug_mode("error")
+            assert L.are_deterministic_algorithms_enabled() and not L.is_deterministic_algorithms_warn_only_enabled()
+            L.set_deterministic_debug_mode(0)
+            assert not L.are_deterministic_algorithms_enabled()
+            with pytest.raises(RuntimeError, match="expected one of `default`, `warn`, `error`, but got x"):
+                L.set_deterministic_debug_mode("x")
+            with pytest.raises(RuntimeError, match="expected 0, 1, or 2, but got 3"):
+                L.set_deterministic_debug_mode(3)
+            with pytest.raises(TypeError, match="must be bool, not int"):
+                L.use_deterministic_algorithms(1)
+            assert L.get_float32_matmul_precision() == "highest"
+            L.set_float32_matmul_precision("high")
+            assert L.get_float32_matmul_precision() == "high"
+            with pytest.warns(UserWarning, match="low is not one of 'highest', 'high', or 'medium'"):
+                L.set_float32_matmul_precision("low")
+            assert L.get_float32_matmul_precision() == "high"
+            L.set_float32_matmul_precision("highest")
+    finally:
+        torch.set_deterministic_debug_mode(saved[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.set_float32_matmul_precision(saved[1])
+
+
+def test_numpy_floating_point_warnings_stay_inside_ember():
+    """1 / 0, log(-1), 0 / 0 give inf and NaN silently as in torch, even under -W error; a user's own NumPy
+    code still warns."""
+    code = """
+import warnings
+import numpy as np
+import ember
+x = ember.tensor([1.0, 0.0, -1.0])
+print((x / 0).tolist(), x.log().tolist()[2], x.sqrt().tolist()[2], ember.tensor([100.0], dtype=ember.float16).exp().tolist())
+try:
+    np.log(np.array([-1.0]))
+except RuntimeWarning as e:
+    print('numpy warns:', e)
+"""
+    r = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=280)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[inf, nan, -inf] nan nan [inf]", "numpy warns: invalid value encountered in log"]

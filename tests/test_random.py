@@ -1,6 +1,7 @@
 """ember/random.py: seeding, Generator, sampling distributions, in-place samplers."""
 import numpy as np
 import pytest
+import torch
 
 import ember
 
@@ -309,3 +310,24 @@ def test_cauchy_follows_the_median_and_scale():
     np.testing.assert_allclose(q, [-1.0, 1.0, 3.0], atol=0.1)   # median +- sigma at the quartiles
     y = ember.empty(3)
     assert y.cauchy_() is y and y.dtype == ember.float32
+
+
+def test_fork_rng_restores_the_default_state_as_torch():
+    for L in (torch, ember):
+        L.manual_seed(0)
+        want = L.rand(3)
+        L.manual_seed(0)
+        with L.random.fork_rng():
+            L.manual_seed(5)
+            L.rand(4)
+        assert L.equal(L.rand(3), want)
+        L.manual_seed(0)
+        with pytest.raises(ValueError):
+            with L.random.fork_rng():
+                L.rand(2)
+                raise ValueError("the state comes back on an exception too")
+        assert L.equal(L.rand(3), want)
+        L.manual_seed(0)
+        with L.random.fork_rng(enabled=False):
+            L.rand(2)
+        assert not L.equal(L.rand(3), want)

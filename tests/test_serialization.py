@@ -1,5 +1,6 @@
 """ember.save / ember.load: safetensors checkpoints, torch interop, refusal of pickle and of malformed
 files, atomic writes, streaming (memory)."""
+import collections
 import io
 import json
 import os
@@ -1037,3 +1038,31 @@ def test_a_header_whose_length_looks_like_a_pickle_signature_loads(tmp_path, len
     assert n == length
     loaded = ember.load(path)
     assert list(loaded) == ["w" * k] and loaded["w" * k].tolist() == [1.0, 1.0]
+
+
+def test_torch_load_and_save_keywords_are_accepted(tmp_path):
+    """torch.load(path, weights_only=True) (torch's default, often written out) and mmap=, torch.save's
+    pickle_protocol=: accepted; a pickle_module is refused with the reason."""
+    path = str(tmp_path / "w.pt")
+    ember.save({"w": ember.ones(2)}, path, pickle_protocol=4, _use_new_zipfile_serialization=True)
+    for kw in ({"weights_only": True}, {"weights_only": False}, {"mmap": True}, {"weights_only": None}):
+        assert ember.load(path, map_location="cpu", **kw)["w"].tolist() == [1.0, 1.0]
+    import pickle
+    with pytest.raises(TypeError, match="never unpickles; pickle_module must be None"):
+        ember.load(path, pickle_module=pickle)
+    with pytest.raises(TypeError, match="never pickles; pickle_module must be None"):
+        ember.save({}, path, pickle_module=pickle)
+
+
+def test_state_dicts_come_back_as_ordered_dicts_with_their_metadata(tmp_path):
+    path = str(tmp_path / "m.pt")
+    model = ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.BatchNorm1d(3))
+    sd = model.state_dict()
+    ember.save({"model": sd, "plain": {"a": 1}}, path)
+    back = ember.load(path)
+    t_back = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3)).state_dict()
+    assert type(back["model"]) is type(t_back) is collections.OrderedDict
+    assert type(back["plain"]) is dict
+    assert list(back["model"]) == list(sd)
+    assert back["model"]._metadata == sd._metadata == {"": {"version": 1}, "0": {"version": 1}, "1": {"version": 2}}
+    model.load_state_dict(back["model"])

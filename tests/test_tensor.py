@@ -30,6 +30,22 @@ def test_item_tolist_float_int_bool():
         ember.zeros(2).item()
 
 
+def test_float_of_a_tensor_that_requires_grad_warns_once_as_torch():
+    # torch 2.13 warns once per process (TORCH_WARN_ONCE), so only Ember's side can be checked in this process
+    import warnings
+    import ember._tensor
+    ember._tensor._WARNED_FLOAT.clear()
+    x = ember.ones(1, requires_grad=True) * 2
+    with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar may lead to "
+                                         "unexpected behavior"):
+        float(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        float(x)                                   # once only
+        ember._tensor._WARNED_FLOAT.clear()
+        x.item(), int(x), bool(x), float(x.detach())
+
+
 def test_python_number_protocols():
     x = ember.tensor(3.7)
     assert float(x) == pytest.approx(3.7) and int(x) == 3 and bool(x)
@@ -170,8 +186,11 @@ def test_hash_and_identity_eq():
 
 
 def test_repr_padding_nan_inf_like_torch():
+    nan, inf = float("nan"), float("inf")
     for f in (lambda L: L.tensor([[1e-5, -1.0], [float("nan"), float("inf")]]), lambda L: L.tensor([-1.0, 2.0]),
-              lambda L: L.tensor([1.5, float("nan")])):
+              lambda L: L.tensor([1.5, float("nan")]), lambda L: L.tensor([1.0, nan, inf, -inf]),
+              lambda L: L.tensor([0.0, -0.0]), lambda L: L.tensor([100.0, -inf]), lambda L: L.tensor([0.0, 0.0, inf]),
+              lambda L: L.tensor([1e-8, inf]), lambda L: L.tensor([-0.0, 1.5]), lambda L: L.tensor([[nan]])):
         assert repr(f(ember)) == repr(f(torch))
 
 
@@ -261,3 +280,12 @@ def test_is_inference_marks_tensors_made_in_inference_mode():
         tv = tx * 2
     assert [ty.is_inference(), tw.is_inference(), tv.is_inference(), tx.is_inference()] == \
         [y.is_inference(), w.is_inference(), v.is_inference(), x.is_inference()]
+
+
+def test_comparing_with_none_or_a_container_falls_back_to_identity_as_torch():
+    for L in (torch, ember):
+        t = L.tensor([1])
+        assert (t == None) is False and (t != None) is True and (None == t) is False   # noqa: E711
+        assert (t == "a") is False and (t != "a") is True and (t == [1]) is False and (t == (1,)) is False
+        assert (t == 1).tolist() == [True] and (t != L.tensor([2])).tolist() == [True]
+        assert (t == np.array([1])).tolist() == [True]

@@ -132,8 +132,9 @@ def window(kind: str, points: int, alpha: float = 0.54, beta: float = 0.46):
 
 # --- printing values already copied to the host ------------------------------------------------
 def _padded(fmt, a):
-    # torch right-aligns every element to the widest one: tensor([ 0.1235, 10.5000])
-    width = max((len(fmt(v)) for v in a.flat), default=0)
+    # torch right-aligns every element to the widest one: tensor([ 0.1235, 10.5000]); for floats `a` holds
+    # the nonzero finite values only, so nan, inf and -0. are never wider than those (tensor([1., nan]))
+    width = max((len(fmt(v)) for v in a.flat), default=1)
     return lambda v: fmt(v).rjust(width)
 
 
@@ -157,7 +158,7 @@ def _formatter(a: np.ndarray, precision: int, sci_mode):
         fmt = lambda v: f"{v:.0f}." if np.isfinite(v) else f"{v:.0f}"  # noqa: E731
     else:
         fmt = lambda v: f"{v:.{precision}f}"  # noqa: E731
-    return {"float_kind": _padded(fmt, a)}
+    return {"float_kind": _padded(fmt, nonzero)}
 
 
 def format_array(a, prefix: str, precision: int = 4, threshold: float = 1000, edgeitems: int = 3,

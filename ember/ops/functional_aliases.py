@@ -355,7 +355,8 @@ def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
 def kl_div(input, target, reduction=0, *, log_target=False):
     """torch.kl_div: F's, with torch's integer reduction (1 is the plain mean over every element, not
     'batchmean')."""
-    return _F().kl_div(input, target, reduction=_reduction("kl_div", reduction), log_target=log_target)
+    from ..nn.functional.loss import _kl_div
+    return _kl_div(input, target, _reduction("kl_div", reduction), log_target)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtype, _memory
 from .._dims import add_numpy_names, wrap_dim, wrap_dims
-from .._errors import check_same_device, check_scalar_fits, op_error, describe
+from .._errors import check_same_device, check_scalar_fits, op_error, describe, warn
 from .._tensor import Tensor
 from ..backends import host
 from ..autograd.grad_mode import STATE
@@ -625,7 +625,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return _keep_dtype(P.Prod.apply(input, axis=_axes(dim, input.ndim, "prod"), keepdims=keepdim), input)
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="var"):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="var", _caller=None):
     """Variance; `correction` (default 1: Bessel's) or the older `unbiased` flag."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -635,27 +635,32 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _op="
     if input.dtype in (_dtype.float16, _dtype.bfloat16):
         # in float32, rounded once (as torch): in float16 the mean of three 3.3s is not 3.3, and the
         # variance of a constant came out 5.7e-06 instead of 0
-        return var(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op).to(input.dtype)
+        return var(input.float(), dim, unbiased, keepdim, correction=correction, _op=_op,
+                   _caller=_caller).to(input.dtype)
     _memory.check(_op, input.shape, input.dtype)   # the temporary input - mean, before the slow mean
     n = input._data.size if axis is None else _math.prod(input.shape[a] for a in axis)
+    if n - correction <= 0:
+        warn(_caller or _op, "degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+                  "(input numel divided by output numel).")
     mu = P.Sum.apply(input, axis=axis, keepdims=True) / builtins.max(n, 1)
     d = input - mu
     return P.Sum.apply(d * d, axis=axis, keepdims=keepdim) / builtins.max(n - correction, 0)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, _caller=None):
     # torch's gradient is 0 where the std is 0 (constant values), not sqrt's 0 * inf = NaN
     if input.dtype in (_dtype.float16, _dtype.bfloat16):   # the root in float32 too: one rounding
-        return std(input.float(), dim, unbiased, keepdim, correction=correction).to(input.dtype)
-    return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op="std"), 2)
+        return std(input.float(), dim, unbiased, keepdim, correction=correction, _caller=_caller).to(input.dtype)
+    return _zero_safe_root(var(input, dim, unbiased, keepdim, correction=correction, _op="std", _caller=_caller), 2)
 
 
+# (`_caller` names the function in the degrees-of-freedom warning only, as torch: errors stay var's and std's)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return var(input, dim, unbiased, keepdim, correction=correction, _caller="var_mean"), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return std(input, dim, unbiased, keepdim, correction=correction, _caller="std_mean"), mean(input, dim, keepdim)
 
 
 def amax(input, dim=(), keepdim=False):
@@ -937,14 +942,15 @@ ger = outer
 
 
 def einsum(equation, *operands):
-    """Einstein summation, e.g. einsum('bij,bjk->bik', a, b) (explicit letters, no '...')."""
+    """Einstein summation, e.g. einsum('bij,bjk->bik', a, b); '...' stands for the dims no letter names
+    (broadcast across operands as torch: einsum('...ij,jk->...ik', a, b))."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if len(operands) > 1 and autocast_active():   # a product (torch's bmm): autocast's lower precision
         return _einsum_product(equation, *operands)
     eq = equation.replace(" ", "")
     if "..." in eq:
-        raise NotImplementedError("einsum: '...' is not supported; name every dimension")
+        eq, operands = _einsum_ellipsis(eq, operands)
     if "->" not in eq:
         letters = eq.replace(",", "")
         eq = eq + "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
@@ -968,6 +974,55 @@ def einsum(equation, *operands):
 _einsum_product = autocast_op("lower")(einsum)
 
 
+def _einsum_ellipsis(eq, operands):
+    """`eq` with each '...' replaced by letters it does not use, one per broadcast dim (right-aligned
+    across operands, as torch), and the operands whose size-1 dims under '...' broadcast expanded."""
+    import string
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        raise op_error("einsum", f"equation {eq!r} names {len(ins)} operands, got {len(operands)}")
+    counts = []
+    for k, (s, t) in enumerate(zip(ins, operands)):
+        if "." in s.replace("...", "", 1):
+            raise op_error("einsum", f"found '.' for operand {k} for which an ellipsis was already found")
+        named = len(s) - 3 if "..." in s else len(s)
+        if named > t.ndim:
+            raise op_error("einsum", f"the number of subscripts in the equation ({named}) is more than the "
+                                     f"number of dimensions ({t.ndim}) for operand {k}")
+        counts.append(t.ndim - named if "..." in s else 0)
+    m = builtins.max(counts)
+    letters = "".join([c for c in string.ascii_letters if c not in eq][:m])
+    sizes = [1] * m       # the broadcast size of each ellipsis dim, from the right
+    for k, (s, t, n) in enumerate(zip(ins, operands, counts)):
+        p = s.find("...")
+        for j in range(n):
+            size, r = t.shape[p + j], m - n + j
+            if size != 1 and sizes[r] != 1 and size != sizes[r]:
+                raise op_error("einsum", f"dimension {j} covered by ellipsis in operand {k} has size {size} which "
+                                         f"does not broadcast with previously seen ellipsis with size {sizes[r]} "
+                                         "for the respective dimension")
+            if size != 1:
+                sizes[r] = size
+    new_ins, new_ops = [], []
+    for s, t, n in zip(ins, operands, counts):
+        if "..." in s:
+            p = s.index("...")
+            if t.shape[p:p + n] != tuple(sizes[m - n:]):
+                t = t.expand(*t.shape[:p], *sizes[m - n:], *t.shape[p + n:])
+            s = s.replace("...", letters[m - n:])
+        new_ins.append(s)
+        new_ops.append(t)
+    if arrow:
+        if "." in rhs.replace("...", "", 1):
+            raise op_error("einsum", "found '.' for output but an ellipsis (...) was already found")
+        out = rhs.replace("...", letters)
+    else:   # implicit output: the ellipsis dims, then the letters named once, in alphabetical order
+        named = lhs.replace("...", "").replace(",", "")
+        out = letters + "".join(sorted(c for c in set(named) if named.count(c) == 1))
+    return ",".join(new_ins) + "->" + out, tuple(new_ops)
+
+
 def _einsum_diagonals(k, s, t):
     """Operand `t` with subscripts `s` rewritten without repeated letters: 'ii' is t's diagonal, 'i'
     (torch's rule); Einsum's backward handles distinct letters only."""
@@ -989,6 +1044,13 @@ def tensordot(a, b, dims=2):
         da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
     else:
         da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
+    if len(da) != len(db):
+        raise op_error("tensordot", f"both dimension lists should have same length, got {len(da)} and {len(db)}")
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise op_error("tensordot", f"contracted dimensions need to match, but first has size {a.shape[i]} "
+                                        f"in dim {i - a.ndim if isinstance(dims, int) else i} and second has size {b.shape[j]} in dim {j} "
+                                        f"(shapes {tuple(a.shape)} and {tuple(b.shape)})")
     letters = "abcdefghijklmnopqrstuvwxyz"
     sa = list(letters[:a.ndim])
     sb = list(letters[a.ndim:a.ndim + b.ndim])

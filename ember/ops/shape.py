@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 import collections
 import math as _math
+import operator
 
 import numpy as np
 
@@ -360,21 +361,52 @@ def tile(input, dims):
     return repeat(input, dims)
 
 
-def repeat_interleave(input, repeats, dim=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """torch.repeat_interleave: each element (each slice along `dim`) repeated `repeats` times (an int,
+    or a tensor of counts per element; one count serves all). `repeat_interleave(counts)` alone gives
+    arange(len(counts)) repeated counts[i] times. `output_size`, the result's length, is checked."""
+    from .creation import arange
+    op = "repeat_interleave"
+    if repeats is None:    # torch.repeat_interleave(repeats): the indices, each repeated
+        if not isinstance(input, Tensor) or input.ndim > 1:
+            raise op_error(op, f"repeat_interleave only accept 1D vector as repeat (got {describe(input)})")
+        repeats, input = input, arange(input.shape[0] if input.ndim else 1, device=input.device)
     if dim is None:
         input, dim = flatten(input), 0
-    d = _dim(dim, input.ndim, "repeat_interleave")
+    d = _dim(dim, input.ndim, op)
     n = input.shape[d]
-    if isinstance(repeats, int):
-        from .creation import arange
-        idx = reshape(expand(unsqueeze(arange(n, device=input.device), 1), (n, repeats)), (-1,))
-    else:   # index i repeated repeats[i] times: how many running totals of repeats are <= each position
+    if isinstance(repeats, Tensor):
+        check_same_device(op, input, repeats, "repeats")
+    if isinstance(repeats, Tensor) and repeats.numel() == 1 and (repeats.ndim == 0 or n != 1):
+        if repeats.dtype.is_floating_point or repeats.dtype.name == "bool":
+            raise op_error(op, f"repeats must be an integer tensor, got {describe(repeats)}", NotImplementedError)
+        repeats = int(repeats.reshape(()).item())      # one count for every element
+    if isinstance(repeats, Tensor):
+        if repeats.ndim != 1:
+            raise op_error(op, f"repeat_interleave only accept 1D vector as repeat (got {describe(repeats)})")
+        if repeats.dtype.is_floating_point or repeats.dtype.name == "bool":
+            raise op_error(op, f"repeats must be an integer tensor, got {describe(repeats)}", NotImplementedError)
+        if repeats.shape[0] != n:
+            raise op_error(op, f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{repeats.shape[0]} and input.size({d}) = {n}")
+        # index i repeated repeats[i] times: how many running totals of repeats are <= each position
         from .math import cumsum
-        check_same_device("repeat_interleave", input, repeats, "repeats")
+        if n and bool((repeats < 0).any()):
+            raise op_error(op, "repeats can not be negative")
         ends = cumsum(repeats, 0)
         total = int(ends[-1].item()) if n else 0
-        from .creation import arange
+        if output_size is not None and output_size != total:
+            raise op_error(op, f"allocated size does not match required size (output_size={output_size}, "
+                               f"sum of repeats {total})")
         idx = P.SearchSorted.apply(ends, arange(total, device=input.device), side="right")
+    else:
+        repeats = operator.index(repeats)
+        if repeats < 0:
+            raise op_error(op, f"Repeats must be non-negative, got {repeats}")
+        if output_size is not None and output_size != n * repeats:
+            raise op_error(op, f"allocated size does not match required size (output_size={output_size}, "
+                               f"{n} x {repeats})")
+        idx = reshape(expand(unsqueeze(arange(n, device=input.device), 1), (n, repeats)), (-1,))
     return index_select(input, d, idx)
 
 
@@ -943,14 +975,39 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return tuple(out)
 
 
-def searchsorted(sorted_sequence, values, *, right=False):
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
+    """torch.searchsorted: where each of `values` (a tensor or a number) goes in the last dim of
+    `sorted_sequence` (or in its order given by `sorter`, indices that sort it); int64, int32 with
+    `out_int32`. `side='right'` is `right=True`."""
+    name = "torch.searchsorted()"
+    if side is not None:
+        if side not in ("left", "right"):
+            raise op_error(name, f"side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise op_error(name, "side and right can't be set to opposites, got side of left while right was True")
+        right = side == "right"
+    if not isinstance(values, Tensor):
+        if sorted_sequence.ndim != 1:
+            raise op_error(name, "input value can be a scalar only when boundaries tensor dimension is 1, but we "
+                                 f"got boundaries tensor dim({sorted_sequence.ndim}) and input value's dim(0) numel(1)")
+        from .creation import tensor
+        values = tensor(values, device=sorted_sequence.device)
     check_same_device("searchsorted", sorted_sequence, values, "values", "sorted_sequence")
-    return P.SearchSorted.apply(sorted_sequence.detach(), values.detach(), side="right" if right else "left")
+    seq = sorted_sequence.detach()
+    if sorter is not None:
+        check_same_device("searchsorted", sorted_sequence, sorter, "sorter", "sorted_sequence")
+        if sorter.shape != seq.shape:
+            raise op_error(name, f"boundary and sorter must have the same size, but got boundary tensor "
+                                 f"{list(seq.shape)} and got sorter tensor {list(sorter.shape)}")
+        seq = P.Gather.apply(seq, sorter, axis=seq.ndim - 1)
+    out = P.SearchSorted.apply(seq, values.detach(), side="right" if right else "left")
+    return P.Cast.apply(out, dtype=np.dtype(np.int32)) if out_int32 else out
 
 
-def bucketize(input, boundaries, *, right=False):
-    check_same_device("bucketize", input, boundaries, "boundaries")
-    return searchsorted(boundaries, input, right=right)
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    if isinstance(input, Tensor):
+        check_same_device("bucketize", input, boundaries, "boundaries")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 # ------------------------------------------------------------------ dtype and device

@@ -25,3 +25,10 @@ from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "RMSprop", "Adagrad", "Adadelta",
            "ASGD", "Rprop", "LBFGS", "Adafactor", "Muon", "SparseAdam", "lr_scheduler"]
+
+
+def __getattr__(name):
+    if name == "swa_utils":   # AveragedModel needs ember.nn: loaded on first use, as torch.optim.swa_utils's name
+        import importlib
+        return importlib.import_module("ember.optim.swa_utils")
+    raise AttributeError(f"module 'ember.optim' has no attribute {name!r}")

@@ -1,6 +1,7 @@
 """ember/nn/functional.py: the ops with no module of their own, against torch via check_op."""
 import numpy as np
 import pytest
+import torch
 
 import ember
 from helpers import check_op, NoGrad, raises_exactly
@@ -74,6 +75,18 @@ def test_sdpa_dropout_keeps_shape_and_scale():
     np.testing.assert_array_equal(out.numpy(), np.broadcast_to(rows[..., None], out.shape))
     assert abs(rows.mean() - 1.0) < 6 / 64
     assert not np.allclose(rows, 1.0)          # and it did drop something
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_grouped_query_attention(causal):
+    sdpa = lambda L, q, k, v: L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,  # noqa: E731
+                                                                            enable_gqa=True)
+    check_op(sdpa, (2, 6, 3, 4), (2, 2, 5, 4), (2, 3, 5, 4))
+    check_op(sdpa, (6, 4, 4), (1, 4, 4), (6, 4, 4))
+    for L in (torch, ember):
+        q, k = L.ones(2, 6, 3, 8), L.ones(2, 4, 5, 8)
+        with pytest.raises(RuntimeError, match="Number of heads in key and value must divide the number of heads"):
+            L.nn.functional.scaled_dot_product_attention(q, k, k, enable_gqa=True)
 
 
 def test_sdpa_causal_and_mask_conflict():

@@ -115,6 +115,20 @@ def test_kl_div_target_gradient_at_zero_target_is_nan_as_torch(reduction):
     check_op(lambda L, x, t: L.nn.functional.kl_div(x, t, reduction=reduction), np.log(PROBS[:2, :3]), t)
 
 
+def test_kl_div_mean_reduction_warns_as_torch():
+    import torch
+    for L in (torch, ember):
+        x, t = L.tensor(np.log(PROBS)), L.tensor(PROBS)
+        with pytest.warns(UserWarning, match="reduction: 'mean' divides the total loss by both the batch size"):
+            L.nn.functional.kl_div(x, t)
+        with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
+            L.nn.KLDivLoss()(x, t)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            L.nn.functional.kl_div(x, t, reduction="batchmean")
+            L.kl_div(x, t, 1)                                # ATen's op: the same mean, no warning
+
+
 def test_kl_div_broadcasts_silently_as_torch():
     import torch
     a, b = np.log(PROBS[:, :1]), PROBS[0]                      # (5, 1) against (4,)

@@ -69,11 +69,24 @@ def test_interpolate_bicubic_overshoots():
     assert t.min() < 0 and t.max() > 1
 
 
+ANTIALIAS = [
+    ("half", {"scale_factor": 0.5}, (2, 3, 6, 8)), ("odd", {"size": (2, 3)}, (1, 2, 5, 4)),
+    ("third", {"scale_factor": 0.3}, (1, 1, 10, 17)), ("up", {"size": (7, 9)}, (1, 2, 5, 4)),
+    ("mixed", {"scale_factor": (0.37, 1.6)}, (1, 2, 8, 5)), ("one", {"size": (1, 1)}, (1, 1, 4, 5)),
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kw,shape", [c[1:] for c in ANTIALIAS], ids=[c[0] for c in ANTIALIAS])
+def test_interpolate_antialias(kw, shape, mode, align_corners):
+    check_op(lambda L, x: L.nn.functional.interpolate(x, mode=mode, antialias=True, align_corners=align_corners,
+                                                      **kw), shape)
+
+
 BICUBIC_ERRORS = [
     (lambda: F.interpolate(ember.ones(1, 1, 4), size=3, mode="bicubic"), ValueError,
      "interpolate: mode 'bicubic' needs a 4-D input, got (1, 1, 4)"),
-    (lambda: F.interpolate(ember.ones(1, 1, 4, 4), size=3, mode="bicubic", antialias=True), NotImplementedError,
-     "interpolate: antialias=True is not supported (mode 'bicubic')"),
     (lambda: F.interpolate(ember.ones(1, 1, 4, 4), size=3, antialias=True), ValueError,
      "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input"),
     (lambda: F.interpolate(ember.ones(1, 1, 4, 4), size=3, mode="cubic"), NotImplementedError,

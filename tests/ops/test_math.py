@@ -594,6 +594,22 @@ def test_var_correction_edge():
     check_op(lambda L, a: a.var(correction=0), (1,), grad=False)
 
 
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_var_without_degrees_of_freedom_warns_as_torch(name):
+    import warnings
+    for L in (torch, ember):
+        with pytest.warns(UserWarning, match=r"degrees of freedom is <= 0\. Correction should be strictly less "
+                                             r"than the reduction factor \(input numel divided by output numel\)"):
+            out = getattr(L, name)(L.ones(3, 1), 1)
+        assert L.isnan(out[0] if isinstance(out, tuple) else out).all()
+        with pytest.warns(UserWarning, match=f"{name}.*degrees of freedom"):
+            getattr(L, name)(L.tensor([1.0, 2.0]), correction=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            getattr(L, name)(L.tensor([1.0, 2.0]))
+            getattr(L, name)(L.tensor([1.0]), correction=0)
+
+
 def test_var_mean_std_mean():
     check_op(lambda L, a: L.var_mean(a, 1), (3, 4))
     check_op(lambda L, a: L.var_mean(a, (0, 2), keepdim=True, correction=0), (3, 4, 2))
@@ -695,10 +711,44 @@ def test_einsum(case):
     check_op(lambda L, *xs: L.einsum(eq, *xs), *shapes)
 
 
-def test_einsum_list_operands_and_ellipsis_unsupported():
+def test_einsum_list_operands():
     check_op(lambda L, a, b: L.einsum("ij,jk->ik", [a, b]), (3, 4), (4, 5))
-    with pytest.raises(NotImplementedError, match=r"einsum: '\.\.\.' is not supported"):
-        ember.einsum("...ij,...jk->...ik", ember.ones(2, 3), ember.ones(3, 2))
+
+
+EINSUM_ELLIPSIS = [
+    ("...ij,jk->...ik", (2, 3, 4), (4, 5)), ("b...d,b...d->b...", (2, 3, 4), (2, 3, 4)),
+    ("...i,...i", (2, 3, 4), (2, 3, 4)), ("i...j->j...i", (2, 3, 4)), ("...ij->ij", (2, 3, 4)),
+    ("...,...", (2, 1, 3), (4, 1)), ("...i,...Ai->...A", (2, 1, 3), (5, 3)), ("i...", (2, 3)),
+    ("b...,b", (2, 3, 4), (2,)), ("...ij,...jk->...ik", (2, 1, 3, 4), (5, 4, 2)), ("bh...,...->bh", (2, 3), ()),
+]
+
+
+@pytest.mark.parametrize("case", EINSUM_ELLIPSIS, ids=lambda c: c[0])
+def test_einsum_ellipsis(case):
+    eq, *shapes = case
+    check_op(lambda L, *xs: L.einsum(eq, *xs), *shapes)
+
+
+def test_einsum_ellipsis_errors_as_torch():
+    a = np.zeros((2, 3, 4), np.float32)
+    for eq, ops, msg in [("....i", [a], "found '.' for operand 0 for which an ellipsis was already found"),
+                         ("...i...", [a], "found '.' for operand 0 for which an ellipsis was already found"),
+                         ("i...jkl", [a], r"the number of subscripts in the equation \(4\) is more than the "
+                                          r"number of dimensions \(3\) for operand 0"),
+                         ("...ij,...ij", [a, np.zeros((3, 3, 4), np.float32)],
+                          "dimension 0 covered by ellipsis in operand 1 ?has size 3 which does not broadcast")]:
+        for L in (torch, ember):
+            with pytest.raises(RuntimeError, match=msg):
+                L.einsum(eq, *[L.tensor(x) for x in ops])
+
+
+def test_tensordot_mismatched_dims_raise_as_torch():
+    for L in (torch, ember):
+        a, b = L.ones(2, 3, 4), L.ones(4, 3)
+        with pytest.raises(RuntimeError, match="contracted dimensions need to match, but first has size 4 in dim -1"):
+            L.tensordot(a, b.t(), dims=1)
+        with pytest.raises(RuntimeError, match="contracted dimensions need to match, but first has size 3 in dim 1"):
+            L.tensordot(a, b, dims=([1], [0]))
 
 
 def test_tensordot():

@@ -579,6 +579,26 @@ def test_repeat_interleave_with_a_tensor_of_repeats():
                    _dim_error("repeat_interleave", 1, 1))
 
 
+def test_repeat_interleave_forms_as_torch():
+    check_op(lambda L, a, r: a.repeat_interleave(r), (3,), np.array([2], dtype=np.int64))   # one count for all
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=1), (2, 3), np.array(2, dtype=np.int64))
+    check_op(lambda L, r: L.repeat_interleave(r), np.array([2, 0, 1], dtype=np.int64))      # counts alone
+    check_op(lambda L, a, r: a.repeat_interleave(r, dim=0, output_size=5), (3, 2), np.array([2, 0, 3]))
+    check_op(lambda L, a: L.repeat_interleave(a, 2, output_size=6), (3,))
+    for L in (torch, ember):
+        x = L.tensor([1, 2, 3])
+        with pytest.raises(RuntimeError, match="repeats can not be negative"):
+            x.repeat_interleave(L.tensor([2, 1, -1]))
+        with pytest.raises(RuntimeError, match="Repeats must be non-negative"):
+            x.repeat_interleave(-1)
+        with pytest.raises(RuntimeError, match="allocated size does not match required size"):
+            x.repeat_interleave(L.tensor([2, 1, 1]), output_size=5)
+        with pytest.raises(RuntimeError, match="repeat_interleave only accept 1D vector as repeat"):
+            L.repeat_interleave(L.tensor([[2, 1]]))
+        with pytest.raises(NotImplementedError):
+            x.repeat_interleave(L.tensor([2.0, 1.0, 1.0]))
+
+
 def test_repeat_interleave_on_a_device(fake_cuda):
     r = np.array([2, 0, 3], dtype=np.int64)
     check_op(lambda L, a: a.repeat_interleave(2, dim=0), (3, 2), device="cuda")
@@ -1112,3 +1132,32 @@ def test_diagonal_is_a_view_that_writes_go_through(shape, offset, dims, transpos
     e.mul_(-2)
     t.mul_(-2)
     np.testing.assert_array_equal(E.numpy(), T.numpy())
+
+
+def test_searchsorted_keywords_as_torch():
+    seq, vals = np.array([1.0, 3.0, 5.0, 7.0]), np.array([0.0, 3.0, 6.0, 9.0])
+    check_op(lambda L, s, v: L.searchsorted(s, v, side="right"), seq, vals, grad=False)
+    check_op(lambda L, s, v: L.searchsorted(s, v, side="left", right=False), seq, vals, grad=False)
+    check_op(lambda L, s, v: L.searchsorted(s, v, out_int32=True), seq, vals, grad=False)
+    check_op(lambda L, s, v: L.bucketize(v, s, out_int32=True, right=True), seq, vals, grad=False)
+    check_op(lambda L, s: L.searchsorted(s, 4.0), seq, grad=False)          # a number: a 0-d result
+    check_op(lambda L, s: L.bucketize(3.0, s, right=True), seq, grad=False)
+    unsorted = np.array([[5.0, 1.0, 3.0], [0.0, 2.0, 1.0]])
+    order = np.array([[1, 2, 0], [0, 2, 1]])
+    check_op(lambda L, s, o, v: L.searchsorted(s, v, sorter=o), unsorted, order, np.array([[2.0], [1.5]]),
+             grad=False)
+    check_op(lambda L, s, o, v: L.searchsorted(s, v, sorter=o, right=True), unsorted[0], order[0],
+             np.array([1.0, 3.0, 6.0]), grad=False)
+
+
+def test_searchsorted_bad_keywords_raise_as_torch():
+    s, v = ember.tensor([1.0, 3.0]), ember.tensor([2.0])
+    for L, (a, b) in ((torch, (torch.tensor([1.0, 3.0]), torch.tensor([2.0]))), (ember, (s, v))):
+        with pytest.raises(RuntimeError, match="side and right can't be set to opposites"):
+            L.searchsorted(a, b, side="left", right=True)
+        with pytest.raises(RuntimeError, match="side can only be 'left' or 'right' but got middle"):
+            L.searchsorted(a, b, side="middle")
+        with pytest.raises(RuntimeError, match="boundary and sorter must have the same size"):
+            L.searchsorted(a, b, sorter=L.tensor([0]))
+        with pytest.raises(RuntimeError, match="input value can be a scalar only when boundaries tensor dimension is 1"):
+            L.searchsorted(a[None], 2.0)

@@ -9,7 +9,7 @@ import ember
 MODULES = ["ember.optim", "ember.optim.optimizer", "ember.optim.sgd", "ember.optim.adam", "ember.optim.nadam",
            "ember.optim.radam", "ember.optim.adamax", "ember.optim.rmsprop", "ember.optim.asgd", "ember.optim.rprop",
            "ember.optim.adagrad", "ember.optim.adadelta", "ember.optim.lbfgs", "ember.optim.lr_scheduler",
-           "ember.serialization"]
+           "ember.optim.swa_utils", "ember.serialization"]
 
 
 @pytest.mark.parametrize("name", MODULES)

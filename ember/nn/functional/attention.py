@@ -69,7 +69,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(q @ k^T * scale + mask) @ v over (..., L, E) queries and (..., S, E) keys/values.
 
     A boolean `attn_mask` marks with True the positions that take part; a float one is added.
+    `enable_gqa`: keys and values with fewer heads (dim -3) than the queries serve groups of them.
     """
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3 \
+            and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk == 0 or hv == 0 or hq % hk or hq % hv:
+            raise op_error("scaled_dot_product_attention", f"Number of heads in key and value must divide the number "
+                           f"of heads in query (query {tuple(query.shape)}, key {tuple(key.shape)}, value "
+                           f"{tuple(value.shape)})")
+        key = key.repeat_interleave(hq // hk, -3)
+        value = value.repeat_interleave(hq // hv, -3)
     L, S_ = query.shape[-2], key.shape[-2]
     if scale is None:   # E = 0: every score is an empty sum, 0 at any scale (torch's 1/sqrt(0) never multiplies)
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0

@@ -415,6 +415,16 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False) -> Tensor:
     """target * (log target - input), input being log-probabilities; reduction 'batchmean' divides by N."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean":   # torch's warning: the mean over every element is rarely the KL divergence meant
+        warn("kl_div", "reduction: 'mean' divides the total loss by both the batch size and the support size. "
+                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition. "
+                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+    return _kl_div(input, target, reduction, log_target)
+
+
+@autocast_op("fp32")
+def _kl_div(input, target, reduction, log_target):
+    """kl_div without F's warning (torch.kl_div's integer reduction 1 is that mean, silently)."""
     _broadcast_target(input, target, "kl_div", warn_if_different=False)
     if log_target:
         loss = M.exp(target) * (target - input)

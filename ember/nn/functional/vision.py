@@ -108,6 +108,30 @@ def _interp_taps_cubic(xp, n_in, n_out, scale, align_corners):
     return idx, weights
 
 
+def _interp_taps_aa(xp, n_in, n_out, scale, cubic):
+    """torch's antialiased taps along one dim: a triangle (bilinear) or Keys cubic filter with A = -0.5
+    (bicubic), widened by the scale when shrinking, over the source pixels whose centres it covers, its
+    weights normalised to sum 1 (as PIL). Indices and weights, both (taps, n_out); unused taps weigh 0."""
+    support = (2.0 if cubic else 1.0) * (scale if scale >= 1.0 else 1.0)
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    center = scale * (xp.arange(n_out, dtype=np.float64) + 0.5)
+    xmin = xp.maximum(xp.trunc(center - support + 0.5), 0).astype(np.int64)   # C's truncating cast, as torch
+    count = xp.minimum(xp.trunc(center + support + 0.5).astype(np.int64), n_in) - xmin
+    taps = int(math.ceil(support)) * 2 + 1
+    idx = xmin + xp.arange(taps)[:, None]
+    x = xp.abs((idx - center + 0.5) * invscale)
+    if cubic:
+        a = -0.5
+        w = xp.where(x < 1.0, ((a + 2) * x - (a + 3)) * x * x + 1,
+                     xp.where(x < 2.0, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0))
+    else:
+        w = xp.maximum(1.0 - x, 0.0)
+    w = xp.where(xp.arange(taps)[:, None] < count, w, 0.0)
+    total = w.sum(0)
+    w = w / xp.where(total != 0, total, 1.0)
+    return xp.minimum(idx, n_in - 1), w
+
+
 def _interp_taps(x, dim, indices, weights):
     """sum over taps k of weights[k] * x[indices[k]] along `dim` (each a host array of the output size),
     added in tap order as torch does."""
@@ -124,7 +148,8 @@ def _interp_taps(x, dim, indices, weights):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Tensor:
     """Resize the spatial dims of (N, C, ...) by `size` or `scale_factor`: nearest, nearest-exact, area,
-    (bi/tri)linear, bicubic (torch's Keys kernel, A = -0.75, taps clamped at the border).
+    (bi/tri)linear, bicubic (torch's Keys kernel, A = -0.75, taps clamped at the border); `antialias=True`
+    (bilinear and bicubic, 4-D) filters as torch and PIL when shrinking.
 
     >>> F.interpolate(ember.tensor([[[[0.0, 1.0], [2.0, 3.0]]]]), size=(3, 3), mode="bicubic",
     ...               align_corners=True)
@@ -151,8 +176,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
         raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
                          f"tensor as input (at {user_frame()})")
-    if antialias:
-        raise op_error("interpolate", f"antialias=True is not supported (mode {mode!r})", NotImplementedError)
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          f"linear | bilinear | bicubic | trilinear (at {user_frame()})")
@@ -169,6 +192,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":   # torch's 'area' is adaptive average pooling to the output size
         from .pooling import _adaptive_avg_poolnd
         return _adaptive_avg_poolnd(input, tuple(out_sizes), nd, "interpolate")
+    if antialias:   # separable filters, the last dim first
+        out = input
+        for i in reversed(range(nd)):
+            sc = scales[i]
+            if align_corners:
+                sc = (in_sizes[i] - 1) / (out_sizes[i] - 1) if out_sizes[i] > 1 else 0.0
+            idx, w = _interp_taps_aa(array_module(input), in_sizes[i], out_sizes[i], sc, mode == "bicubic")
+            out = _interp_taps(out, 2 + i, list(idx), list(w))
+        return out
     if mode in ("linear", "bilinear", "trilinear"):
         if {"linear": 1, "bilinear": 2, "trilinear": 3}[mode] != nd:
             raise op_error("interpolate", f"mode {mode!r} needs a {2 + {'linear': 1, 'bilinear': 2}.get(mode, 3)}-D "
