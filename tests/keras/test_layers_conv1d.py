@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-import ember
 from ember import keras
 from ember.keras import layers, models
 
