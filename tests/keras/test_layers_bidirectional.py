@@ -29,7 +29,7 @@ def torch_params(kind, weights, suffix=""):
     kernel, rec = weights[0], weights[1]
     bias = weights[2] if len(weights) > 2 else None
     p = {f"weight_ih_l0{suffix}": gates_to_torch(kind, kernel).T, f"weight_hh_l0{suffix}": gates_to_torch(kind, rec).T}
-    zeros = torch.zeros(kernel.shape[1])
+    zeros = torch.zeros(kernel.shape[1], dtype=kernel.dtype)
     if bias is None:
         p[f"bias_ih_l0{suffix}"], p[f"bias_hh_l0{suffix}"] = zeros, zeros
     elif kind == "GRU":                                                   # reset_after: input and recurrent bias

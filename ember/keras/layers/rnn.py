@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...ops import creation as C
 from ...ops import math as M
 from ...ops import shape as S
-from .. import activations, initializers
+from .. import activations, dtype_policies, initializers
 from .base import InputSpec, Layer, layer_input
 
 __all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional"]
@@ -60,9 +60,9 @@ class _RNN(Layer):
             xw = xw + self._input_bias()
         if initial_state is None:
             state = self._zero_state(n, inputs.dtype)
-        else:                                                  # Keras takes arrays too, cast to float32
-            state = [layer_input(s) for s in (initial_state if isinstance(initial_state, (list, tuple))
-                                            else [initial_state])]
+        else:                                                  # Keras takes arrays too, cast to the compute dtype
+            state = [layer_input(s, inputs.dtype) for s in (initial_state if isinstance(initial_state, (list, tuple))
+                                                            else [initial_state])]
         outs = []
         steps = range(t - 1, -1, -1) if self.go_backwards else range(t)
         for i in steps:
@@ -142,7 +142,8 @@ class LSTM(_GatedRNN):
         self.bias = self.add_weight(shape=(4 * self.units,), initializer=self.bias_initializer, name="bias")
         if self.unit_forget_bias:
             u = self.units
-            self.bias.assign(S.cat([self.bias[:u].detach(), C.ones(u), self.bias[2 * u:].detach()]))
+            self.bias.assign(S.cat([self.bias[:u].detach(), C.ones(u, dtype=self.bias.dtype),
+                                    self.bias[2 * u:].detach()]))
 
     def _input_bias(self):
         return self.bias
@@ -277,6 +278,8 @@ class Bidirectional(Layer):
         if self.return_state:
             states = list(y[1:]) + list(y_rev[1:])
             y, y_rev = y[0], y_rev[0]
+        compute = dtype_policies.to_ember(self.compute_dtype)     # Keras: both outputs in this layer's dtype
+        y, y_rev = y.to(compute), y_rev.to(compute)
         if self.return_sequences:
             y_rev = y_rev.flip(1)                              # back to forward time order
         if self.merge_mode == "concat":
