@@ -187,6 +187,16 @@ def test_mixed_conv_and_rnn_layers_keep_float32_weights_and_return_float16(make)
     assert layer(keras.Input((5, 3))).dtype == "float16"                   # symbolic outputs: the compute dtype
 
 
+def test_bidirectional_returns_its_own_compute_dtype():
+    # Keras casts both directions' outputs to the wrapper's compute dtype, whatever the wrapped layers compute in
+    bi = layers.Bidirectional(layers.LSTM(2, dtype="float64", return_state=True))
+    assert bi.forward_layer.dtype == "float64" and bi.compute_dtype == "float32"
+    out, *states = bi(np.ones((1, 3, 2)))
+    assert out.dtype == ember.float32 and all(s.dtype == ember.float64 for s in states)
+    half = layers.Bidirectional(layers.GRU(2), merge_mode=None, dtype="mixed_float16")
+    assert [y.dtype for y in half(np.ones((1, 3, 2)))] == [ember.float16, ember.float16]
+
+
 def test_mixed_batch_normalization_keeps_float32_statistics():
     bn = layers.BatchNormalization(dtype="mixed_float16", momentum=0.5)
     x = (RNG.standard_normal((8, 3)) * 2 + 5).astype(np.float32)

@@ -109,6 +109,9 @@ def test_simple_rnn_errors():
                                          r"takes \(batch, time, features\)\)$"):
         layers.SimpleRNN(2)(np.ones((2, 3), np.float32))
     layers.SimpleRNN(2, seed=3)                                               # Keras's seed is taken
+    with pytest.raises(NotImplementedError, match=r"^SimpleRNN\(dropout=..., recurrent_dropout=...\) is not "
+                                                  r"supported by ember.keras"):
+        layers.SimpleRNN(2, recurrent_dropout=0.5)                            # as LSTM and GRU
 
 
 # --- Bidirectional ----------------------------------------------------------------------------------------
