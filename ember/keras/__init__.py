@@ -12,10 +12,13 @@ predict, callbacks, summary, save) on Ember's nn, optim and data.
 79510
 """
 from . import activations, initializers, layers, losses, metrics, optimizers, callbacks, models, datasets, backend, utils
+from . import config, dtype_policies, mixed_precision
 from .backend import Variable, KerasTensor, clear_session
+from .dtype_policies import DTypePolicy, FloatDTypePolicy
 from .layers import Input, Layer
 from .models import Model, Sequential
 
 __all__ = ["activations", "initializers", "layers", "losses", "metrics", "optimizers", "callbacks", "models",
-           "datasets", "backend", "utils", "Variable", "KerasTensor", "clear_session", "Input", "Layer", "Model",
+           "datasets", "backend", "utils", "config", "dtype_policies", "mixed_precision", "DTypePolicy",
+           "FloatDTypePolicy", "Variable", "KerasTensor", "clear_session", "Input", "Layer", "Model",
            "Sequential"]

@@ -23,8 +23,11 @@ _NAME_COUNTS: dict = {}
 
 
 def clear_session() -> None:
-    """Forget the names given so far, so the next Dense is `dense` again (as `keras.backend.clear_session`)."""
+    """Forget the names given so far, so the next Dense is `dense` again, and set the global dtype policy
+    back to float32 (as `keras.backend.clear_session`, which clears Keras's global state)."""
+    from . import dtype_policies
     _NAME_COUNTS.clear()
+    dtype_policies.reset()
 
 
 def to_snake_case(name: str) -> str:
@@ -82,7 +85,8 @@ class Variable(Parameter):
     [0.5, 0.0]
     """
 
-    def __new__(cls, initializer=None, shape=None, dtype=None, trainable: bool = True, name: str | None = None):
+    def __new__(cls, initializer=None, shape=None, dtype=None, trainable: bool = True, autocast: bool = True,
+                name: str | None = None):
         if callable(initializer) and not isinstance(initializer, Tensor):
             if shape is None:
                 raise ValueError("Variable: an initializer needs a `shape`, got shape=None")
@@ -106,6 +110,7 @@ class Variable(Parameter):
         value = value.detach().clone()
         v = Parameter.__new__(cls, value, requires_grad=bool(trainable) and value.dtype.is_floating_point)
         v._own_trainable = bool(trainable)
+        v.autocast = bool(autocast)          # read in a mixed-precision layer's compute dtype inside its call
         v.name = name or "variable"
         v.path = v.name
         return v
@@ -158,7 +163,7 @@ class Variable(Parameter):
         return f"<Variable path={self.path}, shape={tuple(self.shape)}, dtype={self.dtype.name}>"
 
     def __deepcopy__(self, memo):
-        v = Variable(self.detach().clone(), trainable=self._own_trainable, name=self.name)
+        v = Variable(self.detach().clone(), trainable=self._own_trainable, autocast=self.autocast, name=self.name)
         v.requires_grad = self.requires_grad
         memo[id(self)] = v
         return v

@@ -9,6 +9,7 @@ wrong shape for the loss raise an error that says which shape was expected and w
 """
 from __future__ import annotations
 
+from .. import _dtype
 from .._errors import user_frame
 from .backend import to_snake_case, unique_name
 from ..nn import functional as F
@@ -185,6 +186,8 @@ class Loss:
     def __call__(self, y_true, y_pred, sample_weight=None):
         from .layers.base import to_tensor
         y_true, y_pred = to_tensor(y_true), to_tensor(y_pred)
+        if y_pred.dtype in (_dtype.float16, _dtype.bfloat16):
+            y_pred = y_pred.to(_dtype.float32)    # Keras: a loss computes in floatx (a mixed-precision model's output)
         values = self.call(y_true, y_pred)
         sw = None if sample_weight is None else to_tensor(sample_weight)
         mask = self._mask(y_true, values)

@@ -9,10 +9,9 @@ with `save_weights` and rebuild them in code.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
-
-
 
 from .. import serialization
 
@@ -121,6 +120,8 @@ def layer_from_config(c, classes):
     cls = classes[name]
     if name in ("Sequential", "Functional", "Model"):
         return model_from_config(c, classes)
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:   # a wrapper (Bidirectional) of layers
+        return cls.from_config(dict(c["config"]), custom_objects=classes)
     return cls.from_config(dict(c["config"]))
 
 

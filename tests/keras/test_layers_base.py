@@ -495,7 +495,7 @@ def test_symbolic_call_passes_extra_arguments_and_drops_training():
 
 def test_input_layer_details():
     il = layers.InputLayer(shape=(2,), dtype="int32")
-    assert il.dtype_policy == "int32" and il.output.dtype == "int32"
+    assert il.dtype_policy.name == "int32" and il.dtype == "int32" and il.output.dtype == "int32"
     assert il.get_config()["dtype"] == "int32"
     assert il._inbound_nodes[0].output_tensors == [il.output] and il._inbound_nodes[0].input_tensors == []
     with pytest.raises(TypeError, match=r"^InputLayer: unrecognized keyword argument\(s\) \['bogus'\]"):

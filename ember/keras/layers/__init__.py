@@ -1,16 +1,22 @@
 """`ember.keras.layers`: Keras's layers (re-exports only)."""
 from .base import Layer, InputLayer, Input, InputSpec
 from .core import Dense, Activation, Dropout, Flatten, Reshape, Embedding
-from .conv import Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D
+from .conv import (Conv1D, Conv2D, MaxPooling1D, AveragePooling1D, GlobalAveragePooling1D, GlobalMaxPooling1D,
+                   UpSampling1D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D)
 from .normalization import BatchNormalization
-from .rnn import LSTM, GRU
+from .rnn import SimpleRNN, LSTM, GRU, Bidirectional
 from .merge import Concatenate, Add, Subtract, Multiply, Average
 
+MaxPool1D, AvgPool1D = MaxPooling1D, AveragePooling1D
+GlobalAvgPool1D, GlobalMaxPool1D = GlobalAveragePooling1D, GlobalMaxPooling1D
 MaxPool2D, AvgPool2D = MaxPooling2D, AveragePooling2D
 GlobalAvgPool2D, GlobalMaxPool2D = GlobalAveragePooling2D, GlobalMaxPooling2D
-Convolution2D = Conv2D
+Convolution1D, Convolution2D = Conv1D, Conv2D
 
 __all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Dense", "Activation", "Dropout", "Flatten", "Reshape",
-           "Embedding", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-           "GlobalMaxPooling2D", "BatchNormalization", "LSTM", "GRU", "Concatenate", "Add", "Subtract",
+           "Embedding", "Conv1D", "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D",
+           "GlobalMaxPooling1D", "UpSampling1D", "MaxPool1D", "AvgPool1D", "GlobalAvgPool1D", "GlobalMaxPool1D",
+           "Convolution1D", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+           "GlobalMaxPooling2D", "BatchNormalization", "SimpleRNN", "LSTM", "GRU",
+           "Bidirectional", "Concatenate", "Add", "Subtract",
            "Multiply", "Average", "MaxPool2D", "AvgPool2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "Convolution2D"]

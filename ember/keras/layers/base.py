@@ -20,7 +20,7 @@ from ...backends import host
 from ...autograd.grad_mode import no_grad
 from ...nn.module import Module
 from ...ops import creation as C
-from .. import initializers
+from .. import dtype_policies, initializers
 from ..backend import KerasTensor, Node, Variable, flatten, in_training, to_snake_case, training_phase, unique_name
 
 __all__ = ["Layer", "InputLayer", "Input", "InputSpec"]
@@ -42,15 +42,23 @@ def to_tensor(x):
     return C.from_numpy(host.contiguous(arr).reshape(arr.shape))   # ascontiguousarray makes a scalar 1-D
 
 
-def layer_input(x):
-    """`to_tensor`, and float64/float16 tensors cast to float32: Keras 3 casts a layer's float inputs to its
-    float32 compute dtype, tensors included (the weights are float32)."""
-    x = to_tensor(x)
-    if isinstance(x, Tensor):
-        return x.to(_dtype.float32) if x.dtype in (_dtype.float64, _dtype.float16) else x
+def layer_input(x, dtype=None):
+    """`to_tensor`, with float inputs cast to `dtype`, the layer's compute dtype (float32 by default): Keras 3
+    casts a layer's float inputs, tensors included, to its compute dtype (a NumPy array goes straight to it,
+    so a float64 layer reads float64 data exactly). Integer and boolean inputs are left alone."""
+    dtype = dtype or _dtype.float32
     if isinstance(x, dict):
-        return {k: layer_input(v) for k, v in x.items()}
-    return type(x)(layer_input(v) for v in x)
+        return {k: layer_input(v, dtype) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (Tensor, np.ndarray)) for v in flatten(x)):
+        return type(x)(layer_input(v, dtype) for v in x)
+    if not isinstance(x, Tensor):
+        arr = host.asarray(x)
+        if arr.dtype.kind == "f" and dtype.is_floating_point:
+            return C.from_numpy(host.contiguous(arr.astype(dtype.np)).reshape(arr.shape))
+        x = to_tensor(arr)
+    if x.dtype.is_floating_point and dtype.is_floating_point and x.dtype != dtype:
+        return x.to(dtype)
+    return x
 
 
 def shape_of(x):
@@ -76,8 +84,8 @@ class Layer(Module):
     (2, 3)
     """
 
-    def __init__(self, *, name=None, trainable=True, dtype=None, input_shape=None, batch_input_shape=None,
-                 batch_size=None, input_dim=None, **kwargs):
+    def __init__(self, *, name=None, trainable=True, dtype=None, autocast=True, input_shape=None,
+                 batch_input_shape=None, batch_size=None, input_dim=None, **kwargs):
         Module.__init__(self)
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unrecognized keyword argument(s) {sorted(kwargs)} "
@@ -85,7 +93,8 @@ class Layer(Module):
         self.name = name or unique_name(to_snake_case(type(self).__name__))
         self.built = False
         self._trainable = bool(trainable)
-        self.dtype_policy = dtype or "float32"
+        self._dtype_policy = dtype_policies.get(dtype)
+        self.autocast = bool(autocast)
         self._inbound_nodes = []
         self._own_weights = []
         self._last_output_shape = None
@@ -105,16 +114,19 @@ class Layer(Module):
             cls.build = _marking_built(cls.__dict__["build"])
 
     # --- weights ----------------------------------------------------------------------------------
-    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None, **kwargs):
-        """Make a `Variable` of `shape` owned by this layer (Keras's `add_weight`); assign it to an
-        attribute (`self.kernel = self.add_weight(...)`) as Keras code does."""
+    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, autocast=True, name=None,
+                   **kwargs):
+        """Make a `Variable` of `shape` owned by this layer (Keras's `add_weight`), in the layer's variable
+        dtype unless `dtype` is given; assign it to an attribute (`self.kernel = self.add_weight(...)`) as
+        Keras code does. `autocast=False` keeps it in its own dtype inside a mixed-precision `call`."""
         shape = tuple(shape or ())
-        dtype = dtype or "float32"
+        dtype = dtype_policies.standardize_dtype(dtype) if dtype is not None else self.variable_dtype
         if initializer is None:
             initializer = "glorot_uniform" if "float" in str(dtype) else "zeros"
         init = initializers.get(initializer)
         name = name or f"variable_{len(self._own_weights)}"
         v = Variable(init(shape, dtype=dtype), trainable=trainable, name=name)
+        v.autocast = bool(autocast)
         v.path = f"{self.name}/{name}"
         if not self._trainable:
             v.requires_grad = False
@@ -160,6 +172,54 @@ class Layer(Module):
     def variables(self):
         return self.weights
 
+    # --- dtypes (Keras's DTypePolicy) ------------------------------------------------------------
+    @property
+    def dtype_policy(self) -> dtype_policies.DTypePolicy:
+        return self._dtype_policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value) -> None:
+        self.__dict__["_dtype_policy"] = dtype_policies.get(value)
+
+    @property
+    def dtype(self) -> str:
+        """The dtype of the layer's weights (Keras: an alias of `variable_dtype`)."""
+        return self._dtype_policy.variable_dtype
+
+    @property
+    def variable_dtype(self) -> str:
+        return self._dtype_policy.variable_dtype
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the layer casts its float inputs to, computes in and returns."""
+        return self._dtype_policy.compute_dtype
+
+    def __getattr__(self, name: str):
+        value = Module.__getattr__(self, name)
+        cast = self.__dict__.get("_autocast_to")
+        # inside call() under a mixed policy, a weight reads as the compute dtype (Keras's AutocastScope); the
+        # cast is recorded, so its gradient reaches the float32 weight
+        if cast is not None and isinstance(value, Variable) and value.autocast and value.dtype != cast \
+                and value.dtype.is_floating_point:
+            return value.to(cast)
+        return value
+
+    def _call_in_policy(self, inputs, args, kwargs):
+        """`call`, with the float inputs cast to the compute dtype and, when it differs from the variable
+        dtype, the weights read in the compute dtype too."""
+        compute = dtype_policies.to_ember(self.compute_dtype)
+        if self.autocast:
+            inputs = layer_input(inputs, compute)
+        if compute.name == self.variable_dtype or not compute.is_floating_point:
+            return self.call(inputs, *args, **kwargs)
+        before = self.__dict__.get("_autocast_to")
+        self.__dict__["_autocast_to"] = compute
+        try:
+            return self.call(inputs, *args, **kwargs)
+        finally:
+            self.__dict__["_autocast_to"] = before
+
     @property
     def trainable(self) -> bool:
         return self._trainable
@@ -198,7 +258,7 @@ class Layer(Module):
 
     # --- config -----------------------------------------------------------------------------------
     def get_config(self) -> dict:
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy}
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self._dtype_policy.name}
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
         return config
@@ -233,14 +293,15 @@ class Layer(Module):
         if any(isinstance(t, KerasTensor) for t in flatten(inputs)):
             return self._symbolic_call(inputs, *args[1:], **kwargs)
         training = kwargs.pop("training", None)
-        inputs = layer_input(inputs)
+        inputs = layer_input(inputs, dtype_policies.to_ember(self.compute_dtype)) if self.autocast \
+            else to_tensor(inputs)
         shapes = _map(shape_of, inputs)
         self._maybe_build(shapes)
         self._check_input(shapes)
         with training_phase(training):
             if self._call_has_training:
                 kwargs["training"] = in_training()
-            out = self.call(inputs, *args[1:], **kwargs)
+            out = self._call_in_policy(inputs, args[1:], kwargs)
         self._last_output_shape = _map(lambda t: (None,) + tuple(t.shape[1:]), out)
         return out
 
@@ -289,7 +350,7 @@ class Layer(Module):
     def _infer_output(self, inputs, shapes, args, kwargs):
         if type(self).compute_output_shape is not Layer.compute_output_shape:
             out = self.compute_output_shape(shapes)
-            return out, _map(lambda _: "float32", out)
+            return out, _map(lambda _: self.compute_dtype, out)
         return self._dry_run(shapes, [t.dtype for t in flatten(inputs)], args, kwargs)
 
     def _dry_run(self, shapes, dtypes=None, args=(), kwargs=None):
@@ -304,7 +365,7 @@ class Layer(Module):
             with no_grad(), training_phase(False):
                 if self._call_has_training:
                     kwargs["training"] = False
-                out = self.call(x, *args, **kwargs)
+                out = self._call_in_policy(x, args, kwargs)
             return _map(lambda t: (tuple(t.shape), t.dtype.name), out)
         a, b = run(2), run(3)
         shapes_out = _map2(lambda u, v: tuple(p if p == q else None for p, q in zip(u[0], v[0])), a, b)

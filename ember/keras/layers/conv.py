@@ -1,8 +1,11 @@
-"""Conv2D and the 2-D pooling layers on Keras's channels-last images (batch, height, width, channels).
+"""Conv1D, Conv2D and the 1-D and 2-D pooling layers on Keras's channels-last data: sequences (batch, steps,
+channels) and images (batch, height, width, channels).
 
 The math is ember.nn.functional's (channels-first, as torch): these layers move the channel axis in and
-out, and hold the kernel in Keras's layout (kh, kw, in, out). 'same' padding follows Keras/TensorFlow:
-the output has ceil(size / stride) positions and the odd extra pad goes after (right/bottom).
+out, and hold the kernel in Keras's layout (k, in, out) or (kh, kw, in, out). 'same' padding follows
+Keras/TensorFlow: the output has ceil(size / stride) positions and the odd extra pad goes after
+(right/bottom); Conv1D's 'causal' pads dilation * (k - 1) steps before the sequence, so output[t] reads
+no input after t.
 """
 from __future__ import annotations
 
@@ -13,19 +16,21 @@ from ...ops import creation as C
 from .. import activations, initializers
 from .base import InputSpec, Layer
 
-__all__ = ["Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D"]
+__all__ = ["Conv1D", "Conv2D", "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D",
+           "GlobalMaxPooling1D", "UpSampling1D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+           "GlobalMaxPooling2D"]
 
 
-def _pair(v, name):
-    """Keras's `standardize_tuple`: an int or a pair of ints, each > 0."""
-    msg = f"The `{name}` argument must be a tuple of 2 integers. Received {name}={v!r}"
-    pair = (v, v) if isinstance(v, int) else tuple(v)
-    if len(pair) != 2 or not all(isinstance(i, int) for i in pair):
+def _ntuple(v, n, name):
+    """Keras's `standardize_tuple`: an int or a tuple of n ints, each > 0."""
+    msg = f"The `{name}` argument must be a tuple of {n} integers. Received {name}={v!r}"
+    tup = (v,) * n if isinstance(v, int) else tuple(v)
+    if len(tup) != n or not all(isinstance(i, int) for i in tup):
         raise ValueError(msg)
-    bad = {i for i in pair if i <= 0}
+    bad = {i for i in tup if i <= 0}
     if bad:
         raise ValueError(f"{msg}, including values {bad} that do not satisfy `value > 0`")
-    return pair
+    return tup
 
 
 def _check_format(data_format):
@@ -35,10 +40,11 @@ def _check_format(data_format):
     return data_format
 
 
-def _check_padding(padding):
+def _check_padding(padding, causal=False):
     padding = padding.lower() if isinstance(padding, str) else padding
-    if padding not in ("valid", "same"):
-        raise ValueError(f"padding must be 'valid' or 'same', got {padding!r}")
+    if padding not in (("valid", "same", "causal") if causal else ("valid", "same")):
+        allowed = "'valid', 'same' or 'causal'" if causal else "'valid' or 'same'"
+        raise ValueError(f"padding must be {allowed}, got {padding!r}")
     return padding
 
 
@@ -54,42 +60,58 @@ def _out_len(size, k, s, padding, d=1):
         return None
     if padding == "same":
         return -(-size // s)
+    if padding == "causal":                                    # d * (k - 1) steps of padding before
+        return (size - 1) // s + 1
     return (size - d * (k - 1) - 1) // s + 1
 
 
-def _check_out(out_hw, input_shape, what):
-    if any(o is not None and o < 0 for o in out_hw):
+def _check_out(out_sizes, input_shape, what):
+    if any(o is not None and o < 0 for o in out_sizes):
         raise ValueError(f"Computed output size would be negative. Received `inputs shape={tuple(input_shape)}`, "
                          f"{what}.")
 
 
 class _Spatial(Layer):
-    def _to_nchw(self, x):
-        return x.permute(0, 3, 1, 2) if self.data_format == "channels_last" else x
+    """Channels-last or channels-first data of `rank` spatial axes, moved to channels-first for F's ops."""
+    rank = 2
 
-    def _from_nchw(self, x):
-        return x.permute(0, 2, 3, 1) if self.data_format == "channels_last" else x
+    def _to_cf(self, x):
+        if self.data_format == "channels_last":
+            return x.permute(0, x.ndim - 1, *range(1, x.ndim - 1))
+        return x
 
-    def _hw(self, shape):
-        return (shape[1], shape[2]) if self.data_format == "channels_last" else (shape[2], shape[3])
+    def _from_cf(self, x):
+        if self.data_format == "channels_last":
+            return x.permute(0, *range(2, x.ndim), 1)
+        return x
 
-    def _pad_same(self, x, k, s, d=(1, 1), value=0.0):   # x is NCHW
-        (t, b), (l, r) = _same_pads(x.shape[2], k[0], s[0], d[0]), _same_pads(x.shape[3], k[1], s[1], d[1])
-        if t or b or l or r:
-            x = F.pad(x, (l, r, t, b), value=value)
-        return x, (t, b, l, r)
+    def _sizes(self, shape):
+        return tuple(shape[1:-1]) if self.data_format == "channels_last" else tuple(shape[2:])
+
+    def _channels(self, shape):
+        return shape[-1] if self.data_format == "channels_last" else shape[1]
+
+    def _with_sizes(self, shape, sizes, channels):
+        if self.data_format == "channels_last":
+            return (shape[0],) + tuple(sizes) + (channels,)
+        return (shape[0], channels) + tuple(sizes)
+
+    def _pad_same(self, x, k, s, d=None, value=0.0):   # x is channels-first
+        d = d or (1,) * self.rank
+        pads = [_same_pads(x.shape[2 + i], k[i], s[i], d[i]) for i in range(self.rank)]
+        flat = [p for pair in reversed(pads) for p in pair]        # F.pad: the last axis first
+        if any(flat):
+            x = F.pad(x, tuple(flat), value=value)
+        return x, pads
 
 
-class Conv2D(_Spatial):
-    """2-D convolution: `filters` kernels of `kernel_size` over (batch, h, w, channels) images.
+class _Conv(_Spatial):
+    _conv = None
+    _takes = ""
 
-    >>> ember.keras.layers.Conv2D(8, 3, padding="same")(np.ones((2, 28, 28, 1))).shape
-    (2, 28, 28, 8)
-    """
-
-    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
-                 dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,
+                 groups=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
         if not isinstance(filters, int) or filters <= 0:
             raise ValueError(f"Invalid value for argument `filters`. Expected a strictly positive value. "
@@ -100,11 +122,11 @@ class Conv2D(_Spatial):
             raise ValueError(f"The number of filters must be evenly divisible by the number of groups. "
                              f"Received: groups={groups}, filters={filters}.")
         self.filters = filters
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _check_padding(padding)
+        self.kernel_size = _ntuple(kernel_size, self.rank, "kernel_size")
+        self.strides = _ntuple(strides, self.rank, "strides")
+        self.padding = _check_padding(padding, causal=self.rank == 1)
         self.data_format = _check_format(data_format)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        self.dilation_rate = _ntuple(dilation_rate, self.rank, "dilation_rate")
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
             raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`. Received: "
                              f"strides={self.strides} and dilation_rate={self.dilation_rate}")
@@ -115,10 +137,11 @@ class Conv2D(_Spatial):
         self.bias_initializer = initializers.get(bias_initializer)
 
     def build(self, input_shape):
-        if len(input_shape) != 4:
-            raise ValueError(f'Input 0 of layer "{self.name}" is incompatible with the layer: expected ndim=4, '
+        ndim = self.rank + 2
+        if len(input_shape) != ndim:
+            raise ValueError(f'Input 0 of layer "{self.name}" is incompatible with the layer: expected ndim={ndim}, '
                              f"found ndim={len(input_shape)}. Full shape received: {tuple(input_shape)} "
-                             f"(Conv2D takes (batch, height, width, channels) images)")
+                             f"({type(self).__name__} takes {self._takes})")
         axis = -1 if self.data_format == "channels_last" else 1
         channels = input_shape[axis]
         if channels % self.groups:
@@ -130,25 +153,25 @@ class Conv2D(_Spatial):
                                       initializer=self.kernel_initializer, name="kernel")
         if self.use_bias:
             self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer, name="bias")
-        self.input_spec = InputSpec(ndim=4, axes={axis: channels})
+        self.input_spec = InputSpec(ndim=ndim, axes={axis: channels})
 
     def call(self, inputs):
-        x = self._to_nchw(inputs)
+        x = self._to_cf(inputs)
         if self.padding == "same":
             x, _ = self._pad_same(x, self.kernel_size, self.strides, self.dilation_rate)
-        w = self.kernel.permute(3, 2, 0, 1)                       # (kh, kw, in, out) -> (out, in, kh, kw)
-        y = F.conv2d(x, w, self.bias if self.use_bias else None, stride=self.strides,
-                     dilation=self.dilation_rate, groups=self.groups)
-        return self.activation(self._from_nchw(y))
+        elif self.padding == "causal":
+            x = F.pad(x, (self.dilation_rate[0] * (self.kernel_size[0] - 1), 0))
+        r = self.rank
+        w = self.kernel.permute(r + 1, r, *range(r))                # (*k, in, out) -> (out, in, *k)
+        y = type(self)._conv(x, w, self.bias if self.use_bias else None, stride=self.strides,
+                             dilation=self.dilation_rate, groups=self.groups)
+        return self.activation(self._from_cf(y))
 
     def compute_output_shape(self, input_shape):
-        h, w = self._hw(input_shape)
-        oh = _out_len(h, self.kernel_size[0], self.strides[0], self.padding, self.dilation_rate[0])
-        ow = _out_len(w, self.kernel_size[1], self.strides[1], self.padding, self.dilation_rate[1])
-        _check_out((oh, ow), input_shape, f"`kernel shape={self.kernel_size}`, `dilation_rate={self.dilation_rate}`")
-        if self.data_format == "channels_last":
-            return (input_shape[0], oh, ow, self.filters)
-        return (input_shape[0], self.filters, oh, ow)
+        sizes = [_out_len(n, k, s, self.padding, d) for n, k, s, d in
+                 zip(self._sizes(input_shape), self.kernel_size, self.strides, self.dilation_rate)]
+        _check_out(sizes, input_shape, f"`kernel shape={self.kernel_size}`, `dilation_rate={self.dilation_rate}`")
+        return self._with_sizes(input_shape, sizes, self.filters)
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters, "kernel_size": list(self.kernel_size),
@@ -159,65 +182,113 @@ class Conv2D(_Spatial):
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
 
 
-class _Pooling2D(_Spatial):
-    def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None, **kwargs):
+class Conv1D(_Conv):
+    """1-D (temporal) convolution over (batch, steps, channels); kernel (k, in / groups, filters).
+    `padding='causal'` pads only before the sequence (output[t] reads inputs up to t).
+
+    >>> ember.keras.layers.Conv1D(8, 3, padding="causal")(np.ones((2, 10, 4))).shape
+    (2, 10, 8)
+    """
+    rank = 1
+    _conv = F.conv1d
+    _takes = "(batch, steps, channels) sequences"
+
+
+class Conv2D(_Conv):
+    """2-D convolution: `filters` kernels of `kernel_size` over (batch, h, w, channels) images.
+
+    >>> ember.keras.layers.Conv2D(8, 3, padding="same")(np.ones((2, 28, 28, 1))).shape
+    (2, 28, 28, 8)
+    """
+    rank = 2
+    _conv = F.conv2d
+    _takes = "(batch, height, width, channels) images"
+
+
+class _Pooling(_Spatial):
+    _max = _avg = None
+
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
         super().__init__(**kwargs)
-        self.pool_size = _pair(pool_size, "pool_size")
-        self.strides = _pair(strides, "strides") if strides is not None else self.pool_size
+        self.pool_size = _ntuple(pool_size, self.rank, "pool_size")
+        self.strides = _ntuple(strides, self.rank, "strides") if strides is not None else self.pool_size
         self.padding = _check_padding(padding)
         self.data_format = _check_format(data_format)
 
     def build(self, input_shape):
-        self.input_spec = InputSpec(ndim=4)
+        self.input_spec = InputSpec(ndim=self.rank + 2)
 
     def compute_output_shape(self, input_shape):
-        h, w = self._hw(input_shape)
-        oh = _out_len(h, self.pool_size[0], self.strides[0], self.padding)
-        ow = _out_len(w, self.pool_size[1], self.strides[1], self.padding)
-        _check_out((oh, ow), input_shape, f"`pool_size={self.pool_size}`")
-        c = input_shape[3] if self.data_format == "channels_last" else input_shape[1]
-        return (input_shape[0], oh, ow, c) if self.data_format == "channels_last" else (input_shape[0], c, oh, ow)
+        sizes = [_out_len(n, k, s, self.padding) for n, k, s in
+                 zip(self._sizes(input_shape), self.pool_size, self.strides)]
+        _check_out(sizes, input_shape, f"`pool_size={self.pool_size}`")
+        return self._with_sizes(input_shape, sizes, self._channels(input_shape))
 
     def get_config(self):
         return {**super().get_config(), "pool_size": list(self.pool_size), "strides": list(self.strides),
                 "padding": self.padding, "data_format": self.data_format}
 
 
-class MaxPooling2D(_Pooling2D):
-    """The largest value of each `pool_size` window (stride = pool_size by default)."""
-
+class _MaxPooling(_Pooling):
     def call(self, inputs):
-        x = self._to_nchw(inputs)
+        x = self._to_cf(inputs)
         if self.padding == "same":
             x, _ = self._pad_same(x, self.pool_size, self.strides, value=-math.inf)
-        return self._from_nchw(F.max_pool2d(x, self.pool_size, self.strides))
+        return self._from_cf(type(self)._max(x, self.pool_size, self.strides))
 
 
-class AveragePooling2D(_Pooling2D):
-    """The mean of each window; with 'same' padding the padded positions are left out of the mean (Keras)."""
-
+class _AveragePooling(_Pooling):
     def call(self, inputs):
-        x = self._to_nchw(inputs)
+        x = self._to_cf(inputs)
+        pool = type(self)._avg
         if self.padding == "valid":
-            return self._from_nchw(F.avg_pool2d(x, self.pool_size, self.strides))
-        x, (t, b, l, r) = self._pad_same(x, self.pool_size, self.strides)
-        sums = F.avg_pool2d(x, self.pool_size, self.strides)
-        ones = F.pad(C.ones(1, 1, x.shape[2] - t - b, x.shape[3] - l - r, dtype=x.dtype), (l, r, t, b))
-        counts = F.avg_pool2d(ones, self.pool_size, self.strides)   # the fraction of each window inside
-        return self._from_nchw(sums / counts)
+            return self._from_cf(pool(x, self.pool_size, self.strides))
+        x, pads = self._pad_same(x, self.pool_size, self.strides)
+        sums = pool(x, self.pool_size, self.strides)
+        inside = [x.shape[2 + i] - a - b for i, (a, b) in enumerate(pads)]
+        ones = F.pad(C.ones(1, 1, *inside, dtype=x.dtype), tuple(p for pair in reversed(pads) for p in pair))
+        counts = pool(ones, self.pool_size, self.strides)       # the fraction of each window inside
+        return self._from_cf(sums / counts)
 
 
-class _GlobalPooling2D(_Spatial):
+class MaxPooling1D(_MaxPooling):
+    """The largest value of each `pool_size` window of steps (stride = pool_size by default).
+
+    >>> ember.keras.layers.MaxPooling1D(2)(np.ones((2, 10, 3))).shape
+    (2, 5, 3)
+    """
+    rank = 1
+    _max = F.max_pool1d
+
+
+class AveragePooling1D(_AveragePooling):
+    """The mean of each window of steps; with 'same' padding the padded positions are left out of the mean."""
+    rank = 1
+    _avg = F.avg_pool1d
+
+
+class MaxPooling2D(_MaxPooling):
+    """The largest value of each `pool_size` window (stride = pool_size by default)."""
+    _max = F.max_pool2d
+
+
+class AveragePooling2D(_AveragePooling):
+    """The mean of each window; with 'same' padding the padded positions are left out of the mean (Keras)."""
+    _avg = F.avg_pool2d
+
+
+class _GlobalPooling(_Spatial):
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
         self.data_format = _check_format(data_format)
         self.keepdims = keepdims
 
     def build(self, input_shape):
-        self.input_spec = InputSpec(ndim=4)
+        self.input_spec = InputSpec(ndim=self.rank + 2)
 
     def _axes(self):
-        return (1, 2) if self.data_format == "channels_last" else (2, 3)
+        first = 1 if self.data_format == "channels_last" else 2
+        return tuple(range(first, first + self.rank))
 
     def compute_output_shape(self, input_shape):
         axes = self._axes()
@@ -229,13 +300,54 @@ class _GlobalPooling2D(_Spatial):
         return {**super().get_config(), "data_format": self.data_format, "keepdims": self.keepdims}
 
 
-class GlobalAveragePooling2D(_GlobalPooling2D):
-    """The mean over height and width: (batch, h, w, c) -> (batch, c)."""
-
+class _GlobalAveragePooling(_GlobalPooling):
     def call(self, inputs):
         return inputs.mean(dim=self._axes(), keepdim=self.keepdims)
 
 
-class GlobalMaxPooling2D(_GlobalPooling2D):
+class _GlobalMaxPooling(_GlobalPooling):
     def call(self, inputs):
         return inputs.amax(dim=self._axes(), keepdim=self.keepdims)
+
+
+class GlobalAveragePooling1D(_GlobalAveragePooling):
+    """The mean over the steps: (batch, steps, c) -> (batch, c)."""
+    rank = 1
+
+
+class GlobalMaxPooling1D(_GlobalMaxPooling):
+    """The largest value over the steps: (batch, steps, c) -> (batch, c)."""
+    rank = 1
+
+
+class GlobalAveragePooling2D(_GlobalAveragePooling):
+    """The mean over height and width: (batch, h, w, c) -> (batch, c)."""
+
+
+class GlobalMaxPooling2D(_GlobalMaxPooling):
+    """The largest value over height and width: (batch, h, w, c) -> (batch, c)."""
+
+
+class UpSampling1D(Layer):
+    """Repeats each step `size` times: (batch, steps, c) -> (batch, steps * size, c).
+
+    >>> ember.keras.layers.UpSampling1D(3)(np.ones((2, 4, 5))).shape
+    (2, 12, 5)
+    """
+
+    def __init__(self, size=2, **kwargs):
+        super().__init__(**kwargs)
+        self.size = int(size)
+        if self.size <= 0:
+            raise ValueError(f"UpSampling1D: size must be a positive integer, got size={size!r}")
+        self.input_spec = InputSpec(ndim=3)
+
+    def call(self, inputs):
+        return inputs.repeat_interleave(self.size, dim=1)
+
+    def compute_output_shape(self, input_shape):
+        steps = None if input_shape[1] is None else input_shape[1] * self.size
+        return (input_shape[0], steps, input_shape[2])
+
+    def get_config(self):
+        return {**super().get_config(), "size": self.size}

@@ -1,8 +1,10 @@
 """BatchNormalization with Keras's conventions: normalises over every axis but `axis` (the channels,
 last by default), `momentum=0.99` weighs the old moving statistics, `epsilon=1e-3`, and the moving
-variance is updated with the batch's biased variance (torch uses the unbiased one)."""
+variance is updated with the batch's biased variance (torch uses the unbiased one). As Keras, its weights
+are never autocast and 16-bit inputs (a mixed-precision policy) are normalised in float32."""
 from __future__ import annotations
 
+from ... import _dtype
 from ...autograd.grad_mode import no_grad
 from ...ops import math as M
 from .. import initializers
@@ -30,16 +32,21 @@ class BatchNormalization(Layer):
             raise ValueError(f'BatchNormalization "{self.name}": axis {self.axis} of input shape '
                              f"{tuple(input_shape)} must be known")
         if self.scale:
-            self.gamma = self.add_weight(shape=(dim,), initializer=self.gamma_initializer, name="gamma")
+            self.gamma = self.add_weight(shape=(dim,), initializer=self.gamma_initializer, name="gamma",
+                                         autocast=False)
         if self.center:
-            self.beta = self.add_weight(shape=(dim,), initializer=self.beta_initializer, name="beta")
+            self.beta = self.add_weight(shape=(dim,), initializer=self.beta_initializer, name="beta",
+                                        autocast=False)
         self.moving_mean = self.add_weight(shape=(dim,), initializer=self.moving_mean_initializer,
-                                           name="moving_mean", trainable=False)
+                                           name="moving_mean", trainable=False, autocast=False)
         self.moving_variance = self.add_weight(shape=(dim,), initializer=self.moving_variance_initializer,
-                                               name="moving_variance", trainable=False)
+                                               name="moving_variance", trainable=False, autocast=False)
         self.input_spec = InputSpec(ndim=len(input_shape), axes={axis: dim})
 
     def call(self, inputs, training=False):
+        in_dtype = inputs.dtype
+        if in_dtype in (_dtype.float16, _dtype.bfloat16):
+            inputs = inputs.to(_dtype.float32)
         axis = self.axis % inputs.ndim
         reduce = tuple(i for i in range(inputs.ndim) if i != axis)
         shape = [1] * inputs.ndim
@@ -58,7 +65,7 @@ class BatchNormalization(Layer):
             y = y * self.gamma.reshape(shape)
         if self.center:
             y = y + self.beta.reshape(shape)
-        return y
+        return y.to(in_dtype)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

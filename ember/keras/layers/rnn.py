@@ -1,24 +1,25 @@
-"""LSTM and GRU over (batch, time, features), with Keras's weights: `kernel` (features, gates * units),
-`recurrent_kernel` (units, gates * units) and `bias`; gate order i, f, c, o (LSTM) and z, r, h (GRU).
-The input projection of every time step is one matmul before the loop."""
+"""SimpleRNN, LSTM and GRU over (batch, time, features), with Keras's weights: `kernel` (features,
+gates * units), `recurrent_kernel` (units, gates * units) and `bias`; gate order i, f, c, o (LSTM) and
+z, r, h (GRU). The input projection of every time step is one matmul before the loop. `Bidirectional`
+runs a copy of an RNN layer forward and another backward and merges their outputs."""
 from __future__ import annotations
 
 from ...ops import creation as C
 from ...ops import math as M
 from ...ops import shape as S
-from .. import activations, initializers
+from .. import activations, dtype_policies, initializers
 from .base import InputSpec, Layer, layer_input
 
-__all__ = ["LSTM", "GRU"]
+__all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional"]
 
 
 class _RNN(Layer):
     _gates = 1
 
-    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
-                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
-                 dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, unroll=False, **kwargs):
+    def __init__(self, units, activation="tanh", use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros", dropout=0.0, recurrent_dropout=0.0,
+                 return_sequences=False, return_state=False, go_backwards=False, stateful=False, unroll=False,
+                 seed=None, **kwargs):
         super().__init__(**kwargs)
         if dropout or recurrent_dropout:
             raise NotImplementedError(f"{type(self).__name__}(dropout=..., recurrent_dropout=...) is not supported "
@@ -30,12 +31,12 @@ class _RNN(Layer):
                              f"got {units!r}.")
         self.units = units
         self.activation = activations.get(activation)
-        self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
+        self.stateful = False
 
     def build(self, input_shape):
         if len(input_shape) != 3:
@@ -59,9 +60,9 @@ class _RNN(Layer):
             xw = xw + self._input_bias()
         if initial_state is None:
             state = self._zero_state(n, inputs.dtype)
-        else:                                                  # Keras takes arrays too, cast to float32
-            state = [layer_input(s) for s in (initial_state if isinstance(initial_state, (list, tuple))
-                                            else [initial_state])]
+        else:                                                  # Keras takes arrays too, cast to the compute dtype
+            state = [layer_input(s, inputs.dtype) for s in (initial_state if isinstance(initial_state, (list, tuple))
+                                                            else [initial_state])]
         outs = []
         steps = range(t - 1, -1, -1) if self.go_backwards else range(t)
         for i in steps:
@@ -86,7 +87,6 @@ class _RNN(Layer):
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "activation": activations.serialize(self.activation),
-                "recurrent_activation": activations.serialize(self.recurrent_activation),
                 "use_bias": self.use_bias, "return_sequences": self.return_sequences,
                 "return_state": self.return_state, "go_backwards": self.go_backwards,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
@@ -94,7 +94,37 @@ class _RNN(Layer):
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
 
 
-class LSTM(_RNN):
+class SimpleRNN(_RNN):
+    """A fully connected RNN: h_t = activation(x_t @ kernel + h_{t-1} @ recurrent_kernel + bias).
+
+    >>> ember.keras.layers.SimpleRNN(4, return_sequences=True)(np.ones((2, 5, 3))).shape
+    (2, 5, 4)
+    """
+
+    def _build_bias(self):
+        if self.use_bias:
+            self.bias = self.add_weight(shape=(self.units,), initializer=self.bias_initializer, name="bias")
+
+    def _input_bias(self):
+        return self.bias
+
+    def _step(self, xw, state):
+        h, = state
+        return [self.activation(xw + M.matmul(h, self.recurrent_kernel))]
+
+
+class _GatedRNN(_RNN):
+    """LSTM and GRU: their gates take `recurrent_activation` (sigmoid)."""
+
+    def __init__(self, units, recurrent_activation="sigmoid", **kwargs):
+        super().__init__(units, **kwargs)
+        self.recurrent_activation = activations.get(recurrent_activation)
+
+    def get_config(self):
+        return {**super().get_config(), "recurrent_activation": activations.serialize(self.recurrent_activation)}
+
+
+class LSTM(_GatedRNN):
     """Long short-term memory; `unit_forget_bias=True` starts the forget gate's bias at 1 (Keras).
 
     >>> ember.keras.layers.LSTM(16)(np.ones((2, 5, 3))).shape
@@ -112,7 +142,8 @@ class LSTM(_RNN):
         self.bias = self.add_weight(shape=(4 * self.units,), initializer=self.bias_initializer, name="bias")
         if self.unit_forget_bias:
             u = self.units
-            self.bias.assign(S.cat([self.bias[:u].detach(), C.ones(u), self.bias[2 * u:].detach()]))
+            self.bias.assign(S.cat([self.bias[:u].detach(), C.ones(u, dtype=self.bias.dtype),
+                                    self.bias[2 * u:].detach()]))
 
     def _input_bias(self):
         return self.bias
@@ -135,7 +166,7 @@ class LSTM(_RNN):
         return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}
 
 
-class GRU(_RNN):
+class GRU(_GatedRNN):
     """Gated recurrent unit; `reset_after=True` (Keras 3's default) applies the reset gate after the
     recurrent matmul and keeps two biases, shape (2, 3 * units)."""
     _gates = 3
@@ -173,3 +204,129 @@ class GRU(_RNN):
 
     def get_config(self):
         return {**super().get_config(), "reset_after": self.reset_after}
+
+
+_MERGE_MODES = ("sum", "mul", "ave", "concat", None)
+
+
+class Bidirectional(Layer):
+    """Runs an RNN layer forward and a copy of it backward over the sequence and merges the two outputs
+    (`merge_mode` 'concat' (default), 'sum', 'mul', 'ave', or None for the list [forward, backward]). The
+    backward output is flipped back to forward time order before merging when `return_sequences`;
+    `return_state` appends the forward layer's states, then the backward layer's.
+
+    >>> ember.keras.layers.Bidirectional(ember.keras.layers.LSTM(4))(np.ones((2, 5, 3))).shape
+    (2, 8)
+    """
+
+    def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None, **kwargs):
+        if not isinstance(layer, Layer):
+            raise ValueError(f"Please initialize `Bidirectional` layer with a `keras.layers.Layer` instance. "
+                             f"Received: {layer!r}")
+        if backward_layer is not None and not isinstance(backward_layer, Layer):
+            raise ValueError(f"`backward_layer` need to be a `keras.layers.Layer` instance. Received: "
+                             f"{backward_layer!r}")
+        if merge_mode not in _MERGE_MODES:
+            raise ValueError(f"Invalid merge mode. Received: {merge_mode}. Merge mode should be one of "
+                             '{"sum", "mul", "ave", "concat", None}')
+        super().__init__(**kwargs)
+        # fresh layers from the given one's config (as Keras: none of its weights or state is carried over)
+        config = layer.get_config()
+        config["name"] = "forward_" + _drop_prefix(layer.name, "forward_")
+        self.forward_layer = type(layer).from_config(config)
+        if backward_layer is None:
+            config = layer.get_config()
+            config["go_backwards"] = True
+            config["name"] = "backward_" + _drop_prefix(layer.name, "backward_")
+            backward_layer = type(layer).from_config(config)
+        self.backward_layer = backward_layer
+        self._verify_layer_config()
+        self.merge_mode = merge_mode
+        self._initial_weights = weights
+        self.stateful = False
+        self.return_sequences = layer.return_sequences
+        self.return_state = layer.return_state
+
+    def _verify_layer_config(self):
+        fwd, bwd = self.forward_layer, self.backward_layer
+        if fwd.go_backwards == bwd.go_backwards:
+            raise ValueError(f"Forward layer and backward layer should have different `go_backwards` value. "
+                             f"Received: forward_layer.go_backwards {fwd.go_backwards}, "
+                             f"backward_layer.go_backwards={bwd.go_backwards}")
+        for attr in ("stateful", "return_sequences", "return_state"):
+            f, b = getattr(fwd, attr, False), getattr(bwd, attr, False)
+            if f != b:
+                raise ValueError(f"Forward layer and backward layer are expected to have the same value for "
+                                 f'attribute "{attr}", got "{f}" for forward layer and "{b}" for backward layer')
+
+    def build(self, input_shape):
+        for layer in (self.forward_layer, self.backward_layer):
+            if not layer.built:
+                layer._maybe_build(input_shape)
+        if self._initial_weights is not None:
+            self.set_weights(self._initial_weights)
+            self._initial_weights = None
+
+    def call(self, inputs, initial_state=None):
+        forward_state = backward_state = None
+        if initial_state is not None:                          # the first half is the forward layer's
+            half = len(initial_state) // 2
+            forward_state, backward_state = list(initial_state[:half]), list(initial_state[half:])
+        y = self.forward_layer(inputs, initial_state=forward_state)
+        y_rev = self.backward_layer(inputs, initial_state=backward_state)
+        states = []
+        if self.return_state:
+            states = list(y[1:]) + list(y_rev[1:])
+            y, y_rev = y[0], y_rev[0]
+        compute = dtype_policies.to_ember(self.compute_dtype)     # Keras: both outputs in this layer's dtype
+        y, y_rev = y.to(compute), y_rev.to(compute)
+        if self.return_sequences:
+            y_rev = y_rev.flip(1)                              # back to forward time order
+        if self.merge_mode == "concat":
+            out = [S.cat([y, y_rev], dim=-1)]
+        elif self.merge_mode == "sum":
+            out = [y + y_rev]
+        elif self.merge_mode == "ave":
+            out = [(y + y_rev) / 2]
+        elif self.merge_mode == "mul":
+            out = [y * y_rev]
+        else:
+            out = [y, y_rev]
+        if len(out) == 1 and not states:
+            return out[0]
+        return out + states
+
+    def compute_output_shape(self, input_shape):
+        shape = self.forward_layer.compute_output_shape(input_shape)
+        states = []
+        if self.return_state:
+            shape, states = shape[0], list(shape[1:])
+        if self.merge_mode == "concat":
+            out = [tuple(shape[:-1]) + (shape[-1] * 2,)]
+        elif self.merge_mode is None:
+            out = [tuple(shape), tuple(shape)]
+        else:
+            out = [tuple(shape)]
+        if len(out) == 1 and not states:
+            return out[0]
+        return out + states + states
+
+    def get_config(self):
+        def spec(layer):
+            return {"class_name": type(layer).__name__, "config": layer.get_config()}
+        return {**super().get_config(), "merge_mode": self.merge_mode, "layer": spec(self.forward_layer),
+                "backward_layer": spec(self.backward_layer)}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from ..saving import _layer_classes, layer_from_config
+        config = dict(config)
+        classes = _layer_classes(custom_objects)
+        config["layer"] = layer_from_config(config["layer"], classes)
+        if config.get("backward_layer") is not None:
+            config["backward_layer"] = layer_from_config(config["backward_layer"], classes)
+        return cls(**config)
+
+
+def _drop_prefix(name, prefix):
+    return name[len(prefix):] if name.startswith(prefix) else name
