@@ -23,7 +23,7 @@ class device:
             return d
         typ = type_or_str
         if isinstance(typ, int):
-            typ, index = "cuda", typ
+            index, typ = typ, "cuda"
         elif ":" in typ:
             typ, _, idx = typ.partition(":")
             if not idx.isdigit():

@@ -169,13 +169,14 @@ def result_type(*operands) -> dtype:
     Three priority groups: tensors with dims > 0-dim tensors > Python scalars (which count as the
     default dtype of their category). A lower group decides only when its category is higher.
     """
-    groups = [None, None, None]  # dim tensors, zero-dim tensors, scalars
+    groups: list[dtype | None] = [None, None, None]  # dim tensors, zero-dim tensors, scalars
     for x in operands:
         if hasattr(x, "_data"):
             d, g = x.dtype, (0 if x._data.ndim else 1)
         else:
             d, g = scalar_dtype(x), 2
-        groups[g] = d if groups[g] is None else promote_types(groups[g], d)
+        prev = groups[g]
+        groups[g] = d if prev is None else promote_types(prev, d)
     return _combine(groups[0], _combine(groups[1], groups[2]))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from types import FrameType
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 
@@ -14,7 +15,7 @@ def _is_internal(path: str) -> bool:
 
 def user_frame() -> str:
     """'file.py:LINE' of the innermost caller outside the ember package (and outside the stdlib)."""
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         path = f.f_code.co_filename
         if not _is_internal(path):
@@ -46,6 +47,7 @@ def check_same_device(op: str, input, other, name: str, input_name: str = "input
 
 def warn(op: str, message: str, category=UserWarning) -> None:
     """warnings.warn for `op`, attributed to the user's line (the warning's file and line are theirs)."""
+    f: FrameType | None
     f, level = sys._getframe(1), 2   # stacklevel 2 is our caller
     while f is not None and _is_internal(f.f_code.co_filename):
         f, level = f.f_back, level + 1

@@ -3,6 +3,7 @@ with the options of `ember.set_printoptions`."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -13,8 +14,8 @@ from .backends import host
 __all__ = ["set_printoptions"]
 
 # torch's PRINT_OPTS: the "default" profile
-PRINT_OPTS = dict(precision=4, threshold=1000, edgeitems=3, linewidth=80, sci_mode=None)
-_PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+PRINT_OPTS: dict[str, Any] = dict(precision=4, threshold=1000, edgeitems=3, linewidth=80, sci_mode=None)
+_PROFILES: dict[str, dict[str, Any]] = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
              "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
              "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)}
 

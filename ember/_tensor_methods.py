@@ -95,9 +95,19 @@ Tensor.__mod__, Tensor.__rmod__ = M.remainder, _r(M.remainder)
 Tensor.__pow__, Tensor.__rpow__ = M.pow, _r(M.pow)
 Tensor.__matmul__, Tensor.__rmatmul__ = M.matmul, _r(M.matmul)
 Tensor.__neg__ = M.neg
-Tensor.__pos__ = lambda self: self
+
+
+def _pos(self: Tensor) -> Tensor:
+    return self
+
+
+def _invert(self: Tensor):
+    return M.logical_not(self) if self.dtype is _dtype.bool else M.bitwise_not(self)
+
+
+Tensor.__pos__ = _pos
 Tensor.__abs__ = M.abs
-Tensor.__invert__ = lambda self: M.logical_not(self) if self.dtype is _dtype.bool else M.bitwise_not(self)
+Tensor.__invert__ = _invert
 Tensor.__and__ = Tensor.__rand__ = M.bitwise_and
 Tensor.__or__ = Tensor.__ror__ = M.bitwise_or
 Tensor.__xor__ = Tensor.__rxor__ = M.bitwise_xor
@@ -442,10 +452,19 @@ def _new(fn):
 Tensor.new_zeros = _new(C.zeros)
 Tensor.new_ones = _new(C.ones)
 Tensor.new_empty = _new(C.empty)
-Tensor.new_full = lambda self, size, fill_value, *, dtype=None, device=None, requires_grad=False: \
-    C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-Tensor.new_tensor = lambda self, data, *, dtype=None, device=None, requires_grad=False: \
-    C.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def new_full(self: Tensor, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
+
+
+def new_tensor(self: Tensor, data, *, dtype=None, device=None, requires_grad=False):
+    return C.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+Tensor.new_full = new_full
+Tensor.new_tensor = new_tensor
 
 
 # ------------------------------------------------------------------ predicates (torch's is_* methods)
@@ -468,11 +487,19 @@ def is_coalesced(self) -> bool:
                        f"(Ember has no sparse tensors; input {tuple(self.shape)} {self.dtype.name})")
 
 
+def is_signed(self: Tensor) -> bool:
+    return self._data.dtype.kind in "fiV"   # bfloat16 is kind V; bool and uint8 are not
+
+
+def is_same_size(self: Tensor, other: Tensor) -> bool:
+    return tuple(self.shape) == tuple(other.shape)
+
+
 Tensor.is_nonzero = is_nonzero
 Tensor.is_set_to = is_set_to
 Tensor.is_coalesced = is_coalesced
-Tensor.is_signed = lambda self: self._data.dtype.kind in "fiV"   # bfloat16 is kind V; bool and uint8 are not
-Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
+Tensor.is_signed = is_signed
+Tensor.is_same_size = is_same_size
 Tensor.is_complex = lambda self: False        # Ember has no complex dtypes
 Tensor.is_conj = lambda self: False
 Tensor.is_neg = lambda self: False
@@ -490,8 +517,18 @@ for _name in """asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan 
                 less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor
                 bitwise_not""".split():
     setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(Tensor, _name)))
-Tensor.cumsum_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumsum(s, dim, dtype=dtype), "cumsum_")
-Tensor.cumprod_ = lambda self, dim, *, dtype=None: inplace(self, lambda s: M.cumprod(s, dim, dtype=dtype), "cumprod_")
+
+
+def cumsum_(self: Tensor, dim, *, dtype=None):
+    return inplace(self, lambda s: M.cumsum(s, dim, dtype=dtype), "cumsum_")
+
+
+def cumprod_(self: Tensor, dim, *, dtype=None):
+    return inplace(self, lambda s: M.cumprod(s, dim, dtype=dtype), "cumprod_")
+
+
+Tensor.cumsum_ = cumsum_
+Tensor.cumprod_ = cumprod_
 
 from .ops import aliases as _A  # noqa: E402
 

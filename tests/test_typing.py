@@ -54,3 +54,26 @@ def test_mypy_accepts_user_code_and_rejects_wrong_calls(tmp_path):
     reported = {int(e.split(":")[1]) for e in errors}
     assert expected and reported == expected, "\n".join(errors)
     assert any("Unexpected keyword argument \"nonexistent\" for \"sum\"" in e for e in errors), "\n".join(errors)
+
+
+# The parts of Ember that `mypy ember` finds no error in: each must stay so (README "Typing" lists the rest).
+# A path ending in "/" is a package (everything under it), else one module; the lazy conv/linear mixins
+# of ember/nn use the attributes of the class they are mixed into, which mypy cannot see yet.
+CLEAN = ["ember/_", "ember/__init__.py", "ember/autograd/", "ember/ops/", "ember/backends/", "ember/jit/",
+         "ember/planner/", "ember/optim/", "ember/nn/"]
+NOT_YET_CLEAN = ["ember/nn/conv.py", "ember/nn/linear.py"]
+
+
+@pytest.mark.timeout(240)
+def test_mypy_finds_no_error_in_the_clean_packages(tmp_path):
+    pytest.importorskip("mypy")
+    # the whole package, as `mypy ember` (the config is pyproject.toml's [tool.mypy]); ~5 s with no cache
+    cmd = [sys.executable, "-m", "mypy", "-p", "ember", "--cache-dir", str(tmp_path / "mypy_cache"),
+           "--show-error-codes", "--no-error-summary", "--no-pretty"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert r.returncode in (0, 1), r.stdout + r.stderr   # 2: mypy itself failed
+    errors = [line for line in r.stdout.splitlines() if ": error: " in line]
+    assert errors, "mypy reported no error anywhere: move the rest into CLEAN"   # the filter below is live
+    path = lambda e: e.split(":")[0].replace(os.sep, "/")  # noqa: E731
+    mine = [e for e in errors if path(e).startswith(tuple(CLEAN)) and path(e) not in NOT_YET_CLEAN]
+    assert not mine, "\n".join(mine)

@@ -17,15 +17,18 @@ call, the replayed values differ from the eager ones (that is what the log's tes
 from __future__ import annotations
 
 from collections import Counter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .dispatch import DispatchMode
+
+if TYPE_CHECKING:
+    from .function import Primitive
 
 __all__ = ["PrimitiveLog", "Call"]
 
 
 class Call(NamedTuple):
-    prim: type          # the Primitive class
+    prim: type[Primitive]
     inputs: tuple       # value ids
     attrs: dict
     outputs: tuple      # value ids

@@ -14,8 +14,12 @@ inside an outer tape is itself recorded, so the outer tape can differentiate it 
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from .grad_mode import set_enabled
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 __all__ = ["GradientTape"]
 
@@ -36,7 +40,7 @@ class GradientTape:
         # watch_accessed_variables is accepted for TensorFlow's signature only: a tensor that requires
         # grad is always a source here (Ember has no separate trainable-variable type to leave unwatched)
         self.persistent = persistent
-        self._watched = []
+        self._watched: list[Tensor] = []
         self._used = False
 
     def __enter__(self):

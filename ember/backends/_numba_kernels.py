@@ -13,14 +13,15 @@ allow reassociation, which is what lets LLVM vectorise a float sum (the order th
 pairwise sum by float32 rounding, as torch's does).
 """
 import math
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-_ELEM = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-_RED = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+_ELEM: dict[str, Any] = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+_RED: dict[str, Any] = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
 
 f32 = np.float32
 _LOG2E = f32(1.44269504088896341)

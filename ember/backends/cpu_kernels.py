@@ -22,13 +22,14 @@ from __future__ import annotations
 import math
 import os
 import threading
+from typing import Callable
 
 import numpy as np
 
 from . import cpu
 
 _K = None          # the `_numba_kernels` module once imported
-_installed = {}    # Primitive class -> kernel, what `install` registered (for enable/disable)
+_installed: dict[type, Callable] = {}    # Primitive class -> kernel, what `install` registered (for enable/disable)
 _EMPTY = np.empty(0, np.float32)
 _scratch_arrays = threading.local()   # _scratch
 
@@ -429,7 +430,7 @@ def adam_step(node, p, g, m, v, *rest):
     return p
 
 
-_ADAM_SCALARS = {}   # (step, lr, hyper-parameters) -> the kernel's float32 scalars (bounded: 64 entries)
+_ADAM_SCALARS: dict[tuple, tuple] = {}   # (step, lr, hyper-parameters) -> the kernel's float32 scalars (bounded: 64 entries)
 
 
 def embedding_grad(node, g, idx):
@@ -595,7 +596,7 @@ def max_pool_index(node, x):
     return np.ascontiguousarray(idx)   # C order, as the NumPy forward's
 
 
-max_pool_index.takes = _index_takes
+max_pool_index.takes = _index_takes  # type: ignore[attr-defined]  # read by getattr in will_run
 
 
 # ---- Winograd's input transform (layers._winograd_input), not a primitive: called from there ---------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Any
 
 import numpy as np
 
@@ -28,11 +29,12 @@ class _MatmulFlags:
 
 matmul = _MatmulFlags()
 
+xp: Any   # the cupy module (no stubs), the fake one, or None when CuPy is missing
 if FAKE:
     xp = _fake.xp
 else:
     try:
-        import cupy as xp  # noqa: F401
+        import cupy as xp  # type: ignore[no-redef]  # noqa: F401  (declared Any above)
     except ImportError:  # is_available() reports it; using the device raises with the reason
         xp = None
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numbers
 import types
+from typing import Callable
 
 import numpy as np
 
@@ -231,7 +232,7 @@ class FakeArray:
     def __pos__(self): return FakeArray(+self._a)
     def __abs__(self): return FakeArray(abs(self._a))
     def __invert__(self): return FakeArray(~self._a)
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as an ndarray
 
 
 def _binop(name):
@@ -339,7 +340,22 @@ def _get_array_module(*args):
     return xp if any(isinstance(a, FakeArray) for a in args) else np
 
 
-xp = _Namespace("fake_cupy", np)
+class _FakeCupy(_Namespace):
+    """The fake `cupy` module: its own names below, the rest NumPy's through the device."""
+    ndarray: type
+    asarray: Callable
+    asanyarray: Callable
+    array: Callable
+    asnumpy: Callable
+    indices: Callable
+    get_array_module: Callable
+    linalg: _Namespace
+    fft: _Namespace
+    lib: types.SimpleNamespace
+    random: _Namespace
+
+
+xp = _FakeCupy("fake_cupy", np)
 xp.ndarray = FakeArray
 xp.asarray = _to_device
 xp.asanyarray = _to_device

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -37,6 +38,7 @@ class MetaArray:
     24
     """
     __slots__ = ("shape", "dtype", "__weakref__")   # weakref: the planner follows lifetimes
+    __array_ufunc__: ClassVar[None]   # set below, after the operators
     _is_meta = True
     base = None   # no memory, so no view relations are tracked (a view is a new meta array)
 

@@ -14,6 +14,7 @@ import itertools
 import threading
 import types
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from .._errors import user_frame
 from .._tensor import Tensor
 from ..autograd.dispatch import DispatchMode
 from .entropy import RNG_TYPES, Watch
-from .ir import Graph
+from .ir import Graph, Value
 
 __all__ = ["Tracer", "Capture", "capture", "discover", "flatten", "mutated_inputs", "Spec"]
 
@@ -255,8 +256,8 @@ def _code_names(code, depth=0) -> dict:
 def state_names(mods, opts) -> dict:
     """id(array) -> (tensor, name) for every state tensor of the discovered modules and optimizers:
     parameters, buffers, their .grad, optimizer state and lr tensors."""
-    out = {}
-    pname = {}
+    out: dict[int, tuple[Tensor, str]] = {}
+    pname: dict[int, str] = {}
     for i, m in enumerate(mods):
         prefix = f"m{i}." if len(mods) > 1 else ""
         for n, p in m.named_parameters():
@@ -280,8 +281,8 @@ def state_names(mods, opts) -> dict:
                     if isinstance(v, Tensor):
                         out.setdefault(id(v._data), (v, f"{o}.state[{n}].{k}"))
         for (gid, dev), entry in opt._lr.items():
-            gi = next((i for i, g in enumerate(opt.param_groups) if id(g) == gid), "?")
-            out.setdefault(id(entry[2]._data), (entry[2], f"{o}.lr[{gi}]"))
+            group_index = next((i for i, g in enumerate(opt.param_groups) if id(g) == gid), "?")
+            out.setdefault(id(entry[2]._data), (entry[2], f"{o}.lr[{group_index}]"))
     return out
 
 
@@ -318,21 +319,21 @@ class Tracer(DispatchMode):
 
     def __init__(self, graph: Graph):
         self.g = graph
-        self.env = {}          # id(array) -> latest Value
-        self.keep = []         # every array seen, kept alive so an id is never reused
-        self.storage = {}      # id(root array) -> storage number
-        self.carriers = {}     # leaf value id -> [weakref to a tensor that carried it]
-        self.leaf_arrays = {}  # leaf value id -> array
-        self.produced = []     # (weakref to an output tensor, Value)
-        self.reads = []        # (Value, kind, value object, where)
-        self.draws = {}        # id(state array) -> (generator, offset)
-        self.gen_start = {}    # generator -> offset at its first draw
-        self.leaves_of = {}    # storage -> leaf value ids in it
-        self.initial = {}      # leaf value id -> copy made before the first in-place write into it
+        self.env: dict[int, Value] = {}          # id(array) -> latest Value
+        self.keep: list[object] = []         # every array seen, kept alive so an id is never reused
+        self.storage: dict[int, int] = {}      # id(root array) -> storage number
+        self.carriers: dict[int, list[weakref.ref[Tensor]]] = {}     # leaf value id -> [weakref to a tensor that carried it]
+        self.leaf_arrays: dict[int, Any] = {}  # leaf value id -> array
+        self.produced: list[tuple[weakref.ref[Tensor], Value]] = []     # (weakref to an output tensor, Value)
+        self.reads: list[tuple[Value, str, object, str]] = []        # (Value, kind, value object, where)
+        self.draws: dict[int, tuple[_random.Generator, int]] = {}        # id(state array) -> (generator, offset)
+        self.gen_start: dict[_random.Generator, int] = {}    # generator -> offset at its first draw
+        self.leaves_of: dict[int, list[int]] = {}    # storage -> leaf value ids in it
+        self.initial: dict[int, Any] = {}      # leaf value id -> copy made before the first in-place write into it
         self.thread = threading.get_ident()
         self.epoch = next(_EPOCHS)   # stamped on the tensors made while the call runs (Tensor._born)
         self.ran_backward = False
-        self.data_shaped = []  # "Index at f.py:3": outputs whose shape the input values decide
+        self.data_shaped: list[str] = []  # "Index at f.py:3": outputs whose shape the input values decide
 
     def backward_started(self):
         self.ran_backward = True
@@ -507,7 +508,7 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
     namer = namer or _arg_name
     cap = Capture()
     g = cap.graph
-    arg_leaves = []
+    arg_leaves: list[tuple[str, Tensor]] = []
     cap.arg_spec = flatten((tuple(args), dict(kwargs)), "", arg_leaves)
     tracer = Tracer(g)
     # argument arrays become input leaves first, in argument order
@@ -543,7 +544,7 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
     for t in loose:
         names.setdefault(id(t._data), (t, loose_names[id(t)]))
 
-    out_leaves = []
+    out_leaves: list[tuple[str, Tensor]] = []
     cap.out_spec = flatten(result, "", out_leaves)
     for _, t in out_leaves:   # a result no primitive made (a parameter returned as it is) is a leaf too
         tracer.value_of(t)
@@ -572,8 +573,8 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
             v.kind, v.src = "state", owner[1]
             cap.leaf_src[v.id] = (("state", weakref.ref(owner[0]), a))
             continue
-        alive = [r() for r in tracer.carriers.get(v.id, ())]
-        alive = [t for t in alive if t is not None and t._data is a]
+        carried = [r() for r in tracer.carriers.get(v.id, ())]
+        alive = [t for t in carried if t is not None and t._data is a]
         if alive and all(t._born == tracer.epoch for t in alive):
             made_here += alive   # made by the call (`out = ember.zeros(n)`): each call makes its own
             alive = []
@@ -592,7 +593,7 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
 
     # results: tensors become outputs, read values returned as they are become read outputs
     read_ids = {id(r[2]): i for i, r in enumerate(tracer.reads) if r[1] != "numpy"}
-    returned_reads = set()
+    returned_reads: set[int] = set()
     _mark_reads(cap.out_spec, read_ids, returned_reads, tracer.reads, cap)
     for path, t in out_leaves:
         g.outputs.append(tracer.value_of(t))
@@ -615,19 +616,19 @@ def capture(fn, args, kwargs, mods, opts, namer=None, loose=(), rngs=()) -> Capt
         seen.add(id(g_after))
         g.escapes.append(v)
         cap.escape_refs.append(GradOf(p, n))
-    cands = [(r(), v) for r, v in tracer.produced]
+    cands: list[tuple[Tensor | None, Value | None]] = [(r(), v) for r, v in tracer.produced]
     cands += [(t, None) for t, _ in names.values()]
     cands += [(t, None) for t in made_here]
-    for t, _v in cands:
-        if t is None or id(t) in seen or t._node is not None or \
-                (id(t._data) in leaf_ids and t._born != tracer.epoch):
+    for c, _v in cands:
+        if c is None or id(c) in seen or c._node is not None or \
+                (id(c._data) in leaf_ids and c._born != tracer.epoch):
             continue   # gone, returned, part of an autograd graph, or state written in place
-        seen.add(id(t))
-        v = tracer.env.get(id(t._data))
+        seen.add(id(c))
+        v = tracer.env.get(id(c._data))
         if v is None or v.kind != "node":
             continue
         g.escapes.append(v)
-        cap.escape_refs.append(weakref.ref(t))
+        cap.escape_refs.append(weakref.ref(c))
 
     # outputs that would require grad eagerly, from a call that ran no backward: the caller may want one
     cap.graphless = any(t.requires_grad for _, t in out_leaves) and not tracer.ran_backward

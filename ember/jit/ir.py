@@ -126,7 +126,7 @@ class Graph:
 
     def uses(self) -> dict:
         """value id -> number of uses (by nodes, outputs, escapes and checks)."""
-        count = {}
+        count: dict[int, int] = {}
         for n in self.nodes:
             for v in n.inputs:
                 count[v.id] = count.get(v.id, 0) + 1
@@ -139,7 +139,7 @@ class Graph:
         return list(self.outputs) + list(self.escapes) + [c[0] for c in self.checks] + [r[0] for r in self.reads]
 
     def counts(self) -> dict:
-        out = {}
+        out: dict[str, int] = {}
         for n in self.nodes:
             out[n.name] = out.get(n.name, 0) + 1
         return out

@@ -92,7 +92,7 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
-        return tensor.copy_(Tensor._make(host.eye(*tensor.shape, dtype=tensor._data.dtype), tensor._device)
+        return tensor.copy_(Tensor._make(host.eye(tensor.shape[0], tensor.shape[1], dtype=tensor._data.dtype), tensor._device)
                             if tensor._device.type == "cpu" else
                             Tensor(host.eye(*tensor.shape), device=tensor.device))
 

@@ -8,8 +8,13 @@ is from then on exactly the regular one (for `ember.compile`, `ember.summary`, p
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..autograd.grad_mode import no_grad
 from .parameter import is_lazy
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 __all__ = ["LazyModuleMixin"]
 
@@ -23,7 +28,9 @@ class LazyModuleMixin:
     >>> m(ember.randn(2, 5)).shape, m
     ((2, 3), Linear(in_features=5, out_features=3, bias=True))
     """
-    cls_to_become = None
+    cls_to_become: type | None = None
+    _parameters: dict[str, Tensor | None]   # the Module's it is mixed into
+    _buffers: dict[str, Tensor | None]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

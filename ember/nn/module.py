@@ -596,13 +596,15 @@ class Module:
         """
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
-        missing, unexpected, errors = [], [], []
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)   # the pre-hooks may change it: not the caller's
         if metadata is not None:
             state_dict._metadata = metadata
         post = any(m._load_state_dict_post_hooks for m in self.modules())
-        plan = []   # (module, kind, name, value): what to copy, once every module has been checked
+        plan: list[tuple[Module, str, str, Tensor]] = []   # (module, kind, name, value): what to copy, once every module has been checked
 
         def load(module, local, prefix=""):
             meta = {} if metadata is None else metadata.get(prefix[:-1], {})

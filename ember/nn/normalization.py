@@ -26,7 +26,7 @@ def _affine(module, shape, affine, bias, device, dtype):
 
 
 class _BatchNorm(Module):
-    _dims = ()
+    _dims: tuple[int, ...] = ()
     _version = 2   # torch's (state_dict metadata: version 2 added num_batches_tracked)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _dtype
+from .._device import device as _device_cls
 from .._tensor import Tensor
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin",
@@ -87,6 +88,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     >>> [n for n, _ in m.named_buffers()], list(m.state_dict())
     (['steps', 'cache'], ['steps'])
     """
+    persistent: bool    # set on the tensors Buffer(...) returns, which isinstance(t, Buffer) then accepts
+    _is_buffer: bool
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
@@ -95,8 +98,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         if not isinstance(data, Tensor):
             raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
         t = data.detach().requires_grad_(data.requires_grad)
-        t.persistent = persistent
-        t._is_buffer = True
+        t.persistent = persistent  # type: ignore[attr-defined]  # a plain Tensor marked as a Buffer (_BufferMeta)
+        t._is_buffer = True  # type: ignore[attr-defined]
         return t
 
 
@@ -108,6 +111,8 @@ class UninitializedTensorMixin:
     reads `_data`, so using the tensor before it is materialized raises torch's error instead of computing
     on an empty array. After `materialize` the class is the plain one, whose `_data` is the instance's."""
     cls_to_become: type = Tensor
+    _device: _device_cls
+    requires_grad: bool
 
     @property
     def _data(self):
@@ -165,7 +170,7 @@ class UninitializedTensorMixin:
     def cpu(self):
         return self.to("cpu")
 
-    def cuda(self, device=None):
+    def cuda(self, device=None, non_blocking=False):
         return self.to("cuda" if device is None else device)
 
     def __repr__(self):
@@ -214,6 +219,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     ('Tensor', (4,))
     """
     cls_to_become = Tensor
+    persistent: bool
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
         from ..ops.creation import empty

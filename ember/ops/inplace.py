@@ -154,7 +154,8 @@ def write_direct(self: Tensor, op: str, ufunc_name: str, other) -> Tensor:
                 raise op_error(op, f"expected all tensors on {self._device}, got {other._device}")
             from .shape import to_device
             other = to_device(other, self._device)   # a CPU scalar tensor joins self's device, as in torch
-        inputs, attrs = (self, other), {"op": _OPS[ufunc_name]}
+        inputs: tuple[Tensor, ...] = (self, other)
+        attrs: dict = {"op": _OPS[ufunc_name]}
     else:
         if not (other.__class__ is float and self._data.dtype.kind == "f"):
             _check_result_type(self, other, op)

@@ -137,7 +137,7 @@ def ldexp(input, other):
     return M.mul(a, M.pow(2.0, b))
 
 
-_Frexp = collections.namedtuple("frexp", ["mantissa", "exponent"])
+_Frexp = collections.namedtuple("frexp", ["mantissa", "exponent"])  # type: ignore[name-match]  # torch's type name, shown in repr
 
 
 def frexp(input):

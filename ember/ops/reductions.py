@@ -25,7 +25,7 @@ __all__ = ["nansum", "nanmean", "aminmax", "diff", "median", "nanmedian", "quant
 # torch.* functions that torch.Tensor has no method for
 FUNCTIONS_ONLY = ("trapezoid", "cumulative_trapezoid", "gradient", "histogramdd")
 
-_MinMax = collections.namedtuple("aminmax", ["min", "max"])
+_MinMax = collections.namedtuple("aminmax", ["min", "max"])  # type: ignore[name-match]  # torch's type name, shown in repr
 
 
 @numpy_names
@@ -76,11 +76,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 # All are composites of a stable sort (NaN last, ties in index order) and gathers, so the gradient flows to
 # the selected elements as torch's does, with no backward of their own.
 
-_Median = collections.namedtuple("median", ["values", "indices"])
-_NanMedian = collections.namedtuple("nanmedian", ["values", "indices"])
-_Mode = collections.namedtuple("mode", ["values", "indices"])
-_CumMax = collections.namedtuple("cummax", ["values", "indices"])
-_CumMin = collections.namedtuple("cummin", ["values", "indices"])
+_Median = collections.namedtuple("median", ["values", "indices"])  # type: ignore[name-match]  # torch's type name, shown in repr
+_NanMedian = collections.namedtuple("nanmedian", ["values", "indices"])  # type: ignore[name-match]  # torch's type name, shown in repr
+_Mode = collections.namedtuple("mode", ["values", "indices"])  # type: ignore[name-match]  # torch's type name, shown in repr
+_CumMax = collections.namedtuple("cummax", ["values", "indices"])  # type: ignore[name-match]  # torch's type name, shown in repr
+_CumMin = collections.namedtuple("cummin", ["values", "indices"])  # type: ignore[name-match]  # torch's type name, shown in repr
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -571,8 +571,8 @@ def corrcoef(input):
 # torch's trapezoid, cumulative_trapezoid and gradient (ReduceOps.cpp), term for term so that the rounding is
 # the same, and histogram / histogramdd (counts through searchsorted and bincount: not differentiable).
 
-_Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
-_HistogramDD = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
+_Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])  # type: ignore[name-match]  # torch's type name, shown in repr
+_HistogramDD = collections.namedtuple("histogramdd", ["hist", "bin_edges"])  # type: ignore[name-match]  # torch's type name, shown in repr
 
 
 def _cut(t, d, start, stop=None):

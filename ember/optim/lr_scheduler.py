@@ -12,7 +12,7 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from .optimizer import Optimizer
 
@@ -397,6 +397,14 @@ class PolynomialLR(LRScheduler):
         return [base_lr * decay for base_lr in self.base_lrs]
 
 
+class _Phase(TypedDict):
+    end_step: float
+    start_lr: str          # the param group keys the phase anneals between
+    end_lr: str
+    start_momentum: str
+    end_momentum: str
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: lr rises from max_lr / div_factor to max_lr over `pct_start` of the steps,
     then anneals to max_lr / (div_factor * final_div_factor); momentum (or Adam's beta1) cycles the
@@ -433,7 +441,7 @@ class OneCycleLR(LRScheduler):
         self._anneal_func_type = anneal_strategy
         up_end = float(pct_start * self.total_steps) - 1
         if three_phase:
-            self._schedule_phases = [
+            self._schedule_phases: list[_Phase] = [
                 dict(end_step=up_end, start_lr="initial_lr", end_lr="max_lr",
                      start_momentum="max_momentum", end_momentum="base_momentum"),
                 dict(end_step=float(2 * pct_start * self.total_steps) - 2, start_lr="max_lr",
@@ -664,7 +672,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.T_i = T_0   # the length of the current period
         self.T_mult = T_mult
         self.eta_min = eta_min
-        self.T_cur = last_epoch   # epochs since the last restart (fractional after step(epoch))
+        self.T_cur: float = last_epoch   # epochs since the last restart (fractional after step(epoch))
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -809,6 +817,7 @@ class ChainedScheduler(LRScheduler):
                 raise ValueError(f"ChainedScheduler: scheduler {i} ({type(s).__name__}) belongs to a different "
                                  "optimizer; all schedulers must share the ChainedScheduler's optimizer")
         # no super().__init__(): the schedulers have taken their initial steps already
+        assert optimizer is not None   # schedulers[0] has an optimizer (checked above) and the argument is it
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = _lrs(self._schedulers[-1].optimizer)

@@ -48,7 +48,7 @@ def resolve_model(spec: str):
             mod = importlib.import_module(mod_name)
         except ImportError as e:
             raise SystemExit(f"ember summary: cannot import module {mod_name!r} of {spec!r}: {e}") from None
-        fn = mod
+        fn: object = mod
         for part in attr.split("."):
             fn = getattr(fn, part, None)
             if fn is None:

@@ -190,7 +190,7 @@ def macs_of(prim, attrs, in_arrays, out_arrays) -> int:
         q, k, v = in_arrays[:3]
         return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * (q.shape[-1] + v.shape[-1])
     if prim is P.Einsum:
-        sizes = {}
+        sizes: dict[str, int] = {}
         for sub, a in zip(attrs["eq"].split("->")[0].split(","), in_arrays):
             sizes.update(zip(sub.strip(), a.shape))
         return math.prod(sizes.values())

@@ -226,3 +226,10 @@ def test_a_lazy_module_of_ones_own_with_lazy_module_mixin():
 
     with pytest.raises(RuntimeError, match="module Incomplete has not been fully initialized"):
         Incomplete()(ember.ones(1))
+
+
+def test_uninitialized_tensors_cuda_takes_non_blocking_as_tensor_cuda(fake_cuda):
+    # the override took only device= (mypy: incompatible with Tensor.cuda(device=None, non_blocking=False))
+    for t in (ember.nn.UninitializedParameter(), ember.nn.UninitializedBuffer()):
+        c = t.cuda(non_blocking=True)
+        assert type(c) is type(t) and c.device.type == "cuda"

@@ -18,7 +18,7 @@ from ...autograd.function import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
-_CAUSAL = {}
+_CAUSAL: dict[tuple, Tensor] = {}
 
 
 def _fits_one_node(q, k, v):

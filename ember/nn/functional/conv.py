@@ -224,6 +224,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
                    slice(j * d[1], j * d[1] + s[1] * (blocks[1] - 1) + 1, s[1]))
             part = P.IndexAddInto.apply(x[:, :, i, j], key=key, shape=full)
             out = part if out is None else out + part
+    assert out is not None   # the kernel has at least one offset (_check_sliding)
     if any(p):
         out = out[:, :, p[0]:full[2] - p[0], p[1]:full[3] - p[1]]
     return out

@@ -823,6 +823,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         one_back = cat([neg_inf, alpha[:, :-1]], 1)
         two_back = M.where(skip_t, cat([neg_inf2, alpha[:, :-2]], 1), float("-inf")) if L > 2 \
             else C.full((N, L), float("-inf"), dtype=log_probs.dtype, device=dev)
+        assert emit is not None   # T > 0 here
         new = _log_add3(alpha, one_back, two_back) + emit[t]
         alpha = M.where(running[t].unsqueeze(1), new, alpha)
     tg_len_t = C.tensor(tg_len, dtype=_dtype.int64, device=dev)

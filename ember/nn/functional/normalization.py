@@ -199,7 +199,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats:
         with no_grad():
             for mine, copies in ((running_mean, rm), (running_var, rv)):
-                if mine is not None:
+                if mine is not None and copies is not None:   # None together
                     mine.copy_(copies.reshape(N, C_).mean(0))
     return out.reshape(input.shape)
 

@@ -426,6 +426,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             if w is not None:
                 weight = w if weight is None else weight * w
             valid = ok if valid is None else M.logical_and(valid, ok)
+        assert valid is not None   # one tap per spatial dim, of which there are 2 or 3
         index = M.where(valid, index, 0.0).long().reshape(n, 1, math.prod(out_sizes))
         vals = flat.gather(2, index.expand(n, c, index.shape[-1])).reshape(n, c, *out_sizes)
         if weight is None:
@@ -433,6 +434,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         else:
             term = vals * M.where(valid, weight, 0.0).unsqueeze(1)
         out = term if out is None else out + term
+    assert out is not None   # every dim has at least one tap
     if mode == "nearest" and grid.requires_grad:
         # torch's gradient of grid under 'nearest' is zeros, not none: keep grid in the graph
         never = grid.new_zeros((), dtype=grid.dtype) != 0

@@ -177,7 +177,7 @@ def _inject_new_class(module: Module) -> None:
     def getstate(self):
         raise RuntimeError("Serialization of parametrized modules is only supported through state_dict().")
 
-    dct = {"__getstate__": getstate}
+    dct: dict[str, object] = {"__getstate__": getstate}
     if not hasattr(cls, "__deepcopy__"):
         dct["__deepcopy__"] = default_deepcopy
     module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)

@@ -33,7 +33,7 @@ def _weight_norm(v: Tensor, g: Tensor, dim: int = 0) -> Tensor:
 class WeightNorm:
     """The forward pre-hook that weight_norm registers (one per normalized parameter)."""
 
-    def __init__(self, name: str, dim: int):
+    def __init__(self, name: str, dim: int | None):
         self.name = name
         self.dim = -1 if dim is None else dim
 
@@ -41,7 +41,7 @@ class WeightNorm:
         return _weight_norm(getattr(module, self.name + "_v"), getattr(module, self.name + "_g"), self.dim)
 
     @staticmethod
-    def apply(module, name: str, dim: int) -> "WeightNorm":
+    def apply(module, name: str, dim: int | None) -> "WeightNorm":
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
