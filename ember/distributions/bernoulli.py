@@ -7,7 +7,7 @@ import ember
 from ember import Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _NUMBER, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _NUMBER, BinaryProbs, broadcast_all
 
 __all__ = ["Bernoulli"]
 
@@ -17,7 +17,7 @@ def _bce_with_logits(logits, target):
     return binary_cross_entropy_with_logits(logits, target, reduction="none")
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(BinaryProbs, ExponentialFamily):
     """Bernoulli distribution: 1 with probability `probs` (or sigmoid(`logits`)), else 0; exactly one of
     the two is given, the other derived on first use, as torch.distributions.Bernoulli.
 
@@ -68,14 +68,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self) -> Tensor:
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> tuple:

@@ -5,12 +5,12 @@ import ember
 from ember import Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryProbs, broadcast_all
 
 __all__ = ["Binomial"]
 
 
-class Binomial(Distribution):
+class Binomial(BinaryProbs, Distribution):
     """Successes in `total_count` independent trials of success probability `probs` (or sigmoid(`logits`)),
     as torch.distributions.Binomial; total_count broadcasts with the probabilities and takes their dtype.
     Samples come from ember.binomial; `entropy` and `enumerate_support` need one total_count for the batch.
@@ -62,14 +62,6 @@ class Binomial(Distribution):
     @property
     def variance(self) -> Tensor:
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> tuple:

@@ -6,12 +6,12 @@ from ember import Tensor
 from .._errors import op_error
 from . import constraints
 from .distribution import Distribution
-from .utils import _NUMBER, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _NUMBER, BinaryProbs, broadcast_all
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(BinaryProbs, Distribution):
     """Number of failures before the first success in Bernoulli trials of success probability `probs`
     (or sigmoid(`logits`)): P(k) = (1 - p)^k p for k = 0, 1, ..., as torch.distributions.Geometric.
     Samples are floor(log u / log(1 - p)), u ~ U(0, 1) from ember's generator.
@@ -60,14 +60,6 @@ class Geometric(Distribution):
     @property
     def variance(self) -> Tensor:
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

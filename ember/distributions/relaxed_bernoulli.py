@@ -7,12 +7,12 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import _NUMBER, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _NUMBER, BinaryProbs, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryProbs, Distribution):
     """The logit of a RelaxedBernoulli sample, as torch.distributions.LogitRelaxedBernoulli (Maddison et
     al. 2017): (logit(p) + logit(u)) / temperature with u ~ U(0, 1) from ember's generator.
     `temperature` is a tensor."""
@@ -44,14 +44,6 @@ class LogitRelaxedBernoulli(Distribution):
         super(LogitRelaxedBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> tuple:

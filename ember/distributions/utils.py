@@ -87,6 +87,20 @@ class lazy_property:
         return value
 
 
+class BinaryProbs:
+    """`probs` and `logits` of a two-outcome parameter (a mixin before the Distribution base of
+    Bernoulli, Binomial, Geometric and LogitRelaxedBernoulli): the one given is set on the instance, the
+    other is derived from it on first use."""
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return logits_to_probs(self.logits, is_binary=True)
+
+
 class LocScale:
     """The location-scale part of Normal and Laplace (a mixin before their Distribution base): `loc` and
     `scale` broadcast together, the batch shape, `expand`, and mean = mode = loc."""
