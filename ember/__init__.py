@@ -41,7 +41,7 @@ from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, 
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     GradientTape, is_inference_mode_enabled
-from .autograd.anomaly import is_anomaly_enabled, set_anomaly_enabled
+from .autograd.anomaly import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled
 from . import backends
 from . import cuda
 from . import accelerator
@@ -182,7 +182,7 @@ __all__ = (
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson", "binomial"]
     + ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "GradientTape",
-       "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
+       "is_inference_mode_enabled", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled"]
     + ["get_default_device", "set_default_device", "set_printoptions", "is_inference"]
     + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]
     + [n for n in _amp_all if n != "is_autocast_available"]

@@ -11,7 +11,6 @@ public torch-style API: static forward(ctx, ...) and backward(ctx, ...) on Tenso
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 from typing import Any, Callable
 
@@ -409,6 +408,7 @@ class Function(metaclass=_FunctionMeta):
         ctx = cls._backward_cls() if hasattr(cls, "_backward_cls") else _CustomNode()
         split = cls.setup_context is not Function.setup_context
         if split:   # as torch: the arguments bound to forward's signature, defaults applied
+            import inspect
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
