@@ -150,6 +150,7 @@ if TYPE_CHECKING:   # what __getattr__ returns, for type checkers (`ember.compil
     from .jit import compile
     from .serialization import save, load
     from ._lowrank import svd_lowrank, pca_lowrank
+    from .func import vmap
 
 
 def __getattr__(name):
@@ -159,6 +160,9 @@ def __getattr__(name):
     if name == "compile":   # torch.compile's name for the tracing compiler (ember/jit/)
         from . import jit
         return jit.compile
+    if name == "vmap":   # torch.vmap is torch.func.vmap
+        from . import func
+        return func.vmap
     if name == "GradScaler":   # torch.GradScaler is torch.amp.GradScaler
         return amp.GradScaler
     if name in ("save", "load"):
