@@ -34,7 +34,7 @@ MODULES = [
     "ember.accelerator", "ember.linalg", "ember.onnx", "ember.scaling", "ember.nn.utils.rnn", "ember.models",
     "ember.utils", "ember.keras", "ember.lm", "ember.distributed", "ember.jit", "ember.planner", "ember.plot",
     "ember.special", "ember.distributions", "ember.distributions.constraints", "ember.distributions.kl",
-    "ember.distributions.utils",
+    "ember.distributions.utils", "ember.distributions.transforms",
     "ember.func", "ember.autograd.functional", "ember.nn.utils.parametrize", "ember.nn.utils.parametrizations", "ember.nn.utils.stateless",
 ]
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))

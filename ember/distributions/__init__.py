@@ -31,8 +31,16 @@ from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .transformed_distribution import LogNormal, TransformedDistribution
+from . import transforms
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
+                         PowerTransform, SigmoidTransform, SoftplusTransform, TanhTransform, Transform,
+                         identity_transform)
 from .uniform import Uniform
 
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "ExponentialFamily", "Exponential",
-           "Gamma", "Independent", "Laplace", "MixtureSameFamily", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]
+           "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
+           "transforms", "Transform", "ComposeTransform", "IndependentTransform", "ExpTransform", "PowerTransform",
+           "SigmoidTransform", "TanhTransform", "SoftplusTransform", "AbsTransform", "AffineTransform",
+           "identity_transform"]

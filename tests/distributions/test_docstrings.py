@@ -13,7 +13,8 @@ MODULES = ["ember.distributions", "ember.distributions.constraints", "ember.dist
            "ember.distributions.one_hot_categorical", "ember.distributions.multivariate_normal",
            "ember.distributions.independent", "ember.distributions.exponential", "ember.distributions.laplace",
            "ember.distributions.gamma", "ember.distributions.beta", "ember.distributions.dirichlet",
-           "ember.distributions.mixture_same_family", "ember.distributions.kl"]
+           "ember.distributions.mixture_same_family", "ember.distributions.kl", "ember.distributions.transforms",
+           "ember.distributions.transformed_distribution"]
 
 
 @pytest.mark.parametrize("name", MODULES)
