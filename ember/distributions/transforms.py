@@ -31,8 +31,8 @@ class Transform:
     """Base class: subclasses define `_call(x)`, `_inverse(y)`, `log_abs_det_jacobian(x, y)`, `domain`,
     `codomain`, `bijective` and `sign` (+1 or -1 for a monotone map of one variable)."""
     bijective = False
-    domain: constraints.Constraint = constraints.real
-    codomain: constraints.Constraint = constraints.real
+    domain: constraints.Constraint      # each subclass sets both (torch's base has none either)
+    codomain: constraints.Constraint
 
     def __init__(self, cache_size: int = 0) -> None:
         if cache_size not in (0, 1):

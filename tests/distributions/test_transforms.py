@@ -130,3 +130,31 @@ def test_log_normal_as_torch():
             d.log_prob(L.tensor([-1.0, 1.0, 1.0]))
         with pytest.raises(ValueError, match="scale"):
             L.distributions.LogNormal(0.0, -1.0)
+
+
+def test_a_user_transform_subclass_works_in_a_transformed_distribution_as_torch():
+    def run(L):
+        class Cube(L.distributions.Transform):   # y = x ** 3 (a research flow's own bijection)
+            bijective = True
+            sign = +1
+            domain = codomain = L.distributions.constraints.real
+
+            def _call(self, x):
+                return x ** 3
+
+            def _inverse(self, y):
+                return y.sign() * y.abs() ** (1 / 3)
+
+            def log_abs_det_jacobian(self, x, y):
+                return (3 * x ** 2).log()
+
+        t = Cube(cache_size=1)
+        d = L.distributions.TransformedDistribution(L.distributions.Normal(L.zeros(2, dtype=L.float64), 1.0), t)
+        x = L.tensor([0.5, -1.5], dtype=L.float64)
+        with pytest.raises(NotImplementedError):
+            L.distributions.Transform().log_abs_det_jacobian(x, x)
+        return t(x).tolist(), t.inv(t(x)) is x, d.log_prob(L.tensor([0.125, 8.0], dtype=L.float64)).tolist(), \
+            repr(t), t.with_cache(1) is t
+    res = {L.__name__: run(L) for L in (ember, torch)}
+    np.testing.assert_allclose(res["ember"][2], res["torch"][2], rtol=1e-12)
+    assert res["ember"][:2] + res["ember"][3:] == res["torch"][:2] + res["torch"][3:]
