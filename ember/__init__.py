@@ -41,7 +41,7 @@ from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state, 
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     GradientTape, is_inference_mode_enabled
-from .autograd.anomaly import is_anomaly_enabled, set_anomaly_enabled
+from .autograd.anomaly import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled
 from . import backends
 from . import cuda
 from . import accelerator
@@ -213,6 +213,7 @@ if TYPE_CHECKING:   # what __getattr__ returns, for type checkers (`ember.compil
     from .jit import compile
     from .serialization import save, load
     from ._lowrank import svd_lowrank, pca_lowrank
+    from .func import vmap
 
 
 def __getattr__(name):
@@ -222,6 +223,9 @@ def __getattr__(name):
     if name == "compile":   # torch.compile's name for the tracing compiler (ember/jit/)
         from . import jit
         return jit.compile
+    if name == "vmap":   # torch.vmap is torch.func.vmap
+        from . import func
+        return func.vmap
     if name == "GradScaler":   # torch.GradScaler is torch.amp.GradScaler
         return amp.GradScaler
     if name in ("save", "load"):
@@ -245,7 +249,7 @@ __all__ = (
        "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
        "randint_like", "poisson", "binomial"]
     + ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "GradientTape",
-       "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
+       "is_inference_mode_enabled", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled"]
     + ["get_default_device", "set_default_device", "set_printoptions", "is_inference"]
     + ["is_tensor", "is_floating_point", "numel", "detach", "save", "load", "set_num_threads", "get_num_threads"]
     + ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",

@@ -32,12 +32,14 @@ import ember.autograd  # noqa: E402
 import ember.utils.data  # noqa: E402
 import ember.utils.checkpoint  # noqa: E402
 import ember.testing  # noqa: E402
+import ember.func  # noqa: E402
 import torch.optim.lr_scheduler  # noqa: E402
 import torch.nn.init  # noqa: E402
 import torch.nn.utils  # noqa: E402
 import torch.utils.data  # noqa: E402
 import torch.utils.checkpoint  # noqa: E402
 import torch.testing  # noqa: E402
+import torch.func  # noqa: E402
 
 PAIRS = [
     ("torch", torch, ember),
@@ -55,11 +57,12 @@ PAIRS = [
     ("torch.utils.data", torch.utils.data, ember.utils.data),
     ("torch.utils.checkpoint", torch.utils.checkpoint, ember.utils.checkpoint),
     ("torch.testing", torch.testing, ember.testing),
+    ("torch.func", torch.func, ember.func),
 ]
 # For these the public names are the module's __all__ and its public submodules (they import typing's
 # names wholesale); the first six keep dir(), as the document always counted them.
 BY_ALL = {"torch.nn.init", "torch.nn.utils", "torch.optim.lr_scheduler", "torch.autograd", "torch.utils.data",
-          "torch.utils.checkpoint"}
+          "torch.utils.checkpoint", "torch.func"}
 
 
 def public_names(label, tmod):
@@ -219,6 +222,8 @@ GROUPS = [
      lambda n, obj, ns: hasattr(torch.nn.functional, n.rstrip("_")) or hasattr(torch.nn, n)
      or (getattr(obj, "__module__", "") or "").startswith("torch.nn")),
     ("Named tensors: out of scope", "torch's named-tensor API is a prototype", r"^names?$|refine_names|rename|align_"),
+    ("einops patterns: not yet", "torch.func.rearrange takes einops' pattern strings (functorch.einops); "
+     "Ember has permute, reshape and einsum", {"rearrange"}),
     ("Small gaps: to add", "one function each: sampling, global defaults, inference-tensor flag, a grad hook",
      {"binomial", "cauchy_", "get_default_device", "set_default_device", "set_printoptions", "is_inference",
       "register_post_accumulate_grad_hook"}),

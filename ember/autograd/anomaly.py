@@ -15,6 +15,7 @@ checked in worker threads too.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -69,6 +70,8 @@ class detect_anomaly(set_detect_anomaly):
 
     def __init__(self, check_nan: bool = True):
         self._check_nan = bool(check_nan)   # takes effect on entering, so a decorator does not switch it on
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only "
+                      "be enabled for debugging.", UserWarning, stacklevel=2)
 
     def __enter__(self):
         global ENABLED, CHECK_NAN

@@ -169,11 +169,12 @@ def _send_leaf(leaf, g, leaf_grads, done):
                 r = h(leaf)
                 if r is None or r is leaf:
                     continue
-                if not isinstance(r, type(leaf)):
+                from .._tensor import Tensor
+                if not isinstance(r, Tensor):   # any Tensor: the leaf may be a Parameter
                     raise TypeError(f"backward: expected Tensor, but post accumulate grad hook returned "
                                     f"{type(r).__name__!r}")
                 raise RuntimeError("backward: Tensor post accumulate grad hooks should return None "
-                                       "(as torch's; a hook may change `param.grad` in place)")
+                                   "(as torch's; a hook may change `param.grad` in place)")
 
 
 def _leading_to(deps, capture):

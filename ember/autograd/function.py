@@ -10,6 +10,7 @@ public torch-style API: static forward(ctx, ...) and backward(ctx, ...) on Tenso
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Callable
 
@@ -23,7 +24,7 @@ from ..backends import run as _backend_run
 from ..backends.host import asarray as _host_asarray
 from ..backends.meta import MetaArray
 
-__all__ = ["Function", "FunctionCtx", "Node", "Primitive"]
+__all__ = ["Function", "FunctionCtx", "Node", "Primitive", "once_differentiable"]
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
           "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -393,15 +394,32 @@ class Function(metaclass=_FunctionMeta):
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("a Function subclass must define backward(ctx, ...)")
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """torch 2's split style: a Function that overrides this has a forward without ctx,
+        `forward(*args)`, and saves what backward needs here (`inputs`: the forward's arguments, defaults
+        filled in; `output`: what forward returned)."""
+        raise NotImplementedError("setup_context is not implemented")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from .._tensor import Tensor
         from .grad_mode import no_grad
         ctx = cls._backward_cls() if hasattr(cls, "_backward_cls") else _CustomNode()
+        split = cls.setup_context is not Function.setup_context
+        if split:   # as torch: the arguments bound to forward's signature, defaults applied
+            import inspect
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         tensor_args = [a for a in args if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with no_grad():
-            outs = cls.forward(ctx, *args, **kwargs)
+            if split:
+                outs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outs)
+            else:
+                outs = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(outs, tuple)
         outs_t = (outs,) if single else outs
         if not (STATE.enabled and any(t.requires_grad for t in tensor_args)):
@@ -461,3 +479,34 @@ class _CustomNode(FunctionCtx):
             raise RuntimeError(f"function {self.name}.backward returned {len(out)} gradients, "
                                f"expected {n_in} (one per forward input; None for non-tensors)")
         return out[:n_in]
+
+
+class _DelayedError(Function):
+    """What once_differentiable's outputs hang from: differentiating them again raises."""
+
+    @staticmethod
+    def forward(ctx, *xs):
+        return xs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+def once_differentiable(fn):
+    """Decorate a custom Function's backward written for one differentiation only: it runs without
+    recording a graph, and its results, when they would need one (create_graph=True), raise if
+    differentiated again (torch.autograd.function.once_differentiable)."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args, **kwargs):
+        from .._tensor import Tensor
+        from .grad_mode import no_grad
+        with no_grad():
+            outputs = fn(ctx, *args, **kwargs)
+        if not STATE.enabled or not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        stand_ins = [o.detach().requires_grad_() if isinstance(o, Tensor) else o for o in outs]
+        wrapped = _DelayedError.apply(*stand_ins)
+        return wrapped if isinstance(outputs, tuple) else wrapped[0]
+    return wrapper

@@ -721,6 +721,7 @@ class Gather(Primitive):
     attrs = {"axis": int}
     saves_inputs = True
     def forward(self, x, index):
+        _check_in_range(index, x.shape[self.axis] if x.ndim else 1, self.axis)
         return array_module(x).take_along_axis(x, index, axis=self.axis)
     def save_for_backward(self, x, index):
         self.src = x.shape
@@ -736,6 +737,7 @@ class ScatterAdd(Primitive):
     attrs = {"axis": int}
     saves_inputs = True
     def forward(self, x, src, index):
+        _check_in_range(index, x.shape[self.axis] if x.ndim else 1, self.axis)
         xp = array_module(x)
         out = x.copy()
         _add_at(xp, out, _scatter_key(xp, index, self.axis), src[_prefix(index.shape)])
@@ -754,6 +756,7 @@ class Scatter(Primitive):
     attrs = {"axis": int}
     saves_inputs = True
     def forward(self, x, src, index):
+        _check_in_range(index, x.shape[self.axis] if x.ndim else 1, self.axis)
         xp = array_module(x)
         out = x.copy()
         out[_scatter_key(xp, index, self.axis)] = src[_prefix(index.shape)]
@@ -767,6 +770,14 @@ class Scatter(Primitive):
         gs = Gather.apply(g, index, axis=self.axis) if self.needs_input_grad[1] else None
         return gx, gs, None
     def infer(self, x, src, index): return _same(x)
+
+
+def _check_in_range(index, n, axis):
+    """torch's bounds check of a gather/scatter index: NumPy would wrap a negative index, CuPy any."""
+    if index.size:
+        lo, hi = int(index.min()), int(index.max())
+        if lo < 0 or hi >= n:
+            raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for dimension {axis} with size {n}")
 
 
 def _prefix(shape):

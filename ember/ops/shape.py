@@ -826,6 +826,10 @@ def take_along_dim(input, indices, dim=None):
     shp_in, shp_ix = list(shape), list(shape)
     shp_in[dim % input.ndim] = input.shape[dim]
     shp_ix[dim % input.ndim] = indices.shape[dim]
+    if not indices.is_meta and indices.numel() and int(indices.min().item()) < 0:
+        # a negative index counts from the end, as numpy.take_along_axis and torch with a dim (not without)
+        from .math import where
+        indices = where(indices < 0, indices + input.shape[dim], indices)
     return gather(expand(input, shp_in), dim, expand(indices, shp_ix).contiguous())
 
 
@@ -852,18 +856,33 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if reduce == "add":
         return scatter_add(input, dim, index, src)
     d, idx, s = _scatter_args(input, dim, index, src, "scatter")
-    return P.Scatter.apply(input, s, idx, axis=d)
+    try:
+        return P.Scatter.apply(input, s, idx, axis=d)
+    except IndexError as e:
+        raise op_error("scatter", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}") from None
 
 
 def scatter_add(input, dim, index, src):
     d, idx, s = _scatter_args(input, dim, index, src, "scatter_add")
-    return P.ScatterAdd.apply(input, s, idx, axis=d)
+    try:
+        return P.ScatterAdd.apply(input, s, idx, axis=d)
+    except IndexError as e:
+        raise op_error("scatter_add", f"{e}; input {tuple(input.shape)}, index {tuple(index.shape)}") from None
 
 
 def index_add(input, dim, index, source, *, alpha=1):
     d = _dim(dim, input.ndim, "index_add")
     check_same_device("index_add", input, index, "index")
     check_same_device("index_add", input, source, "source")
+    n = input.shape[d] if input.ndim else 1
+    if index.numel() and not index.is_meta:   # torch: no negative index here, unlike x[index] (index_put's)
+        lo, hi = int(index.min().item()), int(index.max().item())
+        if lo < 0 or hi >= n:
+            if input.ndim <= 1:
+                raise op_error("index_add", f"index out of range in self: indices {index.tolist()} for dim {d} "
+                                            f"of size {n}", IndexError)
+            raise op_error("index_add", f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with "
+                                        f"size {n}; input {tuple(input.shape)}, index {tuple(index.shape)}")
     if alpha != 1:
         source = source * alpha
     return index_put(input, (slice(None),) * d + (index,), source, accumulate=True)

@@ -189,3 +189,13 @@ def test_has_nan_only_for_floating_arrays():
     assert not _has_nan(np.arange(3)) and not _has_nan(np.array([True]))
     assert _has_nan(np.array([1.0, np.nan])) and _has_nan(np.array([np.nan], dtype=ml_dtypes.bfloat16))
     assert not _has_nan(np.array([1.0, np.inf], dtype=np.float16))
+
+
+def test_detect_anomaly_warns_as_torch_and_the_check_nan_flag_is_top_level():
+    for L in (ember, torch):
+        with pytest.warns(UserWarning, match="^Anomaly Detection has been enabled. This mode will increase the "
+                                             "runtime and should only be enabled for debugging.$") as rec:
+            with L.autograd.detect_anomaly(check_nan=False):
+                assert L.is_anomaly_enabled() and not L.is_anomaly_check_nan_enabled()
+        assert rec[0].filename == __file__   # attributed to the user's line
+        assert L.is_anomaly_check_nan_enabled()

@@ -172,10 +172,10 @@ def test_post_accumulate_grad_hook_matches_torch_rules():
     y.register_post_accumulate_grad_hook(lambda p: p)    # returning the tensor itself is allowed
     y.sum().backward()
     for lib, err in ((ember, RuntimeError), (torch, RuntimeError)):
-        z = lib.ones(2, requires_grad=True)
-        z.register_post_accumulate_grad_hook(lambda p: p.grad * 2)
-        with pytest.raises(err, match="should return None"):
-            z.sum().backward()
+        for z in (lib.ones(2, requires_grad=True), lib.nn.Parameter(lib.ones(2))):   # a Parameter too
+            z.register_post_accumulate_grad_hook(lambda p: p.grad * 2)
+            with pytest.raises(err, match="should return None"):
+                z.sum().backward()
     for lib in (ember, torch):
         z = lib.ones(2, requires_grad=True)
         z.register_post_accumulate_grad_hook(lambda p: 5)

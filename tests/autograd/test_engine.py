@@ -3,6 +3,7 @@ grad modes, higher-order gradients, in-place version checks, a deep chain."""
 import os
 import subprocess
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -925,3 +926,53 @@ def test_only_floating_results_require_grad_as_torch(cast):
         z.sum().backward()
         expect = [6.0, -8.0, 0.0] if want else [1.0, 1.0, 0.0] if cast == "bool" else [3.0, -4.0, 0.0]
         np.testing.assert_allclose(x.grad.tolist(), expect, err_msg=f"{lib.__name__} {cast}")
+
+
+def test_grad_and_backward_take_inputs_as_torch_does():
+    # MAML-style code passes `params.values()` or a dict of named parameters; torch 2.13 returns a dict then
+    res = {}
+    for L in (ember, torch):
+        lin = L.nn.Linear(2, 1)
+        with L.no_grad():
+            lin.weight.copy_(L.tensor([[1.0, -2.0]]))
+            lin.bias.fill_(0.5)
+        x = L.tensor([[1.0, 2.0], [3.0, 4.0]])
+        params = dict(lin.named_parameters())
+        g_dict = L.autograd.grad(lin(x).sum(), params)
+        g_view = L.autograd.grad(lin(x).sum(), params.values())
+        g_gen = L.autograd.grad(lin(x).sum(), (p for p in lin.parameters()), only_inputs=True)
+        assert isinstance(g_dict, dict) and list(g_dict) == ["weight", "bias"]
+        assert isinstance(g_view, tuple) and isinstance(g_gen, tuple)
+        L.autograd.backward(lin(x).sum(), inputs={"b": lin.bias})
+        res[L.__name__] = ([g.tolist() for g in g_dict.values()], [g.tolist() for g in g_view],
+                           [g.tolist() for g in g_gen], lin.weight.grad, lin.bias.grad.tolist())
+        for bad, exc, pattern in (([], RuntimeError, "`inputs` argument to `grad\\(\\)` cannot be empty"),
+                                  (types.MappingProxyType(params), TypeError, "must be a dict, not mappingproxy")):
+            with pytest.raises(exc, match=pattern):
+                L.autograd.grad(lin(x).sum(), bad)
+        with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be empty"):
+            lin(x).sum().backward(inputs=[])
+        with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+            L.autograd.grad(lin(x).sum(), lin.bias, only_inputs=False)
+        with pytest.warns(FutureWarning, match="grad_variables"):
+            L.autograd.backward(lin(x).sum(), grad_variables=L.tensor(2.0), inputs=[lin.bias])
+    assert res["ember"] == res["torch"]
+
+
+def test_grad_materialize_grads_and_batched_grads_as_torch():
+    res = {}
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        unused = L.tensor([1.0], requires_grad=True)
+        y = x ** 2
+        gx, gu = L.autograd.grad(y.sum(), [x, unused], create_graph=True, materialize_grads=True)
+        assert gu.requires_grad and gu.tolist() == [0.0]
+        with pytest.raises(ValueError, match="allow_unused to be True or not passed"):
+            L.autograd.grad(y.sum(), [x, unused], materialize_grads=True, allow_unused=False)
+        # rows of the identity: the whole Jacobian of y in one call
+        (jac,) = L.autograd.grad(y, x, grad_outputs=L.eye(3), is_grads_batched=True, retain_graph=True)
+        jac2, none = L.autograd.grad([y, x.sum()], [x, unused], grad_outputs=[L.eye(3), L.ones(3)],
+                                     is_grads_batched=True, allow_unused=True)
+        assert none is None
+        res[L.__name__] = (gx.tolist(), jac.tolist(), jac2.tolist())
+    assert res["ember"] == res["torch"]

@@ -743,3 +743,68 @@ def test_autograd_grad_of_a_contiguous_input_is_contiguous(create_graph):
     xe2 = ember.randn(2, 5, 5, 3).permute(0, 3, 1, 2).requires_grad_()
     ge2, = ember.autograd.grad(e(xe2).sum(), xe2)
     assert ge2.shape == (2, 3, 5, 5)
+
+
+def test_setup_context_style_as_torch():
+    # torch 2's split Function: forward without ctx, setup_context(ctx, inputs, output) saves
+    def run(L):
+        seen = []
+
+        class Cube(L.autograd.Function):
+            @staticmethod
+            def forward(x, scale=2.0):
+                return x ** 3 * scale, 3 * x ** 2
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                x, scale = inputs
+                seen.append((len(inputs), scale, ctx.needs_input_grad))
+                ctx.scale = scale
+                ctx.save_for_backward(x, output[1])
+                ctx.mark_non_differentiable(output[1])
+
+            @staticmethod
+            def backward(ctx, g, g_dx):
+                x, dx = ctx.saved_tensors
+                return g * dx * ctx.scale, None
+
+        x = L.tensor([1.0, -2.0, 0.5], dtype=L.float64, requires_grad=True)
+        y, dy = Cube.apply(x)
+        (gx,) = L.autograd.grad(y.sum(), x)
+        y3, _ = Cube.apply(x, scale=0.5)
+        return seen, y.tolist(), dy.requires_grad, gx.tolist(), y3.tolist(), type(y.grad_fn).__name__
+    res = both_libs(run)
+    assert res["ember"] == res["torch"]
+    assert res["ember"][0][0] == (2, 2.0, (True, False))
+
+
+def test_once_differentiable_backward_raises_when_differentiated_again():
+    def run(L):
+        from importlib import import_module
+        once_differentiable = import_module(L.__name__ + ".autograd.function").once_differentiable
+        grad_modes = []
+
+        class Square(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            @once_differentiable
+            def backward(ctx, g):
+                grad_modes.append(L.is_grad_enabled())
+                x, = ctx.saved_tensors
+                return 2 * x * g
+
+        x = L.tensor([1.0, 3.0], dtype=L.float64, requires_grad=True)
+        Square.apply(x).sum().backward()
+        (g0,) = L.autograd.grad(Square.apply(x).sum(), x, create_graph=True)   # ones(): no error node
+        v = L.ones(2, dtype=L.float64, requires_grad=True)
+        (g,) = L.autograd.grad(Square.apply(x), x, grad_outputs=v, create_graph=True)
+        with pytest.raises(RuntimeError) as e:
+            g.sum().backward()
+        return x.grad.tolist(), g0.requires_grad, g.tolist(), g.requires_grad, grad_modes, str(e.value)
+    res = both_libs(run)
+    assert res["ember"] == res["torch"]
+    assert res["torch"][-1] == "trying to differentiate twice a function that was marked with @once_differentiable"

@@ -728,9 +728,9 @@ def test_gather_errors_like_torch():
     with pytest.raises(RuntimeError, match="out of bounds"):
         torch.ones(2, 3).gather(1, torch.tensor([[5, 0], [0, 0]]))
     raises_exactly(lambda: x.gather(1, ember.tensor([[5, 0], [0, 0]])), RuntimeError,
-                   "gather: index 5 is out of bounds for axis 1 with size 3; input (2, 3), index (2, 2)")
+                   "gather: index 5 is out of bounds for dimension 1 with size 3; input (2, 3), index (2, 2)")
     raises_exactly(lambda: x.gather(1, ember.tensor([[0, 3]])), RuntimeError,   # the user's shapes, not a slice's
-                   "gather: index 3 is out of bounds for axis 1 with size 3; input (2, 3), index (1, 2)")
+                   "gather: index 3 is out of bounds for dimension 1 with size 3; input (2, 3), index (1, 2)")
     with pytest.raises(TypeError):
         torch.ones(2, 3).gather(1, [[0]])
     with pytest.raises(TypeError) as e:
@@ -742,6 +742,47 @@ def test_gather_errors_like_torch():
                    "scatter: expected index to be an integer tensor, got float32")
     raises_exactly(lambda: x.gather(1, ember.zeros(3, dtype=ember.int64)), RuntimeError,
                    "gather: index (3,) and input (2, 3) must have the same number of dimensions")
+
+
+def _TAKE_ALONG(L, x, i):
+    return x.take_along_dim(i * 2)   # flattened: -2 and 6 are out of range
+
+
+@pytest.mark.parametrize("bad", [-1, 3], ids=["negative", "past_the_end"])
+@pytest.mark.parametrize("call", [
+    lambda L, x, i: x.gather(1, i),
+    _TAKE_ALONG,
+    lambda L, x, i: x.scatter(1, i, 1.0),
+    lambda L, x, i: x.clone().scatter_(1, i, x),
+    lambda L, x, i: x.scatter_add(1, i, x),
+    lambda L, x, i: x.clone().scatter_add_(1, i, x),
+    lambda L, x, i: x.index_add(0, i[0] % 4 - 1, x),
+    lambda L, x, i: x.clone().index_add_(1, i[0], x[:, :2]),
+    lambda L, x, i: x[0].index_add(0, i[0], x[1, :2]),
+], ids=["gather", "take_along_dim", "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add",
+        "index_add_", "index_add_1d"])
+def test_gather_scatter_index_add_refuse_an_index_out_of_range_as_torch(call, bad):
+    # NumPy wraps a negative index (a DDPM's `schedule.gather(-1, t)` with t = -1 read the last entry)
+    idx = np.array([[0, bad], [1, 2]])
+    errors = []
+    for L in (torch, ember):
+        x = L.arange(6.0).reshape(2, 3)
+        with pytest.raises((RuntimeError, IndexError)) as e:
+            call(L, x, L.tensor(idx))
+        errors.append(e.type)
+        if L is ember:
+            assert "out of" in str(e.value) and str(e.value).split(":")[0] in {
+                "gather", "scatter", "scatter_add", "index_add"}
+    assert errors[0] is errors[1]
+
+
+def test_take_along_dim_with_a_dim_counts_a_negative_index_from_the_end():
+    # as numpy.take_along_axis and torch 2.13 (which takes any index modulo the size there: 3 reads 0;
+    # Ember raises past the end)
+    check_op(lambda L, a, i: a.take_along_dim(i, 1), (2, 3), np.array([[0, -1], [-3, 2]]))
+    check_op(lambda L, a, i: a.take_along_dim(i, dim=0), (2, 3), np.array([[-1, 0, -2]]))
+    with pytest.raises(RuntimeError, match="take_along_dim|gather: index 3 is out of bounds"):
+        ember.ones(2, 3).take_along_dim(ember.tensor([[3]]), 1)
 
 
 def test_gather_and_scatter_take_int32_indices():
