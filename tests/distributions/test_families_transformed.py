@@ -1,4 +1,4 @@
-"""HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull and Kumaraswamy (TransformedDistributions, as torch's)
+"""HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull, Kumaraswamy and LogisticNormal (TransformedDistributions, as torch's)
 against torch: log_prob, cdf/icdf, moments and entropy through check_op (values and gradients), rsample
 gradients with Ember's noise replayed in torch, sampling statistics with a fixed seed, shapes, expand and
 validation errors."""
@@ -91,6 +91,18 @@ def test_kumaraswamy():
     check_op(lambda L, a, b, u: d(L, a, b).icdf(u), a, b, pos(2, 3, lo=0.05, hi=0.95), **TOL)
 
 
+def test_logistic_normal():
+    m, s = real(2, 3), pos(2, 3)
+    y = rng.dirichlet(np.ones(4), size=(5, 2))
+
+    def d(L, m, s):   # unvalidated: torch's simplex check refuses float16 points in check_op's dtype pass
+        return L.distributions.LogisticNormal(m, s, validate_args=False)
+    check_op(lambda L, m, s, y: d(L, m, s).log_prob(y), m, s, y, **TOL)
+    check_op(lambda L, m, s: (d(L, m, s).loc, d(L, m, s).scale), m, s)
+    # scalar parameters: a batch of one 2-simplex point, as torch
+    check_op(lambda L, y: L.distributions.LogisticNormal(0.3, 1.2, validate_args=False).log_prob(y), np.array([0.3, 0.7]), **TOL)
+
+
 # ---------------------------------------------------------------- shapes, flags, expand
 def _all(L):
     D, f = L.distributions, L.float64
@@ -101,6 +113,8 @@ def _all(L):
         "Pareto": D.Pareto(L.ones(2, 3, dtype=f), 2.0),
         "Weibull": D.Weibull(L.ones(2, 3, dtype=f), 1.5),
         "Kumaraswamy": D.Kumaraswamy(L.ones(2, 3, dtype=f), 2.0),
+        "LogisticNormal": D.LogisticNormal(L.zeros(2, 3, dtype=f), L.ones(2, 3, dtype=f)),
+        "scalar LogisticNormal": D.LogisticNormal(0.0, 1.0),
         "scalar Gumbel": D.Gumbel(0.0, 1.0),
         "scalar HalfNormal": D.HalfNormal(1.0),
     }
@@ -121,7 +135,8 @@ def test_sample_shapes_dtypes_flags_and_expand_match_torch(sample_shape):
             x, tx = e.expand((4,) + e.batch_shape), t.expand((4,) + t.batch_shape)
             assert type(x) is type(e) and x.batch_shape == (4,) + e.batch_shape, name
             assert tuple(x.sample().shape) == (4,) + e.batch_shape + e.event_shape, name
-            np.testing.assert_allclose(x.mean.numpy(), tx.mean.numpy(), rtol=1e-12, err_msg=name)
+            if name != "LogisticNormal":   # no mean, as torch's
+                np.testing.assert_allclose(x.mean.numpy(), tx.mean.numpy(), rtol=1e-12, err_msg=name)
 
 
 def test_reprs_as_torch():
@@ -168,6 +183,10 @@ def test_rsample_gradients_replayed_in_torch():
             lambda y, s, a: np.log(y / s) * a, lambda e, s, a: s * (e / a).exp(), (4, 2, 3))
     _replay(lambda s, k: ember.distributions.Weibull(s, k).rsample((4,)), [s, a],
             lambda y, s, k: (y / s) ** k, lambda e, s, k: s * e.pow(1 / k), (4, 2, 3))
+    # LogisticNormal: eps = (logit of the stick pieces - loc) / scale, through torch's StickBreakingTransform
+    sb = torch.distributions.transforms.StickBreakingTransform()
+    _replay(lambda m, s: ember.distributions.LogisticNormal(m, s).rsample((4,)), [m, s],
+            lambda y, m, s: (sb.inv(torch.tensor(y)).numpy() - m) / s, lambda e, m, s: sb(m + s * e), (4, 2, 4))
     b = pos(2, 3, lo=1.0, hi=3.0)
     _replay(lambda a, b: ember.distributions.Kumaraswamy(a, b).rsample((4,)), [a, b],
             lambda y, a, b: (1 - y ** a) ** b, lambda u, a, b: (1 - u.pow(1 / b)).pow(1 / a), (4, 2, 3))
@@ -216,6 +235,8 @@ def test_validation_errors_as_torch():
                     "Expected parameter rate")   # the Exponential base validates first, in torch too
     raises_as_torch(lambda L: L.distributions.Pareto(L.tensor([2.0]), L.tensor([2.0])).log_prob(L.tensor([1.0])),
                     ValueError, "to be within the support (GreaterThanEq(lower_bound=")
+    raises_as_torch(lambda L: L.distributions.LogisticNormal(L.zeros(2), L.ones(2)).log_prob(L.tensor([0.5, 0.6, 0.1])),
+                    ValueError, "to be within the support (Simplex())")
     raises_as_torch(lambda L: L.distributions.Weibull(L.tensor([1.0]), L.tensor([0.0])), ValueError,
                     "Expected parameter concentration")
     raises_as_torch(lambda L: L.distributions.Kumaraswamy(L.tensor([1.0]), L.tensor([1.0])).log_prob(L.tensor([1.5])),
