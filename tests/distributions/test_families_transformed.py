@@ -1,4 +1,5 @@
-"""HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull, Kumaraswamy and LogisticNormal (TransformedDistributions, as torch's)
+"""HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull, Kumaraswamy, LogisticNormal and
+InverseGamma (TransformedDistributions, as torch's)
 against torch: log_prob, cdf/icdf, moments and entropy through check_op (values and gradients), rsample
 gradients with Ember's noise replayed in torch, sampling statistics with a fixed seed, shapes, expand and
 validation errors."""
@@ -91,6 +92,19 @@ def test_kumaraswamy():
     check_op(lambda L, a, b, u: d(L, a, b).icdf(u), a, b, pos(2, 3, lo=0.05, hi=0.95), **TOL)
 
 
+def test_inverse_gamma():
+    # concentration on both sides of 1 and 2: the mean is inf below 1, the variance inf below 2
+    c, r = np.array([[0.5, 1.5, 2.5], [4.0, 0.9, 3.0]]), pos(2, 3)
+
+    def d(L, c, r):
+        return L.distributions.InverseGamma(c, r)
+    check_op(lambda L, c, r, y: d(L, c, r).log_prob(y), c, r, pos(4, 2, 3, lo=0.1, hi=3.0), **TOL)
+    check_op(lambda L, c, r: (d(L, c, r).mean, d(L, c, r).mode, d(L, c, r).variance, d(L, c, r).entropy(),
+                              d(L, c, r).concentration, d(L, c, r).rate), c, r, **TOL)
+    check_op(lambda L, c, y: L.distributions.InverseGamma(c, 1.5).cdf(y), c, pos(2, 3, lo=0.1, hi=3.0),
+             grad=False, **{k: v for k, v in TOL.items() if not k.startswith("grad")})
+
+
 def test_logistic_normal():
     m, s = real(2, 3), pos(2, 3)
     y = rng.dirichlet(np.ones(4), size=(5, 2))
@@ -114,6 +128,7 @@ def _all(L):
         "Pareto": D.Pareto(L.ones(2, 3, dtype=f), 2.0),
         "Weibull": D.Weibull(L.ones(2, 3, dtype=f), 1.5),
         "Kumaraswamy": D.Kumaraswamy(L.ones(2, 3, dtype=f), 2.0),
+        "InverseGamma": D.InverseGamma(L.full((2, 3), 3.0, dtype=f), 2.0),
         "LogisticNormal": D.LogisticNormal(L.zeros(2, 3, dtype=f), L.ones(2, 3, dtype=f)),
         "scalar LogisticNormal": D.LogisticNormal(0.0, 1.0),
         "scalar Gumbel": D.Gumbel(0.0, 1.0),
@@ -205,6 +220,7 @@ def _moments(make_t):
     ("Pareto", ([1.0, 2.0], [5.0, 8.0])),
     ("Weibull", ([1.0, 2.0], [0.8, 3.0])),
     ("Kumaraswamy", ([0.5, 3.0], [2.0, 0.7])),
+    ("InverseGamma", ([5.0, 9.0], [2.0, 0.5])),
 ])
 def test_sample_mean_and_std(name, args):
     mean, std = _moments(lambda: getattr(torch.distributions, name)(*(torch.tensor(a) for a in args)))
@@ -238,6 +254,8 @@ def test_validation_errors_as_torch():
                     ValueError, "to be within the support (GreaterThanEq(lower_bound=")
     raises_as_torch(lambda L: L.distributions.LogisticNormal(L.zeros(2), L.ones(2)).log_prob(L.tensor([0.5, 0.6, 0.1])),
                     ValueError, "to be within the support (Simplex())")
+    raises_as_torch(lambda L: L.distributions.InverseGamma(L.tensor([1.0]), L.tensor([-1.0])), ValueError,
+                    "Expected parameter rate")
     raises_as_torch(lambda L: L.distributions.Weibull(L.tensor([1.0]), L.tensor([0.0])), ValueError,
                     "Expected parameter concentration")
     raises_as_torch(lambda L: L.distributions.Kumaraswamy(L.tensor([1.0]), L.tensor([1.0])).log_prob(L.tensor([1.5])),
