@@ -18,8 +18,8 @@ from . import constraints
 from .utils import _NUMBER, _sum_rightmost
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
-           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "TanhTransform", "Transform",
-           "identity_transform"]
+           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform",
+           "Transform", "identity_transform"]
 
 
 class Transform:
@@ -431,6 +431,56 @@ class SoftmaxTransform(Transform):
         return tuple(shape)
 
     inverse_shape = forward_shape
+
+
+class StickBreakingTransform(Transform):
+    """x in R^K -> y on the K-simplex in R^(K + 1) by breaking a stick: y_i = z_i prod_{j<i} (1 - z_j) with
+    z_i = sigmoid(x_i - log(K - i)) (so x = 0 maps to the uniform point), the last piece the rest, as
+    torch's. Bijective; the log-det-Jacobian is over the vector.
+
+    >>> from ember.distributions.transforms import StickBreakingTransform
+    >>> [round(v, 6) for v in StickBreakingTransform()(ember.zeros(2)).tolist()]
+    [0.333333, 0.333333, 0.333333]
+    """
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StickBreakingTransform)
+
+    __hash__ = object.__hash__
+
+    @staticmethod
+    def _log_offset(x):
+        k = x.shape[-1]   # log(K - i) for i = 0 .. K - 1
+        return (k + 1 - ember.ones_like(x[..., :1]).expand(tuple(x.shape[:-1]) + (k,)).cumsum(-1)).log()
+
+    def _call(self, x):
+        fi = ember.finfo(x.dtype)
+        z = ember.sigmoid(x - self._log_offset(x)).clamp(min=fi.tiny, max=1.0 - fi.eps)
+        one = ember.ones_like(z[..., :1])
+        return ember.cat([z, one], -1) * ember.cat([one, (1 - z).cumprod(-1)], -1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        sf = (1 - y_crop.cumsum(-1)).clamp(min=ember.finfo(y.dtype).tiny)   # the stick left before piece i
+        return y_crop.log() - sf.log() + self._log_offset(y_crop)
+
+    def log_abs_det_jacobian(self, x, y):
+        from ember.nn.functional import logsigmoid
+        x = x - self._log_offset(x)
+        return (-x + logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
 
 
 class IndependentTransform(Transform):

@@ -17,7 +17,10 @@ MODULES = ["ember.distributions", "ember.distributions.constraints", "ember.dist
            "ember.distributions.transformed_distribution", "ember.distributions.log_normal",
            "ember.distributions.cauchy", "ember.distributions.chi2", "ember.distributions.student_t",
            "ember.distributions.poisson", "ember.distributions.geometric", "ember.distributions.binomial",
-           "ember.distributions.relaxed_bernoulli", "ember.distributions.relaxed_categorical"]
+           "ember.distributions.relaxed_bernoulli", "ember.distributions.relaxed_categorical",
+           "ember.distributions.half_normal", "ember.distributions.half_cauchy", "ember.distributions.gumbel",
+           "ember.distributions.pareto", "ember.distributions.weibull", "ember.distributions.kumaraswamy",
+           "ember.distributions.logistic_normal", "ember.distributions.inverse_gamma"]
 
 
 @pytest.mark.parametrize("name", MODULES)

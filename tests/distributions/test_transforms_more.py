@@ -38,6 +38,7 @@ TRANSFORMS = {
     "compose": (lambda L, dev: T(L).ComposeTransform([T(L).AffineTransform(0.3, 2.0), T(L).SoftplusTransform(),
                                                 T(L).PowerTransform(0.5)]), real(3, 4)),
     "independent": (lambda L, dev: T(L).IndependentTransform(T(L).TanhTransform(), 2), real(3, 4)),
+    "stick_breaking": (lambda L, dev: T(L).StickBreakingTransform(), real(3, 4)),
     "inverse": (lambda L, dev: T(L).ExpTransform().inv, pos(3, 4)),
     "compose_inverse": (lambda L, dev: T(L).ComposeTransform([T(L).ExpTransform(), T(L).AffineTransform(1.0, 2.0)]).inv,
                         pos(3, 4, lo=1.5, hi=4.0)),
