@@ -1,11 +1,13 @@
 """A base distribution pushed through a chain of transforms (torch.distributions.TransformedDistribution)."""
 from __future__ import annotations
 
+import math
+
 import ember
 from . import constraints
 from .distribution import Distribution
 from .independent import Independent
-from .transforms import ComposeTransform, Transform
+from .transforms import AbsTransform, ComposeTransform, Transform
 from .utils import _sum_rightmost
 
 __all__ = ["TransformedDistribution"]
@@ -126,3 +128,43 @@ class TransformedDistribution(Distribution):
         for t in self.transforms:
             value = t(value)
         return value
+
+
+class Folded(TransformedDistribution):
+    """|X| for X ~ `base(0, scale)`, a family symmetric about 0 (the base of HalfNormal and HalfCauchy, as
+    torch writes each): twice the base's density on [0, inf), cdf 2 F(x) - 1, entropy H(X) - log 2."""
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    base: type   # the location-scale family folded (Normal, Cauchy)
+
+    def __init__(self, scale, validate_args=None) -> None:
+        super().__init__(self.base(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return super().expand(batch_shape, _instance=self._get_checked_instance(type(self), _instance))
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
+
+    @property
+    def mode(self):
+        return ember.zeros_like(self.scale)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return ember.where(value >= 0, log_prob, -math.inf)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
