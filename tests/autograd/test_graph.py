@@ -215,3 +215,20 @@ def test_graph_module_is_lazy():
     code = "import sys, ember; print('ember.autograd.graph' in sys.modules); ember.autograd.graph.save_on_cpu"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("op", ["sin_", "exp_", "mul_"])
+def test_save_on_cpu_with_an_inplace_op_matches_torch(op):
+    # save_on_cpu keeps a CPU tensor itself: the in-place op's saved old value must be a copy
+    grads = {}
+    for lib in (torch, ember):
+        x = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor([3.0, -1.0, 0.5], dtype=lib.float64, requires_grad=True)
+        with lib.autograd.graph.save_on_cpu():
+            y = x * 1
+            getattr(y, op)(w) if op == "mul_" else getattr(y, op)()
+            y.sum().backward()
+        grads[lib] = [t.grad.numpy() for t in (x, w) if t.grad is not None]
+    assert len(grads[ember]) == len(grads[torch])
+    for e, t in zip(grads[ember], grads[torch]):
+        np.testing.assert_allclose(e, t, rtol=1e-12)
