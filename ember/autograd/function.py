@@ -49,7 +49,7 @@ class _SavedHooks(threading.local):
     """This thread's `saved_tensors_hooks` (ember.autograd.graph): a stack of (pack, unpack) pairs, the
     innermost last, and the message `disable_saved_tensors_hooks` raises with (None: hooks allowed)."""
     stack: tuple = ()
-    disabled = None
+    disabled: str | None = None
 
 
 SAVED_HOOKS = _SavedHooks()
@@ -109,6 +109,7 @@ class Node:
     _where = None         # user's source line, recorded in anomaly mode
     _packed = None        # (unpack hook, packed saved tensors) when saved_tensors_hooks were open
     _out_packed = None    # (unpack hook, packed output) likewise, for `saves_output`
+    _outs_packed = None   # (unpack hook, {output index: packed output}) likewise, for `multi_output`
 
     @property
     def name(self) -> _NodeName:
@@ -173,7 +174,12 @@ class Node:
         from .._tensor import Tensor
         if self._freed:
             raise RuntimeError(_FREED)
-        return Tensor._make(self._outs[i], self._device, requires_grad=bool(self.parents), node=self, idx=i)
+        if self._outs_packed is not None:
+            unpack, packed = self._outs_packed
+            arr = _unpacked(unpack, packed[i])._data
+        else:
+            arr = self._outs[i]
+        return Tensor._make(arr, self._device, requires_grad=bool(self.parents), node=self, idx=i)
 
     def saved_output(self):
         """The forward's output as a Tensor whose grad_fn is this node (no reference cycle)."""
@@ -194,7 +200,7 @@ class Node:
 
     def release(self):
         self._saved = ()
-        self._packed = self._out_packed = None
+        self._packed = self._out_packed = self._outs_packed = None
         self._out = None
         self._outs = None
         self._freed = True
@@ -237,6 +243,8 @@ class Primitive(Node):
     saves_inputs = False
     saves_output = False
     multi_output = False  # forward returns a tuple of arrays (infer: a tuple of (shape, dtype))
+    # multi_output: the outputs backward reads with `output(i)` (None: all), what saved-tensor hooks pack
+    saved_outputs: tuple[int, ...] | None = None
     differentiable = True
     keeps_dtype = True    # a float output has the first input's dtype (False: Cast)
     elementwise = False   # output has the inputs' broadcast shape: checked to fit before it is made
@@ -404,7 +412,13 @@ def _finish_multi(cls, node, inputs, arrays, outs):
     if anomaly.ENABLED or _debug.LEVEL >= 2:
         anomaly.record(node)
     # integer outputs (LU pivots, an info code) are data, never differentiable: as torch's, they require no grad
-    return tuple(make(o, device, o.dtype.kind in "fV", node, i) for i, o in enumerate(outs))
+    results = tuple(make(o, device, o.dtype.kind in "fV", node, i) for i, o in enumerate(outs))
+    if HOOKS_OPEN and SAVED_HOOKS.stack:   # the outputs backward reads go through the hooks instead
+        pack, unpack = SAVED_HOOKS.stack[-1]
+        read = range(len(outs)) if cls.saved_outputs is None else cls.saved_outputs
+        node._outs_packed = (unpack, {i: pack(results[i]) for i in read})
+        node._outs = None
+    return results
 
 
 def _dtype_of(a):

@@ -1035,6 +1035,7 @@ class BatchNorm(Primitive):
     the gradient of y is BatchNormGrad, or a Tensor-op composite under create_graph."""
     attrs = {"eps": float}
     multi_output = True
+    saved_outputs = (1, 2)   # the batch statistics; backward does not read y
     saves_inputs = True
     _materialize = False   # the statistics' gradients stay None
 
