@@ -215,7 +215,7 @@ class Node:
 class AccumulateGrad:
     """What `next_functions` shows for a leaf: the step that adds the leaf's gradient into `.grad`."""
     next_functions = ()
-    name = "AccumulateGrad"
+    name = _node_name("AccumulateGrad", "torch::autograd::AccumulateGrad")
 
     def __init__(self, variable):
         self.variable = variable

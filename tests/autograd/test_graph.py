@@ -246,6 +246,8 @@ def test_grad_fn_name_is_torchs_method_and_embers_str():
     assert EmberMulSave.apply(x, x).grad_fn.name() == TorchMulSave.apply(xt, xt).grad_fn.name().replace(
         "Torch", "Ember")
     assert EmberMulSave.apply(x, x).grad_fn.name == "EmberMulSave"
+    acc, acc_t = (x * 2).grad_fn.next_functions[0][0], (xt * 2).grad_fn.next_functions[0][0]
+    assert acc.name() == acc_t.name() == "torch::autograd::AccumulateGrad" and acc.name == "AccumulateGrad"
 
 
 def test_graph_module_is_lazy():
