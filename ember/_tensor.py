@@ -57,6 +57,7 @@ class Tensor(_BoundMethods):
     _post_acc_hooks = None
     _retains_grad = False
     _custom_view = None   # (Function name, output index, several outputs): an input a custom Function returned
+    _wrapped_number = False   # made from a Python number by an op (x * 2): torch saves it as a scalar, no hooks
     _is_param = False
     _born = 0             # TRACE_EPOCH when made
     _inference = False    # made under inference_mode

@@ -29,6 +29,13 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_gra
            "is_inference_mode_enabled", "Variable"]
 
 
+def __getattr__(name):
+    if name == "graph":   # loaded on first use: `import ember` stays small
+        import importlib
+        return importlib.import_module(".graph", __name__)
+    raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")
+
+
 def _seq(x):
     """None, one tensor, or any iterable of them (a list, `params.values()`, a generator) as a list."""
     if x is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -44,6 +45,56 @@ def _edge(t):
     return (node, t._out_idx) if node is not None else (t, -1)
 
 
+class _SavedHooks(threading.local):
+    """This thread's `saved_tensors_hooks` (ember.autograd.graph): a stack of (pack, unpack) pairs, the
+    innermost last, and the message `disable_saved_tensors_hooks` raises with (None: hooks allowed)."""
+    stack: tuple = ()
+    disabled: str | None = None
+
+
+SAVED_HOOKS = _SavedHooks()
+# One entry per saved_tensors_hooks block open in any thread: while it is empty (as almost always) saving
+# reads this list only, not the threading.local (the trick grad_mode.OFF plays)
+HOOKS_OPEN: list = []
+_NONE = object()   # a None among the saved tensors, packed
+
+
+class _Kept:
+    """A saved tensor kept without the hooks (a wrapped Python number)."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+def _unpacked(unpack, packed):
+    t = unpack(packed)
+    if not isinstance(t, _tensor_cls()):
+        raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                        f"{type(t).__name__}")
+    return t
+
+
+def _tensor_cls():
+    from .._tensor import Tensor
+    return Tensor
+
+
+class _NodeName(str):
+    """`grad_fn.name`: Ember's name of the op ('Mul'), a str as every message and tool reads it; calling
+    it, `grad_fn.name()`, gives torch's style of name ('MulBackward0'), as torch's method does."""
+    _torch = ""
+
+    def __call__(self) -> str:
+        return self._torch
+
+
+def _node_name(name: str, torch_name: str) -> _NodeName:
+    n = _NodeName(name)
+    n._torch = torch_name
+    return n
+
+
 class Node:
     parents = ()
     needs_input_grad = ()
@@ -56,10 +107,15 @@ class Node:
     _post_hooks = None    # [hook(grad_inputs, grad_outputs)]: nn.Module.register_backward_hook's
     _retained = None      # {output index: weakref to the tensor} for retain_grad
     _where = None         # user's source line, recorded in anomaly mode
+    _packed = None        # (unpack hook, packed saved tensors) when saved_tensors_hooks were open
+    _out_packed = None    # (unpack hook, packed output) likewise, for `saves_output`
+    _outs_packed = None   # (unpack hook, {output index: packed output}) likewise, for `multi_output`
 
     @property
-    def name(self) -> str:
-        return type(self).__name__
+    def name(self) -> _NodeName:
+        """'Mul' (a str); `name()` gives torch's 'MulBackward0'."""
+        n = type(self).__name__
+        return _node_name(n, n + "Backward0")
 
     def __repr__(self):
         return f"<{self.name}Backward>"
@@ -74,13 +130,29 @@ class Node:
 
     # --- saving for backward -------------------------------------------------------------
     def save_for_backward(self, *tensors):
+        if HOOKS_OPEN and SAVED_HOOKS.stack:
+            self._pack(tensors)
+            return
         self._saved = tensors
         self._saved_versions = tuple(t._vc[0] if t is not None and t._vc else 0 for t in tensors)
+
+    def _pack(self, tensors):
+        """Save `tensors` through the innermost saved_tensors_hooks: the node keeps what pack returns,
+        not the tensors (as torch, no in-place check then: the hooks own the values)."""
+        pack, unpack = SAVED_HOOKS.stack[-1]
+        # a Python number an op made a tensor of (x * 2) is kept as it is: torch saves it as a scalar
+        self._packed = (unpack, tuple(_NONE if t is None else _Kept(t) if t._wrapped_number else pack(t)
+                                      for t in tensors))
+        self._saved = ()
 
     @property
     def saved_tensors(self):
         if self._freed:
             raise RuntimeError(_FREED)
+        if self._packed is not None:   # each read unpacks again, as torch's
+            unpack, packed = self._packed
+            return tuple(None if p is _NONE else p.tensor if p.__class__ is _Kept else _unpacked(unpack, p)
+                         for p in packed)
         for t, v in zip(self._saved, self._saved_versions):
             if t is not None and (t._vc[0] if t._vc else 0) != v:
                 if t._custom_view is not None:
@@ -102,13 +174,22 @@ class Node:
         from .._tensor import Tensor
         if self._freed:
             raise RuntimeError(_FREED)
-        return Tensor._make(self._outs[i], self._device, requires_grad=bool(self.parents), node=self, idx=i)
+        if self._outs_packed is not None:
+            unpack, packed = self._outs_packed
+            arr = _unpacked(unpack, packed[i])._data
+        else:
+            arr = self._outs[i]
+        return Tensor._make(arr, self._device, requires_grad=bool(self.parents), node=self, idx=i)
 
     def saved_output(self):
         """The forward's output as a Tensor whose grad_fn is this node (no reference cycle)."""
         from .._tensor import Tensor
         if self._freed:
             raise RuntimeError(_FREED)
+        if self._out_packed is not None:
+            unpack, packed = self._out_packed
+            arr = _unpacked(unpack, packed)._data
+            return Tensor._make(arr, self._device, requires_grad=bool(self.parents), node=self, idx=0)
         arr, vc, v = self._out
         if vc[0] != v:
             raise RuntimeError(
@@ -119,6 +200,7 @@ class Node:
 
     def release(self):
         self._saved = ()
+        self._packed = self._out_packed = self._outs_packed = None
         self._out = None
         self._outs = None
         self._freed = True
@@ -133,7 +215,7 @@ class Node:
 class AccumulateGrad:
     """What `next_functions` shows for a leaf: the step that adds the leaf's gradient into `.grad`."""
     next_functions = ()
-    name = "AccumulateGrad"
+    name = _node_name("AccumulateGrad", "torch::autograd::AccumulateGrad")
 
     def __init__(self, variable):
         self.variable = variable
@@ -161,6 +243,8 @@ class Primitive(Node):
     saves_inputs = False
     saves_output = False
     multi_output = False  # forward returns a tuple of arrays (infer: a tuple of (shape, dtype))
+    # multi_output: the outputs backward reads with `output(i)` (None: all), what saved-tensor hooks pack
+    saved_outputs: tuple[int, ...] | None = None
     differentiable = True
     keeps_dtype = True    # a float output has the first input's dtype (False: Cast)
     elementwise = False   # output has the inputs' broadcast shape: checked to fit before it is made
@@ -230,8 +314,12 @@ class Primitive(Node):
             node.save_for_backward(*inputs)
         result = make(out, device, True, node, 0)
         if cls.saves_output:
-            result._vc = vc = [0]
-            node._out = (out, vc, 0)
+            if HOOKS_OPEN and SAVED_HOOKS.stack:
+                pack, unpack = SAVED_HOOKS.stack[-1]
+                node._out_packed = (unpack, pack(result))
+            else:
+                result._vc = vc = [0]
+                node._out = (out, vc, 0)
         if anomaly.ENABLED or _debug.LEVEL >= 2:
             anomaly.record(node)
         return result
@@ -324,7 +412,13 @@ def _finish_multi(cls, node, inputs, arrays, outs):
     if anomaly.ENABLED or _debug.LEVEL >= 2:
         anomaly.record(node)
     # integer outputs (LU pivots, an info code) are data, never differentiable: as torch's, they require no grad
-    return tuple(make(o, device, o.dtype.kind in "fV", node, i) for i, o in enumerate(outs))
+    results = tuple(make(o, device, o.dtype.kind in "fV", node, i) for i, o in enumerate(outs))
+    if HOOKS_OPEN and SAVED_HOOKS.stack:   # the outputs backward reads go through the hooks instead
+        pack, unpack = SAVED_HOOKS.stack[-1]
+        read = range(len(outs)) if cls.saved_outputs is None else cls.saved_outputs
+        node._outs_packed = (unpack, {i: pack(results[i]) for i in read})
+        node._outs = None
+    return results
 
 
 def _dtype_of(a):
@@ -349,6 +443,11 @@ _make_fn: Callable[..., Any] | None = None   # Tensor._make, set by ember._tenso
 
 class FunctionCtx(Node):
     """The `ctx` a custom Function's forward and backward receive (it is the graph node)."""
+
+    def save_for_backward(self, *tensors):
+        # kept as given: Function.apply packs them through saved_tensors_hooks once the node is recorded
+        self._saved = tensors
+        self._saved_versions = tuple(t._vc[0] if t is not None and t._vc else 0 for t in tensors)
 
     def mark_non_differentiable(self, *tensors):
         self._non_diff = {id(t) for t in tensors}
@@ -454,6 +553,8 @@ class Function(metaclass=_FunctionMeta):
             results.append(o)
         for o in views:   # torch forbids changing them in place (ember.ops.inplace.check_leaf says why)
             o._custom_view = (cls.__name__, o._out_idx, n_diff > 1)
+        if HOOKS_OPEN and SAVED_HOOKS.stack and ctx._saved:   # as torch: packed once the graph is recorded
+            ctx._pack(ctx._saved)
         if anomaly.ENABLED:
             anomaly.record(ctx)
         return results[0] if single else tuple(results)
@@ -463,8 +564,9 @@ class _CustomNode(FunctionCtx):
     _fn = Function
 
     @property
-    def name(self) -> str:
-        return self._fn.__name__
+    def name(self) -> _NodeName:
+        n = self._fn.__name__
+        return _node_name(n, n + "Backward")   # torch names a custom Function's node 'MyFnBackward'
 
     def backward(self, *grads):
         if self._freed:

@@ -39,6 +39,7 @@ class Attention(Primitive):
     """(o, p): p = softmax(q @ k^T * scale, masked above the diagonal when causal), o = p @ v."""
     attrs = {"scale": float, "causal": bool}
     multi_output = True
+    saved_outputs = (1,)   # the softmax statistics; backward does not read the output
     saves_inputs = True
     _materialize = False   # backward gets None, not zeros, for p's gradient (p is not returned to users)
 

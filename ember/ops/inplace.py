@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import _dtype
 from .._errors import op_error
 from .._tensor import Tensor
-from ..autograd.function import Primitive
+from ..autograd.function import HOOKS_OPEN, SAVED_HOOKS, Primitive
 from ..autograd.grad_mode import STATE
 from ..backends import array_module
 from ._attr_types import KEY, NONE, OPT_NUMBER
@@ -112,8 +112,11 @@ def inplace(self: Tensor, fn, op: str) -> Tensor:
     # run on a stand-in for the old `self`: if the graph saved it, it keeps a copy of the old values
     src = Tensor._make(self._data, self._device, self.requires_grad, self._node, self._out_idx) \
         if STATE.enabled else self
+    hooked = HOOKS_OPEN and STATE.enabled and SAVED_HOOKS.stack
+    if hooked:   # a pack hook may keep src's memory itself (save_on_cpu of a CPU tensor): copy it first
+        src._data = Clone.apply(Tensor._make(self._data, self._device))._data
     out = fn(src)
-    if out.requires_grad and STATE.enabled:
+    if out.requires_grad and STATE.enabled and not hooked:
         src._data = Clone.apply(Tensor._make(self._data, self._device))._data
     if out.shape != self.shape:
         raise op_error(op, f"output with shape {tuple(self.shape)} doesn't match the broadcast shape "

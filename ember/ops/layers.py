@@ -898,14 +898,18 @@ class Linear(Primitive):
             y += b
         return y
 
+    def save_for_backward(self, x, w, b=None):
+        # as torch's addmm: x only for w's gradient, w only for x's (saved-tensor hooks see the same tensors)
+        need = self.needs_input_grad
+        super().save_for_backward(x if need[1] else None, w if need[0] else None)
+
     def backward(self, g):
         from .primitives import MatMul, Sum
-        saved = self.saved_tensors
-        x, w = saved[0], saved[1]
+        x, w = self.saved_tensors
         need = self.needs_input_grad
         gx = MatMul.apply(g, w) if need[0] else None
         gw = MatMul.apply(g.mT, x) if need[1] else None
-        if len(saved) == 2:
+        if len(need) == 2:
             return gx, gw
         gb = Sum.apply(g, axis=(0,), keepdims=False) if need[2] else None
         return gx, gw, gb
@@ -1031,6 +1035,7 @@ class BatchNorm(Primitive):
     the gradient of y is BatchNormGrad, or a Tensor-op composite under create_graph."""
     attrs = {"eps": float}
     multi_output = True
+    saved_outputs = (1, 2)   # the batch statistics; backward does not read y
     saves_inputs = True
     _materialize = False   # the statistics' gradients stay None
 

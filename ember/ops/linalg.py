@@ -260,6 +260,7 @@ class LuFactor(Primitive):
     gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T; the wide and tall cases as torch's linalg_lu_backward."""
     attrs = {}
     multi_output = True
+    saved_outputs = (0, 1)   # LU and pivots; not the info code
 
     def forward(self, a):
         xp = array_module(a)

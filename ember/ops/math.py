@@ -47,7 +47,9 @@ def _scalar_tensor(v, dtype, device):
         arr = host.asarray(v, dtype=dtype.np)
     except OverflowError:   # -1 for a uint8 op: torch wraps it around (to 255), as a C cast does
         arr = host.asarray(v).astype(dtype.np)
-    return _from_host(arr, device)
+    t = _from_host(arr, device)
+    t._wrapped_number = True
+    return t
 
 
 def _as_tensor(x, dtype, device, op):
