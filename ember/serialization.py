@@ -1,11 +1,13 @@
-"""ember.save / ember.load: checkpoints as safetensors files, never pickle.
+"""ember.save / ember.load: checkpoints as safetensors files; ember.load also reads torch.save's files.
 
 A checkpoint is one safetensors file. The tensors are its tensors; the shape of the saved object
 (nested dicts, lists and tuples of tensors, numbers, strings, bools and None) is JSON in the file's
 metadata header under the key "ember". Loading parses JSON and copies bytes, so a file from anywhere
 can be loaded without running any of its content. Files written by other tools (e.g.
 `safetensors.torch.save_file`) have no "ember" entry and load as a flat {name: Tensor} dict; a flat
-dict of tensors saved by Ember loads in torch with `safetensors.torch.load_file`.
+dict of tensors saved by Ember loads in torch with `safetensors.torch.load_file`. Files torch.save
+wrote are read by ember/_torch_file.py's restricted unpickler (torch's `weights_only=True` policy:
+containers, numbers, strings and tensors only; no global outside that list is ever called).
 
 Both directions stream: `save` computes the header from shapes and dtypes, writes it, then writes each
 tensor's bytes straight from its array; `load` checks the whole header against the file's size, then
@@ -24,8 +26,11 @@ import io
 import json
 import math
 import os
+import pickle
+import struct
 import sys
 import tempfile
+import zipfile
 from typing import Any, BinaryIO, Callable, Iterator, Union
 
 import numpy as np
@@ -93,13 +98,16 @@ def save(obj: Any, f: PathLike | BinaryIO, pickle_module=None, pickle_protocol: 
 def load(f: PathLike | BinaryIO, map_location=None, pickle_module=None, *, weights_only=None, mmap=None) -> Any:
     """Load what `save` wrote, or any safetensors file (as a flat {name: Tensor} dict).
 
-    torch's `weights_only` is accepted with either value: nothing is ever unpickled, so a load is always
-    as safe as torch's `weights_only=True`; `mmap` is accepted too (the tensors are read into memory).
+    A file torch.save wrote (zip or legacy format: a state dict, an optimizer's, a checkpoint dict of
+    them with numbers and strings) is read as torch's `torch.load(weights_only=True)` reads it: a
+    restricted unpickler rebuilds containers, numbers, strings and tensors and refuses every other
+    global before calling it, so no code from the file runs. torch's `weights_only` is accepted with
+    either value and means that always; `mmap` is accepted too (the tensors are read into memory).
 
     `map_location` puts the tensors on a device ("cpu", "cuda:0", an ember.device, or a dict
     {saved device: new device}); by default each goes back to the device it was saved from.
-    Pickle files (such as those of torch.save) are refused, never unpickled. A file that is not a
-    well-formed safetensors file raises `ember.serialization.CheckpointError` (a ValueError).
+    A file that is neither a well-formed safetensors file nor such a torch file raises
+    `ember.serialization.CheckpointError` (a ValueError).
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "weights.safetensors")
@@ -119,6 +127,10 @@ def load(f: PathLike | BinaryIO, map_location=None, pickle_module=None, *, weigh
 
 def _load_from(fh: BinaryIO, name: str, map_location) -> Any:
     fh, start, size = _seekable(fh)
+    kind = _torch_kind(bytes(_read_exact(fh, bytearray(min(size, 9)), name)))
+    if kind is not None:
+        return _load_torch(fh, name, kind, start, map_location)
+    fh.seek(start)
     header, header_len = _read_header(fh, name, start, size)
     entries = _check_tensors(header, name, size - 8 - header_len)
     arrays = {key: _read_tensor(fh, start + 8 + header_len, entry, name) for key, entry in entries.items()}
@@ -337,19 +349,55 @@ def _seekable(fh) -> tuple[BinaryIO, int, int]:
     return io.BytesIO(data), 0, len(data)
 
 
-def _read_header(fh: BinaryIO, name: str, start: int, size: int) -> tuple[dict, int]:
-    """The JSON header and its length in bytes, after checks that give a clear error for pickle and zip
-    files, truncation and a header length that does not fit in the file."""
-    head = bytes(_read_exact(fh, bytearray(min(size, 9)), name))  # a file object may return short reads
-    # a pickle or zip signature, unless byte 8 starts a header: a safetensors header 640, 896, 1152 or 1408
-    # bytes long (mod 65536) begins with the bytes 0x80, 0x02-0x05 of a pickle too
+def _torch_kind(head: bytes) -> str | None:
+    """'zip archive' or 'pickle' when the first bytes are torch.save's (zip, or the legacy format's pickle),
+    unless byte 8 starts a safetensors header: one 640, 896, 1152 or 1408 bytes long (mod 65536) begins
+    with the bytes 0x80, 0x02-0x05 of a pickle too."""
     if head[8:9] != b"{" and (head[:4] == b"PK\x03\x04"
                               or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"))):
-        kind = "zip archive" if head[:2] == b"PK" else "pickle"
-        raise CheckpointError(f"ember.load: {name} is not a safetensors file: it is a {kind}, as torch.save "
-                              "writes. Ember never loads pickle data, because unpickling can run arbitrary code. "
-                              "Convert it once, in an environment you trust: "
-                              "safetensors.torch.save_file(torch.load(path), 'model.safetensors')")
+        return "zip archive" if head[:2] == b"PK" else "pickle"
+    return None
+
+
+def _load_torch(fh: BinaryIO, name: str, kind: str, start: int, map_location) -> Any:
+    """A file torch.save wrote, through the restricted reader of ember/_torch_file.py: containers, numbers,
+    strings and tensors are rebuilt, any other global is refused before it is called (torch's
+    `weights_only=True` policy), so no code from the file runs."""
+    from ._torch_file import UnsupportedTorchFile, read_torch_file
+    fh.seek(start)
+    data = io.BytesIO(fh.read())
+    try:
+        obj = read_torch_file(data, name)
+    except UnsupportedTorchFile as e:
+        msg = str(e).removeprefix("load_torch_file: ")
+        raise CheckpointError(f"ember.load: {name} is a {kind}, which Ember reads only as torch.save writes it, "
+                              f"rebuilding containers, numbers, strings and tensors and running no code from the "
+                              f"file: {msg}") from None
+    except (pickle.UnpicklingError, EOFError, zipfile.BadZipFile, KeyError, ValueError, struct.error) as e:
+        raise CheckpointError(f"ember.load: {name} is a {kind} as torch.save writes, but it is corrupt or "
+                              f"truncated: {e}") from None
+    return _from_torch(obj, map_location)
+
+
+def _from_torch(obj, map_location):
+    if isinstance(obj, np.ndarray):
+        return _to_tensor(obj if obj.flags.writeable else obj.copy(), "cpu", False, map_location)
+    if isinstance(obj, dict):
+        out = type(obj)() if isinstance(obj, collections.OrderedDict) else {}
+        for k, v in obj.items():
+            out[k] = _from_torch(v, map_location)
+        if isinstance(getattr(obj, "_metadata", None), dict):   # a state_dict's module versions
+            out._metadata = obj._metadata   # type: ignore[attr-defined]
+        return out
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_from_torch(v, map_location) for v in obj)
+    return obj
+
+
+def _read_header(fh: BinaryIO, name: str, start: int, size: int) -> tuple[dict, int]:
+    """The JSON header and its length in bytes, after checks that give a clear error for truncation and a
+    header length that does not fit in the file."""
+    head = bytes(_read_exact(fh, bytearray(min(size, 9)), name))  # a file object may return short reads
     if size < 8:
         raise CheckpointError(f"ember.load: {name} is not a safetensors file or is truncated: it has {size} "
                               "bytes, fewer than the 8 that give the header's length")

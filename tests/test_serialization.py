@@ -283,7 +283,7 @@ CORPUS = {  # name: (file bytes, what the message must say)
     "metadata-string": (_file({"__metadata__": "hi", "w": _W}, b"\0" * 8), "__metadata__ must be an object"),
     "metadata-list": (_file({"__metadata__": ["a"], "w": _W}, b"\0" * 8), "__metadata__ must be an object"),
     "metadata-int-value": (_file({"__metadata__": {"a": 1}}), "__metadata__ must be an object of strings"),
-    "zip-archive": (b"PK\x03\x04" + b"\0" * 40, "is a zip archive, as torch.save writes"),
+    "zip-archive": (b"PK\x03\x04" + b"\0" * 40, "is a zip archive, which Ember reads only as torch.save writes"),
     "pickle": (pickle.dumps({"w": [1.0, 2.0]}, protocol=4), "is a pickle"),
     "text": (b"hello world, this is text", "not a safetensors file or is truncated"),
     # the "ember" metadata entry: the saved object's structure
@@ -367,7 +367,8 @@ def test_pickle_files_are_refused_and_never_run(tmp_path, writer):
     else:
         torch.save({"w": torch.ones(2), "x": _Payload(str(marker))}, path)
     assert not marker.exists()
-    with pytest.raises(CheckpointError, match="evil.pt is not a safetensors file.*pickle"):
+    with pytest.raises(CheckpointError, match=r"evil.pt is a (pickle|zip archive), which Ember reads only as "
+                                              r"torch.save writes it.*running no code"):
         load(path)
     assert not marker.exists()
 
@@ -553,17 +554,14 @@ def _load_error(path, exc=ValueError):
 
 
 def test_refusal_messages_name_the_kind_of_file_and_the_way_out(tmp_path):
-    advice = ("Ember never loads pickle data, because unpickling can run arbitrary code. Convert it once, in an "
-              "environment you trust: safetensors.torch.save_file(torch.load(path), 'model.safetensors')")
-    torch.save({"w": torch.ones(2)}, tmp_path / "z.pt")
-    assert _load_error(tmp_path / "z.pt") == (
-        f"ember.load: {tmp_path / 'z.pt'} is not a safetensors file: it is a zip archive, as torch.save writes. "
-        + advice)
+    # a file torch.save wrote loads (see test_torch_save_files_load_as_torch_load_weights_only); a pickle
+    # that is not one is refused, naming the kind of file and why
     for protocol in (2, 3, 4, 5):  # every protocol that starts with the PROTO opcode \x80
         (tmp_path / "p.pt").write_bytes(pickle.dumps({"w": 1}, protocol=protocol))
         assert _load_error(tmp_path / "p.pt") == (
-            f"ember.load: {tmp_path / 'p.pt'} is not a safetensors file: it is a pickle, as torch.save writes. "
-            + advice), protocol
+            f"ember.load: {tmp_path / 'p.pt'} is a pickle, which Ember reads only as torch.save writes it, "
+            f"rebuilding containers, numbers, strings and tensors and running no code from the file: "
+            f"{tmp_path / 'p.pt'} is not a torch file (bad magic number)"), protocol
     junk = tmp_path / "j.bin"
     not_st = f"ember.load: {junk} is not a safetensors file"
     for data, length in ((b"\x80\x09" + b"\0" * 20, 0x0980), (b"x\x03" + b"\0" * 20, 0x0378),
@@ -1066,3 +1064,55 @@ def test_state_dicts_come_back_as_ordered_dicts_with_their_metadata(tmp_path):
     assert list(back["model"]) == list(sd)
     assert back["model"]._metadata == sd._metadata == {"": {"version": 1}, "0": {"version": 1}, "1": {"version": 2}}
     model.load_state_dict(back["model"])
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_torch_save_files_load_as_torch_load_weights_only(tmp_path, legacy):
+    # porting `model.load_state_dict(torch.load(path))`: a state dict, an optimizer's state dict and a
+    # checkpoint dict of them with numbers, strings, tuples and a bfloat16 tensor, equal to torch.load's
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    opt = torch.optim.Adam(m.parameters())
+    m(torch.randn(5, 3)).sum().backward()
+    opt.step()
+    ck = {"model": m.state_dict(), "opt": opt.state_dict(), "epoch": 3, "name": "run1", "shape": (2, 3),
+          "bf": torch.arange(4, dtype=torch.bfloat16), "view": torch.arange(12.0).reshape(3, 4).t()}
+    path = tmp_path / "ck.pt"
+    torch.save(ck, path, _use_new_zipfile_serialization=not legacy)
+    ref = torch.load(path, weights_only=True)
+    got = load(path, weights_only=True)
+    assert got["epoch"] == 3 and got["name"] == "run1" and got["shape"] == (2, 3)
+    assert type(got["model"]) is collections.OrderedDict and list(got["model"]) == list(ref["model"])
+    for k, v in ref["model"].items():
+        assert got["model"][k].dtype.name == str(v.dtype).removeprefix("torch.")
+        np.testing.assert_array_equal(got["model"][k].numpy(), v.numpy(), err_msg=k)
+    assert got["bf"].dtype == ember.bfloat16
+    np.testing.assert_array_equal(got["bf"].float().numpy(), ref["bf"].float().numpy())
+    np.testing.assert_array_equal(got["view"].numpy(), ref["view"].numpy())
+    assert got["opt"]["param_groups"] == ref["opt"]["param_groups"]
+    for i, st in ref["opt"]["state"].items():
+        for k, v in st.items():
+            np.testing.assert_array_equal(got["opt"]["state"][i][k].numpy(), v.numpy(), err_msg=f"{i}.{k}")
+    em = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.BatchNorm1d(4))
+    em.load_state_dict(got["model"])
+    ember.optim.Adam(em.parameters()).load_state_dict(got["opt"])
+    if not legacy:   # a state_dict keeps its module versions (torch's _metadata)
+        assert got["model"]._metadata == ref["model"]._metadata
+
+
+def test_torch_save_files_from_a_file_object_and_to_a_device(tmp_path):
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(2, 3)}, buf)
+    buf.seek(0)
+    got = load(buf, map_location="meta")
+    assert got["w"].device.type == "meta" and got["w"].shape == (2, 3)
+
+
+def test_torch_files_with_other_globals_are_refused_naming_the_global(tmp_path):
+    torch.save({"w": torch.ones(2), "lin": torch.nn.Linear(2, 2)}, tmp_path / "m.pt")
+    with pytest.raises(CheckpointError, match=r"m.pt is a zip archive.*refusing to load global "
+                                              r"torch.nn.modules.linear.Linear"):
+        load(tmp_path / "m.pt")
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "m.pt").read_bytes()[:200])
+    with pytest.raises(CheckpointError, match=r"cut.pt is a zip archive"):
+        load(tmp_path / "cut.pt")

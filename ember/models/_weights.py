@@ -5,7 +5,7 @@
   - a weights entry (`ResNet18_Weights.IMAGENET1K_V1`) or its name (`"IMAGENET1K_V1"`, `"DEFAULT"`):
     downloaded from torchvision's URL into `~/.cache/ember/models` (or `$EMBER_HOME/models`), its SHA-256
     checked against the prefix in the file name (torchvision's `check_hash` rule), then read with
-    `ember.models._torch_file` (a reader for torch's `.pth` format that runs no pickled code);
+    `ember._torch_file` (a reader for torch's `.pth` format that runs no pickled code);
   - a path to a local file: a safetensors file (`ember.load`), or a `.pth` / `.pt` state dict.
 Offline, the download fails after `EMBER_DOWNLOAD_TIMEOUT` seconds (default 10) with a message saying
 where to put the file by hand.
@@ -100,7 +100,7 @@ def read_state_dict(path) -> dict:
     # torch's zip or pickle formats by their first bytes, unless byte 8 starts a safetensors header (a
     # header length of 128 + 256k bytes begins with 0x80 too)
     if p.suffix in (".pth", ".pt", ".bin") or head[8:9] != b"{" and (head[:2] == b"PK" or head[:1] == b"\x80"):
-        from ember.models._torch_file import load_torch_file
+        from ember._torch_file import load_torch_file
         state = load_torch_file(p)
     else:
         state = ember.load(p)

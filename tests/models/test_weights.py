@@ -10,7 +10,7 @@ import torch
 
 import ember
 from ember.models import Weights, WeightsEnum, load_weights
-from ember.models._torch_file import UnsupportedTorchFile, load_torch_file
+from ember._torch_file import UnsupportedTorchFile, load_torch_file
 from tests.models._oracle import tvm
 
 WITH_WEIGHTS = ["alexnet", "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn",

@@ -5,17 +5,20 @@ torch's files are pickles whose tensors point at raw storages: the zip format (t
 checkpoints such as some of torchvision's: pickled header, pickled object, pickled storage keys, then
 each storage as an int64 element count and its bytes). The unpickler here resolves only the names a
 state dict needs (OrderedDict, torch's tensor/parameter rebuild functions and storage types) and
-refuses every other global, so a malicious file cannot run code.
+refuses every other global, so a malicious file cannot run code: the policy of torch's own
+`torch.load(weights_only=True)`. `ember.load` reads torch files through it, and so does
+`ember.models` for pretrained weights.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
 import pickle
 import struct
 import zipfile
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Any, Callable, Dict
 
 import numpy as np
 
@@ -24,7 +27,7 @@ __all__ = ["load_torch_file", "UnsupportedTorchFile"]
 _STORAGE_DTYPES = {
     "DoubleStorage": np.float64, "FloatStorage": np.float32, "HalfStorage": np.float16,
     "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16, "CharStorage": np.int8,
-    "ByteStorage": np.uint8, "BoolStorage": np.bool_,
+    "ByteStorage": np.uint8, "BoolStorage": np.bool_, "BFloat16Storage": "bfloat16",
 }
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 
@@ -36,7 +39,11 @@ class UnsupportedTorchFile(ValueError):
 class _StorageType:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.dtype = np.dtype(_STORAGE_DTYPES[name])
+        dt: Any = _STORAGE_DTYPES[name]
+        if dt == "bfloat16":
+            from ember._dtype import bfloat16   # ml_dtypes' NumPy dtype (the bf16 extra)
+            dt = bfloat16.np
+        self.dtype = np.dtype(dt)
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored):
@@ -84,20 +91,29 @@ class _SafeUnpickler(pickle.Unpickler):
 def load_torch_file(path) -> Dict[str, object]:
     """{name: ember.Tensor} from a torch-saved state dict (zip or legacy format)."""
     import ember
-    path = Path(path)
-    if zipfile.is_zipfile(path):
-        obj = _load_zip(path)
-    else:
-        obj = _load_legacy(path)
-    return _to_ember(obj, ember, str(path))
+    return _to_ember(read_torch_file(Path(path)), ember, str(path))
 
 
-def _load_zip(path: Path):
+def read_torch_file(f, name=None):
+    """What torch.save wrote to `f` (a path or a binary file object, zip or legacy format), its tensors as
+    NumPy arrays; only containers, numbers, strings and tensors are rebuilt (UnsupportedTorchFile else).
+    `name`: what messages call the file (default: the path)."""
+    name = name or str(f)
+    if zipfile.is_zipfile(f):
+        if hasattr(f, "seek"):
+            f.seek(0)
+        return _load_zip(f, name)
+    if hasattr(f, "seek"):
+        f.seek(0)
+    return _load_legacy(f, name)
+
+
+def _load_zip(path, name):
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
         pkl = next((n for n in names if n.endswith("data.pkl")), None)
         if pkl is None:
-            raise UnsupportedTorchFile(f"load_torch_file: {path} is a zip file without data.pkl")
+            raise UnsupportedTorchFile(f"load_torch_file: {name} is a zip file without data.pkl")
         prefix = pkl[:-len("data.pkl")]
         byteorder = "little"
         if prefix + "byteorder" in names:
@@ -115,22 +131,22 @@ def _load_zip(path: Path):
             return _SafeUnpickler(io.BytesIO(fh.read()), load_storage).load()
 
 
-def _load_legacy(path: Path):
-    with open(path, "rb") as fh:
+def _load_legacy(path, name):
+    with (open(path, "rb") if not hasattr(path, "read") else contextlib.nullcontext(path)) as fh:
         def plain():
             return _SafeUnpickler(fh, _no_storage).load()
         try:
             magic = plain()
         except Exception as e:
-            raise UnsupportedTorchFile(f"load_torch_file: {path} is neither a zip nor a legacy torch file ({e})")
+            raise UnsupportedTorchFile(f"load_torch_file: {name} is neither a zip nor a legacy torch file ({e})")
         if magic != _LEGACY_MAGIC:
-            raise UnsupportedTorchFile(f"load_torch_file: {path} is not a torch file (bad magic number)")
+            raise UnsupportedTorchFile(f"load_torch_file: {name} is not a torch file (bad magic number)")
         plain()  # protocol version
         plain()  # sys info
         wanted: Dict[str, np.dtype] = {}
         pending: Dict[str, np.ndarray] = {}
 
-        def load_storage(key: str, dtype: np.dtype) -> np.ndarray:
+        def load_storage(key: str, dtype: np.dtype) -> Any:
             # the bytes come after the object: hand out a placeholder filled in below (rebuild is deferred)
             wanted[key] = dtype
             return _Deferred(key, dtype, pending)
