@@ -4,7 +4,7 @@ from .core import Dense, Activation, Dropout, Flatten, Reshape, Embedding
 from .conv import (Conv1D, Conv2D, MaxPooling1D, AveragePooling1D, GlobalAveragePooling1D, GlobalMaxPooling1D,
                    UpSampling1D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D)
 from .normalization import BatchNormalization
-from .rnn import SimpleRNN, LSTM, GRU, Bidirectional
+from .rnn import SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed
 from .merge import Concatenate, Add, Subtract, Multiply, Average
 
 MaxPool1D, AvgPool1D = MaxPooling1D, AveragePooling1D
@@ -18,5 +18,5 @@ __all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Dense", "Activation", "
            "GlobalMaxPooling1D", "UpSampling1D", "MaxPool1D", "AvgPool1D", "GlobalAvgPool1D", "GlobalMaxPool1D",
            "Convolution1D", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
            "GlobalMaxPooling2D", "BatchNormalization", "SimpleRNN", "LSTM", "GRU",
-           "Bidirectional", "Concatenate", "Add", "Subtract",
+           "Bidirectional", "TimeDistributed", "Concatenate", "Add", "Subtract",
            "Multiply", "Average", "MaxPool2D", "AvgPool2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "Convolution2D"]

@@ -1,7 +1,8 @@
 """SimpleRNN, LSTM and GRU over (batch, time, features), with Keras's weights: `kernel` (features,
 gates * units), `recurrent_kernel` (units, gates * units) and `bias`; gate order i, f, c, o (LSTM) and
 z, r, h (GRU). The input projection of every time step is one matmul before the loop. `Bidirectional`
-runs a copy of an RNN layer forward and another backward and merges their outputs."""
+runs a copy of an RNN layer forward and another backward and merges their outputs; `TimeDistributed` applies
+one layer to every time step."""
 from __future__ import annotations
 
 from ...ops import creation as C
@@ -10,7 +11,7 @@ from ...ops import shape as S
 from .. import activations, dtype_policies, initializers
 from .base import InputSpec, Layer, layer_input
 
-__all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional"]
+__all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed"]
 
 
 class _RNN(Layer):
@@ -325,6 +326,56 @@ class Bidirectional(Layer):
         config["layer"] = layer_from_config(config["layer"], classes)
         if config.get("backward_layer") is not None:
             config["backward_layer"] = layer_from_config(config["backward_layer"], classes)
+        return cls(**config)
+
+
+class TimeDistributed(Layer):
+    """Applies `layer` to every time step of a (batch, time, ...) input: step i of the output is
+    `layer(inputs[:, i])`, with the same weights at every step (the wrapped layer's own; they are not copied).
+    As Keras 3, the layer runs once per step, so a BatchNormalization inside normalises each step with
+    that step's batch statistics and a Dropout draws a fresh mask per step.
+
+    >>> ember.keras.layers.TimeDistributed(ember.keras.layers.Dense(8))(np.ones((2, 10, 16))).shape
+    (2, 10, 8)
+    """
+
+    def __init__(self, layer, **kwargs):
+        if not isinstance(layer, Layer):
+            raise ValueError(f"Please initialize `TimeDistributed` layer with a `keras.layers.Layer` instance. "
+                             f"Received: {layer!r}")
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def _child_input_shape(self, input_shape):
+        if not isinstance(input_shape, (tuple, list)) or len(input_shape) < 3:
+            raise ValueError(f"`TimeDistributed` Layer should be passed an `input_shape` with at least 3 "
+                             f"dimensions, received: {input_shape}")
+        return (input_shape[0],) + tuple(input_shape[2:])
+
+    def build(self, input_shape):
+        child = self._child_input_shape(input_shape)
+        if not self.layer.built:
+            self.layer._maybe_build(child)
+
+    def compute_output_shape(self, input_shape):
+        child = self.layer.compute_output_shape(self._child_input_shape(input_shape))
+        return (child[0], input_shape[1]) + tuple(child[1:])
+
+    def call(self, inputs):
+        if inputs.ndim < 3:
+            self._child_input_shape(tuple(inputs.shape))          # raises Keras's error
+        steps = [self.layer(inputs[:, i]) for i in range(inputs.shape[1])]   # the training phase reaches them
+        return S.stack(steps, dim=1)                          # (N, T, ...)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "layer": {"class_name": type(self.layer).__name__, "config": self.layer.get_config()}}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from ..saving import _layer_classes, layer_from_config
+        config = dict(config)
+        config["layer"] = layer_from_config(config["layer"], _layer_classes(custom_objects))
         return cls(**config)
 
 
