@@ -1,8 +1,8 @@
-"""Conv1D, Conv2D and the 1-D and 2-D pooling layers on Keras's channels-last data: sequences (batch, steps,
-channels) and images (batch, height, width, channels).
+"""Conv1D, Conv2D, Conv3D and the 1-D, 2-D and 3-D pooling layers on Keras's channels-last data: sequences
+(batch, steps, channels), images (batch, height, width, channels) and volumes (batch, d1, d2, d3, channels).
 
 The math is ember.nn.functional's (channels-first, as torch): these layers move the channel axis in and
-out, and hold the kernel in Keras's layout (k, in, out) or (kh, kw, in, out). 'same' padding follows
+out, and hold the kernel in Keras's layout (k, in, out), (kh, kw, in, out) or (k1, k2, k3, in, out). 'same' padding follows
 Keras/TensorFlow: the output has ceil(size / stride) positions and the odd extra pad goes after
 (right/bottom); Conv1D's 'causal' pads dilation * (k - 1) steps before the sequence, so output[t] reads
 no input after t.
@@ -16,9 +16,9 @@ from ...ops import creation as C
 from .. import activations, initializers
 from .base import InputSpec, Layer
 
-__all__ = ["Conv1D", "Conv2D", "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D",
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D",
            "GlobalMaxPooling1D", "UpSampling1D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-           "GlobalMaxPooling2D"]
+           "GlobalMaxPooling2D", "MaxPooling3D", "AveragePooling3D", "GlobalAveragePooling3D", "GlobalMaxPooling3D"]
 
 
 def _ntuple(v, n, name):
@@ -205,6 +205,17 @@ class Conv2D(_Conv):
     _takes = "(batch, height, width, channels) images"
 
 
+class Conv3D(_Conv):
+    """3-D convolution over (batch, d1, d2, d3, channels) volumes; kernel (k1, k2, k3, in / groups, filters).
+
+    >>> ember.keras.layers.Conv3D(4, 3)(np.ones((2, 5, 6, 7, 1))).shape
+    (2, 3, 4, 5, 4)
+    """
+    rank = 3
+    _conv = F.conv3d
+    _takes = "(batch, d1, d2, d3, channels) volumes"
+
+
 class _Pooling(_Spatial):
     _max = _avg = None
 
@@ -277,6 +288,18 @@ class AveragePooling2D(_AveragePooling):
     _avg = F.avg_pool2d
 
 
+class MaxPooling3D(_MaxPooling):
+    """The largest value of each `pool_size` window of a volume (stride = pool_size by default)."""
+    rank = 3
+    _max = F.max_pool3d
+
+
+class AveragePooling3D(_AveragePooling):
+    """The mean of each window of a volume; with 'same' padding the padded positions are left out of the mean."""
+    rank = 3
+    _avg = F.avg_pool3d
+
+
 class _GlobalPooling(_Spatial):
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
@@ -326,6 +349,16 @@ class GlobalAveragePooling2D(_GlobalAveragePooling):
 
 class GlobalMaxPooling2D(_GlobalMaxPooling):
     """The largest value over height and width: (batch, h, w, c) -> (batch, c)."""
+
+
+class GlobalAveragePooling3D(_GlobalAveragePooling):
+    """The mean over the three spatial axes: (batch, d1, d2, d3, c) -> (batch, c)."""
+    rank = 3
+
+
+class GlobalMaxPooling3D(_GlobalMaxPooling):
+    """The largest value over the three spatial axes: (batch, d1, d2, d3, c) -> (batch, c)."""
+    rank = 3
 
 
 class UpSampling1D(Layer):
