@@ -92,6 +92,7 @@ def test_simple_rnn_initial_state_and_defaults():
                            name="s").get_config()
     assert cfg == {"name": "s", "trainable": True, "dtype": "float32", "units": 3, "activation": "relu",
                    "use_bias": False, "return_sequences": True, "return_state": True, "go_backwards": True,
+                   "dropout": 0.0, "recurrent_dropout": 0.0, "seed": None,
                    "kernel_initializer": {"class_name": "ones", "config": {}},
                    "recurrent_initializer": {"class_name": "zeros", "config": {}},
                    "bias_initializer": {"class_name": "zeros", "config": {}}}
@@ -108,10 +109,7 @@ def test_simple_rnn_errors():
                                          r"expected ndim=3, found ndim=2. Full shape received: \(2, 3\) \(SimpleRNN "
                                          r"takes \(batch, time, features\)\)$"):
         layers.SimpleRNN(2)(np.ones((2, 3), np.float32))
-    layers.SimpleRNN(2, seed=3)                                               # Keras's seed is taken
-    with pytest.raises(NotImplementedError, match=r"^SimpleRNN\(dropout=..., recurrent_dropout=...\) is not "
-                                                  r"supported by ember.keras"):
-        layers.SimpleRNN(2, recurrent_dropout=0.5)                            # as LSTM and GRU
+    assert layers.SimpleRNN(2, seed=3).seed == 3                              # Keras's seed is kept (in the config)
 
 
 # --- Bidirectional ----------------------------------------------------------------------------------------

@@ -459,8 +459,8 @@ def test_rnn_defaults_configs_and_names():
                       name="l").get_config()
     assert cfg == {"name": "l", "trainable": True, "dtype": "float32", "units": 2, "activation": "relu",
                    "recurrent_activation": "tanh", "use_bias": False, "return_sequences": True,
-                   "return_state": True, "go_backwards": True,
-                   "kernel_initializer": {"class_name": "zeros", "config": {}},
+                   "return_state": True, "go_backwards": True, "dropout": 0.0, "recurrent_dropout": 0.0,
+                   "seed": None, "kernel_initializer": {"class_name": "zeros", "config": {}},
                    "recurrent_initializer": {"class_name": "ones", "config": {}},
                    "bias_initializer": {"class_name": "ones", "config": {}}, "unit_forget_bias": False}
     assert layers.LSTM.from_config(cfg).get_config() == cfg
@@ -491,11 +491,9 @@ def test_rnn_errors():
             cls(0)
         with pytest.raises(ValueError, match=r"got 2.5.$"):
             cls(2.5)
-        with pytest.raises(NotImplementedError, match=rf"^{cls.__name__}\(dropout=..., recurrent_dropout=...\) "
-                                                      r"is not supported by ember.keras"):
-            cls(2, dropout=0.1)
-        with pytest.raises(NotImplementedError, match=r"recurrent_dropout"):
-            cls(2, recurrent_dropout=0.1)
+        with pytest.raises(ValueError, match=rf"^{cls.__name__}: `recurrent_dropout` must be a float between 0 "
+                                             r"and 1, got None$"):
+            cls(2, recurrent_dropout=None)
         with pytest.raises(NotImplementedError, match=rf"^{cls.__name__}\(stateful=True\) is not supported"):
             cls(2, stateful=True)
         cls(2, unroll=True, dropout=0.0)

@@ -1,11 +1,17 @@
-"""Conv1D, Conv2D and the 1-D and 2-D pooling layers on Keras's channels-last data: sequences (batch, steps,
-channels) and images (batch, height, width, channels).
+"""Conv1D, Conv2D, Conv3D and the 1-D, 2-D and 3-D pooling layers on Keras's channels-last data: sequences
+(batch, steps, channels), images (batch, height, width, channels) and volumes (batch, d1, d2, d3, channels).
 
 The math is ember.nn.functional's (channels-first, as torch): these layers move the channel axis in and
-out, and hold the kernel in Keras's layout (k, in, out) or (kh, kw, in, out). 'same' padding follows
+out, and hold the kernel in Keras's layout (k, in, out), (kh, kw, in, out) or (k1, k2, k3, in, out). 'same' padding follows
 Keras/TensorFlow: the output has ceil(size / stride) positions and the odd extra pad goes after
 (right/bottom); Conv1D's 'causal' pads dilation * (k - 1) steps before the sequence, so output[t] reads
 no input after t.
+
+Conv1DTranspose / Conv2DTranspose / Conv3DTranspose hold Keras's transposed kernel (*k, filters, in) and
+follow Keras 3's output sizes: 'valid' gives (n - 1) * s + max(K, s) positions (K = dilation * (k - 1) + 1),
+'same' n * s, and an explicit `output_padding` p gives (n - 1) * s + K + p ('valid') or
+(n - 1) * s + K % 2 + p ('same'). They compute torch's full transposed convolution, (n - 1) * s + K
+positions, and crop it (or extend it with zeros) on each side to that size, as Keras's JAX backend does.
 """
 from __future__ import annotations
 
@@ -16,9 +22,9 @@ from ...ops import creation as C
 from .. import activations, initializers
 from .base import InputSpec, Layer
 
-__all__ = ["Conv1D", "Conv2D", "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D",
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D",
            "GlobalMaxPooling1D", "UpSampling1D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-           "GlobalMaxPooling2D"]
+           "GlobalMaxPooling2D", "MaxPooling3D", "AveragePooling3D", "GlobalAveragePooling3D", "GlobalMaxPooling3D"]
 
 
 def _ntuple(v, n, name):
@@ -205,6 +211,147 @@ class Conv2D(_Conv):
     _takes = "(batch, height, width, channels) images"
 
 
+class Conv3D(_Conv):
+    """3-D convolution over (batch, d1, d2, d3, channels) volumes; kernel (k1, k2, k3, in / groups, filters).
+
+    >>> ember.keras.layers.Conv3D(4, 3)(np.ones((2, 5, 6, 7, 1))).shape
+    (2, 3, 4, 5, 4)
+    """
+    rank = 3
+    _conv = F.conv3d
+    _takes = "(batch, d1, d2, d3, channels) volumes"
+
+
+def _transpose_pads(k, s, d, padding, output_padding):
+    """Keras's (JAX backend's) padding of a transposed convolution, (left, right), each counted from the
+    full output's K - 1 (so left = K - 1 crops nothing)."""
+    k = (k - 1) * d + 1
+    if padding == "valid":
+        p = max(k, s) - k if output_padding is None else output_padding
+        return k - 1, k - 1 + p
+    pad = s + k - 2 if output_padding is None else k + k % 2 - 2 + output_padding
+    left = min(pad // 2 + pad % 2, k - 1)
+    return left, pad - left
+
+
+def _transpose_len(n, k, s, d, padding, output_padding):
+    if n is None:
+        return None
+    k = (k - 1) * d + 1
+    if padding == "valid":
+        return (n - 1) * s + k + (max(k, s) - k if output_padding is None else output_padding)
+    return n * s if output_padding is None else (n - 1) * s + k % 2 + output_padding
+
+
+class _ConvTranspose(_Spatial):
+    _conv = None
+    _takes = ""
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None, data_format=None,
+                 dilation_rate=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(filters, int) or filters <= 0:
+            raise ValueError(f"Invalid value for argument `filters`. Expected a strictly positive value. "
+                             f"Received filters={filters!r}.")
+        self.filters = filters
+        self.kernel_size = _ntuple(kernel_size, self.rank, "kernel_size")
+        self.strides = _ntuple(strides, self.rank, "strides")
+        self.padding = _check_padding(padding)
+        self.output_padding = None
+        if output_padding is not None:
+            op = (output_padding,) * self.rank if isinstance(output_padding, int) else tuple(output_padding)
+            if len(op) != self.rank or not all(isinstance(i, int) and i >= 0 for i in op):
+                raise ValueError(f"The `output_padding` argument must be a tuple of {self.rank} integers >= 0. "
+                                 f"Received output_padding={output_padding!r}")
+            self.output_padding = op
+        self.data_format = _check_format(data_format)
+        self.dilation_rate = _ntuple(dilation_rate, self.rank, "dilation_rate")
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+
+    def _op(self, i):
+        return None if self.output_padding is None else self.output_padding[i]
+
+    def build(self, input_shape):
+        ndim = self.rank + 2
+        if len(input_shape) != ndim:
+            raise ValueError(f'Input 0 of layer "{self.name}" is incompatible with the layer: expected ndim={ndim}, '
+                             f"found ndim={len(input_shape)}. Full shape received: {tuple(input_shape)} "
+                             f"({type(self).__name__} takes {self._takes})")
+        axis = -1 if self.data_format == "channels_last" else 1
+        channels = input_shape[axis]
+        self.kernel = self.add_weight(shape=self.kernel_size + (self.filters, channels),
+                                      initializer=self.kernel_initializer, name="kernel")
+        if self.use_bias:
+            self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer, name="bias")
+        self.input_spec = InputSpec(ndim=ndim, axes={axis: channels})
+
+    def call(self, inputs):
+        x = self._to_cf(inputs)
+        r = self.rank
+        w = self.kernel.permute(r + 1, r, *range(r))                # (*k, out, in) -> (in, out, *k), torch's
+        y = type(self)._conv(x, w, None, stride=self.strides, dilation=self.dilation_rate)   # the full output
+        crops = []
+        for i in range(r):
+            k = (self.kernel_size[i] - 1) * self.dilation_rate[i] + 1
+            left, right = _transpose_pads(self.kernel_size[i], self.strides[i], self.dilation_rate[i],
+                                          self.padding, self._op(i))
+            crops.append((left - (k - 1), right - (k - 1)))         # > 0 extends with zeros, < 0 crops
+        flat = tuple(p for pair in reversed(crops) for p in pair)  # F.pad: the last axis first
+        if any(flat):
+            y = F.pad(y, flat)
+        if self.use_bias:
+            y = y + self.bias.reshape((1, -1) + (1,) * r)
+        return self.activation(self._from_cf(y))
+
+    def compute_output_shape(self, input_shape):
+        sizes = [_transpose_len(n, k, s, d, self.padding, self._op(i)) for i, (n, k, s, d) in
+                 enumerate(zip(self._sizes(input_shape), self.kernel_size, self.strides, self.dilation_rate))]
+        return self._with_sizes(input_shape, sizes, self.filters)
+
+    def get_config(self):
+        return {**super().get_config(), "filters": self.filters, "kernel_size": list(self.kernel_size),
+                "strides": list(self.strides), "padding": self.padding,
+                "output_padding": None if self.output_padding is None else list(self.output_padding),
+                "data_format": self.data_format, "dilation_rate": list(self.dilation_rate),
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer)}
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """Transposed 1-D convolution (a learned upsampling) over (batch, steps, channels); kernel
+    (k, filters, in), as Keras.
+
+    >>> ember.keras.layers.Conv1DTranspose(4, 3, strides=2, padding="same")(np.ones((2, 5, 3))).shape
+    (2, 10, 4)
+    """
+    rank = 1
+    _conv = F.conv_transpose1d
+    _takes = "(batch, steps, channels) sequences"
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """Transposed 2-D convolution over (batch, h, w, channels) images; kernel (kh, kw, filters, in).
+
+    >>> ember.keras.layers.Conv2DTranspose(4, 3, strides=2, padding="same")(np.ones((2, 5, 6, 3))).shape
+    (2, 10, 12, 4)
+    """
+    rank = 2
+    _conv = F.conv_transpose2d
+    _takes = "(batch, height, width, channels) images"
+
+
+class Conv3DTranspose(_ConvTranspose):
+    """Transposed 3-D convolution over (batch, d1, d2, d3, channels) volumes; kernel (k1, k2, k3, filters, in)."""
+    rank = 3
+    _conv = F.conv_transpose3d
+    _takes = "(batch, d1, d2, d3, channels) volumes"
+
+
 class _Pooling(_Spatial):
     _max = _avg = None
 
@@ -277,6 +424,18 @@ class AveragePooling2D(_AveragePooling):
     _avg = F.avg_pool2d
 
 
+class MaxPooling3D(_MaxPooling):
+    """The largest value of each `pool_size` window of a volume (stride = pool_size by default)."""
+    rank = 3
+    _max = F.max_pool3d
+
+
+class AveragePooling3D(_AveragePooling):
+    """The mean of each window of a volume; with 'same' padding the padded positions are left out of the mean."""
+    rank = 3
+    _avg = F.avg_pool3d
+
+
 class _GlobalPooling(_Spatial):
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
@@ -326,6 +485,16 @@ class GlobalAveragePooling2D(_GlobalAveragePooling):
 
 class GlobalMaxPooling2D(_GlobalMaxPooling):
     """The largest value over height and width: (batch, h, w, c) -> (batch, c)."""
+
+
+class GlobalAveragePooling3D(_GlobalAveragePooling):
+    """The mean over the three spatial axes: (batch, d1, d2, d3, c) -> (batch, c)."""
+    rank = 3
+
+
+class GlobalMaxPooling3D(_GlobalMaxPooling):
+    """The largest value over the three spatial axes: (batch, d1, d2, d3, c) -> (batch, c)."""
+    rank = 3
 
 
 class UpSampling1D(Layer):

@@ -1,16 +1,19 @@
 """SimpleRNN, LSTM and GRU over (batch, time, features), with Keras's weights: `kernel` (features,
 gates * units), `recurrent_kernel` (units, gates * units) and `bias`; gate order i, f, c, o (LSTM) and
-z, r, h (GRU). The input projection of every time step is one matmul before the loop. `Bidirectional`
-runs a copy of an RNN layer forward and another backward and merges their outputs."""
+z, r, h (GRU). The input projection of every time step is one matmul before the loop. `dropout` and
+`recurrent_dropout` draw their masks once per call, as Keras 3's cells do, and reuse them at every step. `Bidirectional`
+runs a copy of an RNN layer forward and another backward and merges their outputs; `TimeDistributed` applies
+one layer to every time step."""
 from __future__ import annotations
 
+from ...nn import functional as F
 from ...ops import creation as C
 from ...ops import math as M
 from ...ops import shape as S
 from .. import activations, dtype_policies, initializers
 from .base import InputSpec, Layer, layer_input
 
-__all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional"]
+__all__ = ["SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed"]
 
 
 class _RNN(Layer):
@@ -21,9 +24,9 @@ class _RNN(Layer):
                  return_sequences=False, return_state=False, go_backwards=False, stateful=False, unroll=False,
                  seed=None, **kwargs):
         super().__init__(**kwargs)
-        if dropout or recurrent_dropout:
-            raise NotImplementedError(f"{type(self).__name__}(dropout=..., recurrent_dropout=...) is not supported "
-                                      f"by ember.keras: add a Dropout layer before or after instead")
+        for arg, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+                raise ValueError(f"{type(self).__name__}: `{arg}` must be a float between 0 and 1, got {rate!r}")
         if stateful:
             raise NotImplementedError(f"{type(self).__name__}(stateful=True) is not supported by ember.keras")
         if not isinstance(units, int) or units <= 0:
@@ -37,6 +40,10 @@ class _RNN(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.return_sequences, self.return_state, self.go_backwards = return_sequences, return_state, go_backwards
         self.stateful = False
+        # Keras clips the rates to [0, 1] and applies a mask only for 0 < rate < 1 (so 1.0 drops nothing)
+        self.dropout = min(1.0, max(0.0, float(dropout)))
+        self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
+        self.seed = seed
 
     def build(self, input_shape):
         if len(input_shape) != 3:
@@ -50,12 +57,13 @@ class _RNN(Layer):
         self._build_bias()
         self.input_spec = InputSpec(ndim=3, axes={-1: input_shape[-1]})
 
-    def call(self, inputs, initial_state=None):
+    def call(self, inputs, initial_state=None, training=False):
         n, t = inputs.shape[0], inputs.shape[1]
         if t == 0:
             raise ValueError(f"{type(self).__name__} {self.name}: the input has no time steps (shape "
                              f"{tuple(inputs.shape)}); it needs at least one")
-        xw = M.matmul(inputs, self.kernel)                     # (N, T, G*U): every step's input projection
+        input_masks, recurrent_masks = self._dropout_masks(inputs, training)
+        xw = self._input_projection(inputs, input_masks)       # (N, T, G*U): every step's input projection
         if self.use_bias:
             xw = xw + self._input_bias()
         if initial_state is None:
@@ -66,12 +74,38 @@ class _RNN(Layer):
         outs = []
         steps = range(t - 1, -1, -1) if self.go_backwards else range(t)
         for i in steps:
-            state = self._step(xw[:, i], list(state))
+            state = self._step(xw[:, i], list(state), recurrent_masks)
             outs.append(state[0])
         out = S.stack(outs, dim=1) if self.return_sequences else outs[-1]
         if self.return_state:
             return [out] + list(state)
         return out
+
+    # --- dropout (Keras 3's DropoutRNNCell): one mask per sequence, reused at every step ----------------------
+    def _mask_counts(self):
+        """How many input and recurrent masks a call draws (one each; GRU with recurrent dropout: one per gate)."""
+        return 1, 1
+
+    def _dropout_masks(self, inputs, training):
+        """The input masks (N, features) and the recurrent masks (N, units) of this call, each 0 or
+        1 / (1 - rate), or None where that dropout is off (not training, or a rate outside (0, 1))."""
+        n_in, n_rec = self._mask_counts()
+
+        def draw(count, size, rate):
+            if not training or not 0.0 < rate < 1.0:
+                return None
+            ones = C.ones(inputs.shape[0], size, dtype=inputs.dtype, device=inputs.device)
+            return [F.dropout(ones, rate, training=True) for _ in range(count)]
+        return draw(n_in, inputs.shape[-1], self.dropout), draw(n_rec, self.units, self.recurrent_dropout)
+
+    def _input_projection(self, inputs, masks):
+        if masks is None:
+            return M.matmul(inputs, self.kernel)
+        if len(masks) == 1:
+            return M.matmul(inputs * masks[0][:, None, :], self.kernel)
+        # one mask per gate: each gate's block of the kernel reads its own dropped copy of the inputs
+        blocks = S.chunk(self.kernel, len(masks), -1)
+        return S.cat([M.matmul(inputs * m[:, None, :], k) for m, k in zip(masks, blocks)], dim=-1)
 
     def _zero_state(self, n, dtype):
         return [C.zeros(n, self.units, dtype=dtype)]
@@ -89,6 +123,7 @@ class _RNN(Layer):
         return {**super().get_config(), "units": self.units, "activation": activations.serialize(self.activation),
                 "use_bias": self.use_bias, "return_sequences": self.return_sequences,
                 "return_state": self.return_state, "go_backwards": self.go_backwards,
+                "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout, "seed": self.seed,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
@@ -108,8 +143,10 @@ class SimpleRNN(_RNN):
     def _input_bias(self):
         return self.bias
 
-    def _step(self, xw, state):
+    def _step(self, xw, state, masks):
         h, = state
+        if masks is not None:
+            h = h * masks[0]
         return [self.activation(xw + M.matmul(h, self.recurrent_kernel))]
 
 
@@ -154,8 +191,10 @@ class LSTM(_GatedRNN):
     def _zero_state_shapes(self):
         return [None, None]
 
-    def _step(self, xw, state):
+    def _step(self, xw, state, masks):
         h, c = state
+        if masks is not None:                                  # the recurrent dropout reaches h, not the carry c
+            h = h * masks[0]
         z = xw + M.matmul(h, self.recurrent_kernel)            # (N, 4U)
         i, f, g, o = S.chunk(z, 4, -1)
         act, rec = self.activation, self.recurrent_activation
@@ -183,11 +222,29 @@ class GRU(_GatedRNN):
     def _input_bias(self):
         return self.bias[0] if self.reset_after else self.bias
 
-    def _step(self, xw, state):
+    def _mask_counts(self):
+        # Keras's GRUCell switches to its per-gate implementation when recurrent_dropout is set: three input
+        # masks and three recurrent masks, one per gate (z, r, h); otherwise one input mask for all gates
+        return (3, 3) if self.recurrent_dropout else (1, 1)
+
+    def _step(self, xw, state, masks):
         h, = state
         u = self.units
         act, rec = self.activation, self.recurrent_activation
         xz, xr, xh = S.chunk(xw, 3, -1)
+        if masks is not None:                                  # each gate reads its own dropped copy of h
+            rz, rr, rh = S.chunk(self.recurrent_kernel, 3, -1)
+            hz, hr, hh = M.matmul(h * masks[0], rz), M.matmul(h * masks[1], rr), M.matmul(h * masks[2], rh)
+            if self.reset_after:
+                if self.use_bias:
+                    bz, br, bh = S.chunk(self.bias[1], 3, -1)
+                    hz, hr, hh = hz + bz, hr + br, hh + bh
+                z, r = rec(xz + hz), rec(xr + hr)
+                cand = act(xh + r * hh)
+            else:
+                z, r = rec(xz + hz), rec(xr + hr)
+                cand = act(xh + M.matmul(r * (h * masks[2]), rh))
+            return [z * h + (1 - z) * cand]                    # the carried h is not dropped
         if self.reset_after:
             hw = M.matmul(h, self.recurrent_kernel)
             if self.use_bias:
@@ -325,6 +382,56 @@ class Bidirectional(Layer):
         config["layer"] = layer_from_config(config["layer"], classes)
         if config.get("backward_layer") is not None:
             config["backward_layer"] = layer_from_config(config["backward_layer"], classes)
+        return cls(**config)
+
+
+class TimeDistributed(Layer):
+    """Applies `layer` to every time step of a (batch, time, ...) input: step i of the output is
+    `layer(inputs[:, i])`, with the same weights at every step (the wrapped layer's own; they are not copied).
+    As Keras 3, the layer runs once per step, so a BatchNormalization inside normalises each step with
+    that step's batch statistics and a Dropout draws a fresh mask per step.
+
+    >>> ember.keras.layers.TimeDistributed(ember.keras.layers.Dense(8))(np.ones((2, 10, 16))).shape
+    (2, 10, 8)
+    """
+
+    def __init__(self, layer, **kwargs):
+        if not isinstance(layer, Layer):
+            raise ValueError(f"Please initialize `TimeDistributed` layer with a `keras.layers.Layer` instance. "
+                             f"Received: {layer!r}")
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def _child_input_shape(self, input_shape):
+        if not isinstance(input_shape, (tuple, list)) or len(input_shape) < 3:
+            raise ValueError(f"`TimeDistributed` Layer should be passed an `input_shape` with at least 3 "
+                             f"dimensions, received: {input_shape}")
+        return (input_shape[0],) + tuple(input_shape[2:])
+
+    def build(self, input_shape):
+        child = self._child_input_shape(input_shape)
+        if not self.layer.built:
+            self.layer._maybe_build(child)
+
+    def compute_output_shape(self, input_shape):
+        child = self.layer.compute_output_shape(self._child_input_shape(input_shape))
+        return (child[0], input_shape[1]) + tuple(child[1:])
+
+    def call(self, inputs):
+        if inputs.ndim < 3:
+            self._child_input_shape(tuple(inputs.shape))          # raises Keras's error
+        steps = [self.layer(inputs[:, i]) for i in range(inputs.shape[1])]   # the training phase reaches them
+        return S.stack(steps, dim=1)                          # (N, T, ...)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "layer": {"class_name": type(self.layer).__name__, "config": self.layer.get_config()}}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from ..saving import _layer_classes, layer_from_config
+        config = dict(config)
+        config["layer"] = layer_from_config(config["layer"], _layer_classes(custom_objects))
         return cls(**config)
 
 
