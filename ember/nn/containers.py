@@ -219,8 +219,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"
-                         for i, p in enumerate(self))
+        return "\n".join(_param_line(str(i), p, repr(p.dtype)) for i, p in enumerate(self))
 
 
 class ParameterDict(Module):
@@ -262,6 +261,20 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, p in items:
             self[k] = p
+
+    def extra_repr(self):
+        return "\n".join(_param_line(k, p, None if p is None else p.type()) for k, p in self.items())
+
+
+def _param_line(key, p, kind):
+    # torch's lines, indented 4 in all: "(0): Parameter containing: [torch.float32 of size 2x3]" (the dtype
+    # for ParameterList, the legacy type name for ParameterDict), " (GPU n)" after the size off the CPU
+    if p is None:
+        return f"  ({key}): None"
+    what = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    size = "x".join(str(n) for n in p.shape)
+    where = "" if p.device.type == "cpu" else f" (GPU {p.device.index or 0})"
+    return f"  ({key}): {what} containing: [{kind} of size {size}{where}]"
 
 
 def _as_param(v):

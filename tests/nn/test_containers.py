@@ -98,8 +98,14 @@ def test_parameter_containers_match_torch():
         return (sizes, all(isinstance(p, lib.nn.Parameter) for p in pl), list(pd.keys()), "b" in pd,
                 [k for k, _ in pd.items()], [tuple(v.shape) for v in pd.values()], list(iter(pd)), len(pd))
     assert edit(ember) == edit(torch)
-    pl = nn.ParameterList([ember.zeros(2, 3), ember.ones(1)])
-    assert "(0): Parameter containing: [float32 of size (2, 3)]" in repr(pl)
+
+
+def test_parameter_container_repr_like_torch():
+    def reprs(lib):
+        pl = lib.nn.ParameterList([lib.zeros(2, 3), lib.ones(1).double()])
+        pd = lib.nn.ParameterDict({"a": lib.zeros(2, 3), "b": lib.nn.Parameter(lib.zeros(()).long(), False)})
+        return [repr(c).replace(f"{lib.__name__}.float", "DT.float") for c in (pl, pd, lib.nn.ParameterDict())]
+    assert reprs(ember) == reprs(torch)
 
 
 def test_sequential_delete_slice_and_index_errors():
