@@ -3,9 +3,12 @@
 recomputed by a forward pre-hook (the pruning method itself). Pruning the same tensor again prunes only what
 is left (a `PruningContainer` combines the masks); `remove` makes the pruned tensor the parameter again.
 
+>>> import ember.nn.utils.prune as prune
 >>> lin = nn.Linear(4, 3)
->>> prune.l1_unstructured(lin, "weight", amount=0.5)   # the 6 smallest |w| set to 0
->>> prune.remove(lin, "weight")                       # lin.weight is a Parameter again, with its zeros
+>>> lin = prune.l1_unstructured(lin, "weight", amount=0.5)   # the 6 smallest |w| set to 0
+>>> int((lin.weight == 0).sum())
+6
+>>> lin = prune.remove(lin, "weight")                       # a Parameter again, with its zeros
 """
 from __future__ import annotations
 
