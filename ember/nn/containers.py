@@ -78,6 +78,27 @@ class Sequential(Module):
     def __add__(self, other):
         return Sequential(*self, *other)
 
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return self.extend(list(other))
+
+    def __mul__(self, other):
+        _check_repeat(self, other)
+        return Sequential(*(list(self) * other))      # the same modules, repeated (shared weights)
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __imul__(self, other):
+        _check_repeat(self, other)
+        return self.extend(list(self) * (other - 1))
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
     def forward(self, input):
         for m in self._modules.values():
             input = m(input)
@@ -121,6 +142,11 @@ class ModuleList(Module):
 
     def __add__(self, other):
         return ModuleList(list(self) + list(other))
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
 
     def append(self, module):
         self.add_module(str(len(self)), module)
@@ -219,8 +245,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"
-                         for i, p in enumerate(self))
+        return "\n".join(_param_line(str(i), p, repr(p.dtype)) for i, p in enumerate(self))
 
 
 class ParameterDict(Module):
@@ -263,6 +288,71 @@ class ParameterDict(Module):
         for k, p in items:
             self[k] = p
 
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def popitem(self):
+        key = next(reversed(self._parameters))
+        return key, self.pop(key)
+
+    def clear(self):
+        for key in list(self._parameters):
+            del self[key]
+
+    def copy(self):
+        return ParameterDict(OrderedDict(self.items()))
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def __reversed__(self):
+        return reversed(list(self._parameters))
+
+    def __or__(self, other):
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other):
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(_param_line(k, p, None if p is None else p.type()) for k, p in self.items())
+
+
+def _check_repeat(seq, other):
+    if not isinstance(other, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq)} and {type(other)}")
+    if other <= 0:
+        raise ValueError(f"Non-positive multiplication factor {other} for {type(seq)}")
+
+
+def _param_line(key, p, kind):
+    # torch's lines, indented 4 in all: "(0): Parameter containing: [torch.float32 of size 2x3]" (the dtype
+    # for ParameterList, the legacy type name for ParameterDict), " (GPU n)" after the size off the CPU
+    if p is None:
+        return f"  ({key}): None"
+    what = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    size = "x".join(str(n) for n in p.shape)
+    where = "" if p.device.type == "cpu" else f" (GPU {p.device.index or 0})"
+    return f"  ({key}): {what} containing: [{kind} of size {size}{where}]"
+
 
 def _as_param(v):
-    return v if isinstance(v, Parameter) else Parameter(v)
+    return v if v is None or isinstance(v, Parameter) else Parameter(v)

@@ -319,7 +319,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._discard(name)
+            self._discard(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -329,7 +329,7 @@ class Module:
         elif isinstance(value, Module):
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._discard(name)
+            self._discard(name, keep="_modules")
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
@@ -348,11 +348,14 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _discard(self, name):
+    def _discard(self, name, keep):
+        # `keep` is the store being assigned to: replacing its entry in place keeps its order (a layer
+        # swapped by setattr stays where it was) and lets a loop over named_children() do the swap
         d = self.__dict__
         d.pop(name, None)
         for k in ("_parameters", "_buffers", "_modules"):
-            d[k].pop(name, None)
+            if k != keep:
+                d[k].pop(name, None)
         d["_non_persistent_buffers_set"].discard(name)
 
     def __getattr__(self, name: str):

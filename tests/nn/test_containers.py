@@ -98,8 +98,14 @@ def test_parameter_containers_match_torch():
         return (sizes, all(isinstance(p, lib.nn.Parameter) for p in pl), list(pd.keys()), "b" in pd,
                 [k for k, _ in pd.items()], [tuple(v.shape) for v in pd.values()], list(iter(pd)), len(pd))
     assert edit(ember) == edit(torch)
-    pl = nn.ParameterList([ember.zeros(2, 3), ember.ones(1)])
-    assert "(0): Parameter containing: [float32 of size (2, 3)]" in repr(pl)
+
+
+def test_parameter_container_repr_like_torch():
+    def reprs(lib):
+        pl = lib.nn.ParameterList([lib.zeros(2, 3), lib.ones(1).double()])
+        pd = lib.nn.ParameterDict({"a": lib.zeros(2, 3), "b": lib.nn.Parameter(lib.zeros(()).long(), False)})
+        return [repr(c).replace(f"{lib.__name__}.float", "DT.float") for c in (pl, pd, lib.nn.ParameterDict())]
+    assert reprs(ember) == reprs(torch)
 
 
 def test_sequential_delete_slice_and_index_errors():
@@ -110,3 +116,33 @@ def test_sequential_delete_slice_and_index_errors():
         s[5] = nn.ReLU()
     with pytest.raises(IndexError, match="out of range"):
         nn.ModuleList([nn.ReLU()])[-2]
+
+
+def test_container_list_and_dict_methods_like_torch():
+    # Sequential.pop / += / * and ModuleList.pop, ParameterDict's dict methods (were missing)
+    def edit(lib):
+        nn = lib.nn
+        s = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid())
+        popped = type(s.pop(0)).__name__
+        s += nn.Sequential(nn.GELU())
+        doubled = 2 * s
+        s *= 2
+        ml = nn.ModuleList([nn.ReLU(), nn.Tanh(), nn.ELU()])
+        ml_popped = type(ml.pop(1)).__name__
+        pd = nn.ParameterDict({"a": lib.ones(1), "b": lib.zeros(2), "c": lib.ones(3)})
+        got = (tuple(pd.pop("b").shape), pd.get("b"), tuple(pd.get("a").shape),
+               tuple(pd.setdefault("d", lib.zeros(4)).shape), tuple(pd.setdefault("a", lib.zeros(5)).shape))
+        key, val = pd.popitem()
+        merged = pd | nn.ParameterDict({"z": lib.ones(2)})
+        pd |= {"y": lib.ones(1)}
+        cp = pd.copy()
+        cp.clear()
+        fk = pd.fromkeys(["p", "q"], lib.nn.Parameter(lib.ones(1)))
+        with pytest.raises(ValueError):
+            s += nn.ModuleList([nn.ReLU()])
+        with pytest.raises(ValueError):
+            s * 0
+        return (popped, [type(m).__name__ for m in s], [type(m).__name__ for m in doubled], doubled[0] is doubled[3],
+                list(s._modules), ml_popped, list(ml._modules), got, (key, tuple(val.shape)), list(merged.keys()),
+                list(pd.keys()), list(reversed(pd)), len(cp), list(fk.keys()))
+    assert edit(ember) == edit(torch)

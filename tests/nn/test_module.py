@@ -126,6 +126,20 @@ def test_none_assignment_and_deletion_like_torch():
     assert edit(ember) == edit(torch)
 
 
+def test_setattr_replaces_in_place_like_torch():
+    # swapping layers while looping over named_children() (module surgery) keeps their order; Ember
+    # popped and re-inserted the name: "OrderedDict mutated during iteration", and the layer moved last
+    def swap(lib):
+        m = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU(), lib.nn.Linear(2, 2), lib.nn.ReLU6())
+        for name, child in m.named_children():
+            if isinstance(child, (lib.nn.ReLU, lib.nn.ReLU6)):
+                setattr(m, name, lib.nn.SiLU())
+        m.p1, m.p2 = lib.nn.Parameter(lib.ones(1)), lib.nn.Parameter(lib.ones(1))
+        m.p1 = lib.nn.Parameter(lib.zeros(1))
+        return [type(c).__name__ for c in m], [n for n, _ in m.named_parameters()][-2:]
+    assert swap(ember) == swap(torch)
+
+
 def test_shared_parameters_counted_once():
     a = nn.Linear(2, 2)
     seq = nn.Sequential(a, a)

@@ -1,5 +1,5 @@
 """`ember.nn.utils`: gradient clipping, flat parameter vectors, weight and spectral normalisation (hooks and
-parametrizations), functional_call, conv-bn fusion, skip_init, variable-length sequences (`rnn`)."""
+parametrizations), functional_call, conv-bn fusion, pruning (`prune`, imported on demand as torch's), skip_init, variable-length sequences (`rnn`)."""
 from .clip_grad import clip_grad_norm_, clip_grad_norm, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .weight_norm import weight_norm, remove_weight_norm
