@@ -1,0 +1,175 @@
+"""Multinomial, NegativeBinomial, OneHotCategoricalStraightThrough, ContinuousBernoulli,
+LowRankMultivariateNormal, FisherSnedecor and VonMises against torch: log_prob, entropy, moments and
+cdf/icdf through check_op (values and gradients), rsample gradients, sampling statistics with a fixed
+seed, KL rules and validation errors."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from helpers import NoGrad, check_op, raises_as_torch
+
+rng = np.random.default_rng(33)
+TOL = dict(atol=1e-5, rtol=1e-5, grad_atol=1e-4, grad_rtol=1e-4)
+N = 200_000
+
+
+def real(*shape, lo=-2.0, hi=2.0):
+    return rng.uniform(lo, hi, size=shape)
+
+
+def pos(*shape, lo=0.5, hi=2.0):
+    return rng.uniform(lo, hi, size=shape)
+
+
+def counts(high, *shape):
+    return rng.integers(0, high, size=shape).astype(np.float64)
+
+
+# ---------------------------------------------------------------- Multinomial
+@pytest.mark.parametrize("param", ["probs", "logits"])
+def test_multinomial(param):
+    p = pos(2, 4) if param == "probs" else real(2, 4)
+
+    def d(L, p, n=5):
+        return L.distributions.Multinomial(n, **{param: p})
+    x = NoGrad(rng.multinomial(5, [0.1, 0.2, 0.3, 0.4], size=(3, 2)).astype(np.float64))
+    check_op(lambda L, p, x: d(L, p).log_prob(x), p, x, **TOL)
+    check_op(lambda L, p: (d(L, p).mean, d(L, p).variance, d(L, p).probs, d(L, p).logits, d(L, p).entropy()),
+             p, **TOL)
+    # log_prob takes the count from the value: total_count need not match
+    check_op(lambda L, p, x: L.distributions.Multinomial(**{param: p}, validate_args=False).log_prob(x), p,
+             NoGrad(counts(4, 3, 2, 4)), **TOL)
+
+
+def test_multinomial_zero_probability_category():
+    # probability 0 drawn 0 times: 0 * -inf counts as 0; drawn once: -inf
+    check_op(lambda L, p, x: L.distributions.Multinomial(3, probs=p).log_prob(x), NoGrad(np.array([0.0, 0.5, 0.5])),
+             NoGrad(np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]])), grad=False)
+    check_op(lambda L, p: L.distributions.Multinomial(3, probs=p).entropy(), NoGrad(np.array([0.0, 0.5, 0.5])),
+             grad=False, atol=1e-7, rtol=1e-7)
+
+
+# ---------------------------------------------------------------- NegativeBinomial
+@pytest.mark.parametrize("param", ["probs", "logits"])
+def test_negative_binomial(param):
+    p = pos(2, 3, lo=0.1, hi=0.9) if param == "probs" else real(2, 3)
+    n = pos(2, 3, lo=0.5, hi=6.0)
+
+    def d(L, n, p):
+        return L.distributions.NegativeBinomial(n, **{param: p})
+    check_op(lambda L, n, p, k: d(L, n, p).log_prob(k), n, p, NoGrad(counts(8, 4, 2, 3)), **TOL)
+    check_op(lambda L, n, p: (d(L, n, p).mean, d(L, n, p).variance, d(L, n, p).probs, d(L, n, p).logits), n, p,
+             **TOL)
+    check_op(lambda L, n, p: d(L, n, p).mode, NoGrad(n), p, grad=False)
+    # total_count 0: probability 1 at 0; probs 0: probability 1 at 0 too
+    check_op(lambda L, n, p, k: L.distributions.NegativeBinomial(n, probs=p).log_prob(k),
+             NoGrad(np.array([0.0, 0.0, 2.0, 2.0])), NoGrad(np.array([0.5, 0.5, 0.0, 0.0])),
+             NoGrad(np.array([0.0, 1.0, 0.0, 1.0])), grad=False)
+
+
+# ---------------------------------------------------------------- OneHotCategoricalStraightThrough
+def test_one_hot_straight_through_rsample_gradient_is_probs():
+    lg = real(2, 4)
+    _ = ember.manual_seed(3)
+    e_lg = ember.tensor(lg, requires_grad=True)
+    y = ember.distributions.OneHotCategoricalStraightThrough(logits=e_lg).rsample((5,))
+    w = real(5, 2, 4)
+    (y * ember.tensor(w)).sum().backward()
+    t_lg = torch.tensor(lg, requires_grad=True)
+    t_probs = torch.distributions.OneHotCategoricalStraightThrough(logits=t_lg).probs
+    ty = torch.tensor(y.detach().numpy()) + (t_probs - t_probs.detach())
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy().sum(-1), 1.0)
+    np.testing.assert_allclose(e_lg.grad.numpy(), t_lg.grad.numpy(), rtol=1e-10)
+    check_op(lambda L, lg, x: L.distributions.OneHotCategoricalStraightThrough(logits=lg).log_prob(x), lg,
+             NoGrad(np.eye(4)[[0, 3]]), **TOL)
+    for L in (torch, ember):
+        assert L.distributions.OneHotCategoricalStraightThrough(logits=L.zeros(3)).has_rsample
+
+
+# ---------------------------------------------------------------- shapes, flags, expand
+def _all(L):
+    D, f = L.distributions, L.float64
+    return {
+        "Multinomial": D.Multinomial(6, probs=L.full((2, 3, 4), 0.25, dtype=f)),
+        "NegativeBinomial": D.NegativeBinomial(L.full((2, 3), 3.0, dtype=f), L.full((2, 3), 0.4, dtype=f)),
+        "OneHotCategoricalStraightThrough": D.OneHotCategoricalStraightThrough(logits=L.zeros(2, 3, 4, dtype=f)),
+    }
+
+
+@pytest.mark.parametrize("sample_shape", [(), (5,), (2, 1)])
+def test_sample_shapes_dtypes_flags_and_expand_match_torch(sample_shape):
+    td, ed = _all(torch), _all(ember)
+    for name in td:
+        t, e = td[name], ed[name]
+        assert (e.batch_shape, e.event_shape) == (tuple(t.batch_shape), tuple(t.event_shape)), name
+        assert (e.has_rsample, e.has_enumerate_support) == (t.has_rsample, t.has_enumerate_support), name
+        ts, es = t.sample(sample_shape), e.sample(sample_shape)
+        assert tuple(es.shape) == tuple(ts.shape) and es.dtype.name == str(ts.dtype).split(".")[1], name
+        assert not es.requires_grad and bool(e.support.check(es).all()), name
+        if t.has_rsample:
+            assert tuple(e.rsample(sample_shape).shape) == tuple(t.rsample(sample_shape).shape), name
+        x = e.expand((4,) + e.batch_shape)
+        assert type(x) is type(e) and x.batch_shape == (4,) + e.batch_shape, name
+        assert tuple(x.sample().shape) == (4,) + e.batch_shape + e.event_shape, name
+
+
+# ---------------------------------------------------------------- sampling statistics
+@pytest.mark.parametrize("name,make,mean,std", [
+    ("multinomial", lambda: ember.distributions.Multinomial(10, probs=ember.tensor([0.2, 0.3, 0.5])),
+     [2.0, 3.0, 5.0], [1.6 ** 0.5, 2.1 ** 0.5, 2.5 ** 0.5]),
+    ("negative_binomial", lambda: ember.distributions.NegativeBinomial(ember.tensor([3.0, 0.7]),
+                                                                     ember.tensor([0.4, 0.8])),
+     [2.0, 2.8], [(2.0 / 0.6) ** 0.5, (2.8 / 0.2) ** 0.5]),
+])
+def test_sample_mean_and_std(name, make, mean, std):
+    _ = ember.manual_seed(0)
+    d = make()
+    x = d.sample((N,)).to(ember.float64).numpy()
+    std = np.array(std)
+    assert np.all(np.abs(x.mean(0) - mean) < 4 * std / N ** 0.5), (x.mean(0), mean)
+    assert np.all(np.abs(x.std(0) / std - 1) < 0.02), (x.std(0), std)
+    np.testing.assert_allclose(d.mean.numpy(), mean, rtol=1e-6)
+    np.testing.assert_allclose(d.stddev.numpy(), std, rtol=1e-6)
+
+
+def test_multinomial_samples_sum_to_total_count():
+    _ = ember.manual_seed(1)
+    x = ember.distributions.Multinomial(7, logits=ember.zeros(3, 5)).sample((4,))
+    np.testing.assert_array_equal(x.numpy().sum(-1), 7.0)
+    assert ember.distributions.Multinomial(0, logits=ember.zeros(5)).sample().tolist() == [0.0] * 5
+
+
+# ---------------------------------------------------------------- KL
+def test_kl_straight_through_takes_one_hot_categoricals_rule():
+    check_op(lambda L, a, b: L.distributions.kl_divergence(L.distributions.OneHotCategoricalStraightThrough(logits=a),
+                                                           L.distributions.OneHotCategorical(logits=b)),
+             real(2, 4), real(2, 4), **TOL)
+    for L in (torch, ember):
+        with pytest.raises(NotImplementedError):
+            L.distributions.kl_divergence(L.distributions.Multinomial(2, logits=L.zeros(3)),
+                                          L.distributions.Multinomial(2, logits=L.zeros(3)))
+
+
+# ---------------------------------------------------------------- validation
+def test_validation_errors_as_torch():
+    raises_as_torch(lambda L: L.distributions.Multinomial(L.tensor(3), probs=L.ones(2)), NotImplementedError,
+                    "inhomogeneous total_count is not supported")
+    raises_as_torch(lambda L: L.distributions.Multinomial(3, probs=L.tensor([0.5, -0.5, 1.0])), ValueError,
+                    "to satisfy the constraint Simplex()")
+    raises_as_torch(lambda L: L.distributions.Multinomial(3, probs=L.tensor([0.5, 0.5])).log_prob(L.tensor([2.0, 2.0])),
+                    ValueError, "to be within the support (Multinomial())")
+    raises_as_torch(lambda L: L.distributions.Multinomial(3, probs=L.tensor(1.0)), ValueError,
+                    "`probs` parameter must be at least one-dimensional.")
+    raises_as_torch(lambda L: L.distributions.NegativeBinomial(L.tensor([-1.0]), L.tensor([0.5])), ValueError,
+                    "Expected parameter total_count")
+    raises_as_torch(lambda L: L.distributions.NegativeBinomial(L.tensor([2.0]), L.tensor([1.0])), ValueError,
+                    "to satisfy the constraint HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)")
+    raises_as_torch(lambda L: L.distributions.NegativeBinomial(2.0), ValueError,
+                    "Either `probs` or `logits` must be specified, but not both.")
+    e = raises_as_torch(lambda L: L.distributions.NegativeBinomial(2.0, L.tensor([0.5])).log_prob(L.tensor([0.5])),
+                        ValueError, "to be within the support (IntegerGreaterThan(lower_bound=0))")
+    assert "(at test_families_more.py:" in str(e)
