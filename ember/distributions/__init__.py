@@ -15,13 +15,14 @@ cdf/icdf, argument validation, and closed-form KL divergences. Loaded on first u
 """
 from __future__ import annotations
 
-from . import constraints, transforms
+from . import constraint_registry, constraints, transforms
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -51,6 +52,7 @@ from .relaxed_categorical import RelaxedOneHotCategorical
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
+                         LowerCholeskyTransform, PositiveDefiniteTransform, ReshapeTransform,
                          PowerTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform, StickBreakingTransform,
                          TanhTransform,
                          Transform, identity_transform)
@@ -59,8 +61,8 @@ from .weibull import Weibull
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
            "Dirichlet", "Distribution", "ExpTransform", "ExponentialFamily", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
-           "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "Independent", "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
            "NegativeBinomial", "Normal",
            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
            "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "Weibull",
-           "constraints", "identity_transform", "kl_divergence", "register_kl", "transforms"]
+           "biject_to", "constraint_registry", "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms"]

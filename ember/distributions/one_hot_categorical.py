@@ -102,7 +102,7 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
     >>> logits = ember.zeros(3, requires_grad=True)
     >>> d = ember.distributions.OneHotCategoricalStraightThrough(logits=logits)
     >>> y = d.rsample()
-    >>> float(y.sum()), y.requires_grad
+    >>> y.sum().item(), y.requires_grad
     (1.0, True)
     """
     has_rsample = True

@@ -18,6 +18,7 @@ from . import constraints
 from .utils import _NUMBER, _sum_rightmost
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
+           "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform",
            "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform",
            "Transform", "identity_transform"]
 
@@ -614,3 +615,110 @@ class AbsTransform(Transform):
 
     def _inverse(self, y):
         return y
+
+
+class LowerCholeskyTransform(Transform):
+    """Unconstrained square matrices to lower-triangular ones with a positive diagonal (the strict lower
+    triangle kept, the diagonal exponentiated), as torch's: a Cholesky factor from free parameters. Not
+    bijective on all matrices (the upper triangle is dropped); no log_abs_det_jacobian, as torch.
+
+    >>> from ember.distributions.transforms import LowerCholeskyTransform
+    >>> LowerCholeskyTransform()(ember.tensor([[0.0, 5.0], [2.0, 0.0]])).tolist()
+    [[1.0, 0.0], [2.0, 1.0]]
+    """
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """Unconstrained square matrices to positive-definite ones, L L^T with L = LowerCholeskyTransform()(x);
+    the inverse goes through the Cholesky factor, as torch's.
+
+    >>> from ember.distributions.transforms import PositiveDefiniteTransform
+    >>> PositiveDefiniteTransform()(ember.tensor([[0.0, 0.0], [1.0, 0.0]])).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
+    """
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(ember.linalg.cholesky(y))
+
+
+class ReshapeTransform(Transform):
+    """Reshapes the rightmost dims of an event from `in_shape` to `out_shape` (same number of elements),
+    as torch's: bijective, with log |det J| = 0.
+
+    >>> from ember.distributions.transforms import ReshapeTransform
+    >>> t = ReshapeTransform((4,), (2, 2))
+    >>> t(ember.zeros(3, 4)).shape, t.inverse_shape((5, 2, 2))
+    ((3, 2, 2), (5, 4))
+    """
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size: int = 0) -> None:
+        self.in_shape = tuple(in_shape)
+        self.out_shape = tuple(out_shape)
+        if math.prod(self.in_shape) != math.prod(self.out_shape):
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return x.reshape(batch_shape + self.out_shape)
+
+    def _inverse(self, y):
+        batch_shape = tuple(y.shape[:y.dim() - len(self.out_shape)])
+        return y.reshape(batch_shape + self.in_shape)
+
+    def log_abs_det_jacobian(self, x, y):
+        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return ember.zeros(batch_shape, dtype=x.dtype, device=x.device)
+
+    def _check_tail(self, shape, expected, what):
+        shape = tuple(shape)
+        if len(shape) < len(expected):
+            raise ValueError(f"Too few dimensions on {what}")
+        cut = len(shape) - len(expected)
+        if shape[cut:] != expected:
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {expected}")
+        return shape[:cut]
+
+    def forward_shape(self, shape):
+        return self._check_tail(shape, self.in_shape, "input") + self.out_shape
+
+    def inverse_shape(self, shape):
+        return self._check_tail(shape, self.out_shape, "input") + self.in_shape
