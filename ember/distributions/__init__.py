@@ -23,6 +23,7 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -59,7 +60,7 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
 from .uniform import Uniform
 from .weibull import Weibull
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
            "Dirichlet", "Distribution", "ExpTransform", "ExponentialFamily", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
            "Independent", "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
            "NegativeBinomial", "Normal",

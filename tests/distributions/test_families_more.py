@@ -97,6 +97,7 @@ def _all(L):
         "Multinomial": D.Multinomial(6, probs=L.full((2, 3, 4), 0.25, dtype=f)),
         "NegativeBinomial": D.NegativeBinomial(L.full((2, 3), 3.0, dtype=f), L.full((2, 3), 0.4, dtype=f)),
         "OneHotCategoricalStraightThrough": D.OneHotCategoricalStraightThrough(logits=L.zeros(2, 3, 4, dtype=f)),
+        "ContinuousBernoulli": D.ContinuousBernoulli(L.full((2, 3), 0.3, dtype=f)),
     }
 
 
@@ -173,3 +174,94 @@ def test_validation_errors_as_torch():
     e = raises_as_torch(lambda L: L.distributions.NegativeBinomial(2.0, L.tensor([0.5])).log_prob(L.tensor([0.5])),
                         ValueError, "to be within the support (IntegerGreaterThan(lower_bound=0))")
     assert "(at test_families_more.py:" in str(e)
+
+
+# ---------------------------------------------------------------- ContinuousBernoulli
+# probabilities on both sides of the Taylor region (0.499, 0.501], 1/2 itself and one inside it
+CB_PROBS = np.array([[0.05, 0.3, 0.4995], [0.5, 0.7, 0.97]])
+
+
+@pytest.mark.parametrize("param", ["probs", "logits"])
+def test_continuous_bernoulli(param):
+    p = CB_PROBS if param == "probs" else np.log(CB_PROBS / (1 - CB_PROBS))
+
+    def d(L, p):
+        return L.distributions.ContinuousBernoulli(**{param: p})
+    check_op(lambda L, p, x: d(L, p).log_prob(x), p, pos(4, 2, 3, lo=0.0, hi=1.0), **TOL)
+    check_op(lambda L, p: (d(L, p).mean, d(L, p).variance, d(L, p).entropy(), d(L, p).probs, d(L, p).logits), p,
+             dtypes=("float64",), **TOL)
+    check_op(lambda L, p, x: d(L, p).cdf(x), p, np.array([[0.9, 0.0, 0.2], [0.6, 1.0, 0.1]]), dtypes=("float64",),
+             **TOL)
+    # outside [0, 1] (without validation): 0 below, 1 above
+    check_op(lambda L, p, x: L.distributions.ContinuousBernoulli(**{param: p}, validate_args=False).cdf(x), p,
+             np.array([[-0.5, -0.1, 1.2], [1.5, 2.0, -3.0]]), dtypes=("float64",), **TOL)
+    check_op(lambda L, p, u: d(L, p).icdf(u), p, pos(2, 3, lo=0.05, hi=0.95), dtypes=("float64",), **TOL)
+    # the exponential-family log normalizer, through which ExponentialFamily's generic entropy would go
+    check_op(lambda L, p, x: d(L, p)._log_normalizer(x), p, np.array([[-3.0, -0.5, -0.0005], [0.0, 0.001, 4.0]]),
+             dtypes=("float64",), **TOL)
+
+
+def test_continuous_bernoulli_rsample_is_icdf_of_a_uniform_draw():
+    p0 = CB_PROBS
+    _ = ember.manual_seed(4)
+    p = ember.tensor(p0, requires_grad=True)
+    y = ember.distributions.ContinuousBernoulli(probs=p).rsample((5,))
+    w = real(5, 2, 3)
+    (y * ember.tensor(w)).sum().backward()
+    _ = ember.manual_seed(4)
+    u = torch.tensor(ember.rand(5, 2, 3, dtype=ember.float64).numpy())
+    tp = torch.tensor(p0, requires_grad=True)
+    ty = torch.distributions.ContinuousBernoulli(probs=tp).icdf(u)
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-8)
+
+
+def test_continuous_bernoulli_sample_statistics():
+    _ = ember.manual_seed(0)
+    d = ember.distributions.ContinuousBernoulli(probs=ember.tensor([0.2, 0.5, 0.9], dtype=ember.float64))
+    x = d.sample((N,)).numpy()
+    mean, std = d.mean.numpy(), d.stddev.numpy()
+    assert np.all((x >= 0) & (x <= 1))
+    assert np.all(np.abs(x.mean(0) - mean) < 4 * std / N ** 0.5), (x.mean(0), mean)
+    assert np.all(np.abs(x.std(0) / std - 1) < 0.02), (x.std(0), std)
+
+
+@pytest.mark.parametrize("pair", ["cb-cb", "beta-cb", "uniform-cb", "cb-exponential", "cb-normal", "cb-uniform",
+                                  "cb-pareto", "normal-cb", "exponential-cb", "gamma-cb", "gumbel-cb", "laplace-cb",
+                                  "pareto-cb"])
+def test_kl_continuous_bernoulli(pair):
+    def make(L, a, b):
+        D = L.distributions
+        cb_a, cb_b = D.ContinuousBernoulli(probs=a.sigmoid()), D.ContinuousBernoulli(logits=b)
+        return {
+            "cb-cb": (cb_a, cb_b),
+            "beta-cb": (D.Beta(a.exp(), b.exp()), cb_b),
+            # Uniform(0.2, 0.7) and Uniform(0, 1): inside, and touching the support's ends (+inf, as torch)
+            "uniform-cb": (D.Uniform(L.stack([a * 0 + 0.2, a * 0]), L.stack([a * 0 + 0.7, a * 0 + 1])),
+                           D.ContinuousBernoulli(logits=L.stack([b, b]))),
+            "cb-exponential": (cb_a, D.Exponential(b.exp())),
+            "cb-normal": (cb_a, D.Normal(b, a.exp())),
+            "cb-uniform": (D.ContinuousBernoulli(logits=L.stack([a, a])),
+                           D.Uniform(L.stack([a * 0 - 0.5, a * 0]), L.stack([a * 0 + 1.5, a * 0 + 2]))),
+            "cb-pareto": (cb_a, D.Pareto(b.exp(), 2.0)),
+            "normal-cb": (D.Normal(a, b.exp()), cb_b),
+            "exponential-cb": (D.Exponential(a.exp()), cb_b),
+            "gamma-cb": (D.Gamma(a.exp(), 1.0), cb_b),
+            "gumbel-cb": (D.Gumbel(a, b.exp()), cb_b),
+            "laplace-cb": (D.Laplace(a, b.exp()), cb_b),
+            "pareto-cb": (D.Pareto(a.exp(), 2.0), cb_b),
+        }[pair]
+    check_op(lambda L, a, b: L.distributions.kl_divergence(*make(L, a, b)), real(3), real(3),
+             dtypes=("float64",), **TOL)
+
+
+def test_continuous_bernoulli_validation_as_torch():
+    raises_as_torch(lambda L: L.distributions.ContinuousBernoulli(L.tensor([1.5]), validate_args=True), ValueError,
+                    "The parameter probs has invalid values")
+    raises_as_torch(lambda L: L.distributions.ContinuousBernoulli(L.tensor([0.5])).log_prob(L.tensor([1.5])),
+                    ValueError, "to be within the support (Interval(lower_bound=0.0, upper_bound=1.0))")
+    raises_as_torch(lambda L: L.distributions.ContinuousBernoulli(), ValueError,
+                    "Either `probs` or `logits` must be specified, but not both.")
+    for L in (torch, ember):   # without validate_args, probs is clamped into (0, 1) first, as torch
+        assert float(L.distributions.ContinuousBernoulli(L.tensor([1.5])).probs) < 1
