@@ -22,7 +22,8 @@ MODULES = ["ember.distributions", "ember.distributions.constraints", "ember.dist
            "ember.distributions.pareto", "ember.distributions.weibull", "ember.distributions.kumaraswamy",
            "ember.distributions.logistic_normal", "ember.distributions.inverse_gamma",
            "ember.distributions.multinomial", "ember.distributions.negative_binomial",
-           "ember.distributions.constraint_registry", "ember.distributions.continuous_bernoulli"]
+           "ember.distributions.constraint_registry", "ember.distributions.continuous_bernoulli",
+           "ember.distributions.lowrank_multivariate_normal"]
 
 
 @pytest.mark.parametrize("name", MODULES)

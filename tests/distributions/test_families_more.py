@@ -98,6 +98,8 @@ def _all(L):
         "NegativeBinomial": D.NegativeBinomial(L.full((2, 3), 3.0, dtype=f), L.full((2, 3), 0.4, dtype=f)),
         "OneHotCategoricalStraightThrough": D.OneHotCategoricalStraightThrough(logits=L.zeros(2, 3, 4, dtype=f)),
         "ContinuousBernoulli": D.ContinuousBernoulli(L.full((2, 3), 0.3, dtype=f)),
+        "LowRankMultivariateNormal": D.LowRankMultivariateNormal(L.zeros(2, 3, dtype=f), L.ones(3, 2, dtype=f),
+                                                                 L.ones(2, 3, dtype=f)),
     }
 
 
@@ -265,3 +267,83 @@ def test_continuous_bernoulli_validation_as_torch():
                     "Either `probs` or `logits` must be specified, but not both.")
     for L in (torch, ember):   # without validate_args, probs is clamped into (0, 1) first, as torch
         assert float(L.distributions.ContinuousBernoulli(L.tensor([1.5])).probs) < 1
+
+
+# ---------------------------------------------------------------- LowRankMultivariateNormal
+def _lowrank(L, m, W, D):
+    return L.distributions.LowRankMultivariateNormal(m, W, D.exp())
+
+
+def test_lowrank_multivariate_normal():
+    m, W, D = real(2, 3), real(2, 3, 2), real(3)   # loc batched, cov_diag broadcast
+    check_op(lambda L, m, W, D, x: _lowrank(L, m, W, D).log_prob(x), m, W, D, real(4, 2, 3), **TOL)
+    check_op(lambda L, m, W, D: (_lowrank(L, m, W, D).entropy(), _lowrank(L, m, W, D).mean,
+                                 _lowrank(L, m, W, D).mode, _lowrank(L, m, W, D).variance,
+                                 _lowrank(L, m, W, D).covariance_matrix, _lowrank(L, m, W, D).precision_matrix,
+                                 _lowrank(L, m, W, D).scale_tril), m, W, D, **TOL)
+    # one unbatched factor for a batch of locs, and the scalar-batch case
+    check_op(lambda L, m, W, D, x: _lowrank(L, m, W, D).log_prob(x), m, real(3, 1), D, real(2, 3), **TOL)
+    check_op(lambda L, m, W, D: _lowrank(L, m, W, D).entropy(), real(3), real(3, 2), D, **TOL)
+
+
+def test_lowrank_rsample_gradient_replayed_in_torch():
+    m0, W0, D0 = real(2, 3), real(3, 2), pos(3)
+    _ = ember.manual_seed(6)
+    m, W, D = (ember.tensor(v, requires_grad=True) for v in (m0, W0, D0))
+    y = ember.distributions.LowRankMultivariateNormal(m, W, D).rsample((4,))
+    w = real(4, 2, 3)
+    (y * ember.tensor(w)).sum().backward()
+    _ = ember.manual_seed(6)
+    eps_W = torch.tensor(ember.randn(4, 2, 2, dtype=ember.float64).numpy())
+    eps_D = torch.tensor(ember.randn(4, 2, 3, dtype=ember.float64).numpy())
+    tm, tW, tD = (torch.tensor(v, requires_grad=True) for v in (m0, W0, D0))
+    ty = tm + (tW @ eps_W.unsqueeze(-1)).squeeze(-1) + tD.sqrt() * eps_D
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-10)
+    for e, t in ((m, tm), (W, tW), (D, tD)):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-10)
+
+
+def test_lowrank_sample_covariance():
+    _ = ember.manual_seed(0)
+    d = ember.distributions.LowRankMultivariateNormal(ember.tensor([1.0, -1.0, 0.0], dtype=ember.float64),
+                                                      ember.tensor([[1.0], [0.5], [-1.0]], dtype=ember.float64),
+                                                      ember.tensor([0.5, 1.0, 0.2], dtype=ember.float64))
+    x = d.sample((N,)).numpy()
+    np.testing.assert_allclose(x.mean(0), [1.0, -1.0, 0.0], atol=0.02)
+    np.testing.assert_allclose(np.cov(x.T), d.covariance_matrix.numpy(), atol=0.03)
+
+
+@pytest.mark.parametrize("pair", ["lr-lr", "mvn-lr", "lr-mvn"])
+def test_kl_lowrank(pair):
+    def make(L, m1, W1, D1, m2, W2, D2):
+        def mvn(m, W, D):
+            return L.distributions.MultivariateNormal(m, scale_tril=W.tril(-1) + D.exp().diag_embed())
+        p = _lowrank(L, m1, W1, D1) if pair.startswith("lr") else mvn(m1, W1, D1)
+        q = _lowrank(L, m2, W2, D2) if pair.endswith("lr") else mvn(m2, W2, D2)
+        return p, q
+
+    def args(lr):
+        return (real(2, 3), real(2, 3, 2) if lr else real(2, 3, 3), real(2, 3))
+    p_args = args(pair.startswith("lr"))
+    q_args = args(pair.endswith("lr"))
+    check_op(lambda L, *a: L.distributions.kl_divergence(*make(L, *a)), *p_args, *q_args, **TOL)
+    for L in (torch, ember):
+        with pytest.raises(ValueError, match="different event shapes"):
+            L.distributions.kl_divergence(L.distributions.LowRankMultivariateNormal(L.zeros(2), L.ones(2, 1), L.ones(2)),
+                                          L.distributions.LowRankMultivariateNormal(L.zeros(3), L.ones(3, 1), L.ones(3)))
+
+
+def test_lowrank_validation_as_torch():
+    raises_as_torch(lambda L: L.distributions.LowRankMultivariateNormal(L.tensor(0.0), L.ones(1, 1), L.ones(1)),
+                    ValueError, "loc must be at least one-dimensional.")
+    raises_as_torch(lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(2), L.ones(2), L.ones(2)),
+                    ValueError, "cov_factor must be at least two-dimensional")
+    raises_as_torch(lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(2), L.ones(3, 1), L.ones(2)),
+                    ValueError, "cov_factor must be a batch of matrices with shape 2 x m")
+    raises_as_torch(lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(2), L.ones(2, 1), L.ones(3)),
+                    ValueError, "cov_diag must be a batch of vectors with shape")
+    raises_as_torch(lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(4, 2), L.ones(3, 2, 1), L.ones(2)),
+                    ValueError, "Incompatible batch shapes")
+    raises_as_torch(lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(2), L.ones(2, 1), L.tensor([1.0, 0.0])),
+                    ValueError, "Expected parameter cov_diag")
