@@ -100,6 +100,7 @@ def _all(L):
         "ContinuousBernoulli": D.ContinuousBernoulli(L.full((2, 3), 0.3, dtype=f)),
         "LowRankMultivariateNormal": D.LowRankMultivariateNormal(L.zeros(2, 3, dtype=f), L.ones(3, 2, dtype=f),
                                                                  L.ones(2, 3, dtype=f)),
+        "FisherSnedecor": D.FisherSnedecor(L.full((2, 3), 3.0, dtype=f), 5.0),
     }
 
 
@@ -347,3 +348,49 @@ def test_lowrank_validation_as_torch():
                     ValueError, "Incompatible batch shapes")
     raises_as_torch(lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(2), L.ones(2, 1), L.tensor([1.0, 0.0])),
                     ValueError, "Expected parameter cov_diag")
+
+
+# ---------------------------------------------------------------- FisherSnedecor
+def test_fisher_snedecor():
+    # df on both sides of 2 and 4: mean NaN for df2 <= 2, mode NaN for df1 <= 2, variance NaN for df2 <= 4
+    df1 = np.array([[1.5, 3.0, 6.0], [0.8, 10.0, 2.5]])
+    df2 = np.array([[1.0, 3.0, 5.0], [8.0, 2.5, 12.0]])
+
+    def d(L, a, b):
+        return L.distributions.FisherSnedecor(a, b)
+    check_op(lambda L, a, b, x: d(L, a, b).log_prob(x), df1, df2, pos(4, 2, 3, lo=0.1, hi=4.0), **TOL)
+    check_op(lambda L, a, b: (d(L, a, b).mean, d(L, a, b).mode, d(L, a, b).variance), df1, df2, **TOL)
+    for L in (torch, ember):
+        with pytest.raises(NotImplementedError):
+            L.distributions.FisherSnedecor(1.0, 2.0).entropy()
+
+
+def test_fisher_snedecor_rsample_is_a_ratio_of_gamma_rsamples():
+    # Gamma's rsample (and its implicit gradient) is checked against torch in test_families.py: here the
+    # F draw must be X1 / X2 of the same two Gamma draws, with the same gradients
+    df1_0, df2_0 = np.array([2.0, 5.0, 9.0]), np.array([3.0, 7.0, 20.0])
+    _ = ember.manual_seed(5)
+    a, b = ember.tensor(df1_0, requires_grad=True), ember.tensor(df2_0, requires_grad=True)
+    y = ember.distributions.FisherSnedecor(a, b).rsample((4,))
+    y.sum().backward()
+    _ = ember.manual_seed(5)
+    a2, b2 = ember.tensor(df1_0, requires_grad=True), ember.tensor(df2_0, requires_grad=True)
+    x1 = ember.distributions.Gamma(a2 * 0.5, a2).rsample((4,))
+    x2 = ember.distributions.Gamma(b2 * 0.5, b2).rsample((4,))
+    (x1 / x2).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), (x1 / x2).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), a2.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(b.grad.numpy(), b2.grad.numpy(), rtol=1e-10)
+
+
+def test_fisher_snedecor_sample_statistics():
+    _ = ember.manual_seed(0)
+    d = ember.distributions.FisherSnedecor(ember.tensor([5.0, 12.0], dtype=ember.float64),
+                                           ember.tensor([30.0, 40.0], dtype=ember.float64))
+    x = d.sample((N,)).numpy()
+    mean, std = d.mean.numpy(), d.stddev.numpy()
+    assert np.all(np.abs(x.mean(0) - mean) < 4 * std / N ** 0.5), (x.mean(0), mean)
+    assert np.all(np.abs(x.std(0) / std - 1) < 0.03), (x.std(0), std)
+    # torch's inner Gamma(df2 / 2, df2) is built (and validated) first
+    raises_as_torch(lambda L: L.distributions.FisherSnedecor(L.tensor([1.0]), L.tensor([0.0])), ValueError,
+                    "Expected parameter concentration")
