@@ -23,7 +23,8 @@ MODULES = ["ember.distributions", "ember.distributions.constraints", "ember.dist
            "ember.distributions.logistic_normal", "ember.distributions.inverse_gamma",
            "ember.distributions.multinomial", "ember.distributions.negative_binomial",
            "ember.distributions.constraint_registry", "ember.distributions.continuous_bernoulli",
-           "ember.distributions.lowrank_multivariate_normal", "ember.distributions.fishersnedecor"]
+           "ember.distributions.lowrank_multivariate_normal", "ember.distributions.fishersnedecor",
+           "ember.distributions.von_mises"]
 
 
 @pytest.mark.parametrize("name", MODULES)

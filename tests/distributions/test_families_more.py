@@ -101,6 +101,7 @@ def _all(L):
         "LowRankMultivariateNormal": D.LowRankMultivariateNormal(L.zeros(2, 3, dtype=f), L.ones(3, 2, dtype=f),
                                                                  L.ones(2, 3, dtype=f)),
         "FisherSnedecor": D.FisherSnedecor(L.full((2, 3), 3.0, dtype=f), 5.0),
+        "VonMises": D.VonMises(L.zeros(2, 3, dtype=f), 2.0),
     }
 
 
@@ -394,3 +395,36 @@ def test_fisher_snedecor_sample_statistics():
     # torch's inner Gamma(df2 / 2, df2) is built (and validated) first
     raises_as_torch(lambda L: L.distributions.FisherSnedecor(L.tensor([1.0]), L.tensor([0.0])), ValueError,
                     "Expected parameter concentration")
+
+
+# ---------------------------------------------------------------- VonMises
+def test_von_mises():
+    # concentrations on both sides of 3.75, where the Bessel approximations switch
+    m, k = real(2, 3, lo=-5, hi=5), np.array([[0.1, 1.0, 3.7], [3.8, 10.0, 50.0]])
+
+    def d(L, m, k):
+        return L.distributions.VonMises(m, k)
+    check_op(lambda L, m, k, x: d(L, m, k).log_prob(x), m, k, real(4, 2, 3, lo=-8, hi=8), **TOL)
+    check_op(lambda L, m, k: (d(L, m, k).mean, d(L, m, k).mode, d(L, m, k).variance), m, k, **TOL)
+    for L in (torch, ember):
+        assert not L.distributions.VonMises(0.0, 1.0).has_rsample
+        with pytest.raises(NotImplementedError):
+            L.distributions.VonMises(L.zeros(1), L.ones(1)).entropy()
+    raises_as_torch(lambda L: L.distributions.VonMises(L.zeros(2), L.tensor([1.0, 0.0])), ValueError,
+                    "Expected parameter concentration")
+
+
+def test_von_mises_sample_circular_moments():
+    # E[cos(x - loc)] = I1/I0 = 1 - variance and E[cos 2(x - loc)] = I2/I0 = 1 - 2 I1 / (k I0); sin moments 0
+    _ = ember.manual_seed(0)
+    loc, k = np.array([0.5, 3.0, -2.0, 1.0]), np.array([1e-6, 0.5, 2.0, 30.0])
+    d = ember.distributions.VonMises(ember.tensor(loc, dtype=ember.float32), ember.tensor(k, dtype=ember.float32))
+    x = d.sample((N,)).numpy()
+    assert x.dtype == np.float32 and np.all((x >= -math.pi) & (x <= math.pi))
+    r1 = 1 - ember.distributions.VonMises(ember.tensor(loc), ember.tensor(k)).variance.numpy()   # float64
+    r2 = 1 - 2 * r1 / k
+    bound = 4 / N ** 0.5
+    assert np.all(np.abs(np.cos(x - loc).mean(0) - r1) < bound), (np.cos(x - loc).mean(0), r1)
+    assert np.all(np.abs(np.cos(2 * (x - loc)).mean(0) - r2) < bound), (np.cos(2 * (x - loc)).mean(0), r2)
+    assert np.all(np.abs(np.sin(x - loc).mean(0)) < bound)
+    assert tuple(d.expand((3, 4)).sample((2,)).shape) == (2, 3, 4)
