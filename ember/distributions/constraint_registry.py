@@ -119,3 +119,25 @@ transform_to.register(constraints.simplex, _transform_to_simplex)
 transform_to.register(constraints.lower_cholesky, _transform_to_lower_cholesky)
 transform_to.register(constraints.positive_definite, _transform_to_positive_definite)
 transform_to.register(constraints.positive_semidefinite, _transform_to_positive_definite)
+
+
+def _biject_to_cat(constraint):
+    return transforms.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
+
+
+def _transform_to_cat(constraint):
+    return transforms.CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
+
+
+def _biject_to_stack(constraint):
+    return transforms.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
+
+
+def _transform_to_stack(constraint):
+    return transforms.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)
+
+
+biject_to.register(constraints.cat, _biject_to_cat)
+transform_to.register(constraints.cat, _transform_to_cat)
+biject_to.register(constraints.stack, _biject_to_stack)
+transform_to.register(constraints.stack, _transform_to_stack)

@@ -1,5 +1,6 @@
 """biject_to / transform_to (ember/distributions/constraint_registry.py) and the transforms they need
-(LowerCholeskyTransform, PositiveDefiniteTransform, ReshapeTransform) against torch: the same transform
+(LowerCholeskyTransform, PositiveDefiniteTransform, ReshapeTransform,
+CatTransform, StackTransform) and the cat / stack constraints against torch: the same transform
 for each constraint, its values, inverse and log |det J| with gradients through check_op, and the
 registry's errors."""
 import numpy as np
@@ -32,6 +33,8 @@ def _structure(t):
     name = type(t).__name__
     if name == "ComposeTransform":
         return (name, tuple(_structure(p) for p in t.parts))
+    if name in ("CatTransform", "StackTransform"):
+        return (name, tuple(_structure(p) for p in t.transforms), t.dim, getattr(t, "lengths", None))
     if name == "IndependentTransform":
         return (name, _structure(t.base_transform), t.reinterpreted_batch_ndims)
     if name == "AffineTransform":
@@ -114,3 +117,39 @@ def test_errors_and_custom_registration():
     assert isinstance(registry(Odd()), ember.distributions.transforms.ExpTransform)
     registry.register(Odd(), lambda c: ember.distributions.transforms.identity_transform)
     assert registry(Odd()) is ember.distributions.transforms.identity_transform
+
+
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+def test_cat_and_stack(registry):
+    def cat(L):
+        C = L.distributions.constraints
+        return getattr(L.distributions, registry)(C.cat([C.positive, C.real, C.interval(-1.0, 2.0)], 1, [2, 1, 3]))
+
+    def stack(L):
+        C = L.distributions.constraints
+        return getattr(L.distributions, registry)(C.stack([C.positive, C.real, C.unit_interval], -1))
+    assert _structure(cat(ember)) == _structure(cat(torch))
+    assert _structure(stack(ember)) == _structure(stack(torch))
+    x = np.random.default_rng(4).uniform(-2, 2, (4, 6))
+    check_op(lambda L, x: (cat(L)(x), cat(L).inv(cat(L)(x)), cat(L).log_abs_det_jacobian(x, cat(L)(x))), x, **TOL)
+    check_op(lambda L, x: (stack(L)(x), stack(L).inv(stack(L)(x)), stack(L).log_abs_det_jacobian(x, stack(L)(x))),
+             x[:, :3], **TOL)
+    for L in (torch, ember):
+        C = L.distributions.constraints
+        y = cat(L)(L.tensor(x))
+        assert C.cat([C.positive, C.real, C.interval(-1.0, 2.0)], 1, [2, 1, 3]).check(y).all()
+        assert not C.cat([C.positive, C.real, C.interval(-1.0, 2.0)], 1, [2, 1, 3]).check(-y.abs()).all()
+        assert C.stack([C.positive, C.real, C.unit_interval], -1).check(stack(L)(L.tensor(x[:, :3]))).all()
+        assert (cat(L).event_dim, cat(L).bijective, stack(L).bijective) == (0, True, True)
+        # a vector transform among scalar ones: log-dets summed over its event, cat over the rest
+        t = L.distributions.transforms.CatTransform([L.distributions.transforms.ExpTransform(),
+                                                     L.distributions.transforms.StickBreakingTransform()], 0, [2, 2])
+        assert t.event_dim == 1
+    check_op(lambda L, x: L.distributions.transforms.CatTransform(
+        [L.distributions.transforms.ExpTransform(), L.distributions.transforms.StickBreakingTransform()], -1,
+        [2, 2]).log_abs_det_jacobian(x, x), x[:, :4].copy(), grad=False)
+    raises_as_torch(lambda L: cat(L)(L.zeros(4, 5)), AssertionError, "must equal length 6")
+    raises_as_torch(lambda L: stack(L)(L.zeros(4, 2)), AssertionError, "must equal len(transforms) 3")
+    raises_as_torch(lambda L: L.distributions.transforms.CatTransform([L.distributions.transforms.ExpTransform()],
+                                                                      0, [1, 2]), AssertionError,
+                    "lengths (2) must match transforms (1)")
