@@ -9,7 +9,6 @@ from . import constraints
 from .binomial import Binomial
 from .categorical import Categorical
 from .distribution import Distribution
-from .one_hot_categorical import _one_hot
 
 __all__ = ["Multinomial"]
 
@@ -77,7 +76,10 @@ class Multinomial(Distribution):
             if self.total_count == 0:
                 return ember.zeros(self._extended_shape(sample_shape), dtype=probs.dtype, device=probs.device)
             indices = self._categorical.sample((self.total_count,) + sample_shape)   # (n,) + sample + batch
-            return _one_hot(indices, self._categorical._num_events, probs.dtype).sum(0)
+            indices = indices.permute(tuple(range(1, indices.dim())) + (0,))        # sample + batch + (n,)
+            counts = ember.zeros(self._extended_shape(sample_shape), dtype=probs.dtype, device=probs.device)
+            # a scatter of n draws per row, not an (n, ..., K) one-hot: memory n + K per row, not n K
+            return counts.scatter_add(-1, indices, ember.ones(indices.shape, dtype=probs.dtype, device=probs.device))
 
     def log_prob(self, value):
         if self._validate_args:
