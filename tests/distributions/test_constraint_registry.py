@@ -153,3 +153,14 @@ def test_cat_and_stack(registry):
     raises_as_torch(lambda L: L.distributions.transforms.CatTransform([L.distributions.transforms.ExpTransform()],
                                                                       0, [1, 2]), AssertionError,
                     "lengths (2) must match transforms (1)")
+
+
+@pytest.mark.parametrize("name", ["LowerCholeskyTransform", "PositiveDefiniteTransform"])
+def test_matrix_transforms_by_name(name):
+    x = np.random.default_rng(5).uniform(-1, 1, (2, 3, 3))
+    check_op(lambda L, x: (getattr(L.distributions, name)()(x), getattr(L.distributions, name)().inv(
+        getattr(L.distributions, name)()(x))), x, **TOL)
+    for L in (torch, ember):
+        t = getattr(L.distributions.transforms, name)()
+        assert t == getattr(L.distributions.transforms, name)() and t != L.distributions.transforms.ExpTransform()
+        assert (t.domain.event_dim, t.codomain.event_dim, repr(t)) == (2, 2, name + "()")
