@@ -15,17 +15,20 @@ cdf/icdf, argument validation, and closed-form KL divergences. Loaded on first u
 """
 from __future__ import annotations
 
-from . import constraints, transforms
+from . import constraint_registry, constraints, transforms
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -38,26 +41,36 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
-from .one_hot_categorical import OneHotCategorical
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .pareto import Pareto
 from .poisson import Poisson
 from .relaxed_bernoulli import RelaxedBernoulli
 from .relaxed_categorical import RelaxedOneHotCategorical
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
-                         PowerTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform, StickBreakingTransform,
-                         TanhTransform,
-                         Transform, identity_transform)
+from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform, ExpTransform,
+                         IndependentTransform, LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
+                         ReshapeTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform, StackTransform,
+                         StickBreakingTransform, TanhTransform, Transform, identity_transform)
 from .uniform import Uniform
+from .von_mises import VonMises
 from .weibull import Weibull
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
-           "Dirichlet", "Distribution", "ExpTransform", "ExponentialFamily", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
-           "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
-           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "Weibull",
-           "constraints", "identity_transform", "kl_divergence", "register_kl", "transforms"]
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform", "Categorical",
+           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform",
+           "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
+           "HalfNormal", "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace",
+           "LogNormal", "LogisticNormal", "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform",
+           "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT",
+           "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to",
+           "constraint_registry", "constraints", "identity_transform", "kl_divergence", "register_kl",
+           "transform_to", "transforms"]

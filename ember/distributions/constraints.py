@@ -17,7 +17,8 @@ __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_
            "independent", "integer_interval", "interval", "half_open_interval", "is_dependent", "less_than",
            "lower_cholesky", "lower_triangular", "MixtureSameFamilyConstraint", "multinomial", "nonnegative",
            "nonnegative_integer", "one_hot", "positive", "positive_semidefinite", "positive_definite",
-           "positive_integer", "real", "real_vector", "simplex", "square", "symmetric", "unit_interval"]
+           "positive_integer", "real", "real_vector", "simplex", "square", "symmetric", "unit_interval", "cat",
+           "stack"]
 
 
 class Constraint:
@@ -317,6 +318,68 @@ class _PositiveDefinite(_Symmetric):
         return ember.linalg.cholesky_ex(value).info.eq(0)
 
 
+
+def _check_dim(owner, dim, value, what="value"):
+    if not -value.dim() <= dim < value.dim():
+        raise AssertionError(f"{owner}: dim {dim} out of range for {what} with {value.dim()} dimensions")
+
+
+class _Cat(Constraint):
+    """The constraints `cseq` on consecutive slices of lengths `lengths` along `dim` (as ember.cat joins
+    them)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("constraints.cat: All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"constraints.cat: lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        _check_dim("constraints.cat", self.dim, value)
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start += length
+        return ember.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """The constraints `cseq` on the slices value.select(dim, i) (as ember.stack joins them)."""
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("constraints.stack: All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):  # type: ignore[override]
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        _check_dim("constraints.stack", self.dim, value)
+        slices = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return ember.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -343,3 +406,5 @@ square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack

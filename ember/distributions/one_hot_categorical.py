@@ -7,7 +7,7 @@ from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
 
-__all__ = ["OneHotCategorical"]
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_hot(indices, num_classes, dtype):
@@ -92,3 +92,22 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + self.batch_shape + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical with the straight-through gradient estimator (Bengio et al., 2013), as
+    torch.distributions.OneHotCategoricalStraightThrough: `rsample` is the one-hot sample in value and
+    has the gradient of `probs`.
+
+    >>> logits = ember.zeros(3, requires_grad=True)
+    >>> d = ember.distributions.OneHotCategoricalStraightThrough(logits=logits)
+    >>> y = d.rsample()
+    >>> y.sum().item(), y.requires_grad
+    (1.0, True)
+    """
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

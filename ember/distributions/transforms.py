@@ -18,6 +18,7 @@ from . import constraints
 from .utils import _NUMBER, _sum_rightmost
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
+           "CatTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform", "StackTransform",
            "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform",
            "Transform", "identity_transform"]
 
@@ -614,3 +615,245 @@ class AbsTransform(Transform):
 
     def _inverse(self, y):
         return y
+
+
+class LowerCholeskyTransform(Transform):
+    """Unconstrained square matrices to lower-triangular ones with a positive diagonal (the strict lower
+    triangle kept, the diagonal exponentiated), as torch's: a Cholesky factor from free parameters. Not
+    bijective on all matrices (the upper triangle is dropped); no log_abs_det_jacobian, as torch.
+
+    >>> from ember.distributions.transforms import LowerCholeskyTransform
+    >>> LowerCholeskyTransform()(ember.tensor([[0.0, 5.0], [2.0, 0.0]])).tolist()
+    [[1.0, 0.0], [2.0, 1.0]]
+    """
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """Unconstrained square matrices to positive-definite ones, L L^T with L = LowerCholeskyTransform()(x);
+    the inverse goes through the Cholesky factor, as torch's.
+
+    >>> from ember.distributions.transforms import PositiveDefiniteTransform
+    >>> PositiveDefiniteTransform()(ember.tensor([[0.0, 0.0], [1.0, 0.0]])).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
+    """
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(ember.linalg.cholesky(y))
+
+
+class ReshapeTransform(Transform):
+    """Reshapes the rightmost dims of an event from `in_shape` to `out_shape` (same number of elements),
+    as torch's: bijective, with log |det J| = 0.
+
+    >>> from ember.distributions.transforms import ReshapeTransform
+    >>> t = ReshapeTransform((4,), (2, 2))
+    >>> t(ember.zeros(3, 4)).shape, t.inverse_shape((5, 2, 2))
+    ((3, 2, 2), (5, 4))
+    """
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size: int = 0) -> None:
+        self.in_shape = tuple(in_shape)
+        self.out_shape = tuple(out_shape)
+        if math.prod(self.in_shape) != math.prod(self.out_shape):
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return x.reshape(batch_shape + self.out_shape)
+
+    def _inverse(self, y):
+        batch_shape = tuple(y.shape[:y.dim() - len(self.out_shape)])
+        return y.reshape(batch_shape + self.in_shape)
+
+    def log_abs_det_jacobian(self, x, y):
+        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return ember.zeros(batch_shape, dtype=x.dtype, device=x.device)
+
+    def _check_tail(self, shape, expected, what):
+        shape = tuple(shape)
+        if len(shape) < len(expected):
+            raise ValueError(f"Too few dimensions on {what}")
+        cut = len(shape) - len(expected)
+        if shape[cut:] != expected:
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {expected}")
+        return shape[:cut]
+
+    def forward_shape(self, shape):
+        return self._check_tail(shape, self.in_shape, "input") + self.out_shape
+
+    def inverse_shape(self, shape):
+        return self._check_tail(shape, self.out_shape, "input") + self.in_shape
+
+
+def _check_along(owner, dim, size, expected, t, what):
+    if not -t.dim() <= dim < t.dim():
+        raise AssertionError(f"{owner}: dim {dim} out of range for {what} with {t.dim()} dimensions")
+    if t.shape[dim] != size:
+        raise AssertionError(f"{owner}: {what}.size({dim}) = {t.shape[dim]} must equal {expected} {size}")
+
+
+class CatTransform(Transform):
+    """The transforms `tseq` on consecutive slices of lengths `lengths` along `dim` (default one element
+    each), as torch's CatTransform: what ember.cat of the transformed slices gives.
+
+    >>> from ember.distributions.transforms import CatTransform, ExpTransform, identity_transform
+    >>> CatTransform([ExpTransform(), identity_transform], dim=0, lengths=[1, 2])(ember.zeros(3)).tolist()
+    [1.0, 0.0, 0.0]
+    """
+
+    def __init__(self, tseq, dim: int = 0, lengths=None, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("CatTransform: All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"CatTransform: lengths ({len(self.lengths)}) must match transforms "
+                                 f"({len(self.transforms)})")
+        self.dim = dim
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _map(self, z, what, fn):
+        _check_along("CatTransform", self.dim, self.length, "length", z, what)
+        out, start = [], 0
+        for t, length in zip(self.transforms, self.lengths):
+            out.append(fn(t, z.narrow(self.dim, start, length)))
+            start += length
+        return ember.cat(out, self.dim)
+
+    def _call(self, x):
+        return self._map(x, "x", lambda t, v: t(v))
+
+    def _inverse(self, y):
+        return self._map(y, "y", lambda t, v: t.inv(v))
+
+    def log_abs_det_jacobian(self, x, y):
+        _check_along("CatTransform", self.dim, self.length, "length", x, "x")
+        _check_along("CatTransform", self.dim, self.length, "length", y, "y")
+        logdetjacs, start = [], 0
+        for t, length in zip(self.transforms, self.lengths):
+            ldj = t.log_abs_det_jacobian(x.narrow(self.dim, start, length), y.narrow(self.dim, start, length))
+            if t.event_dim < self.event_dim:
+                ldj = _sum_rightmost(ldj, self.event_dim - t.event_dim)
+            logdetjacs.append(ldj)
+            start += length
+        # dim counted from the right, then without the event dims the log-dets no longer have
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        if dim < 0:
+            return ember.cat(logdetjacs, dim)
+        return sum(logdetjacs)
+
+
+class StackTransform(Transform):
+    """The i-th of `tseq` on x.select(dim, i), as torch's StackTransform: what ember.stack of the
+    transformed slices gives.
+
+    >>> from ember.distributions.transforms import StackTransform, ExpTransform, identity_transform
+    >>> StackTransform([ExpTransform(), identity_transform], dim=1)(ember.zeros(2, 2)).tolist()
+    [[1.0, 0.0], [1.0, 0.0]]
+    """
+
+    def __init__(self, tseq, dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("StackTransform: All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self):  # type: ignore[override]
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z, what):
+        _check_along("StackTransform", self.dim, len(self.transforms), "len(transforms)", z, what)
+        return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
+
+    def _call(self, x):
+        return ember.stack([t(v) for v, t in zip(self._slices(x, "x"), self.transforms)], self.dim)
+
+    def _inverse(self, y):
+        return ember.stack([t.inv(v) for v, t in zip(self._slices(y, "y"), self.transforms)], self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        pairs = zip(self._slices(x, "x"), self._slices(y, "y"), self.transforms)
+        return ember.stack([t.log_abs_det_jacobian(xs, ys) for xs, ys, t in pairs], self.dim)

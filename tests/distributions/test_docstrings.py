@@ -20,7 +20,11 @@ MODULES = ["ember.distributions", "ember.distributions.constraints", "ember.dist
            "ember.distributions.relaxed_bernoulli", "ember.distributions.relaxed_categorical",
            "ember.distributions.half_normal", "ember.distributions.half_cauchy", "ember.distributions.gumbel",
            "ember.distributions.pareto", "ember.distributions.weibull", "ember.distributions.kumaraswamy",
-           "ember.distributions.logistic_normal", "ember.distributions.inverse_gamma"]
+           "ember.distributions.logistic_normal", "ember.distributions.inverse_gamma",
+           "ember.distributions.multinomial", "ember.distributions.negative_binomial",
+           "ember.distributions.constraint_registry", "ember.distributions.continuous_bernoulli",
+           "ember.distributions.lowrank_multivariate_normal", "ember.distributions.fishersnedecor",
+           "ember.distributions.von_mises"]
 
 
 @pytest.mark.parametrize("name", MODULES)
