@@ -5,12 +5,12 @@ import ember
 from ember import Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import BinaryProbs, broadcast_all
+from .utils import CountProbs
 
 __all__ = ["Binomial"]
 
 
-class Binomial(BinaryProbs, Distribution):
+class Binomial(CountProbs, Distribution):
     """Successes in `total_count` independent trials of success probability `probs` (or sigmoid(`logits`)),
     as torch.distributions.Binomial; total_count broadcasts with the probabilities and takes their dtype.
     Samples come from ember.binomial; `entropy` and `enumerate_support` need one total_count for the batch.
@@ -24,28 +24,7 @@ class Binomial(BinaryProbs, Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Binomial: Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            total_count, self.probs = broadcast_all(total_count, probs)
-            self._param = self.probs
-        else:
-            total_count, self.logits = broadcast_all(total_count, logits)
-            self._param = self.logits
-        self.total_count = total_count.to(self._param.dtype)
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Binomial, _instance)
-        batch_shape = tuple(batch_shape)
-        new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = new._param = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = new._param = self.logits.expand(batch_shape)
-        super(Binomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        super().__init__(total_count, probs, logits, validate_args=validate_args)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -62,10 +41,6 @@ class Binomial(BinaryProbs, Distribution):
     @property
     def variance(self) -> Tensor:
         return self.total_count * self.probs * (1 - self.probs)
-
-    @property
-    def param_shape(self) -> tuple:
-        return tuple(self._param.shape)
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

@@ -6,7 +6,7 @@ from ember import Tensor
 from . import constraints
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import BinaryProbs, broadcast_all, lazy_property
+from .utils import CountProbs, lazy_property
 
 __all__ = ["NegativeBinomial"]
 
@@ -16,7 +16,7 @@ def _logsigmoid(x: Tensor) -> Tensor:
     return -((-x).clamp(min=0) + ember.log1p(ember.exp(-x.abs())))
 
 
-class NegativeBinomial(BinaryProbs, Distribution):
+class NegativeBinomial(CountProbs, Distribution):
     """Number of successes, each of probability `probs` (or sigmoid(`logits`)), before `total_count`
     failures, as torch.distributions.NegativeBinomial; total_count (a positive real) broadcasts with the
     probabilities and takes their dtype. Samples are Poisson(Gamma(total_count, rate=exp(-logits))), drawn
@@ -30,30 +30,6 @@ class NegativeBinomial(BinaryProbs, Distribution):
                        "probs": constraints.half_open_interval(0.0, 1.0), "logits": constraints.real}
     support = constraints.nonnegative_integer
 
-    def __init__(self, total_count, probs=None, logits=None, validate_args=None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("NegativeBinomial: Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            total_count, self.probs = broadcast_all(total_count, probs)
-            self._param = self.probs
-        else:
-            total_count, self.logits = broadcast_all(total_count, logits)
-            self._param = self.logits
-        self.total_count = total_count.to(self._param.dtype)
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(NegativeBinomial, _instance)
-        batch_shape = tuple(batch_shape)
-        new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = new._param = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = new._param = self.logits.expand(batch_shape)
-        super(NegativeBinomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
     @property
     def mean(self) -> Tensor:
         return self.total_count * ember.exp(self.logits)
@@ -65,10 +41,6 @@ class NegativeBinomial(BinaryProbs, Distribution):
     @property
     def variance(self) -> Tensor:
         return self.mean / ember.sigmoid(-self.logits)
-
-    @property
-    def param_shape(self) -> tuple:
-        return tuple(self._param.shape)
 
     @lazy_property
     def _gamma(self) -> Gamma:

@@ -101,6 +101,40 @@ class BinaryProbs:
         return logits_to_probs(self.logits, is_binary=True)
 
 
+class CountProbs(BinaryProbs):
+    """`total_count` with `probs` or `logits` (a mixin before the Distribution base of Binomial and
+    NegativeBinomial): the count broadcasts with the probabilities and takes their dtype; `expand` and
+    `param_shape` follow whichever of probs/logits was given."""
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None) -> None:
+        if (probs is None) == (logits is None):
+            raise ValueError(f"{type(self).__name__}: Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            total_count, self.probs = broadcast_all(total_count, probs)
+            self._param = self.probs
+        else:
+            total_count, self.logits = broadcast_all(total_count, logits)
+            self._param = self.logits
+        self.total_count = total_count.to(self._param.dtype)
+        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(type(self), _instance)
+        batch_shape = tuple(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = new._param = self.probs.expand(batch_shape)
+        if "logits" in self.__dict__:
+            new.logits = new._param = self.logits.expand(batch_shape)
+        super(CountProbs, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def param_shape(self) -> tuple:
+        return tuple(self._param.shape)
+
+
 class LocScale:
     """The location-scale part of Normal and Laplace (a mixin before their Distribution base): `loc` and
     `scale` broadcast together, the batch shape, `expand`, and mean = mode = loc."""
