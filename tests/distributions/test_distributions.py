@@ -9,17 +9,10 @@ import torch
 
 import ember
 from helpers import Const, NoGrad, check_op, raises_as_torch
+from .dist_helpers import draws
 
 rng = np.random.default_rng(0)
-
-
-def pos(*shape, lo=0.5, hi=2.0):
-    """Fixed positive float64 values (cast to each dtype by check_op; they require grad)."""
-    return rng.uniform(lo, hi, size=shape)
-
-
-def real(*shape, lo=-2.0, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
+real, pos, _ = draws(rng)
 
 
 def ints(high, *shape):

@@ -10,22 +10,12 @@ import torch
 
 import ember
 from helpers import NoGrad, check_op, raises_as_torch
+from .dist_helpers import draws, replay
 
 rng = np.random.default_rng(21)
+real, pos, counts = draws(rng)
 TOL = dict(atol=1e-5, rtol=1e-5, grad_atol=1e-4, grad_rtol=1e-4)
 N = 200_000
-
-
-def real(*shape, lo=-2.0, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
-
-
-def pos(*shape, lo=0.5, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
-
-
-def counts(high, *shape):
-    return rng.integers(0, high, size=shape).astype(np.float64)
 
 
 # ---------------------------------------------------------------- values and gradients against torch
@@ -186,19 +176,7 @@ def test_reprs_as_torch():
 
 # ---------------------------------------------------------------- rsample gradients, Ember's noise replayed in torch
 def _replay(make_e, params, noise_of, make_t, w_shape):
-    """Ember's rsample y(params) and the gradient of sum(w * y), against torch's y computed from the same
-    noise (noise_of(y, *params) recovers it from Ember's sample) by make_t(noise, *params)."""
-    e_params = [ember.tensor(p, dtype=ember.float64, requires_grad=True) for p in params]
-    t_params = [torch.tensor(p, dtype=torch.float64, requires_grad=True) for p in params]
-    w = real(*w_shape)
-    y = make_e(*e_params)
-    (y * ember.tensor(w)).sum().backward()
-    noise = torch.tensor(noise_of(y.detach().numpy(), *params))
-    ty = make_t(noise, *t_params)
-    (ty * torch.tensor(w)).sum().backward()
-    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-9, atol=1e-12)
-    for e, t in zip(e_params, t_params):
-        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-9)
+    replay(make_e, params, noise_of, make_t, real(*w_shape))
 
 
 def test_rsample_gradients_replayed_in_torch():

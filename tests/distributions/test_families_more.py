@@ -10,22 +10,12 @@ import torch
 
 import ember
 from helpers import NoGrad, check_op, raises_as_torch
+from .dist_helpers import draws
 
 rng = np.random.default_rng(33)
+real, pos, counts = draws(rng)
 TOL = dict(atol=1e-5, rtol=1e-5, grad_atol=1e-4, grad_rtol=1e-4)
 N = 200_000
-
-
-def real(*shape, lo=-2.0, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
-
-
-def pos(*shape, lo=0.5, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
-
-
-def counts(high, *shape):
-    return rng.integers(0, high, size=shape).astype(np.float64)
 
 
 # ---------------------------------------------------------------- Multinomial

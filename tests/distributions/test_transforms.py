@@ -8,16 +8,10 @@ import torch
 
 import ember
 from helpers import check_op, raises_as_torch
+from .dist_helpers import draws
 
 rng = np.random.default_rng(11)
-
-
-def real(*shape, lo=-2.0, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
-
-
-def pos(*shape, lo=0.5, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
+real, pos, _ = draws(rng)
 
 
 def T(L):

@@ -8,17 +8,11 @@ import torch
 
 import ember
 from helpers import check_op
+from .dist_helpers import draws
 
 rng = np.random.default_rng(1)
+real, pos, _ = draws(rng)
 TOL = dict(atol=1e-5, rtol=1e-5, grad_atol=1e-4, grad_rtol=1e-4)
-
-
-def real(*shape, lo=-2.0, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
-
-
-def pos(*shape, lo=0.5, hi=2.0):
-    return rng.uniform(lo, hi, size=shape)
 
 
 def T(L):
