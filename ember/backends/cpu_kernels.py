@@ -81,15 +81,16 @@ def enabled() -> bool:
 _NUMBA = None
 
 
-def will_run(cls, arrays) -> bool:
-    """Whether `cls`'s compiled kernel (not its NumPy forward) would run on `arrays` whose first is
-    float32: registered, and numba importable. The planner counts no scratch for it then (one loop)."""
+def will_run(cls, arrays, attrs=None) -> bool:
+    """Whether `cls`'s compiled kernel (not its NumPy forward) would run on `arrays` (arrays, or
+    anything with their shape and dtype) whose first is float32, with attributes `attrs`: registered,
+    and numba importable. The planner then counts the kernel's `scratch` (none: one loop)."""
     global _NUMBA
     kernel = getattr(cls, "cpu_kernel", None)
     if kernel is None or not arrays or arrays[0].dtype != np.float32:
         return False
     takes = getattr(kernel, "takes", None)   # a kernel that runs only on some layouts says which
-    if takes is not None and not takes(arrays):
+    if takes is not None and not takes(arrays, attrs or {}):
         return False
     if _NUMBA is None:
         import importlib.util
@@ -579,7 +580,7 @@ def max_pool_grad(node, x, y, g):
     return gx
 
 
-def _index_takes(arrays):
+def _index_takes(arrays, attrs):
     """MaxPoolIndex's kernel takes a 4-D channels-last x (will_run: the planner then counts no scratch)."""
     return _pool_ok(arrays[0], (0, 0))
 
@@ -597,6 +598,69 @@ def max_pool_index(node, x):
 
 
 max_pool_index.takes = _index_takes  # type: ignore[attr-defined]  # read by getattr in will_run
+
+
+# ---- small convolutions (cpu_conv.py: stride 1, few channels, tiles of im2col + GEMM over threads) ----
+
+def _conv_module():
+    if _k() is None:
+        return None
+    from . import cpu_conv
+    return cpu_conv
+
+
+def conv(node, x, w, b=None):
+    C = _conv_module()
+    y = C.conv(node, x, w, b) if C is not None else None
+    return node.forward(x, w, b) if y is None else y
+
+
+def conv_relu(node, x, w, b=None):
+    """Conv then ReLU in one pass over each tile (a compiled graph's fused `Conv+Relu`), or None where
+    the small-convolution loops do not take the conv."""
+    C = _conv_module() if _on else None
+    return C.conv(node, x, w, b, relu=True) if C is not None else None
+
+
+def conv_input_grad(node, g, w):
+    C = _conv_module()
+    gx = C.conv_input_grad(node, g, w) if C is not None else None
+    return node.forward(g, w) if gx is None else gx
+
+
+def conv_weight_grad(node, x, g):
+    C = _conv_module()
+    gw = C.conv_weight_grad(node, x, g) if C is not None else None
+    return node.forward(x, g) if gw is None else gw
+
+
+def _conv_takes(which):
+    """will_run's test for the three: cpu_conv.takes on the (x, w) the primitive stands for."""
+    def takes(arrays, attrs):
+        from types import SimpleNamespace
+        from . import cpu_conv
+        from ..ops.layers import _Spec
+        a, b = arrays[0], arrays[1]
+        if which == "conv":
+            x, w = a, b
+        elif which == "input":
+            x, w = _Spec(attrs["x_shape"], a.dtype), b
+        else:
+            x, w = a, _Spec(attrs["w_shape"], a.dtype)
+        return cpu_conv.takes(x, w, SimpleNamespace(**attrs))
+    return takes
+
+
+def _conv_scratch(which):
+    def scratch(attrs, ins, out):
+        from . import cpu_conv
+        return cpu_conv.scratch(which, attrs, ins, out)
+    return scratch
+
+
+for _fn, _which in ((conv, "conv"), (conv_input_grad, "input"), (conv_weight_grad, "weight")):
+    _fn.takes = _conv_takes(_which)        # type: ignore[attr-defined]  # read by getattr in will_run
+    _fn.scratch = _conv_scratch(_which)    # type: ignore[attr-defined]  # the planner's scratch bytes
 
 
 # ---- Winograd's input transform (layers._winograd_input), not a primitive: called from there ---------

@@ -44,11 +44,18 @@ def build(node):
                       m.outputs[0].shape))
     ext_ids = tuple(v.id for v in node.inputs)
     out_id = node.outputs[0].id
+    head = _conv_relu(node)
 
     def run(*ext):
         env = dict(zip(ext_ids, ext))
         buf = None
-        for in_ids, oid, fn, uf, dt_rule, shape in steps:
+        todo = steps
+        if head is not None:   # Conv+Relu in one kernel where the CPU's small-conv loops take it
+            res = head(*[env[i] for i in steps[0][0]])
+            if res is not None:
+                env[steps[0][1]] = env[steps[1][1]] = res
+                buf, todo = res, steps[2:]
+        for in_ids, oid, fn, uf, dt_rule, shape in todo:
             ins = [env[i] for i in in_ids]
             if INPLACE and uf is not None and buf is not None and any(a is buf for a in ins) and buf.shape == shape \
                     and all(a.dtype == buf.dtype and (a.shape != shape or a.flags.c_contiguous) for a in ins):
@@ -60,6 +67,18 @@ def build(node):
             env[oid] = res
         return env[out_id]
     return run
+
+
+def _conv_relu(node):
+    """For a chain that starts Conv, Relu: a callable over the Conv's inputs giving Relu's output (or
+    None where backends.cpu_kernels.conv_relu does not take them), else None."""
+    if len(node.fused) < 2 or node.fused[0].name != "Conv" or node.fused[1].name != "Relu":
+        return None
+    from ..backends import cpu_kernels
+    conv = node.fused[0]
+    inst = conv.prim.__new__(conv.prim)
+    inst.__dict__.update(conv.attrs)
+    return lambda *arrays: cpu_kernels.conv_relu(inst, *arrays)
 
 
 # --- numba (optional extra `ember[jit]`; opt-in with EMBER_JIT_KERNELS=numba) -------------------------------

@@ -366,8 +366,9 @@ class Tracker(DispatchMode):
         for a in out_arrays:
             self.track(a)
         ws = WORKSPACE.get(prim)
-        if ws is not None and cpu_kernels.will_run(prim, in_arrays):
-            ws = None   # a compiled kernel (backends/cpu_kernels.py): one loop into the output, no scratch
+        if ws is not None and cpu_kernels.will_run(prim, in_arrays, attrs):
+            # a compiled kernel (backends/cpu_kernels.py): its own scratch, or none (one loop into the output)
+            ws = getattr(prim.cpu_kernel, "scratch", None)
         if ws is not None:
             extra = ws(attrs, in_arrays, first)
             if self.live + extra > self.peak:

@@ -33,15 +33,42 @@ def test_views_add_no_bytes_and_copies_do():
 
 
 def test_conv_scratch_is_im2col_columns():
+    """Where the CPU kernels are off (or numba is missing), the NumPy conv's scratch: its im2col matrix."""
+    from ember.backends import cpu_kernels
     x, w = _meta(2, 3, 8, 8), _meta(4, 3, 3, 3)
-    with Tracker() as t:
-        t.track(x._data)
-        t.track(w._data)
-        y = F.conv2d(x, w)                           # (2, 4, 6, 6), no padding, no bias
-        cols = 2 * 6 * 6 * 3 * 3 * 3 * 4             # (N * L, C * k * k) float32
-        assert t.live == x._data.nbytes + w._data.nbytes + y._data.nbytes
-        assert t.peak == t.live + cols
-        assert sum(t.macs.values()) == 2 * 4 * 6 * 6 * 3 * 3 * 3
+    cpu_kernels.disable()
+    try:
+        with Tracker() as t:
+            t.track(x._data)
+            t.track(w._data)
+            y = F.conv2d(x, w)                           # (2, 4, 6, 6), no padding, no bias
+            cols = 2 * 6 * 6 * 3 * 3 * 3 * 4             # (N * L, C * k * k) float32
+            assert t.live == x._data.nbytes + w._data.nbytes + y._data.nbytes
+            assert t.peak == t.live + cols
+            assert sum(t.macs.values()) == 2 * 4 * 6 * 6 * 3 * 3 * 3
+    finally:
+        cpu_kernels.enable()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_small_conv_scratch_is_the_padded_copy_and_a_tile_per_thread(threads):
+    """The small-convolution loops (backends/cpu_conv.py) copy x padded and channels-last, and each
+    thread lays out one tile of columns at a time (here all its images: 16 or 8 output rows of 8)."""
+    pytest.importorskip("numba")
+    x, w = _meta(2, 3, 8, 8), _meta(4, 3, 3, 3)
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        with Tracker() as t:
+            t.track(x._data)
+            t.track(w._data)
+            y = F.conv2d(x, w, padding=1)                # (2, 4, 8, 8)
+            padded = 2 * 10 * 10 * 3 * 4
+            tile = (16 if threads == 1 else 8) * 8 * 27 * 4      # lines of a part (all fit a tile) * OW * K
+            assert t.live == x._data.nbytes + w._data.nbytes + y._data.nbytes
+            assert t.peak == t.live + padded + threads * tile
+    finally:
+        ember.set_num_threads(before)
 
 
 def test_arrays_made_outside_primitives_count_from_birth():
