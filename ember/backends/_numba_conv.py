@@ -69,6 +69,25 @@ def im2col(xp, kh, kw, OH, OW, cols, l0, l1):
 
 
 @njit(**_OPTS)
+def col2im(dcols, kh, kw, OH, OW, gxp):
+    """The adjoint of `im2col` over all lines: each row of dcols (N * OH * OW, kh * kw * C) added onto
+    its window of gxp (N, Hp, Wp, C), zeroed by the caller; per kernel row one contiguous run."""
+    N, Hp, Wp, C = gxp.shape
+    src = dcols.reshape(-1)
+    dst = gxp.reshape(-1)
+    run = uint64(kw * C)
+    r = uint64(0)
+    for n in range(N):
+        for h in range(OH):
+            for w in range(OW):
+                for i in range(kh):
+                    d = uint64(((n * Hp + h + i) * Wp + w) * C)
+                    for j in range(run):
+                        dst[d + j] += src[r + j]
+                    r += run
+
+
+@njit(**_OPTS)
 def bias_act(y, b, relu):
     """In place on rows y (M, O): y + b, then max(., 0) with `relu` (b of size 0: no bias). NaN stays NaN
     under relu, as torch's."""

@@ -1,37 +1,30 @@
 """Small convolutions on the CPU: stride 1, dilation 1, one group, float32, outside Winograd's range
 (few channels: W4's 1 -> 16 and 16 -> 32 layers, a VGG's 3 -> 64 first layer, LeNet's 5x5s).
 
-`layers.Conv` lays the whole im2col matrix out and makes one GEMM of it. For few channels that copy is
-as long as the GEMM (W4's second layer: 7.2 MB), it runs from and to memory rather than cache, and
-only the GEMM uses a second core (OpenBLAS's threads): on two cores the layer ran 1.1x faster than on
-one, where torch's direct convolutions run 1.65x faster. Here the output rows are cut into tiles of
-about `TILE_BYTES` of columns; each tile's im2col stays in the core's L2 cache for its GEMM right
-after, and the tiles are shared out to the threads (the BLAS thread count, `ember.set_num_threads`),
-each running single-threaded BLAS on its own tiles. A 3x3 kernel over one input channel needs no
-im2col at all: one numba loop (`_numba_conv.direct3x3`).
+The NumPy forwards of `layers` spend as long outside the GEMM as in it at these shapes: NumPy's strided
+im2col copy (0.2 ms for W4's second layer), the bias and the ReLU as passes of their own, the input
+gradient as nine GEMMs and strided adds, and for one input channel a GEMM of K = 9 that runs at a
+third of BLAS's speed. Here:
+- `conv`: a padded channels-last copy and im2col in numba loops (`_numba_conv`, 0.09 ms), one GEMM,
+  then the bias and, for a compiled graph's fused `Conv+Relu`, ReLU in one pass over the result.
+  One input channel at 3x3: no im2col, one loop over the output (`direct3x3`).
+- `conv_input_grad`: one GEMM gives every output position's window gradient, col2im adds them back.
+- `conv_weight_grad`: im2col, then cols^T g (g^T cols from 64 output channels, as layers'); one loop
+  for one input channel at 3x3.
+W4's layers (bench/RESULTS.md, session 16): forward 0.84 -> 0.33 and 1.02 -> 0.71 ms, weight gradient
+0.46 -> 0.34 and 0.82 -> 0.75, input gradient 1.08 -> 0.64 (two threads). The results equal the NumPy
+forwards' up to float32 rounding (the order of the sums). Anything else returns None and the caller
+runs the primitive's forward.
 
-The three primitives: `conv` (Conv, with the bias and, from the fused `Conv+Relu` of a compiled graph,
-ReLU applied to each tile while it is in cache), `conv_input_grad` (ConvInputGrad: at stride 1 the
-input gradient is the full correlation of g with the flipped, transposed kernel, a conv of this same
-kind) and `conv_weight_grad` (ConvWeightGrad: a sum over tiles of cols^T g, one partial sum per
-thread). The results are those of the NumPy forwards up to float32 rounding (the order of the sums).
-Anything else returns None and the caller runs the primitive's forward.
-
-Threads: Python threads (`_Team`) running nogil numba loops and NumPy's matmul, which release the GIL.
-OpenBLAS's own pool is set to one thread while the team works (its threaded GEMMs would serialise on
-its level-3 lock when two threads call it at once) and restored after. A forked child starts a team
-of its own (the parent's threads do not exist there).
+Only BLAS uses a second core. Splitting the loops over Python threads was tried (tiles of im2col + a
+single-threaded GEMM per thread): alone it ran W4's second layer in 0.70 ms, but after any threaded
+BLAS call OpenBLAS's idle threads spin on the second core for a while, and the split then took 1.27 ms
+(docs/design-cpu-threads.md).
 """
 from __future__ import annotations
 
-import ctypes
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
-TILE_BYTES = 256 * 1024   # columns per tile: well inside a core's L2 (1 MB on Zen 4/5, 2 MB on Sapphire Rapids)
 MAX_CHANNELS = 64         # input channels (the columns' width is 9x that at 3x3)
 _K = None
 
@@ -65,87 +58,10 @@ def _host(*arrays) -> bool:
     return all(a.__class__ is np.ndarray and a.dtype == np.float32 for a in arrays)
 
 
-# ---- the team of threads -------------------------------------------------------------------------------
-
-class _Blas:
-    """NumPy's OpenBLAS thread count (get/set through its exported functions), or nothing to set."""
-    get = set = None
-
-    @classmethod
-    def load(cls):
-        from threadpoolctl import threadpool_info
-        for pool in threadpool_info():
-            if pool["user_api"] == "blas" and pool["internal_api"] == "openblas":
-                lib = ctypes.CDLL(pool["filepath"])
-                prefix = pool.get("prefix", "openblas")
-                for suffix in ("64_", ""):
-                    get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                    set_ = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                    if get is not None and set_ is not None:
-                        get.restype, set_.argtypes = ctypes.c_int, [ctypes.c_int]
-                        cls.get, cls.set = get, set_
-                        return
-
-
-class _Team:
-    """threads - 1 worker threads; `run(fn, n)` calls fn(part, lo, hi) on `threads` parts of range(n)
-    at once, part 0 in the calling thread."""
-    pool: ThreadPoolExecutor | None = None
-    size = 0
-    pid = 0
-    lock = threading.Lock()
-    loaded = False
-
-    @classmethod
-    def threads(cls) -> int:
-        if not cls.loaded:
-            with cls.lock:
-                if not cls.loaded:
-                    _Blas.load()
-                    cls.loaded = True
-        return _Blas.get() if _Blas.get is not None else 1
-
-    @classmethod
-    def run(cls, fn, n):
-        T = min(cls.threads(), n)
-        if T < 2:
-            fn(0, 0, n)
-            return
-        pool = cls.pool
-        if pool is None or cls.size < T - 1 or cls.pid != os.getpid():
-            with cls.lock:
-                cls.pool = pool = ThreadPoolExecutor(T - 1, thread_name_prefix="ember-conv")
-                cls.size, cls.pid = T - 1, os.getpid()
-        threads = _Blas.get()
-        _Blas.set(1)
-        try:
-            bounds = [n * i // T for i in range(T + 1)]
-            futures = [pool.submit(fn, i, bounds[i], bounds[i + 1]) for i in range(1, T)]
-            fn(0, bounds[0], bounds[1])
-            for f in futures:
-                f.result()
-        finally:
-            _Blas.set(threads)
-
-
-_scratch = threading.local()
-
-
-def _tile(name, shape):
-    """A float32 array private to this thread, one per name and shape (a tile's columns: a network's
-    layers alternate, and a fresh 256 KB array is a fresh mmap, page faults included)."""
-    d = _scratch.__dict__
-    a = d.get((name, shape))
-    if a is None:
-        a = d[(name, shape)] = np.empty(shape, np.float32)
-    return a
-
-
 # ---- the kernels ---------------------------------------------------------------------------------------
 
-def _padded(x, pads):
-    """x (N, C, H, W) as a zero-bordered channels-last copy (N, H + pt + pb, W + pl + pr, C); the copy
-    of each image happens in the team's parts (`_fill`)."""
+def _padded(K, x, pads):
+    """x (N, C, H, W) as a zero-bordered channels-last copy (N, H + pt + pb, W + pl + pr, C)."""
     (pt, pb), (pl, pr) = pads
     N, C, H, W = x.shape
     xp = np.empty((N, H + pt + pb, W + pl + pr, C), np.float32)
@@ -154,16 +70,17 @@ def _padded(x, pads):
         xp[:, H + pt:] = 0
         xp[:, :, :pl] = 0
         xp[:, :, W + pl:] = 0
+    xl = x.transpose(0, 2, 3, 1)
+    (K.pad_rows if xl.flags.c_contiguous else K.pad)(xl, xp, pt, pl, 0, N)
     return xp
 
 
-def _fill(K, x, xp, pads, n0, n1):
-    xl = x.transpose(0, 2, 3, 1)
-    (K.pad_rows if xl.flags.c_contiguous else K.pad)(xl, xp, pads[0][0], pads[1][0], n0, n1)
-
-
-def _lines_per_tile(OW, K):
-    return max(1, TILE_BYTES // (OW * K * 4))
+def _cols(K, xp, kh, kw, OH, OW):
+    """The im2col matrix (N * OH * OW, kh * kw * C) of the padded xp, one numba pass."""
+    N, C = xp.shape[0], xp.shape[3]
+    cols = np.empty((N * OH * OW, kh * kw * C), np.float32)
+    K.im2col(xp, kh, kw, OH, OW, cols, 0, N * OH)
+    return cols
 
 
 def _forward(x, wmat, b, relu, pads, kh, kw):
@@ -172,27 +89,16 @@ def _forward(x, wmat, b, relu, pads, kh, kw):
     N, C, H, W = x.shape
     (pt, pb), (pl, pr) = pads
     OH, OW = H + pt + pb - kh + 1, W + pl + pr - kw + 1
-    O = wmat.shape[1]
-    xp = _padded(x, pads)
-    y = np.empty((N * OH * OW, O), np.float32)
+    xp = _padded(K, x, pads)
     bias = b if b is not None else np.empty(0, np.float32)
-    step = _lines_per_tile(OW, kh * kw * C)
-
-    def part(t, n0, n1):
-        _fill(K, x, xp, pads, n0, n1)
-        for l0 in range(n0 * OH, n1 * OH, step):
-            l1 = min(l0 + step, n1 * OH)
-            out = y[l0 * OW:l1 * OW]
-            if C == 1 and kh == kw == 3:
-                K.direct3x3(xp, wmat, OH, OW, bias, relu, out, l0, l1)
-                continue
-            cols = _tile("cols", (step * OW, kh * kw * C))[:out.shape[0]]
-            K.im2col(xp, kh, kw, OH, OW, cols, l0, l1)
-            np.matmul(cols, wmat, out=out)
-            if bias.size or relu:
-                K.bias_act(out, bias, relu)
-    _Team.run(part, N)
-    return y.reshape(N, OH, OW, O)
+    if C == 1 and kh == kw == 3:
+        y = np.empty((N * OH * OW, wmat.shape[1]), np.float32)
+        K.direct3x3(xp, wmat, OH, OW, bias, relu, y, 0, N * OH)
+    else:
+        y = _cols(K, xp, kh, kw, OH, OW) @ wmat
+        if bias.size or relu:
+            K.bias_act(y, bias, relu)
+    return y.reshape(N, OH, OW, -1)
 
 
 def _pads(node):
@@ -209,69 +115,59 @@ def conv(node, x, w, b=None, relu=False):
 
 
 def conv_input_grad(node, g, w):
-    """ConvInputGrad at stride 1: the conv of g with w flipped and transposed, padding k - 1 - p."""
+    """ConvInputGrad: the rows of g times w give each output position's window gradient (one GEMM,
+    (N * OH * OW, O) x (O, kh * kw * C)), which col2im adds back onto a zeroed padded input; the
+    padding is cropped off (a view, as layers')."""
     from ..ops.layers import _Spec
     if not (_host(g, w) and w.shape[1] >= 8 and takes(_Spec(node.x_shape, g.dtype), w, node)):
-        return None   # fewer input channels: GEMMs (rows, k * k * O) x (., C) of a few columns, slower than layers
+        return None   # fewer input channels: layers' per-offset GEMMs are faster
+    K = _k()
     O, C, kh, kw = w.shape
+    N, _, H, W = node.x_shape
     (pt, pb), (pl, pr) = _pads(node)
-    flipped = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1)).reshape(kh * kw * O, C)
-    dpads = ((kh - 1 - pt, kh - 1 - pb), (kw - 1 - pl, kw - 1 - pr))
-    return _forward(g, flipped, None, False, dpads, kh, kw).transpose(0, 3, 1, 2)
+    OH, OW = g.shape[2], g.shape[3]
+    g2 = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(-1, O)   # rows (N * OH * OW, O)
+    wrows = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * C)
+    gxp = np.zeros((N, H + pt + pb, W + pl + pr, C), np.float32)
+    K.col2im(g2 @ wrows, kh, kw, OH, OW, gxp)
+    return gxp[:, pt:pt + H, pl:pl + W].transpose(0, 3, 1, 2)
 
 
 def conv_weight_grad(node, x, g):
-    """ConvWeightGrad: sum over tiles of cols^T g, one partial sum per thread, or None."""
+    """ConvWeightGrad: cols^T g (or g^T cols from 64 output channels, as layers'), or None."""
     from ..ops.layers import _Spec
     if not (_host(x, g) and takes(x, _Spec(node.w_shape, x.dtype), node)):
         return None
     K = _k()
     O, C, kh, kw = node.w_shape
-    pads = _pads(node)
     N, OH, OW = g.shape[0], g.shape[2], g.shape[3]
     g2 = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(-1, O)   # rows (N * OH * OW, O)
-    xp = _padded(x, pads)
-    Kc = kh * kw * C
-    parts = np.zeros((max(1, min(_Team.threads(), N)), Kc, O), np.float32)
-    step = _lines_per_tile(OW, Kc)
-
-    def part(t, n0, n1):
-        _fill(K, x, xp, pads, n0, n1)
-        acc = parts[t]
-        if C == 1 and kh == kw == 3:
-            K.direct3x3_weight_grad(xp, g2[n0 * OH * OW:n1 * OH * OW], OH, OW, acc, n0 * OH, n1 * OH)
-            return
-        prod = _tile("prod", (Kc, O))
-        for l0 in range(n0 * OH, n1 * OH, step):
-            l1 = min(l0 + step, n1 * OH)
-            cols = _tile("cols", (step * OW, Kc))[:(l1 - l0) * OW]
-            K.im2col(xp, kh, kw, OH, OW, cols, l0, l1)
-            np.matmul(cols.T, g2[l0 * OW:l1 * OW], out=prod)
-            acc += prod
-    _Team.run(part, N)
-    gw = parts.sum(axis=0) if len(parts) > 1 else parts[0]               # (kh * kw * C, O)
+    xp = _padded(K, x, _pads(node))
+    if C == 1 and kh == kw == 3:
+        gw = np.zeros((9, O), np.float32)
+        K.direct3x3_weight_grad(xp, g2, OH, OW, gw, 0, N * OH)
+    elif O < 64:
+        gw = _cols(K, xp, kh, kw, OH, OW).T @ g2                            # (kh * kw * C, O)
+    else:
+        gwt = g2.T @ _cols(K, xp, kh, kw, OH, OW)                           # (O, kh * kw * C)
+        return np.ascontiguousarray(gwt.reshape(O, kh, kw, C).transpose(0, 3, 1, 2))
     return np.ascontiguousarray(gw.reshape(kh, kw, C, O).transpose(3, 2, 0, 1))
 
 
 def scratch(which, attrs, ins, out) -> int:
     """Bytes beyond inputs and output at the busiest moment (the planner's count): the padded
-    channels-last copy of the convolved input, each thread's tile of columns, and for the weight
-    gradient g's rows (when g is not channels-last: counted always) and the per-thread partial sums."""
+    channels-last copy of the convolved input and its im2col matrix (none for one channel at 3x3); for
+    the input gradient the window gradients and the padded gx (the output is a view of it). A g that is
+    not channels-last is copied once more (not counted: inside a network g comes channels-last)."""
     a, b = ins[0], ins[1]
     (pt, pb), (pl, pr) = attrs.get("padding") or ((0, 0), (0, 0))
-    if which == "input":    # the conv of g (N, O, OH, OW) with the flipped kernel, padding k - 1 - p
+    if which == "input":    # a is g (N, O, OH, OW)
+        N, C, H, W = attrs["x_shape"]
         kh, kw = b.shape[2], b.shape[3]
-        pt, pb, pl, pr = kh - 1 - pt, kh - 1 - pb, kw - 1 - pl, kw - 1 - pr
-    else:
-        kh, kw = (b.shape if which == "conv" else attrs["w_shape"])[2:]
+        dcols = a.shape[0] * a.shape[2] * a.shape[3] * kh * kw * C * 4
+        return dcols + N * (H + pt + pb) * (W + pl + pr) * C * 4 - out.nbytes
+    kh, kw = (b.shape if which == "conv" else attrs["w_shape"])[2:]
     N, C, H, W = a.shape
     Hp, Wp = H + pt + pb, W + pl + pr
-    OH, OW = Hp - kh + 1, Wp - kw + 1
-    threads = max(1, min(_Team.threads(), N))
-    K = kh * kw * C
-    lines = -(-N // threads) * OH                       # the lines of the largest part
-    tile = 0 if (C == 1 and kh == kw == 3) else min(_lines_per_tile(OW, K), lines) * OW * K * 4
-    extra = threads * tile
-    if which == "weight":
-        extra += b.nbytes + threads * out.nbytes + (threads > 1) * out.nbytes
-    return N * Hp * Wp * C * 4 + extra
+    cols = 0 if (C == 1 and kh == kw == 3) else N * (Hp - kh + 1) * (Wp - kw + 1) * kh * kw * C * 4
+    return N * Hp * Wp * C * 4 + cols

@@ -1,8 +1,5 @@
-"""ember/backends/cpu_conv.py: the small-convolution loops (stride 1, few channels) against torch, at one
-and two threads, that they are the code that runs, the BLAS thread count they restore, and a forked
-child that convolves after its parent's threads did."""
-import multiprocessing as mp
-
+"""ember/backends/cpu_conv.py: the small-convolution kernels (stride 1, few channels) against torch and
+against layers' NumPy forwards, at one and two BLAS threads, and that they are the code that runs."""
 import numpy as np
 import pytest
 
@@ -123,53 +120,6 @@ def test_kernels_off_means_layers(monkeypatch):
         cpu_kernels.enable()
 
 
-def test_blas_threads_restored_even_when_a_part_fails(monkeypatch):
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    try:
-        conv = layers.Conv.__new__(layers.Conv)
-        conv.__dict__.update(stride=(1, 1), dilation=(1, 1), groups=1, padding=None)
-        x, w = np.ones((4, 8, 5, 5), np.float32), np.ones((3, 8, 3, 3), np.float32)
-        assert cpu_conv.conv(conv, x, w) is not None
-        assert ember.get_num_threads() == 2
-
-        def boom(*a):
-            raise RuntimeError("a part failed")
-        monkeypatch.setattr(cpu_conv._k(), "im2col", boom)
-        with pytest.raises(RuntimeError, match="a part failed"):
-            cpu_conv.conv(conv, x, w)
-        assert ember.get_num_threads() == 2
-    finally:
-        ember.set_num_threads(before)
-
-
-def _child(q):
-    x, w = ember.randn(4, 8, 6, 6), ember.randn(3, 8, 3, 3)
-    q.put(float(ember.nn.functional.conv2d(x, w, padding=1).abs().sum()) > 0)
-
-
-@pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="no fork on this platform")
-def test_a_forked_child_convolves_after_the_parent_did():
-    """The parent's worker threads do not exist in a forked child (a DataLoader worker): the child must
-    start its own, not wait on the parent's forever."""
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    try:
-        ember.nn.functional.conv2d(ember.randn(4, 8, 6, 6), ember.randn(3, 8, 3, 3), padding=1)   # the team exists
-        ctx = mp.get_context("fork")
-        q = ctx.Queue()
-        p = ctx.Process(target=_child, args=(q,))
-        p.start()
-        p.join(60)
-        alive = p.is_alive()
-        if alive:
-            p.kill()
-        assert not alive, "the forked child hung in its convolution"
-        assert q.get(timeout=5) is True
-    finally:
-        ember.set_num_threads(before)
-
-
 def test_compiled_conv_relu_runs_as_one_kernel_and_matches_eager(monkeypatch):
     """The fused Conv+Relu of a compiled step calls the loops with relu=True; values, NaN included, as
     eager mode's."""
@@ -187,3 +137,4 @@ def test_compiled_conv_relu_runs_as_one_kernel_and_matches_eager(monkeypatch):
     assert True in seen
     np.testing.assert_array_equal(np.isnan(out), np.isnan(eager))
     np.testing.assert_allclose(out, eager, rtol=1e-5, atol=1e-5)
+
