@@ -98,7 +98,7 @@ def _forward(x, wmat, b, relu, pads, kh, kw):
         y = _cols(K, xp, kh, kw, OH, OW) @ wmat
         if bias.size or relu:
             K.bias_act(y, bias, relu)
-    return y.reshape(N, OH, OW, -1)
+    return y.reshape(N, OH, OW, wmat.shape[1])
 
 
 def _pads(node):

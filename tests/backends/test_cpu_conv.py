@@ -20,6 +20,8 @@ CASES = [
     ((1, 8, 6, 6), (3, 8, 2, 3), (1, 2)),  # even, non-square kernel, one image
     ((4, 12, 5, 5), (7, 12, 3, 3), 2),    # padding k - 1: the input gradient's padding is 0
     ((2, 8, 6, 7), (3, 8, 2, 4), "same"),  # even kernel, 'same': padding (0, 1) and (1, 2), uneven
+    ((0, 8, 5, 5), (3, 8, 3, 3), 1),      # an empty batch
+    ((0, 1, 5, 5), (3, 1, 3, 3), 1),
 ]
 
 
@@ -29,6 +31,12 @@ def _pads(pad, ws):
         return tuple(((k - 1) // 2, k - 1 - (k - 1) // 2) for k in ws[2:])
     p = (pad, pad) if isinstance(pad, int) else pad
     return ((p[0], p[0]), (p[1], p[1]))
+
+
+def _close(got, want):
+    """Equal up to float32 rounding of sums in another order; shapes and empty results too."""
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * (np.abs(want).max() if want.size else 1.0))
 
 
 @pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
@@ -66,14 +74,14 @@ def test_the_loops_run_and_agree_with_layers(xs, ws, pad, threads, monkeypatch):
         y = cpu_conv.conv(conv, xx, w, b)
         assert y is not None and calls
         ref = conv.forward(xx, w, b)
-        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+        _close(y, ref)
         relu = cpu_conv.conv(conv, xx, w, b, relu=True)
         np.testing.assert_array_equal(relu, np.maximum(y, 0))
     g = rng.standard_normal(ref.shape, dtype=np.float32)
     wg = layers.ConvWeightGrad.__new__(layers.ConvWeightGrad)
     wg.__dict__.update(attrs, w_shape=ws)
     gw, gw_ref = cpu_conv.conv_weight_grad(wg, x, g), wg.forward(x, g)
-    np.testing.assert_allclose(gw, gw_ref, rtol=1e-5, atol=1e-5 * np.abs(gw_ref).max())
+    _close(gw, gw_ref)
     ig = layers.ConvInputGrad.__new__(layers.ConvInputGrad)
     ig.__dict__.update(attrs, x_shape=xs)
     gx = cpu_conv.conv_input_grad(ig, g, w)
@@ -81,7 +89,7 @@ def test_the_loops_run_and_agree_with_layers(xs, ws, pad, threads, monkeypatch):
         assert gx is None   # a few input channels: layers' per-offset GEMMs are faster
     else:
         gx_ref = ig.forward(g, w)
-        np.testing.assert_allclose(gx, gx_ref, rtol=1e-5, atol=1e-5 * np.abs(gx_ref).max())
+        _close(gx, gx_ref)
 
 
 def test_what_the_loops_leave_to_layers():
