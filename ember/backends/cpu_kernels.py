@@ -658,9 +658,12 @@ def _conv_scratch(which):
     return scratch
 
 
-for _fn, _which in ((conv, "conv"), (conv_input_grad, "input"), (conv_weight_grad, "weight")):
-    _fn.takes = _conv_takes(_which)        # type: ignore[attr-defined]  # read by getattr in will_run
-    _fn.scratch = _conv_scratch(_which)    # type: ignore[attr-defined]  # the planner's scratch bytes
+# read by getattr in will_run and in the planner's tracker
+conv.takes, conv.scratch = _conv_takes("conv"), _conv_scratch("conv")   # type: ignore[attr-defined]
+conv_input_grad.takes = _conv_takes("input")                           # type: ignore[attr-defined]
+conv_input_grad.scratch = _conv_scratch("input")                       # type: ignore[attr-defined]
+conv_weight_grad.takes = _conv_takes("weight")                         # type: ignore[attr-defined]
+conv_weight_grad.scratch = _conv_scratch("weight")                     # type: ignore[attr-defined]
 
 
 # ---- Winograd's input transform (layers._winograd_input), not a primitive: called from there ---------

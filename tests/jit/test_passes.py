@@ -9,6 +9,7 @@ import pytest
 
 import ember
 import ember.nn as nn
+import ember.nn.functional as F
 from ember.jit import passes as P
 from tests.jit.models import make
 
@@ -379,6 +380,53 @@ def test_debug_2_prints_the_graph_after_each_pass(monkeypatch, capsys):
     f(ember.ones(2))
     err = capsys.readouterr().err
     assert "graph after dce" in err and "graph after fuse" in err and "Fused" in err
+
+
+@pytest.mark.parametrize("pool", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1)],
+                         ids=["2x2", "3x3-overlapping"])
+def test_pool_relu_masks_the_pooled_gradient_with_the_same_result(pool):
+    """ReLU's mask after MaxPoolGrad becomes a mask on the pooled gradient before it: gradients equal
+    the unrewritten graph's bit for bit (ties, zeros, a NaN and overlapping windows included), and the
+    graph has no full-size Compare left."""
+    ember.manual_seed(0)
+    conv = nn.Conv2d(2, 8, 3, padding=1)
+    x = ember.randn(3, 2, 8, 8)
+    x[0, 0, :3, :3] = 0.0                       # windows whose maximum is 0: ReLU's mask takes them
+    x[1, 1, 4, 4] = float("nan")
+
+    def step(x):
+        y = F.max_pool2d(ember.relu(conv(x)), **pool)
+        (y * y.detach().nan_to_num() + y).sum().backward()
+        g = conv.weight.grad.clone(), conv.bias.grad.clone()
+        conv.weight.grad = conv.bias.grad = None
+        return g
+
+    def run(passes):
+        f = ember.compile(step, passes=passes)
+        f(x)
+        return [t.numpy() for t in f(x)], f.graph
+    got, graph = run(P.DEFAULT)
+    want, _ = run([p for p in P.DEFAULT if p != "pool_relu"])
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    grads = [n for n in graph.nodes if n.name == "MaxPoolGrad"]
+    assert len(grads) == 1 and grads[0].inputs[2].node.name in ("Where", "Fused")
+    assert grads[0].inputs[2].shape == grads[0].inputs[1].shape          # the pooled shape
+
+
+def test_pool_relu_leaves_other_masks_alone():
+    """Only `Where(relu_out <= 0, 0, MaxPoolGrad(relu_out, ...))` is rewritten: a clamp's gradient mask
+    (Compare 'ge' on the clamp's input) after a MaxPoolGrad stays where it was."""
+    def step(x):
+        y = F.max_pool2d(x.clamp(min=0.5), 2)
+        y.sum().backward()
+        return x.grad
+
+    x = ember.randn(2, 3, 4, 4, requires_grad=True)
+    f = ember.compile(lambda: step(x), passes=["pool_relu"])
+    f()
+    names = [n.name for n in f.graph.nodes]
+    assert names.index("MaxPoolGrad") < names.index("Where")
 
 
 # --- golden graphs ----------------------------------------------------------------------------------
