@@ -461,6 +461,13 @@ def test_where_kernel_path_is_taken(monkeypatch):
     ember.where(x.detach()[:2] > 0, x.detach()[:2], 0.0)   # small: NumPy's where
     ember.where(x.detach() > 0, x.detach().half(), 0.0)    # float16: NumPy's where
     assert len(seen) == 3
+    # a channels-last mask beside a C-order gradient (pool_relu's mask on the pooled gradient): the
+    # loop, on a copy of the mask in the gradient's order, not NumPy's where over mixed orders
+    p = ember.randn(8, 8, 8, 16).permute(0, 3, 1, 2)
+    g = ember.randn(8, 16, 8, 8)
+    got = ember.where(p <= 0, 0.0, g)
+    assert len(seen) == 4
+    np.testing.assert_array_equal(got.numpy(), np.where(p.numpy() <= 0, 0.0, g.numpy()))
 
 
 def test_where_keeps_a_channels_last_layout_and_takes_mixed_layouts(kernels):
