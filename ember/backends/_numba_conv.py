@@ -105,6 +105,17 @@ def bias_act(y, b, relu):
             flat[base + uint64(o)] = v
 
 
+@njit(inline="always", **_OPTS)
+def _taps3x3(src, s0, uW):
+    """The nine values of the 3x3 window whose top-left is flat offset s0 of a one-channel padded
+    image of row length uW (the loops below keep them in registers)."""
+    one, two = uint64(1), uint64(2)
+    s1 = s0 + uW
+    s2 = s1 + uW
+    return (src[s0], src[s0 + one], src[s0 + two], src[s1], src[s1 + one], src[s1 + two],
+            src[s2], src[s2 + one], src[s2 + two])
+
+
 @njit(**_OPTS)
 def direct3x3(xp, wk, OH, OW, b, relu, y, l0, l1):
     """One input channel, a 3x3 kernel: row r of y = b + the nine taps x_t times wk[t] (wk (9, O)), then
@@ -118,17 +129,11 @@ def direct3x3(xp, wk, OH, OW, b, relu, y, l0, l1):
     w0, w1, w2, w3, w4, w5, w6, w7, w8 = wk[0], wk[1], wk[2], wk[3], wk[4], wk[5], wk[6], wk[7], wk[8]
     has_b = b.size > 0
     uO, uW = uint64(O), uint64(Wp)
-    one, two = uint64(1), uint64(2)
     r = uint64(0)
     for line in range(l0, l1):
         n, h = line // OH, line % OH
         for w in range(OW):
-            s0 = uint64((n * Hp + h) * Wp + w)
-            s1 = s0 + uW
-            s2 = s1 + uW
-            x0, x1, x2 = src[s0], src[s0 + one], src[s0 + two]
-            x3, x4, x5 = src[s1], src[s1 + one], src[s1 + two]
-            x6, x7, x8 = src[s2], src[s2 + one], src[s2 + two]
+            x0, x1, x2, x3, x4, x5, x6, x7, x8 = _taps3x3(src, uint64((n * Hp + h) * Wp + w), uW)
             d = r * uO
             for o in range(O):
                 v = (x0 * w0[o] + x1 * w1[o] + x2 * w2[o] + x3 * w3[o] + x4 * w4[o] + x5 * w5[o]
@@ -151,17 +156,11 @@ def direct3x3_weight_grad(xp, g, OH, OW, acc, l0, l1):
     gf = g.reshape(-1)
     a0, a1, a2, a3, a4, a5, a6, a7, a8 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8]
     uO, uW = uint64(O), uint64(Wp)
-    one, two = uint64(1), uint64(2)
     r = uint64(0)
     for line in range(l0, l1):
         n, h = line // OH, line % OH
         for w in range(OW):
-            s0 = uint64((n * Hp + h) * Wp + w)
-            s1 = s0 + uW
-            s2 = s1 + uW
-            x0, x1, x2 = src[s0], src[s0 + one], src[s0 + two]
-            x3, x4, x5 = src[s1], src[s1 + one], src[s1 + two]
-            x6, x7, x8 = src[s2], src[s2 + one], src[s2 + two]
+            x0, x1, x2, x3, x4, x5, x6, x7, x8 = _taps3x3(src, uint64((n * Hp + h) * Wp + w), uW)
             d = r * uO
             for o in range(O):
                 gv = gf[d + uint64(o)]
