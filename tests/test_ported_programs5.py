@@ -1166,3 +1166,74 @@ def test_min_gpt_trainer_steps_match_torch():
     np.testing.assert_allclose(ours.losses[1:], theirs.losses[1:], rtol=1e-5)
     assert ours.generated == theirs.generated
     close_params(ours, theirs, rtol=1e-4, atol=1e-6, noise=("c_attn.bias",), moved=3e-2)
+
+
+# -------------------------------------------- pytorch/examples distributed/minGPT-ddp (nn.MultiheadAttention, amp)
+
+def gpt_ddp(torch):
+    nn, F = torch.nn, torch.nn.functional
+    n_embd, block_size, vocab = 8, 6, 11
+
+    class MultiheadAttentionLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_proj = nn.Linear(n_embd, n_embd, device="cpu", dtype=torch.float32)
+            # a float 0/1 mask: added to the scores (not a causal mask), as torch reads it
+            self.register_buffer("mask", torch.tril(torch.ones(block_size, block_size))
+                                 .view(1, 1, block_size, block_size))
+            self.attn = torch.nn.MultiheadAttention(embed_dim=n_embd, num_heads=2, dropout=0.0, batch_first=True,
+                                                    device="cpu", dtype=torch.float32)
+
+        def forward(self, x):
+            _, seq_size, _ = x.size()
+            return self.c_proj(self.attn(x, x, x, attn_mask=self.mask[0, 0, :seq_size, :seq_size])[0])
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok_emb = nn.Embedding(vocab, n_embd)
+            self.pos_emb = nn.Parameter(torch.zeros(1, block_size, n_embd))
+            self.ln1, self.attn, self.ln2 = nn.LayerNorm(n_embd), MultiheadAttentionLayer(), nn.LayerNorm(n_embd)
+            self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+            self.head = nn.Linear(n_embd, vocab, bias=False)
+            for pn, p in self.named_parameters():
+                if pn.endswith('c_proj.weight'):
+                    p.data.normal_(mean=0.0, std=0.02)
+
+        def forward(self, idx, targets):
+            x = self.tok_emb(idx) + self.pos_emb[:, :idx.size(1), :]
+            x = x + self.attn(self.ln1(x))
+            x = x + self.mlp(self.ln2(x))
+            logits = self.head(x)
+            return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+    return GPT()
+
+
+@pytest.mark.parametrize("use_amp", [False, True], ids=["fp32", "amp_fp16"])
+def test_min_gpt_ddp_trainer_batches_match_torch(use_amp):
+    ours, theirs = both(gpt_ddp)
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 11, (3, 6)), rng.integers(0, 11, (3, 6))
+    for L, model in ((ember, ours), (torch, theirs)):
+        optimizer = L.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.95))
+        scaler = L.amp.GradScaler("cpu")
+        model.losses = []
+        for it in range(3):           # Trainer._run_batch, one process
+            with L.set_grad_enabled(True), L.amp.autocast(device_type="cpu", dtype=L.float16, enabled=use_amp):
+                _, loss = model(L.tensor(x), L.tensor(y))
+            optimizer.zero_grad(set_to_none=True)
+            if use_amp:
+                scaler.scale(loss).backward()
+                L.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                L.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+            model.losses += [loss.item(), scaler.get_scale() if use_amp else 0.0]
+    np.testing.assert_allclose(ours.losses, theirs.losses, rtol=1e-4 if use_amp else 1e-5)   # float16 GEMMs: an ulp is 1e-3
+    # (float16 gradients: Adam at lr 1e-2 turns their rounding into weight differences up to ~1e-3)
+    close_params(ours, theirs, rtol=1e-3 if use_amp else 1e-4, atol=1e-3 if use_amp else 1e-6,
+                 noise=("in_proj_bias",), moved=6e-2)
