@@ -159,7 +159,8 @@ _NO_SIZE = object()
 
 
 def _size(size, kw=_NO_SIZE, op=None):
-    """The shape from a factory's arguments: `(2, 3)`, `((2, 3),)`, or torch's `size=` keyword (`kw`) for `op`."""
+    """The shape from a factory's arguments: `(2, 3)`, `((2, 3),)`, or torch's `size=` keyword (`kw`) for `op`.
+    No size at all is a 0-d shape (torch raises; Ember's own code calls zeros(*shape) for 0-d shapes)."""
     if op is not None:
         if kw is not _NO_SIZE:
             if size:
@@ -167,8 +168,6 @@ def _size(size, kw=_NO_SIZE, op=None):
             if not isinstance(kw, (tuple, list)):
                 raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(kw).__name__}")
             size = (kw,)
-        elif not size:
-            raise TypeError(f"{op}() missing 1 required positional argument: 'size'")
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for s in size:
