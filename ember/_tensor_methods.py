@@ -302,11 +302,13 @@ Tensor.multinomial = lambda self, n, replacement=False, *, generator=None: \
 
 # ------------------------------------------------------------------ dtype, device, new tensors
 def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False) -> Tensor:
-    """Convert dtype and/or device: t.to(ember.float64), t.to('cuda'), t.to(other), t.to('cuda', ember.half)."""
+    """Convert dtype and/or device: t.to(ember.float64), t.to('cuda'), t.to(0) (an accelerator index, as
+    torch), t.to(other), t.to('cuda', ember.half)."""
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
-        elif isinstance(a, (_device_cls, str)) and not (isinstance(a, str) and a in _dtype._BY_NAME):
+        elif isinstance(a, (_device_cls, str)) and not (isinstance(a, str) and a in _dtype._BY_NAME) or \
+                isinstance(a, int) and not isinstance(a, bool):
             device = a
         elif a is not None:
             dtype = a

@@ -193,20 +193,23 @@ def _float_dtype(dtype, op):
     return dt
 
 
-def _size(size):
-    from .ops.creation import _size as s
-    return s(size)
+_UNSET = object()   # rand/randn's size= left out (torch's size=None is a TypeError)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform samples from [0, 1), made on `device`."""
-    t = _draw("uniform", _size(size), _float_dtype(dtype, "rand").np, device, generator)
+def _size(size, kw=_UNSET, op=None):
+    from .ops import creation
+    return creation._size(size, creation._NO_SIZE if kw is _UNSET else kw, op) if op else creation._size(size)
+
+
+def rand(*shape, size=_UNSET, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform samples from [0, 1), made on `device`: `rand(2, 3)`, `rand((2, 3))` or `rand(size=(2, 3))`."""
+    t = _draw("uniform", _size(shape, size, "rand"), _float_dtype(dtype, "rand").np, device, generator)
     return t.requires_grad_(True) if requires_grad else t
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn(*shape, size=_UNSET, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples (Box-Muller), made on `device`."""
-    t = _draw("normal", _size(size), _float_dtype(dtype, "randn").np, device, generator)
+    t = _draw("normal", _size(shape, size, "randn"), _float_dtype(dtype, "randn").np, device, generator)
     return t.requires_grad_(True) if requires_grad else t
 
 

@@ -64,6 +64,7 @@ def save(obj: Any, f: PathLike | BinaryIO, pickle_module=None, pickle_protocol: 
          _use_new_zipfile_serialization: bool = True) -> None:
     """Save tensors and plain values (nested dicts, lists, tuples, numbers, str, bool, None) to `f`.
 
+    NumPy arrays of a tensor dtype are stored as tensors and load back as NumPy arrays (torch pickles them).
     The file is a safetensors file; nothing is pickled (torch's `pickle_protocol` and zipfile flag are
     accepted and mean nothing here; a `pickle_module` is refused).
 
@@ -146,7 +147,8 @@ def _load_from(fh: BinaryIO, name: str, map_location) -> Any:
 
 
 # -- encoding: Python object <-> JSON structure + named tensors ------------------------------------
-# A tensor becomes {"t": name} (plus "dev" and "rg" when not on the CPU / when requiring grad), a dict
+# A tensor becomes {"t": name} (plus "dev" and "rg" when not on the CPU / when requiring grad), a NumPy
+# array {"t": name, "np": true}, a dict
 # {"d": [[key, value], ...]} (keys keep their type: optimizer state is keyed by int), an OrderedDict
 # {"o": [[key, value], ...], "md": its _metadata if any} (a state_dict, whose versions load_state_dict reads),
 # a list {"l": [...]},
@@ -184,8 +186,13 @@ class _Encoder:
                 return {"l": items} if isinstance(obj, list) else {"u": items}
             finally:
                 self.active.discard(id(obj))
+        if isinstance(obj, np.ndarray) and obj.dtype.name in _EMBER_TO_ST and obj.dtype.isnative:
+            node = self._tensor(Tensor._make(obj, CPU), path)   # kept alive in self.tensors until written
+            node["np"] = True                                   # load gives the NumPy array back
+            return node
         raise TypeError(f"ember.save: cannot save a {type(obj).__name__} (at {path or 'the top'}); checkpoints "
-                        "hold tensors, dicts, lists, tuples, numbers, strings, bools and None (no pickle)")
+                        "hold tensors, NumPy arrays of tensor dtypes, dicts, lists, tuples, numbers, strings, "
+                        "bools and None (no pickle)")
 
     def _key(self, key, path: str):
         if key is None or isinstance(key, (bool, int, str)):
@@ -261,8 +268,14 @@ class _Decoder:
 
     def _tensor(self, node: dict) -> Tensor:
         name, dev, rg = node.get("t"), node.get("dev", "cpu"), node.get("rg", False)
-        if set(node) - {"t", "dev", "rg"} or not isinstance(name, str) or not isinstance(rg, bool):
+        if set(node) - {"t", "dev", "rg", "np"} or not isinstance(name, str) or not isinstance(rg, bool) \
+                or node.get("np", True) is not True:
             raise self._corrupt(f"unexpected {_snippet(node)}")
+        if "np" in node:   # a NumPy array: the host array read from the file (map_location does not apply)
+            if name not in self.arrays:
+                raise CheckpointError(f"ember.load: {self.filename} refers to an array {name!r} that it does "
+                                      "not contain")
+            return self.arrays[name]
         try:
             dev = str(_device_cls(dev)) if isinstance(dev, str) else None
         except ValueError:

@@ -79,6 +79,15 @@ def test_cuda_paths_with_fake_cuda():
     assert out.returncode == 0 and out.stdout.strip() == "OK", out.stderr
 
 
+def test_tensor_to_an_int_is_an_accelerator_index_as_torch(fake_cuda):
+    # the DDP tutorial's single_gpu.py: model.to(gpu_id) and source.to(gpu_id) with gpu_id = 0
+    x = ember.ones(2)
+    assert x.to(0).device == ember.device("cuda:0") == ember.nn.Linear(2, 2).to(0).weight.device
+    y = x.to(0, ember.float64)
+    assert y.device == ember.device("cuda:0") and y.dtype is ember.float64
+    assert x.to(0, dtype=ember.float16).dtype is ember.float16 and x.to(device=0).device.type == "cuda"
+
+
 def test_cuda_unavailable_error_is_clear():
     if ember.cuda.is_available():
         pytest.skip("a CUDA device is present")

@@ -738,6 +738,25 @@ def test_numpy_scalars_float_keys_and_views_round_trip(tmp_path):
         save({"when": np.datetime64("2024-01-01")}, tmp_path / "d.safetensors")
 
 
+def test_numpy_arrays_round_trip_as_numpy_arrays(tmp_path):
+    # torch.save pickles an ndarray and torch.load(weights_only=False) gives it back (time_sequence_prediction
+    # saves its sine waves so); Ember stores it as a tensor entry and loads a writable ndarray
+    waves = np.sin(np.arange(12.0).reshape(3, 4))
+    obj = {"data": waves, "t": waves[:, ::2], "ids": np.arange(3, dtype=np.int32), "mask": np.array([True, False]),
+           "x": ember.ones(2), "zero_d": np.array(7.5)}
+    save(obj, tmp_path / "a.pt")
+    back = load(tmp_path / "a.pt", map_location="meta")   # map_location moves tensors, never the arrays
+    for key in ("data", "t", "ids", "mask", "zero_d"):
+        assert type(back[key]) is np.ndarray and back[key].dtype == obj[key].dtype
+        np.testing.assert_array_equal(back[key], obj[key])
+    assert back["data"].flags.writeable and back["x"].device.type == "meta"
+    save(waves, tmp_path / "b.pt")                       # an array alone, as the example does
+    np.testing.assert_array_equal(load(tmp_path / "b.pt"), waves)
+    for bad in (np.array(["a"]), np.zeros(2, dtype=">f8"), np.zeros(2, dtype=np.complex64)):
+        with pytest.raises(TypeError, match=r"^ember.save: cannot save a ndarray \(at a\)"):
+            save({"a": bad}, tmp_path / "c.pt")
+
+
 def test_save_errors_name_the_path(tmp_path):
     with pytest.raises(TypeError) as info:
         save({(1, 2): 0}, tmp_path / "k.safetensors")
@@ -755,8 +774,9 @@ def test_save_errors_name_the_path(tmp_path):
         save({"a": inner}, tmp_path / "x.safetensors")
     with pytest.raises(TypeError) as info:
         save(object(), tmp_path / "x.safetensors")
-    assert str(info.value) == ("ember.save: cannot save a object (at the top); checkpoints hold tensors, dicts, "
-                               "lists, tuples, numbers, strings, bools and None (no pickle)")
+    assert str(info.value) == ("ember.save: cannot save a object (at the top); checkpoints hold tensors, NumPy "
+                               "arrays of tensor dtypes, dicts, lists, tuples, numbers, strings, bools and None "
+                               "(no pickle)")
     shared = [1, 2]  # one container reached twice is not a cycle
     save({"x": shared, "y": shared}, tmp_path / "x.safetensors")
     assert load(tmp_path / "x.safetensors") == {"x": [1, 2], "y": [1, 2]}

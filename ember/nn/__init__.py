@@ -78,3 +78,10 @@ __all__ = [
     "functional", "init", "utils",
 ]
 from .parallel import DataParallel   # also binds ember.nn.parallel (DistributedDataParallel)
+
+
+def __getattr__(name):
+    if name == "modules":   # torch.nn.modules' layout (ember/nn/modules/), loaded on first use
+        import importlib
+        return importlib.import_module(".modules", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,6 +49,10 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention's out_proj (a plain Linear)."""
+
+
 class LazyLinear(LazyModuleMixin, Linear):
     """A Linear whose in_features is the last dim of the first input; it then becomes a Linear.
 

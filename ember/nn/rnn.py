@@ -98,6 +98,10 @@ class RNNBase(Module):
         for p in self.parameters():
             init.uniform_(p, -std, std)
 
+    def flatten_parameters(self):
+        """Does nothing, as torch's off cuDNN: each weight is its own tensor and no kernel needs them in one
+        block (scripts call it after loading or in `forward`)."""
+
     @property
     def all_weights(self):
         per = (4 if self.bias else 2) + (1 if self.proj_size else 0)

@@ -11,7 +11,7 @@ from ..ops import creation as C
 from . import functional as F, init
 from .containers import ModuleList
 from .dropout import Dropout
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .normalization import LayerNorm
 from .parameter import Parameter
@@ -20,10 +20,6 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderL
            "TransformerDecoder", "Transformer"]
 
 
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """torch's name for MultiheadAttention's out_proj (a plain Linear)."""
 
 
 class MultiheadAttention(Module):

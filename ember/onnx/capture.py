@@ -129,7 +129,7 @@ def capture(fn, args: tuple, protected: set, opaque: tuple = ()) -> Graph:
     from ..autograd.grad_mode import no_grad
     g = Graph()
     mode = _Capture(g, protected)
-    for a in args:
+    for a in _flatten(args, "args"):       # a (nested) tuple argument: one input per tensor
         g.inputs.append(mode.value(a))
     def enter(module, args):
         mode.scopes.append(labels[id(module)])

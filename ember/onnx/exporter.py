@@ -99,18 +99,36 @@ def _to_host(a):
 
 # ------------------------------------------------------------------ argument checks
 def _check_args(args):
+    """args as a tuple, and its tensors in order: an argument may be a (nested) tuple or list of tensors, as
+    an LSTM's (h0, c0), each tensor one graph input (torch.onnx.export flattens them the same way)."""
     from .._tensor import Tensor
     if isinstance(args, Tensor):
         args = (args,)
     if not isinstance(args, (tuple, list)):
         raise TypeError(f"ember.onnx.export: args must be a Tensor or a tuple of Tensors (the model is called "
                         f"as model(*args)), got {type(args).__name__}")
-    for i, a in enumerate(args):
-        if not isinstance(a, Tensor):
-            raise TypeError(f"ember.onnx.export: args[{i}] is {type(a).__name__} ({a!r:.60}); every argument "
-                            f"must be an ember.Tensor (graph inputs are tensors; bind other arguments in the "
-                            f"model, e.g. with functools.partial or a wrapper Module)")
-    return tuple(args)
+
+    def leaves(a, path):
+        if isinstance(a, Tensor):
+            return [a]
+        if isinstance(a, (tuple, list)):
+            return [t for i, x in enumerate(a) for t in leaves(x, f"{path}[{i}]")]
+        raise TypeError(f"ember.onnx.export: {path} is {type(a).__name__} ({a!r:.60}); every argument "
+                        f"must be an ember.Tensor or a (nested) tuple of them (graph inputs are tensors; bind "
+                        f"other arguments in the model, e.g. with functools.partial or a wrapper Module)")
+    return tuple(args), [t for i, a in enumerate(args) for t in leaves(a, f"args[{i}]")]
+
+
+def _rebuild(args, tensors):
+    """args with its tensors replaced, in order, by `tensors` (the grown inputs of the second capture)."""
+    from .._tensor import Tensor
+    it = iter(tensors)
+
+    def swap(a):
+        if isinstance(a, Tensor):
+            return next(it)
+        return type(a)(swap(x) for x in a)
+    return tuple(swap(a) for a in args)
 
 
 def _check_path(f):
@@ -510,7 +528,8 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
 
     The model runs once (twice with `dynamic_axes`) in eval mode under no_grad, every primitive it calls
     is recorded and translated; parameters and buffers become initializers named as in `state_dict()`.
-    `input_names`/`output_names` name the graph's inputs and (flattened) outputs (default `input_0`,
+    An argument may be a (nested) tuple of tensors (an LSTM's `(h0, c0)`): each tensor is one graph input.
+    `input_names`/`output_names` name the graph's (flattened) inputs and outputs (default `input_0`,
     `output_0`, ...); `dynamic_axes` = {name: [axis, ...]} or {name: {axis: "symbol"}} marks symbolic
     dims. Unsupported primitives are all listed in one `UnsupportedOperatorError`, and then no file is
     written (the file is written to a temporary name beside `f` and renamed when complete).
@@ -520,7 +539,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     >>> ember.onnx.export(model, ember.randn(3, 4), "mlp.onnx", input_names=["x"],
     ...                   output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
     """
-    args = _check_args(args)
+    args, inputs = _check_args(args)
     _check_path(f)
     if isinstance(opset_version, bool) or not isinstance(opset_version, int):
         raise TypeError(f"ember.onnx.export: opset_version must be an int, got {opset_version!r}")
@@ -529,7 +548,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     if not MIN_OPSET <= opset_version <= max_opset:
         raise ValueError(f"ember.onnx.export: opset_version {opset_version} is not supported: Ember exports "
                          f"opsets {MIN_OPSET} to {max_opset} (onnx {onnx.__version__})")
-    in_names = _names(input_names, len(args), "input", "input")
+    in_names = _names(input_names, len(inputs), "input", "input")
     dyn = _dynamic_axes(dynamic_axes, in_names)
 
     # eval mode for the capture, as torch's default TrainingMode.EVAL: dropout off, BatchNorm reads its
@@ -544,9 +563,9 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
         g1 = capture(model, args, set(param_names), opaque=(LSTM,))
         g2, dims = None, []
         if any(n in in_names for n in dyn):
-            grown, dims = _grow(args, in_names, dyn)
+            grown, dims = _grow(inputs, in_names, dyn)
             try:
-                g2 = capture(model, grown, set(param_names), opaque=(LSTM,))
+                g2 = capture(model, _rebuild(args, grown), set(param_names), opaque=(LSTM,))
             except Exception as e:
                 sizes = ", ".join(f"{d.input} axis {d.axis}: {d.size} -> {d.grown}" for d in dims)
                 raise ValueError(f"ember.onnx.export: to find what depends on the dynamic axes the model runs "

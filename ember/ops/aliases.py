@@ -12,7 +12,7 @@ from . import math as M
 
 __all__ = ["multiply", "divide", "subtract", "fix", "sgn", "positive", "clamp_min", "clamp_max", "inverse", "det",
            "slogdet", "logdet", "cholesky", "pdist", "ctc_loss", "fill", "rsub", "range", "frobenius_norm",
-           "nuclear_norm", "qr", "svd", "row_stack", "trapz", "pinverse", "chain_matmul", "norm_except_dim",
+           "nuclear_norm", "qr", "svd", "row_stack", "trapz", "pinverse", "chain_matmul", "norm_except_dim", "spmm",
            "set_default_tensor_type", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
 # legacy tensor types (the end of this file): ember.FloatTensor ..., and ember.cuda.FloatTensor ... (TYPE_NAMES)
@@ -20,12 +20,15 @@ TENSOR_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "
                 "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
 # torch.* functions that torch.Tensor has no method for
 FUNCTIONS_ONLY = ("pdist", "ctc_loss", "fill", "rsub", "range", "frobenius_norm", "nuclear_norm", "row_stack",
-                  "trapz", "chain_matmul", "norm_except_dim", "set_default_tensor_type") + TENSOR_TYPES
+                  "trapz", "chain_matmul", "norm_except_dim", "spmm", "set_default_tensor_type") + TENSOR_TYPES
 
 multiply = M.mul
 divide = M.div
 subtract = M.sub
 fix = M.trunc
+# torch.spmm(mat1, mat2) multiplies a sparse or strided mat1 by a strided mat2; Ember's tensors are all strided
+# (the GCN examples pass a dense normalised adjacency matrix)
+spmm = M.mm
 sgn = M.sign   # torch's sgn differs from sign only for complex inputs, which Ember does not have
 
 

@@ -155,7 +155,19 @@ def from_dlpack(ext) -> Tensor:
     return Tensor._make(xp.from_dlpack(ext), _device_cls("cuda", int(dev_id)))
 
 
-def _size(size):
+_NO_SIZE = object()
+
+
+def _size(size, kw=_NO_SIZE, op=None):
+    """The shape from a factory's arguments: `(2, 3)`, `((2, 3),)`, or torch's `size=` keyword (`kw`) for `op`.
+    No size at all is a 0-d shape (torch raises; Ember's own code calls zeros(*shape) for 0-d shapes)."""
+    if op is not None:
+        if kw is not _NO_SIZE:
+            if size:
+                raise TypeError(f"{op}() got multiple values for argument 'size'")
+            if not isinstance(kw, (tuple, list)):
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(kw).__name__}")
+            size = (kw,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for s in size:
@@ -185,16 +197,17 @@ def _fill(size, value, dtype, device, requires_grad=False, op="zeros"):
     return t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _fill(_size(size), 0, dtype, device, requires_grad)
+def zeros(*shape, size=_NO_SIZE, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros: `zeros(2, 3)`, `zeros((2, 3))` or `zeros(size=(2, 3))`, as torch's."""
+    return _fill(_size(shape, size, "zeros"), 0, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _fill(_size(size), 1, dtype, device, requires_grad, "ones")
+def ones(*shape, size=_NO_SIZE, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _fill(_size(shape, size, "ones"), 1, dtype, device, requires_grad, "ones")
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
-    return _fill(_size(size), 0, dtype, device, requires_grad, "empty")
+def empty(*shape, size=_NO_SIZE, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    return _fill(_size(shape, size, "empty"), 0, dtype, device, requires_grad, "empty")
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:

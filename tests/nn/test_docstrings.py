@@ -16,7 +16,8 @@ MODULES = ["ember.nn", "ember.nn.parameter", "ember.nn.module", "ember.nn.contai
            "ember.nn.functional.conv", "ember.nn.functional.loss", "ember.nn.functional.pooling",
            "ember.nn.init", "ember.nn.utils.clip_grad", "ember.nn.lazy", "ember.nn.utils.weight_norm",
            "ember.nn.utils.spectral_norm", "ember.nn.utils.parametrize", "ember.nn.utils.parametrizations",
-           "ember.nn.utils.stateless", "ember.nn.utils.fusion", "ember.nn.utils.init", "ember.func"]
+           "ember.nn.utils.stateless", "ember.nn.utils.fusion", "ember.nn.utils.init", "ember.func", "ember.nn.modules",
+           "ember.nn.modules.utils"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -200,3 +200,12 @@ def test_lstm_under_autocast_is_the_lstm_in_bfloat16():
     for a, b in ((y, y2), (h, h2), (c, c2)):
         assert a.dtype is ember.bfloat16
         assert np.array_equal(a.float().detach().numpy(), b.float().detach().numpy())
+
+
+def test_flatten_parameters_is_a_no_op_as_torch_on_the_cpu():
+    # word_language_model calls model.rnn.flatten_parameters() after loading; torch's CPU RNNs do nothing
+    for L in (ember, torch):
+        for rnn in (L.nn.LSTM(2, 3, 2), L.nn.GRU(2, 3), L.nn.RNN(2, 3, bidirectional=True)):
+            before = [p.clone() for p in rnn.parameters()]
+            assert rnn.flatten_parameters() is None
+            assert all((a == b).all() for a, b in zip(before, rnn.parameters()))

@@ -425,6 +425,32 @@ def test_lstm_is_one_onnx_lstm_per_layer_with_dynamic_batch_and_sequence(name, t
             close(a, b)
 
 
+def test_nested_tuple_arguments_are_flattened_into_inputs(tmp_path):
+    # word_language_model's export_onnx: torch.onnx.export(model, (dummy_input, hidden), path), hidden = (h, c)
+    e, _ = twins(lambda lib: lib.nn.LSTM(4, 6, num_layers=2))
+    rng = np.random.default_rng(0)
+    x, h0, c0 = (rng.standard_normal(s).astype(np.float32) for s in ((5, 2, 4), (2, 2, 6), (2, 2, 6)))
+    path = tmp_path / "lstm.onnx"
+    args = (ember.tensor(x), (ember.tensor(h0), ember.tensor(c0)))
+    proto = export_checked(e, args, path, input_names=["x", "h0", "c0"],
+                           dynamic_axes={"x": {0: "L", 1: "N"}, "h0": {1: "N"}, "c0": {1: "N"}})
+    assert [i.name for i in proto.graph.input] == ["x", "h0", "c0"]
+    for a, b in zip(run_ort(path, {"x": x, "h0": h0, "c0": c0}), flat_out(e, *args)):
+        close(a, b)
+    xx = rng.standard_normal((3, 4, 4)).astype(np.float32)          # another length and batch
+    hh, cc = np.repeat(h0[:, :1], 4, 1), np.repeat(c0[:, :1], 4, 1)
+    for a, b in zip(run_ort(path, {"x": xx, "h0": hh, "c0": cc}),
+                    flat_out(e, ember.tensor(xx), (ember.tensor(hh), ember.tensor(cc)))):
+        close(a, b)
+    ember.onnx.export(e, (ember.tensor(x), [ember.tensor(h0), ember.tensor(c0)]), str(tmp_path / "l.onnx"))
+    assert len(onnx.load(str(tmp_path / "l.onnx")).graph.input) == 3       # a list as a tuple
+    with pytest.raises(TypeError, match=r"args\[1\]\[1\] is int"):
+        ember.onnx.export(e, (ember.tensor(x), (ember.tensor(h0), 3)), str(tmp_path / "bad.onnx"))
+    with pytest.raises(ValueError, match="4 input_names .* for 3 inputs"):
+        ember.onnx.export(e, args, str(tmp_path / "bad.onnx"), input_names=["x", "h0", "c0", "extra"])
+    assert not (tmp_path / "bad.onnx").exists()
+
+
 def flat_out(lstm, *args):
     with ember.no_grad():
         out, (h, c) = lstm(*args)

@@ -142,6 +142,23 @@ def test_tensor_bad_data():
         ember.tensor(np.array(["a"]))
 
 
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_factories_take_size_as_a_keyword_with_torchs_errors(name):
+    # gat's GraphAttentionLayer: nn.Parameter(torch.empty(size=(in_features, n_hidden * n_heads)))
+    for size in ((2, 3), [4], ()):
+        assert tuple(getattr(ember, name)(size=size).shape) == tuple(getattr(torch, name)(size=size).shape)
+    assert getattr(ember, name)(size=(2,), dtype=ember.float64).dtype is ember.float64
+    calls = [(lambda L: getattr(L, name)(2, size=(2,)), "got multiple values for argument 'size'"),
+             (lambda L: getattr(L, name)(size=None), "argument 'size' must be tuple of ints, not NoneType"),
+             (lambda L: getattr(L, name)(size=3), "argument 'size' must be tuple of ints, not int")]
+    for call, message in calls:
+        with pytest.raises(TypeError):
+            call(torch)
+        with pytest.raises(TypeError, match=f"^{name}\\(\\):? {message}$"):
+            call(ember)
+    assert getattr(ember, name)().shape == ()      # torch raises; Ember's own code makes 0-d tensors so
+
+
 def test_factory_bad_sizes():
     with pytest.raises(ValueError, match="invalid size"):
         ember.zeros(-1, 2)

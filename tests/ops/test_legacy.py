@@ -271,6 +271,16 @@ def test_chain_matmul():
         assert ember.chain_matmul(a) is not a
 
 
+def test_spmm_multiplies_strided_matrices_as_torch():
+    # the GCN example's torch.spmm(adj_mat, support), with a dense normalised adjacency matrix
+    check_op(lambda L, a, b: L.spmm(a, b), (4, 4), (4, 3))
+    assert not hasattr(ember.Tensor, "spmm") and not hasattr(torch.Tensor, "spmm")
+    with pytest.raises(RuntimeError):
+        torch.spmm(torch.ones(2, 3), torch.ones(4, 2))
+    with pytest.raises(RuntimeError, match="mm: shapes"):
+        ember.spmm(ember.ones(2, 3), ember.ones(4, 2))
+
+
 @pytest.mark.parametrize("shapes,message", [
     ((), "chain_matmul: chain_matmul(): Expected one or more matrices"),
     (((2, 3, 3), (3, 4)), "chain_matmul: Tensor dimension is 3, expected 2 instead (matrix 0 (2, 3, 3))"),
