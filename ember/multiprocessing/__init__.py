@@ -4,7 +4,7 @@ through shared memory, plus `spawn` and the sharing strategies.
 Importing this module registers reductions with `multiprocessing.reduction.ForkingPickler` (reductions.py): a
 CPU tensor put on a Queue, sent through a Pipe or passed to a spawned Process is moved into shared memory
 (`Tensor.share_memory_`, in the sender, as torch does) and the receiver maps the same memory, so an in-place
-update on either side is seen by the other. Tensors on other devices are copied. See docs/data.md.
+update on either side is seen by the other. Tensors on other devices are copied. See docs/multiprocessing.md.
 
 >>> import ember.multiprocessing as mp
 >>> q = mp.SimpleQueue()

@@ -784,7 +784,7 @@ class Module:
     def share_memory(self) -> "Module":
         """Move every parameter and buffer (and any `.grad` they have) into shared memory in place
         (`Tensor.share_memory_`); returns self. Processes forked after this, or sent the module through
-        `ember.multiprocessing`, update the same weights: torch's Hogwild training (docs/data.md).
+        `ember.multiprocessing`, update the same weights: torch's Hogwild training (docs/multiprocessing.md).
 
         >>> lin = ember.nn.Linear(2, 2).share_memory()
         >>> lin.weight.is_shared()
