@@ -134,6 +134,8 @@ def test_module_share_memory_shares_parameters_buffers_and_existing_grads():
     assert all(b.is_shared() for b in model.buffers())
     assert model[0].weight.grad.is_shared()          # as torch's Module.share_memory
     assert model[0].bias.grad is None
+    with pytest.raises(RuntimeError, match="Can't share memory on an uninitialized parameter"):
+        nn.LazyLinear(3).share_memory()
 
 
 def test_queue_round_trip_of_tensors_keeps_values_dtypes_and_shares_memory():

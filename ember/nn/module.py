@@ -790,7 +790,11 @@ class Module:
         >>> lin.weight.is_shared()
         True
         """
-        for t in list(self.parameters()) + list(self.buffers()):
+        tensors = list(self.parameters()) + list(self.buffers())
+        if any(is_lazy(t) for t in tensors):
+            raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                               "initialize the parameters before calling `module.share_memory()`.")
+        for t in tensors:
             t.share_memory_()
             if t.grad is not None:
                 t.grad.share_memory_()
