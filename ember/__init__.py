@@ -205,6 +205,7 @@ _LAZY = {
     "func",
     "testing",
     "distributions",
+    "multiprocessing",   # torch.multiprocessing: registers its tensor reductions when imported
     "__config__",   # torch.__config__: show() and parallel_info()
 }
 

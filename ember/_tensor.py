@@ -370,6 +370,27 @@ class Tensor(_BoundMethods):
         # pickling (for DataLoader workers): the data, as a host array, and the flags
         return (_rebuild, (self.detach().cpu()._data, str(self._device), self.requires_grad))
 
+    def share_memory_(self) -> "Tensor":
+        """Move this CPU tensor's data into shared memory, in place (a no-op if it is there already, or if the
+        tensor is not on the CPU); returns self. A process forked after this, or one that receives the tensor
+        through `ember.multiprocessing`, reads and writes the same memory (torch's Hogwild pattern).
+
+        >>> t = ember.zeros(3)
+        >>> t.share_memory_() is t, t.is_shared()
+        (True, True)
+        """
+        from .utils.data._shm import share_tensor_
+        return share_tensor_(self)
+
+    def is_shared(self) -> bool:
+        """Whether this tensor's data lives in shared memory (`share_memory_`, or received through
+        `ember.multiprocessing`). CUDA tensors answer False (torch: True; Ember cannot send them between
+        processes without a copy)."""
+        if self._device.type != "cpu":
+            return False
+        from .utils.data._shm import shared_map_of
+        return shared_map_of(self._data) is not None
+
     def pin_memory(self) -> "Tensor":
         from . import backends
         if self._device.type != "cpu":

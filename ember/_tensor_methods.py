@@ -505,7 +505,6 @@ Tensor.is_same_size = is_same_size
 Tensor.is_complex = lambda self: False        # Ember has no complex dtypes
 Tensor.is_conj = lambda self: False
 Tensor.is_neg = lambda self: False
-Tensor.is_shared = lambda self: False         # no shared-memory storage (torch.multiprocessing)
 Tensor.is_distributed = lambda self: False
 
 

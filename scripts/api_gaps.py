@@ -33,6 +33,7 @@ import ember.utils.data  # noqa: E402
 import ember.utils.checkpoint  # noqa: E402
 import ember.testing  # noqa: E402
 import ember.func  # noqa: E402
+import ember.multiprocessing  # noqa: E402
 import torch.optim.lr_scheduler  # noqa: E402
 import torch.nn.init  # noqa: E402
 import torch.nn.utils  # noqa: E402
@@ -40,6 +41,7 @@ import torch.utils.data  # noqa: E402
 import torch.utils.checkpoint  # noqa: E402
 import torch.testing  # noqa: E402
 import torch.func  # noqa: E402
+import torch.multiprocessing  # noqa: E402
 
 PAIRS = [
     ("torch", torch, ember),
@@ -58,11 +60,13 @@ PAIRS = [
     ("torch.utils.checkpoint", torch.utils.checkpoint, ember.utils.checkpoint),
     ("torch.testing", torch.testing, ember.testing),
     ("torch.func", torch.func, ember.func),
+    ("torch.multiprocessing", torch.multiprocessing, ember.multiprocessing),
 ]
 # For these the public names are the module's __all__ and its public submodules (they import typing's
 # names wholesale); the first six keep dir(), as the document always counted them.
 BY_ALL = {"torch.nn.init", "torch.nn.utils", "torch.optim.lr_scheduler", "torch.autograd", "torch.utils.data",
-          "torch.utils.checkpoint", "torch.func"}
+          "torch.utils.checkpoint", "torch.func",
+          "torch.multiprocessing"}
 
 
 def public_names(label, tmod):
@@ -120,7 +124,7 @@ DEPRECATED_NAMESPACES = {"torch", "torch.Tensor", "torch.nn", "torch.nn.function
 # the name), a set of names, or a function (name, torch object, namespace label) -> bool.
 # torch subpackages with an API of their own that Ember lacks (torch's plain imports stay "Not API")
 SUBPACKAGES = {"distributions", "fft", "signal", "export", "fx", "hub", "masked", "nested", "sparse", "quasirandom",
-               "ao", "quantization", "package", "library", "futures", "monitor", "compiler", "multiprocessing",
+               "ao", "quantization", "package", "library", "futures", "monitor", "compiler",
                "overrides", "forward_ad", "graph", "functional", "mps", "xpu", "mtia", "cpu"}
 DATAPIPES = {"DFIterDataPipe", "DataChunk", "IterDataPipe", "MapDataPipe", "argument_validation", "functional_datapipe",
              "guaranteed_datapipes_determinism", "non_deterministic", "runtime_validation",
@@ -172,7 +176,7 @@ GROUPS = [
      r"set_flush_denormal|matmul_precision|profiler_|_interop_threads|^init_num_threads"),
     ("Storage, strides and memory formats: out of scope", "Ember's tensors are NumPy/CuPy arrays; their storage is "
      "not exposed as torch's is",
-     r"[Ss]torage|as_strided|^set_$|resize|share_memory_|record_stream|dim_order|empty_strided|empty_permuted|"
+     r"[Ss]torage|as_strided|^set_$|resize|record_stream|dim_order|empty_strided|empty_permuted|"
      r"channels_last|contiguous_format|preserve_format|memory_format|^layout$|^strided$|^from_file$|^frombuffer$|"
      r"nonzero_static|PyTorchFile|StorageContext|^new$|new_empty_strided|get_file_path|const_data_ptr|"
      r"^to_dlpack$|^as_subclass$"),

@@ -782,10 +782,22 @@ class Module:
         return self._apply(lambda t: t.to(dst_type), floating_only=True)
 
     def share_memory(self) -> "Module":
-        """Returns self, unchanged: Ember tensors have no shared-memory storage (Tensor.is_shared() is
-        False), so unlike torch's this does not let processes see each other's updates (Hogwild). A
-        DataLoader worker (a forked or spawned process) has its own copy of what it reads; it sends
-        batches back through Ember's own shared-memory slots, which need no shared tensors."""
+        """Move every parameter and buffer (and any `.grad` they have) into shared memory in place
+        (`Tensor.share_memory_`); returns self. Processes forked after this, or sent the module through
+        `ember.multiprocessing`, update the same weights: torch's Hogwild training (docs/multiprocessing.md).
+
+        >>> lin = ember.nn.Linear(2, 2).share_memory()
+        >>> lin.weight.is_shared()
+        True
+        """
+        tensors = list(self.parameters()) + list(self.buffers())
+        if any(is_lazy(t) for t in tensors):
+            raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                               "initialize the parameters before calling `module.share_memory()`.")
+        for t in tensors:
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
         return self
 
     def compile(self, *args, **kwargs) -> None:

@@ -14,6 +14,7 @@ import mmap
 import os
 import secrets
 import tempfile
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -223,3 +224,118 @@ def pin_structure(batch: Any) -> Any:
     if hasattr(out, "pin_memory") and not ember.is_tensor(out) and callable(out.pin_memory):
         return out.pin_memory()  # custom batch types, as in torch
     return out
+
+
+# -- shared storage for tensors (Tensor.share_memory_, ember.multiprocessing) --------------------------------
+# The slots above carry copies of batches; a shared tensor instead *lives* in a shared-memory file of the same
+# directory, mapped MAP_SHARED, so every process that maps it (a forked child, or one that received it through
+# ember.multiprocessing) reads and writes the same pages. With the 'file_descriptor' strategy (the default, as
+# torch's on Linux) the file's name is removed at once and its descriptor travels to the receiver (SCM_RIGHTS,
+# multiprocessing.reduction.DupFd): nothing can leak. With 'file_system' the name stays, the receiver opens it
+# by name, and the creating process removes it when its mapping is collected or at exit.
+SHARED_PREFIX = "ember_shm_"
+
+
+class SharedMap(mmap.mmap):
+    """A mapping of a shared-memory file; the arrays of shared tensors are views of one (``shared_map_of``)."""
+    fd: int = -1           # kept open so the storage can be sent on ('file_descriptor')
+    path: str = ""         # the file's name while it exists ('file_system')
+    size: int = 0
+    address: int = 0
+
+
+def _close_shared(fd: int, path: str) -> None:
+    if fd >= 0:
+        os.close(fd)
+    if path:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def _map_fd(fd: int, size: int, path: str, owner: bool) -> SharedMap:
+    m = SharedMap(fd, size)
+    m.fd, m.size = fd, size
+    m.path = path
+    m.address = np.frombuffer(m, np.uint8).ctypes.data
+    # the creator removes a 'file_system' name; every process closes its own descriptor
+    weakref.finalize(m, _close_shared, fd, path if owner else "")
+    return m
+
+
+def shared_empty(nbytes: int, strategy: str) -> SharedMap:
+    """A new zero-filled shared mapping of at least ``nbytes`` bytes (one byte for empty tensors)."""
+    size = max(int(nbytes), 1)
+    path = os.path.join(shm_dir(), f"{SHARED_PREFIX}{os.getpid()}_{secrets.token_hex(8)}")
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    if strategy == "file_descriptor":
+        os.unlink(path)
+        path = ""
+    return _map_fd(fd, size, path, owner=True)
+
+
+def open_shared(fd: Optional[int], path: str, size: int) -> SharedMap:
+    """Map a storage another process shared: by the descriptor it sent (ours now), or by name."""
+    if fd is None:
+        fd = os.open(path, os.O_RDWR)
+    return _map_fd(fd, size, path, owner=False)
+
+
+def shared_map_of(arr: Any) -> Optional[SharedMap]:
+    """The shared mapping ``arr`` is a view of, or None."""
+    base = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base if isinstance(base, SharedMap) else None
+
+
+def share_array(arr: np.ndarray, strategy: str) -> np.ndarray:
+    """A copy of ``arr`` in a new shared mapping, with the same strides (so its views can follow: ``rebase``)."""
+    lo, hi = np.lib.array_utils.byte_bounds(arr) if arr.size else (arr.ctypes.data, arr.ctypes.data)
+    m = shared_empty(hi - lo, strategy)
+    out = np.ndarray(arr.shape, arr.dtype, buffer=m, offset=arr.ctypes.data - lo, strides=arr.strides)
+    np.copyto(out, arr, casting="no")
+    return out
+
+
+def rebase(view: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``view`` (of ``old``'s memory) rebuilt on ``new``, ``share_array``'s copy of ``old``."""
+    m = shared_map_of(new)
+    offset = view.ctypes.data - old.ctypes.data + new.ctypes.data - m.address
+    return np.ndarray(view.shape, view.dtype, buffer=m, offset=offset, strides=view.strides)
+
+
+def array_layout(arr: np.ndarray, m: SharedMap) -> Tuple[int, tuple, tuple, np.dtype]:
+    """Where ``arr`` lies in ``m``: (byte offset, shape, strides, dtype); ``array_at`` rebuilds it."""
+    return arr.ctypes.data - m.address, arr.shape, arr.strides, arr.dtype
+
+
+def array_at(m: SharedMap, offset: int, shape: tuple, strides: tuple, dtype: np.dtype) -> np.ndarray:
+    return np.ndarray(shape, dtype, buffer=m, offset=offset, strides=strides)
+
+
+STRATEGY = ["file_descriptor"]   # ember.multiprocessing.set_sharing_strategy changes it
+
+
+def share_tensor_(t) -> Any:
+    """Tensor.share_memory_: move a CPU tensor's array into a shared mapping, in place (no-op if there already).
+
+    A view whose base is not shared moves its base (as torch moves the whole storage) and follows it; other
+    views made earlier keep the old memory (Ember's views hold arrays, not a storage object)."""
+    if t.device.type != "cpu" or shared_map_of(t._data) is not None:
+        return t
+    base = t._base
+    if base is not None and base.device.type == "cpu" and np.may_share_memory(t._data, base._data):
+        old = base._data
+        share_tensor_(base)
+        t._data = rebase(t._data, old, base._data)
+        return t
+    t._data = share_array(t._data, STRATEGY[0])
+    return t
