@@ -12,6 +12,24 @@ from .utils import _NUMBER, BinaryProbs, broadcast_all, clamp_probs
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
+class _RelaxedParams:
+    """temperature, logits and probs of a relaxed distribution, read from its base distribution (the
+    TransformedDistribution subclasses RelaxedBernoulli and RelaxedOneHotCategorical)."""
+    base_dist: Distribution
+
+    @property
+    def temperature(self) -> Tensor:
+        return self.base_dist.temperature   # type: ignore[attr-defined]
+
+    @property
+    def logits(self) -> Tensor:
+        return self.base_dist.logits   # type: ignore[attr-defined]
+
+    @property
+    def probs(self) -> Tensor:
+        return self.base_dist.probs   # type: ignore[attr-defined]
+
+
 class LogitRelaxedBernoulli(BinaryProbs, Distribution):
     """The logit of a RelaxedBernoulli sample, as torch.distributions.LogitRelaxedBernoulli (Maddison et
     al. 2017): (logit(p) + logit(u)) / temperature with u ~ U(0, 1) from ember's generator.
@@ -63,7 +81,7 @@ class LogitRelaxedBernoulli(BinaryProbs, Distribution):
         return self.temperature.log() + diff - 2 * ember.log1p(diff.exp())
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_RelaxedParams, TransformedDistribution):
     """A continuous relaxation of Bernoulli on (0, 1): sigmoid of a LogitRelaxedBernoulli sample, as
     torch.distributions.RelaxedBernoulli; samples are reparameterised (differentiable in probs/logits and
     temperature), and approach Bernoulli samples as the temperature goes to 0.
@@ -83,14 +101,3 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
 
-    @property
-    def temperature(self) -> Tensor:
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs

@@ -10,6 +10,7 @@ from .categorical import Categorical
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
+from .relaxed_bernoulli import _RelaxedParams
 from .utils import broadcast_all, clamp_probs
 
 __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
@@ -67,7 +68,7 @@ class ExpRelaxedCategorical(Distribution):
         return (score - score.logsumexp(-1, keepdim=True)).sum(-1) + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedParams, TransformedDistribution):
     """A continuous relaxation of OneHotCategorical on the simplex (Gumbel-softmax): exp of an
     ExpRelaxedCategorical sample, as torch.distributions.RelaxedOneHotCategorical; samples are
     reparameterised and approach one-hot vectors as the temperature goes to 0.
@@ -89,14 +90,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         return super().expand(batch_shape,
                               _instance=self._get_checked_instance(RelaxedOneHotCategorical, _instance))
 
-    @property
-    def temperature(self) -> Tensor:
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs

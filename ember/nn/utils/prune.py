@@ -163,12 +163,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        n_prune = _n_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if n_prune != 0:
-            idx = shape.topk(random.rand_like(t).reshape(-1), k=n_prune).indices
-            mask.view(-1)[idx] = 0
-        return mask
+        return _unstructured_mask(self.amount, default_mask, lambda k: shape.topk(random.rand_like(t).reshape(-1), k=k))
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -184,12 +179,8 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        n_prune = _n_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if n_prune != 0:
-            idx = shape.topk(t.abs().reshape(-1), k=n_prune, largest=False).indices
-            mask.view(-1)[idx] = 0
-        return mask
+        return _unstructured_mask(self.amount, default_mask,
+                                  lambda k: shape.topk(t.abs().reshape(-1), k=k, largest=False))
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
@@ -275,6 +266,16 @@ def _n_to_prune(amount, size):
     if n > size:
         raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={size}")
     return n
+
+
+def _unstructured_mask(amount, default_mask, pick):
+    """default_mask with the entries `pick(k)` chooses (a topk result over the flattened tensor) set to 0,
+    k the count `amount` asks for."""
+    n_prune = _n_to_prune(amount, default_mask.numel())
+    mask = default_mask.clone()
+    if n_prune != 0:
+        mask.view(-1)[pick(n_prune).indices] = 0
+    return mask
 
 
 def _validate_structured(t, dim):
