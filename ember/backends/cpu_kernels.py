@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import cpu
+from . import cpu, cpu_pool
 
 _K = None          # the `_numba_kernels` module once imported
 _installed: dict[type, Callable] = {}    # Primitive class -> kernel, what `install` registered (for enable/disable)
@@ -165,7 +165,8 @@ def gelu(node, x):
     if K is None:
         return node.forward(x)
     out = np.empty(x.shape, np.float32)
-    K.gelu(xs.reshape(-1), out.reshape(-1))
+    if not cpu_pool.split("gelu_job", xs.size, xs.size, xs.ctypes.data, out.ctypes.data):
+        K.gelu(xs.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -175,7 +176,8 @@ def gelu_grad(node, x, g):
     if K is None:
         return node.forward(x, g)
     out = np.empty(x.shape, np.float32)
-    K.gelu_grad(xs.reshape(-1), gs.reshape(-1), out.reshape(-1))
+    if not cpu_pool.split("gelu_grad_job", xs.size, xs.size, xs.ctypes.data, gs.ctypes.data, out.ctypes.data):
+        K.gelu_grad(xs.reshape(-1), gs.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -237,6 +239,19 @@ def _attn_inputs(*arrays):
     return out
 
 
+def _pool(q):
+    """The CPU pool (backends/cpu_pool.py) for a 4-d attention when it has more than one thread, else None."""
+    if q.ndim != 4:
+        return None
+    pl = cpu_pool.pool()
+    return pl if pl is not None and pl.size() > 1 else None
+
+
+def _pool_jobs():
+    from . import _numba_pool
+    return _numba_pool
+
+
 def _scratch(name, shape):
     """A float32 work array private to one kernel call (never returned), the same one again when the last
     call of this name had this shape: the memory is then still in cache. A fresh np.empty lands wherever
@@ -268,6 +283,14 @@ def attention(node, q, k, v):
         return node.forward(q, k, v)
     q, k, v = arrays
     L, S = q.shape[-2], k.shape[-2]
+    pl = _pool(q)
+    if pl is not None:   # (batch, head) pairs split over the CPU pool's threads
+        s = np.empty(q.shape[:-1] + (S,), np.float32)
+        o = _heads_out(q.shape[:-2], L, v.shape[-1])
+        A = cpu_pool.attention_args(pl, q, k, v, s, (o,), node.scale, node.causal)
+        if A is not None:
+            pl.run(_pool_jobs().attention_job.address, min(pl.size(), int(A[0])), A)
+            return o, s
     # k^T copied first: BLAS is ~1.7x faster on it than on the transposed view (E = 32: W5's heads)
     kt = _scratch("kt", k.shape[:-2] + k.shape[:-3:-1])
     np.copyto(kt, k.swapaxes(-1, -2))
@@ -320,6 +343,13 @@ def attention_grad_packed(node, q, k, v, p, g):
 def _attention_grad_into(K, node, q, k, v, p, g, dq, dk, dv):
     L, S = q.shape[-2], k.shape[-2]
     p = np.ascontiguousarray(p)
+    pl = _pool(q)
+    if pl is not None:
+        ds = _scratch("ds", p.shape)
+        A = cpu_pool.attention_args(pl, q, k, v, ds, (dq, dk, dv), node.scale, node.causal, p=p, g=g)
+        if A is not None:
+            pl.run(_pool_jobs().attention_grad_job.address, min(pl.size(), int(A[0])), A)
+            return
     h = _causal_split(node, L, S)
     vt = _scratch("vt", v.shape[:-2] + v.shape[:-3:-1])
     np.copyto(vt, v.swapaxes(-1, -2))                 # v^T: as k^T in the forward
@@ -361,7 +391,10 @@ def layer_norm(node, x, w, b):
     if K is None:
         return node.forward(x, w, b)
     out = np.empty(x2.shape, np.float32)
-    K.layer_norm(x2, ws.reshape(-1), bs.reshape(-1), out, np.float32(node.eps), True)
+    ws, bs = ws.reshape(-1), bs.reshape(-1)
+    if not cpu_pool.split("layer_norm_job", x2.size, x2.shape[0], d, x2.ctypes.data, ws.ctypes.data, bs.ctypes.data,
+                          out.ctypes.data, int(np.float32(node.eps).view(np.int32)), 1):
+        K.layer_norm(x2, ws, bs, out, np.float32(node.eps), True)
     return out.reshape(x.shape)
 
 

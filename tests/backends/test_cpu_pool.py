@@ -1,0 +1,261 @@
+"""The CPU pool (backends/cpu_pool.py): OpenBLAS's jobs and attention's (batch, head) pairs on one set of
+threads. Values must be exactly those of the serial kernels; forks, threads and the off switch must work."""
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+from ember.backends import cpu_kernels, cpu_pool
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pl = cpu_pool.pool()
+    if pl is None:
+        pytest.skip("no CPU pool here (EMBER_CPU_POOL=0, or a BLAS other than NumPy's OpenBLAS)")
+    if pl.size() < 2:
+        pytest.skip("one BLAS thread: attention does not use the pool")
+    return pl
+
+
+class _Node:
+    def __init__(self, causal, E):
+        self.causal, self.scale = causal, float(1 / np.sqrt(E))
+
+
+def _heads(B, H, L, E, seed):
+    """q, k, v as the GPT's views: (B, H, L, E) over one (B, L, 3, H, E) projection."""
+    rng = np.random.default_rng(seed)
+    qkv = rng.standard_normal((B, L, 3, H, E), dtype=np.float32)
+    return tuple(qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """How many parallel regions the kernels started (so a test knows the pool path ran)."""
+    count = [0]
+    real = cpu_pool.Pool.run
+
+    def counted(self, *a):
+        count[0] += 1
+        return real(self, *a)
+    monkeypatch.setattr(cpu_pool.Pool, "run", counted)
+    return count
+
+
+def _serial(fn, *args):
+    saved = cpu_kernels._pool
+    cpu_kernels._pool = lambda q: None
+    try:
+        return fn(*args)
+    finally:
+        cpu_kernels._pool = saved
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("L", [64, 40, 8])
+def test_attention_on_the_pool_is_the_serial_kernel(pool, runs, causal, L):
+    B, H, E = 3, 4, 32
+    q, k, v = _heads(B, H, L, E, 0)
+    node = _Node(causal, E)
+    g = np.random.default_rng(1).standard_normal((B, H, L, E), dtype=np.float32)
+    o, s = cpu_kernels.attention(node, q, k, v)
+    o_ref, s_ref = _serial(cpu_kernels.attention, node, q, k, v)
+    assert np.array_equal(o, o_ref) and np.array_equal(s, s_ref)
+    # the mask: a causal row i has exactly i + 1 non-zero probabilities
+    if causal:
+        assert np.array_equal((s[0, 0] != 0).sum(-1), np.arange(1, L + 1))
+    grads = cpu_kernels.attention_grad(node, q, k, v, s, g)
+    grads_ref = _serial(cpu_kernels.attention_grad, node, q, k, v, s, g)
+    for a, b in zip(grads, grads_ref):
+        assert np.array_equal(a, b)
+    packed = cpu_kernels.attention_grad_packed(node, q, k, v, s, g)
+    assert np.array_equal(packed, _serial(cpu_kernels.attention_grad_packed, node, q, k, v, s, g))
+    assert runs[0] == 3
+
+
+def test_attention_against_float64(pool):
+    """Not only the same as the serial kernel: right (float64 reference, causal)."""
+    B, H, L, E = 2, 4, 64, 32
+    q, k, v = _heads(B, H, L, E, 2)
+    o, _ = cpu_kernels.attention(_Node(True, E), q, k, v)
+    q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
+    sc = q64 @ k64.swapaxes(-1, -2) / np.sqrt(E)
+    sc = np.where(np.tril(np.ones((L, L), bool)), sc, -np.inf)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(o, p @ v64, rtol=1e-4, atol=1e-5)
+
+
+def test_args_refuse_what_the_loops_do_not_take(pool):
+    q, k, v = _heads(2, 2, 128, 32, 3)
+    s = np.empty((2, 2, 128, 128), np.float32)
+    o = np.empty((2, 2, 128, 32), np.float32)
+    assert cpu_pool.attention_args(pool, q, k, v, s, (o,), 1.0, True) is None       # 128*128*32 > 2**18: BLAS threads
+    q, k, v = _heads(2, 2, 16, 8, 3)
+    qt = np.ascontiguousarray(q.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)        # columns not contiguous
+    s, o = np.empty((2, 2, 16, 16), np.float32), np.empty((2, 2, 16, 8), np.float32)
+    assert cpu_pool.attention_args(pool, qt, k, v, s, (o,), 1.0, True) is None
+    assert cpu_pool.attention_args(pool, q, k, v, s, (o,), 1.0, True) is not None
+
+
+def test_gemm_through_the_pool(pool):
+    """OpenBLAS's threaded GEMMs now run their jobs on the pool: still right, at every shape class."""
+    rng = np.random.default_rng(4)
+    for m, k, n in [(1024, 128, 512), (64, 1000, 100), (513, 257, 129), (7, 5, 3)]:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        np.testing.assert_allclose(a @ b, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
+def _child(q):
+    a = np.ones((512, 512), np.float32)
+    qq, kk, vv = _heads(4, 4, 64, 32, 5)
+    o, _ = cpu_kernels.attention(_Node(True, 32), qq, kk, vv)
+    q.put((float((a @ a)[0, 0]), float(np.abs(o).sum()), cpu_pool.pool() is None))
+
+
+def test_forked_child_runs_without_the_pool(pool):
+    """A fork (DataLoader workers) copies no pool threads: the child must neither hang nor use them."""
+    qq, kk, vv = _heads(4, 4, 64, 32, 5)
+    o, _ = cpu_kernels.attention(_Node(True, 32), qq, kk, vv)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(q,))
+    p.start()
+    gemm, total, no_pool = q.get(timeout=60)
+    p.join(timeout=60)
+    assert p.exitcode == 0
+    assert gemm == 512.0 and no_pool
+    assert total == pytest.approx(float(np.abs(o).sum()), rel=1e-6)
+
+
+def test_threads_share_the_pool(pool):
+    """Several Python threads calling BLAS and attention at once: one region at a time, all right."""
+    q, k, v = _heads(4, 4, 64, 32, 6)
+    node = _Node(True, 32)
+    ref, _ = _serial(cpu_kernels.attention, node, q, k, v)
+    a = np.random.default_rng(7).standard_normal((256, 256), dtype=np.float32)
+    ref_a = a @ a
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                o, _ = cpu_kernels.attention(node, q, k, v)
+                assert np.array_equal(o, ref)
+                np.testing.assert_allclose(a @ a, ref_a, rtol=1e-5, atol=1e-4)
+        except Exception as e:   # noqa: BLE001  (reported below)
+            errors.append(e)
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in ts) and not errors
+
+
+def test_the_step_of_a_gpt_block_equals_one_thread(pool, runs):
+    """Training steps of causal self-attention (the GPT's): the same parameters at two threads (pool)
+    and one, eager and compiled."""
+    F = ember.nn.functional
+
+    class Attn(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.proj = ember.nn.Linear(64, 192), ember.nn.Linear(64, 64)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(x).split(C, dim=2)
+            q, k, v = (t.view(B, T, 4, C // 4).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    def run(threads, compiled):
+        ember.set_num_threads(threads)
+        ember.manual_seed(0)
+        model = Attn()
+        opt = ember.optim.SGD(model.parameters(), lr=0.1)
+        x = ember.randn(4, 64, 64)
+
+        def step():
+            opt.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = ember.compile(step) if compiled else step
+        for _ in range(3):
+            step()
+        return [p.detach().numpy().copy() for p in model.parameters()]
+    n = ember.get_num_threads()
+    try:
+        for compiled in (False, True):
+            runs[0] = 0
+            one, two = run(1, compiled), run(max(2, n), compiled)
+            assert runs[0] >= 6    # three steps' attention forwards and backwards ran on the pool
+            for a, b in zip(one, two):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    finally:
+        ember.set_num_threads(n)
+
+
+def test_off_switch():
+    code = "from ember.backends import cpu_pool; print(cpu_pool.pool() is None)"
+    env = dict(os.environ, EMBER_CPU_POOL="0")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.stdout.strip() == "True", r.stderr
+
+
+class _LN:
+    n, eps = 1, 1e-5
+
+
+@pytest.mark.parametrize("shape", [(1024, 512), (333, 257), (70001,)])
+def test_elementwise_and_row_kernels_split_over_the_pool(pool, runs, shape):
+    """GELU, its gradient and LayerNorm cut into one chunk per thread: the values of one call."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(shape, dtype=np.float32) * 3
+    g = rng.standard_normal(shape, dtype=np.float32)
+    w = rng.standard_normal(shape[-1], dtype=np.float32)
+    b = rng.standard_normal(shape[-1], dtype=np.float32)
+    node = _LN()
+    for fn, args in ((cpu_kernels.gelu, (node, x)), (cpu_kernels.gelu_grad, (node, x, g)),
+                     (cpu_kernels.layer_norm, (node, x, w, b))):
+        assert np.array_equal(fn(*args), _serial_split(fn, *args)), fn.__name__
+    assert runs[0] == 3
+
+
+def _serial_split(fn, *args):
+    saved = cpu_pool.split
+    cpu_pool.split = lambda *a: False
+    try:
+        return fn(*args)
+    finally:
+        cpu_pool.split = saved
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_attention_with_values_of_another_width(pool, runs, causal):
+    """v's last size differs from q's and k's (E = 16, Ev = 24; L != S)."""
+    rng = np.random.default_rng(9)
+    q = rng.standard_normal((2, 3, 40, 16), dtype=np.float32)
+    k = rng.standard_normal((2, 3, 48, 16), dtype=np.float32)
+    v = rng.standard_normal((2, 3, 48, 24), dtype=np.float32)
+    g = rng.standard_normal((2, 3, 40, 24), dtype=np.float32)
+    node = _Node(causal, 16)
+    o, s = cpu_kernels.attention(node, q, k, v)
+    o_ref, s_ref = _serial(cpu_kernels.attention, node, q, k, v)
+    assert np.array_equal(o, o_ref) and np.array_equal(s, s_ref)
+    for a, b in zip(cpu_kernels.attention_grad(node, q, k, v, s, g),
+                    _serial(cpu_kernels.attention_grad, node, q, k, v, s, g)):
+        assert np.array_equal(a, b)
+    assert runs[0] == 2
