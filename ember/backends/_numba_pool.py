@@ -155,7 +155,8 @@ def sgemm(typingctx, fn, ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
 
 @njit(**_JIT)
 def worker(box, w):
-    """Worker w's loop (its mailbox is line w + 1); returns only if asked to (SEQ = -1)."""
+    """Worker w's loop (its mailbox is line w + 1). Ember never stops it (the thread is a daemon); the
+    SEQ < 0 exit is there because numba cannot compile a loop without one."""
     base = box + (w + 1) * LINE
     if base == 0:           # a call that only compiles this function
         return
@@ -181,13 +182,6 @@ def worker(box, w):
                 syscall3(_SYS_FUTEX, base + SEQ, _FUTEX_WAIT_PRIVATE, s & 0xFFFFFFFF)
             store(base + SLEEP, 0)
             spins = 0
-
-
-@njit(**_JIT)
-def stop(box, w):
-    base = box + (w + 1) * LINE
-    store(base + SEQ, -1)
-    syscall3(_SYS_FUTEX, base + SEQ, _FUTEX_WAKE_PRIVATE, 1)
 
 
 @njit(**_JIT)

@@ -295,6 +295,8 @@ tune_malloc()
 
 def set_num_threads(n: int) -> None:
     from threadpoolctl import threadpool_limits
+    from . import cpu_pool
+    cpu_pool.ensure_threads(n)     # OpenBLAS's jobs run on the CPU pool once it runs: a thread for each
     threadpool_limits(limits=n, user_api="blas")
 
 

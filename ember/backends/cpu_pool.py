@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = ["pool", "Pool"]
 
+MAX_WORKERS = 255
 _lock = threading.Lock()
 _pool: Pool | None = None
 _tried = False
@@ -40,47 +41,44 @@ class Pool:
         from . import _numba_pool as NP
         self.NP = NP
         self.lib, self.names = lib, names
-        ncpu = os.cpu_count() or 1
-        self.capacity = max(ncpu, _openblas_threads(lib, names)) - 1   # workers: every thread OpenBLAS may use
-        lines = self.capacity + 2
-        self._mem = np.zeros(lines * NP.LINE // 8 + 8, np.int64)
+        self._mem = np.zeros((MAX_WORKERS + 3) * NP.LINE // 8, np.int64)   # + a line to align to
         self.box = (self._mem.ctypes.data + 63) // 64 * 64
         self.set_threads = ctypes.cast(getattr(lib, "openblas_set_num_threads_local"), ctypes.c_void_p).value
         self.sgemm = ctypes.cast(getattr(lib, names["sgemm"]), ctypes.c_void_p).value
+        self._get_threads = getattr(lib, names["get_threads"])
+        self._get_threads.restype = ctypes.c_int
         self._set_callback = getattr(lib, names["callback"])
         self._set_callback.argtypes = [ctypes.c_void_p]
         self._set_callback.restype = None
         NP.worker(-NP.LINE, 0)    # compiled (or loaded from numba's cache) here, not in the threads
-        self.threads = [threading.Thread(target=NP.worker, args=(self.box, w), daemon=True,
-                                         name=f"ember-cpu-pool-{w}") for w in range(self.capacity)]
-        for t in self.threads:
-            t.start()
-        # every worker in its loop (GIL released) before OpenBLAS may wait on one: a BLAS call made
-        # while its caller holds the GIL would otherwise wait for a thread that waits for the GIL
-        ready = [self.box + (w + 1) * NP.LINE + NP.READY for w in range(self.capacity)]
-        deadline = time.monotonic() + 30
-        while not all(ctypes.c_int64.from_address(a).value for a in ready):
-            if time.monotonic() > deadline:
-                raise RuntimeError("ember: the CPU pool's threads did not start")
-            time.sleep(0.0002)
+        self.threads: list[threading.Thread] = []
+        self.capacity = 0
+        self.ensure(max(os.cpu_count() or 1, int(self._get_threads())))   # every thread OpenBLAS may use
         self.callback = NP.blas_callback(self.box, self.set_threads)
         self._set_callback(self.callback.address)
 
+    def ensure(self, n: int) -> None:
+        """Workers for regions of n threads (the caller is the n-th). Called before OpenBLAS's count
+        rises (ember.set_num_threads): its jobs must each find a thread."""
+        n = min(n, MAX_WORKERS + 1)
+        new = [threading.Thread(target=self.NP.worker, args=(self.box, w), daemon=True, name=f"ember-cpu-pool-{w}")
+               for w in range(self.capacity, n - 1)]
+        for t in new:
+            t.start()
+        # every worker in its loop (GIL released) before OpenBLAS may wait on one: a BLAS call made
+        # while its caller holds the GIL would otherwise wait for a thread that waits for the GIL
+        ready = [self.box + (w + 1) * self.NP.LINE + self.NP.READY for w in range(self.capacity, n - 1)]
+        while not all(ctypes.c_int64.from_address(a).value for a in ready):
+            time.sleep(0.0002)
+        self.threads += new
+        self.capacity = max(self.capacity, n - 1)
+
     def size(self) -> int:
         """Threads a parallel region uses: OpenBLAS's thread count (ember.set_num_threads)."""
-        return min(_openblas_threads(self.lib, self.names), self.capacity + 1)
+        return min(int(self._get_threads()), self.capacity + 1)
 
     def run(self, job: int, n: int, args: np.ndarray) -> None:
         self.NP.run(self.box, self.set_threads, job, n, args.ctypes.data)
-
-    def close(self) -> None:
-        """Give OpenBLAS its own threads back and stop the workers (tests; a forked child calls only
-        the first half, its workers never existed)."""
-        self._set_callback(None)
-        for w in range(self.capacity):
-            self.NP.stop(self.box, w)
-        for t in self.threads:
-            t.join(timeout=5)
 
 
 def _find_openblas():
@@ -106,12 +104,6 @@ def _find_openblas():
     return None
 
 
-def _openblas_threads(lib, names) -> int:
-    f = getattr(lib, names["get_threads"])
-    f.restype = ctypes.c_int
-    return int(f())
-
-
 def pool() -> Pool | None:
     """The pool, started on the first call; None where it cannot run (then callers run serially)."""
     global _pool, _tried
@@ -133,21 +125,19 @@ def pool() -> Pool | None:
         return _pool
 
 
+def ensure_threads(n: int) -> None:
+    """Before OpenBLAS is given n threads: a running pool starts the workers they need."""
+    if _pool is not None:
+        with _lock:
+            _pool.ensure(n)
+
+
 def _after_fork_in_child():
     """The child of a fork has no pool threads: OpenBLAS gets its own back, kernels run serially."""
     global _pool, _tried
     if _pool is not None:
         _pool._set_callback(None)
     _pool, _tried = None, True
-
-
-def _shutdown_for_tests():
-    """Stop the pool and let the next `pool()` start a fresh one."""
-    global _pool, _tried
-    with _lock:
-        if _pool is not None:
-            _pool.close()
-        _pool, _tried = None, False
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

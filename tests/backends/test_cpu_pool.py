@@ -259,3 +259,23 @@ def test_attention_with_values_of_another_width(pool, runs, causal):
                     _serial(cpu_kernels.attention_grad, node, q, k, v, s, g)):
         assert np.array_equal(a, b)
     assert runs[0] == 2
+
+
+def test_more_threads_than_cores_after_the_pool_started(pool):
+    """ember.set_num_threads above the core count: OpenBLAS then cuts its GEMMs into more jobs, and
+    each must find a worker (else the region waits forever)."""
+    n = ember.get_num_threads()
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((1024, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 768), dtype=np.float32)
+    ref = a.astype(np.float64) @ b
+    try:
+        ember.set_num_threads(n + 3)
+        assert pool.capacity >= n + 2 and pool.size() == n + 3
+        np.testing.assert_allclose(a @ b, ref, rtol=1e-4, atol=1e-3)
+        q, k, v = _heads(2, 4, 64, 32, 11)
+        o, _ = cpu_kernels.attention(_Node(True, 32), q, k, v)
+        assert np.array_equal(o, _serial(cpu_kernels.attention, _Node(True, 32), q, k, v)[0])
+    finally:
+        ember.set_num_threads(n)
+    assert pool.size() == n
