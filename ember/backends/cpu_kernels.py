@@ -247,11 +247,6 @@ def _pool(q):
     return pl if pl is not None and pl.size() > 1 else None
 
 
-def _pool_jobs():
-    from . import _numba_pool
-    return _numba_pool
-
-
 def _scratch(name, shape):
     """A float32 work array private to one kernel call (never returned), the same one again when the last
     call of this name had this shape: the memory is then still in cache. A fresh np.empty lands wherever
@@ -289,7 +284,7 @@ def attention(node, q, k, v):
         o = _heads_out(q.shape[:-2], L, v.shape[-1])
         A = cpu_pool.attention_args(pl, q, k, v, s, (o,), node.scale, node.causal)
         if A is not None:
-            pl.run(_pool_jobs().attention_job.address, min(pl.size(), int(A[0])), A)
+            pl.run(pl.NP.attention_job.address, min(pl.size(), int(A[0])), A)
             return o, s
     # k^T copied first: BLAS is ~1.7x faster on it than on the transposed view (E = 32: W5's heads)
     kt = _scratch("kt", k.shape[:-2] + k.shape[:-3:-1])
@@ -348,7 +343,7 @@ def _attention_grad_into(K, node, q, k, v, p, g, dq, dk, dv):
         ds = _scratch("ds", p.shape)
         A = cpu_pool.attention_args(pl, q, k, v, ds, (dq, dk, dv), node.scale, node.causal, p=p, g=g)
         if A is not None:
-            pl.run(_pool_jobs().attention_grad_job.address, min(pl.size(), int(A[0])), A)
+            pl.run(pl.NP.attention_grad_job.address, min(pl.size(), int(A[0])), A)
             return
     h = _causal_split(node, L, S)
     vt = _scratch("vt", v.shape[:-2] + v.shape[:-3:-1])

@@ -40,7 +40,7 @@ class Pool:
     def __init__(self, lib, names):
         from . import _numba_pool as NP
         self.NP = NP
-        self.lib, self.names = lib, names
+        self.lib = lib            # keeps the library (and the addresses below) loaded
         self._mem = np.zeros((MAX_WORKERS + 3) * NP.LINE // 8, np.int64)   # + a line to align to
         self.box = (self._mem.ctypes.data + 63) // 64 * 64
         self.set_threads = ctypes.cast(getattr(lib, "openblas_set_num_threads_local"), ctypes.c_void_p).value
@@ -189,6 +189,5 @@ def split(job_name: str, work: int, *block) -> bool:
     n = pl.size() if pl is not None else 1
     if pl is None or n < 2:
         return False
-    from . import _numba_pool
-    pl.run(getattr(_numba_pool, job_name).address, n, np.array(block, np.int64))
+    pl.run(getattr(pl.NP, job_name).address, n, np.array(block, np.int64))
     return True
