@@ -51,7 +51,7 @@ def node_fn(node):
     """The callable that runs one node on arrays."""
     if node.fused is not None:
         from .kernels import build, build_numba, numba_wanted
-        return (numba_wanted() and build_numba(node)) or build(node)
+        return (numba_wanted(node) and build_numba(node)) or build(node)
     inst = node.prim.__new__(node.prim)
     inst.__dict__.update(node.attrs)
     kernel = node.prim.cpu_kernel   # a compiled CPU kernel eager mode would run (backends/cpu_kernels.py)

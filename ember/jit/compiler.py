@@ -12,6 +12,8 @@ import numpy as np
 
 from .._errors import user_frame, _is_internal
 from .._tensor import Tensor
+from .._dtype import get_default_dtype
+from ..autograd.grad_mode import is_grad_enabled
 from ..backends import host as _host
 from .. import amp as _amp
 from . import capture as _cap
@@ -127,8 +129,11 @@ class CompiledFunction:
 
     def _key(self, args, kwargs):
         leaves = []
-        spec = _cap.flatten((tuple(args), dict(kwargs)), "", leaves)
         key, sizes = [], []
+        if not args and not kwargs:       # a training step that takes no arguments: nothing to flatten
+            key.append(("structure", _NO_ARGS))
+            return self._state_key(key, leaves, sizes)
+        spec = _cap.flatten((tuple(args), dict(kwargs)), "", leaves)
         for path, t in leaves:
             name, shape = self._name(path), tuple(t._data.shape)
             if self.dynamic:
@@ -142,6 +147,10 @@ class CompiledFunction:
         for path, v in sc:
             key.append((self._name(path), (type(v).__name__, _hashable(v))))
         key.append(("structure", _structure(spec)))
+        return self._state_key(key, leaves, sizes)
+
+    def _state_key(self, key, leaves, sizes):
+        """The guards on state outside the arguments: modules, optimizers, loose tensors, values read."""
         for i, m in enumerate(self.mods):
             n = f"m{i}" if len(self.mods) > 1 else type(m).__name__
             named = list(m.named_modules())
@@ -177,8 +186,6 @@ class CompiledFunction:
             key.append(("tensors.requires_grad", tuple(t.requires_grad for t in self.loose)))
         for label, read in self.values:   # a global or closure value baked into the trace as a constant
             key.append((label, _cap.python_value(read())))
-        from ..autograd.grad_mode import is_grad_enabled
-        from .._dtype import get_default_dtype
         key.append(("grad_enabled", is_grad_enabled()))
         key.append(("default_dtype", get_default_dtype().name))
         key.append(("autocast", _amp.state_key()))   # casts are traced: another autocast state is another graph
@@ -548,3 +555,6 @@ def trace(fn, example_inputs, *, passes=None):
     f = CompiledFunction(fn, strict=True, passes=passes)
     f(*example_inputs)
     return f
+
+
+_NO_ARGS = _structure(_cap.flatten(((), {}), "", []))

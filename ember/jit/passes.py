@@ -10,6 +10,7 @@
 | `pack_attention` | the Cat of AttentionGrad's q/k/v gradients reshaped back to a fused projection's columns becomes one `AttentionGradPacked` that writes them there |
 | `pool_relu` | ReLU's gradient mask after MaxPoolGrad moves before it, onto the pooled gradient (the same values, 4x fewer elements at 2x2) |
 | `fuse` | chains of elementwise nodes (and a Linear/Conv/MatMul head with its bias and activation) into one `Fused` node that runs in one buffer |
+| `fuse_updates` | an update's in-place writes (`p -= lr * p.grad`, `g.zero_()`, gradient accumulation) and the arithmetic between them, tensors of one shape, into one `Fused` node that writes them in place |
 | `memplan` | frees every array after its last use (codegen emits `del`) |
 
 `run_passes(graph, names)` runs a pipeline (None: DEFAULT); with EMBER_DEBUG=2 it prints the graph after
@@ -23,7 +24,7 @@ import sys
 from .. import _debug
 from .ir import Node
 
-__all__ = ["dce", "fold", "cse", "simplify", "concat", "pack_attention", "pool_relu", "fuse", "memplan", "run_passes", "DEFAULT", "PASSES",
+__all__ = ["dce", "fold", "cse", "simplify", "concat", "pack_attention", "pool_relu", "fuse", "fuse_updates", "memplan", "run_passes", "DEFAULT", "PASSES",
            "ELEMENTWISE", "FUSE_HEADS"]
 
 
@@ -445,6 +446,111 @@ def fuse(graph):
     return graph
 
 
+UPDATE_OPS = {"Add", "Sub", "Mul", "Div", "Neg"}   # the arithmetic an update region takes beside Assigns
+
+
+def _update_member(n):
+    """(shape, dtype) when `n` can join an update region: a whole-tensor Assign (store or `op=`) of a
+    float tensor from one of its shape or a single value, or float arithmetic of that kind."""
+    if n.fused is not None or len(n.outputs) != 1:
+        return None
+    out = n.outputs[0]
+    if out.dtype not in ("float32", "float64"):
+        return None
+    if n.name == "Assign":
+        a = n.attrs
+        if a.get("key") is not None or a.get("op") not in (None, "add", "sub", "mul", "div") or n.mutates != (0,) \
+                or len(n.inputs) != (1 if a.get("value") is not None else 2):
+            return None
+    elif n.name not in UPDATE_OPS or not n.pure:
+        return None
+    if any(v.dtype != out.dtype or v.shape not in (out.shape, ()) for v in n.inputs) or out.shape == ():
+        return None
+    return out.shape, out.dtype
+
+
+def fuse_updates(graph):
+    """Update fusion: the in-place writes of an update (`p -= lr * p.grad`, `g.zero_()`, `.grad` accumulation,
+    all tensors of one shape) and the arithmetic between them become one `Fused` node that writes its
+    tensors in place, at the last member's place, so a kernel can make them one pass over memory
+    (kernels.py). A region is connected by its values; it is kept only if nothing between its first and
+    last member uses its values or touches the storages it writes, nothing there writes what it reads,
+    and only its Assigns' results (the written tensors themselves) are used after it."""
+    pos = {id(n): i for i, n in enumerate(graph.nodes)}
+    group_of: dict = {}
+    groups = []
+    for n in graph.nodes:
+        kind = _update_member(n)
+        if kind is None:
+            continue
+        joined = []
+        for v in n.inputs:
+            g = group_of.get(id(v.node)) if v.node is not None else None
+            if g is not None and g["kind"] == kind and all(g is not j for j in joined):
+                joined.append(g)
+        if joined:
+            g = joined[0]
+            for other in joined[1:]:                  # n connects two regions: one region
+                g["members"].extend(other["members"])
+                for m in other["members"]:
+                    group_of[id(m)] = g
+                other["members"] = []
+            g["members"].append(n)
+        else:
+            g = {"kind": kind, "members": [n]}
+            groups.append(g)
+        group_of[id(n)] = g
+    uses: dict = {}
+    for n in graph.nodes:
+        for v in n.inputs:
+            uses.setdefault(v.id, []).append(n)
+    roots = {v.id for v in graph.roots()}
+    replace, drop = {}, set()
+    for g in groups:
+        members = sorted(g["members"], key=lambda m: pos[id(m)])
+        if len(members) < 2 or not any(m.name == "Assign" for m in members):
+            continue
+        ids = {id(m) for m in members}
+        inner = {o.id for m in members for o in m.outputs}
+        written = {m.inputs[0].storage for m in members if m.name == "Assign"}
+        read = {v.storage for m in members for v in m.inputs if v.id not in inner}
+        outs, ok = [], True
+        for m in members:
+            o = m.outputs[0]
+            outside = o.id in roots or any(id(u) not in ids for u in uses.get(o.id, ()))
+            if outside and m.name != "Assign":
+                ok = False
+            elif outside:
+                outs.append(o)
+        first, last = pos[id(members[0])], pos[id(members[-1])]
+        for n in graph.nodes[first + 1:last]:
+            if not ok:
+                break
+            if id(n) in ids:
+                continue
+            touched = {v.storage for v in n.inputs} | {o.storage for o in n.outputs}
+            wrote = {n.inputs[i].storage for i in n.mutates} | \
+                {s.inputs[i].storage for s in n.fused or () for i in s.mutates}
+            ok = not (any(v.id in inner for v in n.inputs) or touched & written or wrote & read)
+        ext = []
+        for m in members:
+            for v in m.inputs:
+                if v.id not in inner and all(v is not e for e in ext):
+                    ext.append(v)
+        if not ok or any(sum(e.storage == s for e in ext) != 1 for s in written):
+            continue
+        outs = outs or [members[-1].outputs[0]]
+        mut = tuple(i for i, e in enumerate(ext) if e.storage in written)
+        node = Node("Fused", {"ops": "+".join(m.name for m in members)}, ext, outs, mut, members[-1].where,
+                    fused=members)
+        for o in outs:
+            o.node = node
+        replace[id(members[-1])] = node
+        drop.update(ids)
+    graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in drop or id(n) in replace]
+    return graph
+
+
 def _writes_between(graph, group, start, end) -> bool:
     """Whether a node strictly between positions start and end writes a storage the group reads."""
     read = {v.storage for m in group for v in m.inputs}
@@ -463,8 +569,10 @@ def memplan(graph):
 
 
 PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "concat": concat,
-          "pack_attention": pack_attention, "pool_relu": pool_relu, "fuse": fuse, "memplan": memplan}
-DEFAULT = ["dce", "fold", "simplify", "cse", "concat", "pack_attention", "pool_relu", "dce", "fuse", "memplan"]
+          "pack_attention": pack_attention, "pool_relu": pool_relu, "fuse": fuse, "fuse_updates": fuse_updates,
+          "memplan": memplan}
+DEFAULT = ["dce", "fold", "simplify", "cse", "concat", "pack_attention", "pool_relu", "dce", "fuse", "fuse_updates",
+           "memplan"]
 
 
 def run_passes(graph, names=None):

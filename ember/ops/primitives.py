@@ -202,7 +202,10 @@ class Clamp(Primitive):
     attrs = {"lo": OPT_NUMBER, "hi": OPT_NUMBER}
     saves_inputs = True
     def forward(self, x):
-        return array_module(x).clip(x, self.lo, self.hi).astype(x.dtype, copy=False)
+        xp = array_module(x)
+        if self.hi is None and self.lo is not None and x.dtype.kind == "f":   # clamp(min=0): maximum is one ufunc call, clip wraps more
+            return xp.maximum(x, self.lo)
+        return xp.clip(x, self.lo, self.hi).astype(x.dtype, copy=False)
     def backward(self, g):
         x, = self.saved_tensors
         keep = None

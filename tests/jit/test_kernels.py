@@ -40,3 +40,57 @@ def test_import_ember_does_not_import_numba():
     r = subprocess.run([sys.executable, "-c", "import ember, sys; ember.compile(lambda x: x + 1)(ember.ones(1)); "
                         "print('numba' in sys.modules)"], capture_output=True, text=True)
     assert r.stdout.strip() == "False", r.stderr
+
+
+EXACT_CHAINS = {
+    "maximum": lambda x, y: ember.maximum(x, y) * 1.0,
+    "relu": lambda x, y: (x * 1.0).relu(),
+    "div_neg": lambda x, y: -(x / y),
+    "sub_add_mul": lambda x, y: (x - y) * y + x,
+    "compare_where": lambda x, y: ember.where(x >= y, x, y) * 1.0,
+    "masked": lambda x, y: ember.where(x > 0.0, y, 0.0) * 1.0,
+}
+
+
+@pytest.mark.parametrize("chain", list(EXACT_CHAINS))
+def test_exact_chains_run_in_numba_by_default_with_numpys_bits(chain, monkeypatch, tmp_path):
+    """Add, Sub, Mul, Div, Neg, Relu, Maximum, Compare and Where are one IEEE operation per element in
+    numba as in NumPy's loops: the default kernel for their chains, bit for bit over every pair of special
+    values (inf and -0.0 too; a NaN stays a NaN, its sign bit may differ)."""
+    pytest.importorskip("numba", reason="numba is the optional extra ember[jit]")
+    monkeypatch.delenv("EMBER_JIT_KERNELS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3e38], np.float32)
+    rng = np.random.default_rng(0)
+
+    def data():
+        a = rng.standard_normal((64, 100), dtype=np.float32)
+        a.reshape(-1)[:64] = np.tile(special, 8)
+        b = rng.standard_normal((64, 100), dtype=np.float32)
+        b.reshape(-1)[:64] = np.repeat(special, 8)
+        return ember.from_numpy(a), ember.from_numpy(b)
+
+    fn = EXACT_CHAINS[chain]
+    f = ember.compile(fn, passes=["fuse"])
+    for _ in range(3):
+        x, y = data()
+        with np.errstate(all="ignore"):
+            want = fn(x, y).numpy()
+        got = f(x, y).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))     # a NaN's sign bit may differ
+        ok = ~np.isnan(want)
+        bits, want_bits = got.view(np.int32)[ok], want.view(np.int32)[ok]
+        assert np.array_equal(bits, want_bits), np.argwhere(got.view(np.int32) != want.view(np.int32))[:5]
+    assert f.graph.counts() == {"Fused": 1}, str(f.graph)
+    assert len(list((tmp_path / "ember" / "jit").glob("chain_*.py"))) == 1
+
+
+def test_small_chains_stay_in_numpy(monkeypatch, tmp_path):
+    monkeypatch.delenv("EMBER_JIT_KERNELS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from ember.jit.kernels import NUMBA_MIN
+    f = ember.compile(lambda x: (x * 2 + 1).relu(), passes=["fuse"])
+    x = ember.randn(NUMBA_MIN - 1)
+    f(x)
+    np.testing.assert_array_equal(f(x).numpy(), (x * 2 + 1).relu().numpy())
+    assert not (tmp_path / "ember" / "jit").exists()

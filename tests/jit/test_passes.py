@@ -492,3 +492,131 @@ def test_dce_keeps_an_input_only_dead_code_read():
     for i in range(3):
         assert f(ember.ones(2) * i, ember.ones(3)).tolist() == [2.0 * i] * 2
     assert [v.kind for v in f.graph.leaves].count("input") == 2 and "Exp" not in f.graph.counts()
+
+
+# --- fuse_updates -------------------------------------------------------------------------------------
+def _sgd_step(X, Y, W1, W2, lr=1e-3):
+    """W2's manual step: forward, backward, `p -= lr * p.grad`, `p.grad.zero_()` (one update region each)."""
+    def step():
+        loss = (X.mm(W1).clamp(min=0).mm(W2) - Y).pow(2).sum()
+        loss.backward()
+        with ember.no_grad():
+            W1.sub_(lr * W1.grad)
+            W2.sub_(lr * W2.grad)
+            W1.grad.zero_()
+            W2.grad.zero_()
+        return loss
+    return step
+
+
+def _sgd_tensors(seed, n=8, d=40, h=32, o=10):
+    rng = np.random.default_rng(seed)
+    arr = [rng.standard_normal(s, dtype=np.float32) for s in ((n, d), (n, o), (d, h), (h, o))]
+    X, Y, W1, W2 = (ember.from_numpy(a.copy()) for a in arr)
+    return X, Y, W1.requires_grad_(), W2.requires_grad_()
+
+
+@pytest.mark.parametrize("kernels", ["auto", "numpy"])
+def test_fuse_updates_makes_one_in_place_node_per_update_and_keeps_bits(kernels, monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBER_JIT_KERNELS", kernels)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    eager, comp = _sgd_tensors(0), _sgd_tensors(0)
+    e, f = _sgd_step(*eager), ember.compile(_sgd_step(*comp))
+    for i in range(4):
+        np.testing.assert_array_equal(f().detach().numpy(), e().detach().numpy(), err_msg=f"loss of call {i}")
+        for a, b in zip(comp[2:], eager[2:]):    # the parameters and their zeroed gradients, bit for bit
+            np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy(), err_msg=f"call {i}")
+            np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy(), err_msg=f"call {i}")
+    regions = [n for n in f.graph.nodes if n.name == "Fused" and n.mutates]
+    assert sorted(n.attrs["ops"] for n in regions) == ["Assign+Mul+Assign+Assign"] * 2, str(f.graph)
+    assert "Assign" not in f.graph.counts(), str(f.graph)
+    written = sorted(tuple(n.inputs[i].shape for i in n.mutates) for n in regions)
+    assert written == [((32, 10), (32, 10)), ((40, 32), (40, 32))]      # the gradient and the parameter
+    made = list((tmp_path / "ember" / "jit").glob("chain_*.py"))          # W1's region has 1280 elements
+    assert bool(made) == (kernels == "auto" and _has_numba()), made
+
+
+def _has_numba():
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_fuse_updates_keeps_apart_a_region_something_reads_between_its_writes():
+    def fn(p, g):
+        g.add_(1)
+        p.sub_(g * 0.5)
+        s = p.sum()          # reads p between the region's writes: fused, it would see p before the sub
+        g.mul_(0)
+        return s + g.sum()
+    make = lambda i: (ember.ones(300) * i, ember.ones(300) * (i + 1))      # noqa: E731
+    f = ember.compile(fn)
+    for i in range(3):
+        pe, ge = make(i)
+        pc, gc = make(i)
+        np.testing.assert_array_equal(f(pc, gc).numpy(), fn(pe, ge).numpy())
+        np.testing.assert_array_equal(pc.numpy(), pe.numpy())
+    assert not any(n.mutates for n in f.graph.nodes if n.name == "Fused"), str(f.graph)
+
+
+def test_fuse_updates_takes_a_region_whose_reads_come_before_it():
+    def fn(p, g):
+        s = p.sum()          # before the first write: the region may still form
+        g.add_(1)
+        p.sub_(g * 0.5)
+        g.mul_(0)
+        return s
+    f = ember.compile(fn)
+    for i in range(3):
+        pe, ge = ember.ones(300) * i, ember.ones(300) * (i + 1)
+        pc, gc = ember.ones(300) * i, ember.ones(300) * (i + 1)
+        np.testing.assert_array_equal(f(pc, gc).numpy(), fn(pe, ge).numpy())
+        np.testing.assert_array_equal(pc.numpy(), pe.numpy())
+        np.testing.assert_array_equal(gc.numpy(), ge.numpy())
+    assert [n.attrs["ops"] for n in f.graph.nodes if n.mutates] == ["Assign+Mul+Assign+Assign"], str(f.graph)
+
+
+@pytest.mark.parametrize("layout", ["overlapping", "transposed", "contiguous"])
+def test_update_kernel_takes_only_arrays_it_can_run_element_by_element(layout):
+    """Traced on two tensors, the region writes `a` from `b` in one loop; replayed with b overlapping a
+    (shifted views of one tensor) element order would show, and a transposed b is not laid out like a:
+    those calls run member by member, with eager's result."""
+    def fn(a, b):
+        a.add_(b * 2)
+        a.mul_(3)
+        return a
+
+    def make(layout):
+        base = ember.arange(40 * 41, dtype=ember.float32)
+        if layout == "overlapping":
+            return base[1:1601].reshape(40, 40), base[:1600].reshape(40, 40)
+        if layout == "transposed":
+            return base[:1600].reshape(40, 40), (base[:1600] * 0.5).reshape(40, 40).t()
+        return base[:1600].reshape(40, 40).clone(), (base[:1600] * 0.5).reshape(40, 40)
+    f = ember.compile(fn)
+    for lay in ("contiguous", layout, layout, "contiguous", layout):
+        a, b = make(lay)
+        np.testing.assert_array_equal(f(a, b).numpy(), fn(*make(lay)).numpy(), err_msg=lay)
+        np.testing.assert_array_equal(a.numpy(), fn(*make(lay)).numpy(), err_msg=lay)
+    assert f.cache_info().traces == 1, f.cache_info()
+    assert [n.attrs["ops"] for n in f.graph.nodes if n.mutates] == ["Mul+Assign+Assign"], str(f.graph)
+
+
+def test_an_update_region_saves_and_loads(tmp_path):
+    """A saved step keeps its update regions; loaded, it trains as the compiled step goes on to."""
+    comp = _sgd_tensors(1)
+    f = ember.compile(_sgd_step(*comp))
+    f(); f()
+    f.save(tmp_path / "sgd.ejit")
+    g = ember.jit.load(tmp_path / "sgd.ejit")
+    assert sum(n.name == "Fused" and bool(n.mutates) for n in g.graph.nodes) == 2, str(g.graph)
+    got = [float(g()) for _ in range(3)]
+    want = [float(f().detach()) for _ in range(3)]
+    assert got == want
+    params = sorted((t.numpy() for t in g.state.values() if t.shape in ((40, 32), (32, 10))), key=lambda a: a.shape)
+    assert len(params) == 4      # W1, W2 and their gradients
+    for p in comp[2:]:
+        assert any(np.array_equal(p.detach().numpy(), a) for a in params)
+        assert any(np.array_equal(p.grad.numpy(), a) for a in params)
