@@ -537,11 +537,8 @@ def test_fuse_updates_makes_one_in_place_node_per_update_and_keeps_bits(kernels,
 
 
 def _has_numba():
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+    return importlib.util.find_spec("numba") is not None
 
 
 def test_fuse_updates_keeps_apart_a_region_something_reads_between_its_writes():
