@@ -110,6 +110,7 @@ _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ASSIGN = {None: "{1}", "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}"}
 EXACT = {"Add", "Sub", "Mul", "Div", "Neg", "Relu", "Maximum", "Where", "Compare", "Assign", "Abs"}
 NUMBA_MIN = 256      # elements: below, one NumPy call per member is as quick
+RUNS = {"numba": 0}  # calls that ran a generated loop (tests read it: a silent fallback is only slower)
 
 
 def numba_mode() -> str:
@@ -201,11 +202,13 @@ def build_numba(node):
         if not region:
             out = xp.empty(shape, ext[full[0]].dtype)
             fn(*ext, out)
+            RUNS["numba"] += 1
             return out
         for w in writes:          # a written array overlapping another operand: element order would show
             if not ext[w].flags.writeable or any(i != w and xp.may_share_memory(ext[w], ext[i]) for i in full):
                 return fallback(*ext)
         fn(*ext)
+        RUNS["numba"] += 1
         return ext[outs[0]] if len(outs) == 1 else tuple(ext[i] for i in outs)
     return run
 
@@ -252,7 +255,7 @@ def _numba_kernel(node, written):
             continue
         args = [ref(v) for v in m.inputs]
         expr = f"({args[0]} {_CMP[m.attrs['op']]} {args[1]})" if m.name == "Compare" else \
-            _NB_EXPR[m.name].format(*args, z="z")
+            _NB_EXPR[m.name].format(*args)
         body.append(f"        t{j} = {expr}")
         names[m.outputs[0].id] = f"t{j}"
     body.extend(f"        f{k}[i] = w{k}" for k in sorted(held))

@@ -508,7 +508,9 @@ def fuse_updates(graph):
     replace, drop = {}, set()
     for g in groups:
         members = sorted(g["members"], key=lambda m: pos[id(m)])
-        if len(members) < 2 or not any(m.name == "Assign" for m in members):
+        while members and members[-1].name != "Assign":   # arithmetic on the written tensors after the last
+            members.pop()                                   # write: not part of the update
+        if len(members) < 2:
             continue
         ids = {id(m) for m in members}
         inner = {o.id for m in members for o in m.outputs}

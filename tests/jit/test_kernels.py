@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.jit import kernels
 
 
 def _fn(x, y):
@@ -44,6 +45,9 @@ def test_import_ember_does_not_import_numba():
 
 EXACT_CHAINS = {
     "maximum": lambda x, y: ember.maximum(x, y) * 1.0,
+    "float64": lambda x, y: (ember.maximum(x, y) / y - x).relu(),          # called with float64 x and y
+    "isclose_where": lambda x, y: ember.where(ember.isclose(x, y), x, y) * 1.0,   # isclose: NumPy's
+    "row_broadcast": lambda x, y: (x + y[0]) * y[:, :1],          # operands of (100,) and (64, 1): NumPy's
     "relu": lambda x, y: (x * 1.0).relu(),
     "div_neg": lambda x, y: -(x / y),
     "sub_add_mul": lambda x, y: (x - y) * y + x,
@@ -68,10 +72,12 @@ def test_exact_chains_run_in_numba_by_default_with_numpys_bits(chain, monkeypatc
         a.reshape(-1)[:64] = np.tile(special, 8)
         b = rng.standard_normal((64, 100), dtype=np.float32)
         b.reshape(-1)[:64] = np.repeat(special, 8)
-        return ember.from_numpy(a), ember.from_numpy(b)
+        dt = np.float64 if chain == "float64" else np.float32
+        return ember.from_numpy(a.astype(dt)), ember.from_numpy(b.astype(dt))
 
     fn = EXACT_CHAINS[chain]
     f = ember.compile(fn, passes=["fuse"])
+    runs = kernels.RUNS["numba"]
     for _ in range(3):
         x, y = data()
         with np.errstate(all="ignore"):
@@ -79,18 +85,28 @@ def test_exact_chains_run_in_numba_by_default_with_numpys_bits(chain, monkeypatc
         got = f(x, y).numpy()
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))     # a NaN's sign bit may differ
         ok = ~np.isnan(want)
-        bits, want_bits = got.view(np.int32)[ok], want.view(np.int32)[ok]
-        assert np.array_equal(bits, want_bits), np.argwhere(got.view(np.int32) != want.view(np.int32))[:5]
-    assert f.graph.counts() == {"Fused": 1}, str(f.graph)
-    assert len(list((tmp_path / "ember" / "jit").glob("chain_*.py"))) == 1
+        it = np.int64 if got.dtype == np.float64 else np.int32
+        assert np.array_equal(got.view(it)[ok], want.view(it)[ok]), np.argwhere(got.view(it) != want.view(it))[:5]
+    fused = [n for n in f.graph.nodes if n.name == "Fused"]
+    assert len(fused) == 1, str(f.graph)
+    in_numba = chain not in ("isclose_where", "row_broadcast")
+    assert kernels.RUNS["numba"] - runs == (2 if in_numba else 0)     # the calls after the trace
+    assert len(list((tmp_path / "ember" / "jit").glob("chain_*.py"))) == in_numba
 
 
-def test_small_chains_stay_in_numpy(monkeypatch, tmp_path):
-    monkeypatch.delenv("EMBER_JIT_KERNELS", raising=False)
+@pytest.mark.parametrize("mode, size, in_numba", [("auto", kernels.NUMBA_MIN - 1, False),
+                                                   ("auto", kernels.NUMBA_MIN, True),
+                                                   ("no such mode", kernels.NUMBA_MIN, True),     # as auto
+                                                   ("numpy", 10 * kernels.NUMBA_MIN, False)])
+def test_which_chains_run_in_numba(mode, size, in_numba, monkeypatch, tmp_path):
+    if in_numba:
+        pytest.importorskip("numba", reason="numba is the optional extra ember[jit]")
+    monkeypatch.setenv("EMBER_JIT_KERNELS", mode)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    from ember.jit.kernels import NUMBA_MIN
     f = ember.compile(lambda x: (x * 2 + 1).relu(), passes=["fuse"])
-    x = ember.randn(NUMBA_MIN - 1)
+    x = ember.randn(size)
+    runs = kernels.RUNS["numba"]
     f(x)
     np.testing.assert_array_equal(f(x).numpy(), (x * 2 + 1).relu().numpy())
-    assert not (tmp_path / "ember" / "jit").exists()
+    assert kernels.RUNS["numba"] - runs == in_numba      # the call after the trace
+    assert (tmp_path / "ember" / "jit").exists() == in_numba
