@@ -94,19 +94,29 @@ def test_exact_chains_run_in_numba_by_default_with_numpys_bits(chain, monkeypatc
     assert len(list((tmp_path / "ember" / "jit").glob("chain_*.py"))) == in_numba
 
 
-@pytest.mark.parametrize("mode, size, in_numba", [("auto", kernels.NUMBA_MIN - 1, False),
-                                                   ("auto", kernels.NUMBA_MIN, True),
-                                                   ("no such mode", kernels.NUMBA_MIN, True),     # as auto
-                                                   ("numpy", 10 * kernels.NUMBA_MIN, False)])
-def test_which_chains_run_in_numba(mode, size, in_numba, monkeypatch, tmp_path):
+CHAINS = {"exact": lambda x: (x * 2 + 1).relu(), "exp": lambda x: (x * 2 + 1).exp(), "bool": lambda x: x * 2 > 1}
+
+
+@pytest.mark.parametrize("mode, chain, size, in_numba", [
+    ("auto", "exact", kernels.NUMBA_MIN - 1, False), ("auto", "exact", kernels.NUMBA_MIN, True),
+    ("auto", "exp", kernels.NUMBA_MIN, False),                  # numba's exp is not NumPy's to the bit
+    ("no such mode", "exp", kernels.NUMBA_MIN, False),          # as auto
+    ("numba", "exp", kernels.NUMBA_MIN, True),
+    ("auto", "bool", kernels.NUMBA_MIN, False),                 # a bool result: NumPy's
+    ("numpy", "exact", 10 * kernels.NUMBA_MIN, False)])
+def test_which_chains_run_in_numba(mode, chain, size, in_numba, monkeypatch, tmp_path):
     if in_numba:
         pytest.importorskip("numba", reason="numba is the optional extra ember[jit]")
     monkeypatch.setenv("EMBER_JIT_KERNELS", mode)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    f = ember.compile(lambda x: (x * 2 + 1).relu(), passes=["fuse"])
+    fn = CHAINS[chain]
+    f = ember.compile(fn, passes=["fuse"])
     x = ember.randn(size)
     runs = kernels.RUNS["numba"]
     f(x)
-    np.testing.assert_array_equal(f(x).numpy(), (x * 2 + 1).relu().numpy())
+    if chain == "exp":
+        np.testing.assert_allclose(f(x).numpy(), fn(x).numpy(), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
     assert kernels.RUNS["numba"] - runs == in_numba      # the call after the trace
     assert (tmp_path / "ember" / "jit").exists() == in_numba

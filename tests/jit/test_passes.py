@@ -639,3 +639,63 @@ def test_an_update_region_whose_written_tensors_are_both_used_after_it():
         np.testing.assert_array_equal(pc.numpy(), pe.numpy())
     region, = [n for n in f.graph.nodes if n.mutates]
     assert len(region.outputs) == 2 and region.attrs["ops"] == "Assign+Mul+Assign", str(f.graph)
+
+
+def _update_calls_equal_eager(fn, make, calls=4):
+    """Each call of the compiled fn (trace, then replays) returns and writes what fn does eagerly."""
+    f = ember.compile(fn)
+    for i in range(calls):
+        eager, comp = make(i), make(i)
+        np.testing.assert_array_equal(f(*comp).numpy(), fn(*eager).numpy(), err_msg=f"call {i}")
+        for a, b in zip(comp, eager):
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=f"call {i}")
+    return f.graph
+
+
+def _pg(i, n=300, dtype=None):
+    return (ember.arange(float(n), dtype=dtype) * (i + 1), ember.ones(n, dtype=dtype) * (i + 2), ember.ones(n, dtype=dtype) * 3)
+
+
+def test_fuse_updates_keeps_apart_a_region_a_view_reads_between_its_writes():
+    def fn(p, g, h):
+        v = p[::1]           # a view of p taken before the writes
+        g.add_(1)
+        p.sub_(g * 0.5)
+        s = v.sum()          # reads p through the view after the sub; fused, the sub would come after it
+        g.mul_(0)
+        return s
+    g = _update_calls_equal_eager(fn, _pg)
+    assert not any(n.mutates for n in g.nodes if n.name == "Fused"), str(g)
+
+
+def test_fuse_updates_keeps_apart_a_region_whose_input_is_written_between():
+    def fn(p, g, h):
+        g.add_(1)
+        t = g * h
+        h.mul_(2)            # writes h, which the region read before: fused, the Mul would read h * 2
+        p.sub_(t)
+        g.mul_(0)
+        return p.sum()
+    g = _update_calls_equal_eager(fn, _pg)
+    assert not any(n.mutates for n in g.nodes if n.name == "Fused"), str(g)
+
+
+def test_fuse_updates_joins_regions_one_node_connects():
+    def fn(p, g, h):
+        g.add_(1)
+        h.add_(2)
+        p.sub_(g * h)        # the product reads both updated tensors: one region
+        return p.sum()
+    g = _update_calls_equal_eager(fn, _pg)
+    region, = [n for n in g.nodes if n.mutates]
+    assert region.attrs["ops"] == "Assign+Assign+Mul+Assign", str(g)
+    assert region.where == region.fused[-1].where       # the line of its last write
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_fuse_updates_takes_a_two_member_update(dtype):
+    def fn(p, g, h):
+        p.sub_(g * 0.5)
+        return p.sum()
+    g = _update_calls_equal_eager(fn, lambda i: _pg(i, dtype=dtype))
+    assert [n.attrs["ops"] for n in g.nodes if n.mutates] == ["Mul+Assign"], str(g)
