@@ -699,3 +699,33 @@ def test_fuse_updates_takes_a_two_member_update(dtype):
         return p.sum()
     g = _update_calls_equal_eager(fn, lambda i: _pg(i, dtype=dtype))
     assert [n.attrs["ops"] for n in g.nodes if n.mutates] == ["Mul+Assign"], str(g)
+
+
+def test_an_update_region_under_dynamic_batch_sizes():
+    """SGD with momentum by hand, compiled with dynamic=True: one region writes the gradient, the momentum
+    buffer and the parameter; every batch size gives eager's bits without a retrace per size."""
+    def make():
+        rng = np.random.default_rng(0)
+        W = ember.from_numpy(rng.standard_normal((40, 30), dtype=np.float32)).requires_grad_()
+        buf = ember.zeros(40, 30)
+
+        def step(x):
+            loss = (x @ W).relu().sum()
+            loss.backward()
+            with ember.no_grad():
+                buf.mul_(0.9).add_(W.grad)
+                W.sub_(0.01 * buf)
+                W.grad.zero_()
+            return loss
+        return W, buf, step
+    (We, be, se), (Wc, bc, sc) = make(), make()
+    f = ember.compile(sc, dynamic=True)
+    rng = np.random.default_rng(1)
+    for n in (8, 8, 8, 16, 8, 24, 16):
+        x = ember.from_numpy(rng.standard_normal((n, 40), dtype=np.float32))
+        assert f(x).item() == se(x).item(), n
+        np.testing.assert_array_equal(Wc.detach().numpy(), We.detach().numpy(), err_msg=str(n))
+        np.testing.assert_array_equal(bc.numpy(), be.numpy(), err_msg=str(n))
+    assert f.cache_info().traces == 3, f.cache_info()      # grads None, steady state, a second size
+    region, = [n for n in f.graph.nodes if n.mutates]
+    assert region.attrs["ops"] == "Assign+Assign+Assign+Mul+Assign+Assign", str(f.graph)
