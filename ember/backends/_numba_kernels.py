@@ -302,6 +302,29 @@ def layer_norm_grad(x, g, w, dx, dw, db, eps, has_w, with_w, with_b):
                 db[j] += gr[j]
 
 
+LN_GRAD_BLOCK = 64   # rows per block of LayerNorm's weight/bias gradient sums
+
+
+@njit(**_RED)
+def layer_norm_grad_blocks(x, g, w, dx, parts, eps, has_w, with_w, with_b, b_lo, b_hi):
+    """layer_norm_grad over the row blocks [b_lo, b_hi) of LN_GRAD_BLOCK rows, block b's dw and db sums
+    into parts[b, 0] and parts[b, 1] (zeroed by the caller): blocks are independent, so any split of
+    them over threads gives the same sums, which `add_blocks` then adds in block order."""
+    rows = x.shape[0]
+    for b in range(b_lo, b_hi):
+        r0 = b * LN_GRAD_BLOCK
+        r1 = min(rows, r0 + LN_GRAD_BLOCK)
+        layer_norm_grad(x[r0:r1], g[r0:r1], w, dx[r0:r1], parts[b, 0], parts[b, 1], eps, has_w, with_w, with_b)
+
+
+@njit(**_RED)
+def add_blocks(parts, out):
+    """out[j] = parts[0, j] + parts[1, j] + ... in block order (out zeroed by the caller)."""
+    for b in range(parts.shape[0]):
+        for j in range(out.shape[0]):
+            out[j] += parts[b, j]
+
+
 # ---- Adam / AdamW step, in place -------------------------------------------------------------------
 # The operations and their order are AdamStep.forward's (torch's), one element at a time: no fastmath
 # (no FMA contraction), so the result is bit for bit the NumPy forward's.

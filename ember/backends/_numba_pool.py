@@ -371,3 +371,19 @@ def layer_norm_job(i, p, n):
         K.layer_norm(carray(f32_ptr(A[2] + 4 * lo * d), (hi - lo, d)), carray(f32_ptr(A[3]), (nw,)),
                      carray(f32_ptr(A[4]), (nw,)), carray(f32_ptr(A[5] + 4 * lo * d), (hi - lo, d)),
                      K._f32_from_bits(A[6]), A[7] != 0)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def layer_norm_grad_job(i, p, n):
+    """A = [rows, d, x, g, w, dx, parts, eps bits, flags (1: has_w, 2: with_w, 4: with_b)]: LayerNorm's
+    gradient over a range of row blocks (K.layer_norm_grad_blocks; parts is (blocks, 2, d or 0))."""
+    A = carray(i64_ptr(p), (9,))
+    rows, d, fl = A[0], A[1], A[8]
+    nb = (rows + K.LN_GRAD_BLOCK - 1) // K.LN_GRAD_BLOCK
+    lo, hi = _chunk(nb, i, n, 1)
+    if hi > lo:
+        has_w, with_w = (fl & 1) != 0, (fl & 2) != 0
+        K.layer_norm_grad_blocks(carray(f32_ptr(A[2]), (rows, d)), carray(f32_ptr(A[3]), (rows, d)),
+                                 carray(f32_ptr(A[4]), (d if has_w else 0,)), carray(f32_ptr(A[5]), (rows, d)),
+                                 carray(f32_ptr(A[6]), (nb, 2, d if with_w else 0)), K._f32_from_bits(A[7]),
+                                 has_w, with_w, (fl & 4) != 0, lo, hi)

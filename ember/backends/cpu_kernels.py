@@ -411,18 +411,27 @@ def layer_norm_grad(node, x, g, w=None):
     K = _k() if ok else None
     if K is None:
         return node.forward(x, g, w) if w is not None else node.forward(x, g)
+    # rows in blocks of K.LN_GRAD_BLOCK, each block's weight/bias sums apart, then added in block order:
+    # the same values whether the blocks run on one thread or are split over the CPU pool's
     rows = x2.shape[0]
-    if node.with_w:
-        with_b = bool(node.with_b)
-        out = np.empty((rows + 1 + with_b, d), np.float32)
-        out[rows:] = 0
-        K.layer_norm_grad(x2, g2.reshape(-1, d), ws.reshape(-1), out[:rows], out[rows],
-                          out[rows + 1] if with_b else _EMPTY, np.float32(node.eps), w is not None, True, with_b)
-        return out
-    out = np.empty((rows, d), np.float32)
-    K.layer_norm_grad(x2, g2.reshape(-1, d), ws.reshape(-1), out, _EMPTY, _EMPTY, np.float32(node.eps),
-                      w is not None, False, False)
-    return out.reshape(x.shape)
+    with_w = bool(node.with_w)
+    with_b = with_w and bool(node.with_b)
+    nb = -(-rows // K.LN_GRAD_BLOCK)
+    out = np.empty((rows + with_w + with_b, d), np.float32)
+    parts = np.zeros((nb, 2, d if with_w else 0), np.float32)
+    g2, ws, eps = g2.reshape(-1, d), ws.reshape(-1), np.float32(node.eps)
+    has_w = w is not None
+    if not cpu_pool.split("layer_norm_grad_job", x2.size, rows, d, x2.ctypes.data, g2.ctypes.data, ws.ctypes.data,
+                          out.ctypes.data, parts.ctypes.data, int(eps.view(np.int32)),
+                          has_w | 2 * with_w | 4 * with_b):
+        K.layer_norm_grad_blocks(x2, g2, ws, out[:rows], parts, eps, has_w, with_w, with_b, 0, nb)
+    if not with_w:
+        return out.reshape(x.shape)
+    out[rows:] = 0
+    K.add_blocks(parts[:, 0], out[rows])
+    if with_b:
+        K.add_blocks(parts[:, 1], out[rows + 1])
+    return out
 
 
 def adam_step(node, p, g, m, v, *rest):

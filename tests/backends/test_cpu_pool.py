@@ -234,6 +234,37 @@ def test_elementwise_and_row_kernels_split_over_the_pool(pool, runs, shape):
     assert runs[0] == 3
 
 
+class _LNGrad:
+    n, eps = 1, 1e-5
+
+    def __init__(self, with_w, with_b):
+        self.with_w, self.with_b = with_w, with_b
+
+
+@pytest.mark.parametrize("affine", ["weight and bias", "weight", "none"])
+@pytest.mark.parametrize("shape", [(1024, 128), (1000, 131), (70001, 2)])
+def test_layer_norm_grad_splits_its_row_blocks_over_the_pool(pool, runs, shape, affine):
+    """LayerNorm's gradient: dx, and the weight/bias sums of each block of rows added in block order,
+    the same values whichever thread ran a block; and within float32 rounding of a float64 reference."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(shape, dtype=np.float32) * 3 + 1
+    g = rng.standard_normal(shape, dtype=np.float32)
+    w = rng.standard_normal(shape[-1], dtype=np.float32)
+    node = _LNGrad(affine != "none", affine == "weight and bias")
+    args = (node, x, g) + ((w,) if affine != "none" else ())
+    got = cpu_kernels.layer_norm_grad(*args)
+    assert runs[0] == 1
+    assert np.array_equal(got, _serial_split(cpu_kernels.layer_norm_grad, *args))
+    x64, g64, w64 = x.astype(np.float64), g.astype(np.float64), w.astype(np.float64)
+    mean, var = x64.mean(-1, keepdims=True), x64.var(-1, keepdims=True)
+    xhat = (x64 - mean) / np.sqrt(var + 1e-5)
+    h = g64 * w64 if affine != "none" else g64
+    dx = (h - h.mean(-1, keepdims=True) - xhat * (h * xhat).mean(-1, keepdims=True)) / np.sqrt(var + 1e-5)
+    want = np.concatenate([dx] + ([(g64 * xhat).sum(0, keepdims=True)] if affine != "none" else []) +
+                          ([g64.sum(0, keepdims=True)] if affine == "weight and bias" else []))
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-3, atol=1e-3 * np.sqrt(shape[0]))
+
+
 def _serial_split(fn, *args):
     saved = cpu_pool.split
     cpu_pool.split = lambda *a: False
