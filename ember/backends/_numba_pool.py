@@ -387,3 +387,19 @@ def layer_norm_grad_job(i, p, n):
                                  carray(f32_ptr(A[4]), (d if has_w else 0,)), carray(f32_ptr(A[5]), (rows, d)),
                                  carray(f32_ptr(A[6]), (nb, 2, d if with_w else 0)), K._f32_from_bits(A[7]),
                                  has_w, with_w, (fl & 4) != 0, lo, hi)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def adam_job(i, p, n):
+    """A = [size, p, g, m, v, vmax, decay, wd, w1, c2, beta2, step_size, bc2_sqrt, eps (float32 bits), flags
+    (1: small_w1, 2: decoupled, 4: maximize, 8: amsgrad)]: K.adam_step over a chunk of the elements."""
+    A = carray(i64_ptr(p), (15,))
+    lo, hi = _chunk(A[0], i, n, 16)
+    if hi > lo:
+        k, fl = hi - lo, A[14]
+        ams = (fl & 8) != 0
+        f = K._f32_from_bits
+        K.adam_step(carray(f32_ptr(A[1] + 4 * lo), (k,)), carray(f32_ptr(A[2] + 4 * lo), (k,)),
+                    carray(f32_ptr(A[3] + 4 * lo), (k,)), carray(f32_ptr(A[4] + 4 * lo), (k,)),
+                    carray(f32_ptr(A[5] + 4 * lo), (k if ams else 0,)), f(A[6]), f(A[7]), f(A[8]), (fl & 1) != 0,
+                    f(A[9]), f(A[10]), f(A[11]), f(A[12]), f(A[13]), (fl & 2) != 0, (fl & 4) != 0, ams)

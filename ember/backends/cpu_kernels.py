@@ -462,16 +462,23 @@ def adam_step(node, p, g, m, v, *rest):
         w1 = f32(w) if w < 0.5 else f32(1 - w)
         args = (decay, f32(wd), w1, w < 0.5, f32(1 - node.beta2), f32(node.beta2), step_size, bc2_sqrt,
                 f32(node.eps))
+        bits = tuple(int(f32(a).view(np.int32)) for i, a in enumerate(args) if i != 3)   # the pool job's floats
         if len(_ADAM_SCALARS) >= 64:
             _ADAM_SCALARS.clear()
-        _ADAM_SCALARS[key] = args
-    K.adam_step(p.reshape(-1), g.reshape(-1) if g.flags.c_contiguous else np.ascontiguousarray(g).reshape(-1),
-                m.reshape(-1), v.reshape(-1), vmax.reshape(-1), *args, node.decoupled, node.maximize,
-                node.amsgrad)
+        _ADAM_SCALARS[key] = args = (args, bits)
+    args, bits = args
+    gf = g.reshape(-1) if g.flags.c_contiguous else np.ascontiguousarray(g).reshape(-1)
+    flags = args[3] | 2 * node.decoupled | 4 * node.maximize | 8 * node.amsgrad
+    if not cpu_pool.split("adam_job", p.size, p.size, p.ctypes.data, gf.ctypes.data, m.ctypes.data, v.ctypes.data,
+                          vmax.ctypes.data, *bits, flags, min_work=ADAM_MIN_SPLIT):
+        K.adam_step(p.reshape(-1), gf, m.reshape(-1), v.reshape(-1), vmax.reshape(-1), *args, node.decoupled,
+                    node.maximize, node.amsgrad)
     return p
 
 
-_ADAM_SCALARS: dict[tuple, tuple] = {}   # (step, lr, hyper-parameters) -> the kernel's float32 scalars (bounded: 64 entries)
+# (step, lr, hyper-parameters) -> (the kernel's float32 scalars, their bits for the pool job); 64 entries at most
+_ADAM_SCALARS: dict[tuple, tuple] = {}
+ADAM_MIN_SPLIT = 1 << 14   # elements: an Adam step does ~20 operations on 5 arrays per element, 4x GELU's work
 
 
 def embedding_grad(node, g, idx):

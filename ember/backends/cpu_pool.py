@@ -182,10 +182,10 @@ def attention_args(pl, q, k, v, s, outs, scale, causal, p=None, g=None):
 MIN_SPLIT = 1 << 16   # elements: below, a region's hand-off costs more than the second thread saves
 
 
-def split(job_name: str, work: int, *block) -> bool:
+def split(job_name: str, work: int, *block, min_work: int = MIN_SPLIT) -> bool:
     """Run `_numba_pool.<job_name>` over the int64 argument block `block` on the pool when `work`
-    (elements) is worth splitting; False where the caller must run it serially."""
-    pl = pool() if work >= MIN_SPLIT else None
+    (elements) is worth splitting (at least `min_work`); False where the caller must run it serially."""
+    pl = pool() if work >= min_work else None
     n = pl.size() if pl is not None else 1
     if pl is None or n < 2:
         return False

@@ -265,6 +265,33 @@ def test_layer_norm_grad_splits_its_row_blocks_over_the_pool(pool, runs, shape, 
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-3, atol=1e-3 * np.sqrt(shape[0]))
 
 
+@pytest.mark.parametrize("opt, kw", [("Adam", {}), ("AdamW", {"weight_decay": 0.1}),
+                                     ("Adam", {"weight_decay": 0.1, "amsgrad": True, "maximize": True}),
+                                     ("Adam", {"betas": (0.3, 0.9)})])
+def test_adam_step_splits_its_elements_over_the_pool(pool, runs, monkeypatch, opt, kw):
+    """Adam's step on chunks of a parameter's elements, one per thread: the one-thread values."""
+    import ember
+    rng = np.random.default_rng(10)
+    start = rng.standard_normal((300, 70), dtype=np.float32)       # 21000 elements: split
+    small = rng.standard_normal(1000, dtype=np.float32)             # below the threshold: one thread
+
+    def train(split):
+        monkeypatch.setattr(cpu_pool, "split", split)
+        ps = [ember.from_numpy(start.copy()).requires_grad_(), ember.from_numpy(small.copy()).requires_grad_()]
+        o = getattr(ember.optim, opt)(ps, lr=1e-2, **kw)
+        for i in range(3):
+            for p in ps:
+                p.grad = ember.from_numpy(np.sin(p.detach().numpy() * (i + 1)))
+            o.step()
+        return [p.detach().numpy() for p in ps]
+    real = cpu_pool.split
+    got = train(real)
+    assert runs[0] == 3                 # the large parameter, three steps
+    want = train(lambda *a, **k: False)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+
+
 def _serial_split(fn, *args):
     saved = cpu_pool.split
     cpu_pool.split = lambda *a: False
