@@ -181,7 +181,10 @@ def build_numba(node):
     except ImportError:
         return None
     del numba          # imported again by the generated module
-    fn = _numba_kernel(node, written)
+    try:
+        fn = _numba_kernel(node, written)
+    except OSError:    # no writable cache directory for the kernel's source: NumPy's kernel
+        return None
     fallback = build(node)
     from ..backends import get
     xp = get("cpu").xp

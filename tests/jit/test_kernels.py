@@ -120,3 +120,17 @@ def test_which_chains_run_in_numba(mode, chain, size, in_numba, monkeypatch, tmp
         np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
     assert kernels.RUNS["numba"] - runs == in_numba      # the call after the trace
     assert (tmp_path / "ember" / "jit").exists() == in_numba
+
+
+def test_an_unwritable_kernel_cache_falls_back_to_numpy(monkeypatch, tmp_path):
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))     # under a file: makedirs fails
+    monkeypatch.delenv("EMBER_JIT_KERNELS", raising=False)
+    fn = CHAINS["exact"]
+    f = ember.compile(fn, passes=["fuse"])
+    x = ember.randn(4 * kernels.NUMBA_MIN)
+    runs = kernels.RUNS["numba"]
+    f(x)
+    np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
+    assert kernels.RUNS["numba"] == runs
