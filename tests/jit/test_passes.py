@@ -501,11 +501,11 @@ def _sgd_step(X, Y, W1, W2, lr=1e-3):
     def step():
         loss = (X.mm(W1).clamp(min=0).mm(W2) - Y).pow(2).sum()
         loss.backward()
-        with ember.no_grad():
-            W1.sub_(lr * W1.grad)
-            W2.sub_(lr * W2.grad)
-            W1.grad.zero_()
-            W2.grad.zero_()
+        with ember.no_grad():       # bench/compiled.py's W2 order: both updates, then both zero_()
+            for p in (W1, W2):
+                p.sub_(lr * p.grad)
+            for p in (W1, W2):
+                p.grad.zero_()
         return loss
     return step
 
