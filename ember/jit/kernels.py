@@ -1,4 +1,4 @@
-"""Kernels for fused nodes (passes.fuse) on the CPU.
+"""Kernels for fused nodes (passes.fuse, passes.fuse_updates) on the CPU.
 
 `build(node)` returns a callable over the fused node's external input arrays. The NumPy kernel runs the
 members in order and continues the chain in one buffer: a member whose ufunc has all operands of the
