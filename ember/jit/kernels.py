@@ -34,9 +34,9 @@ UFUNCS = {
 
 
 def _owned(xp, res, ins):
-    """Whether `res` is a fresh writeable array sharing no memory with the inputs."""
-    return (res.__class__ is np.ndarray and res.flags.writeable
-            and not any(a.__class__ is np.ndarray and xp.may_share_memory(res, a) for a in ins))
+    """Whether `res` is a fresh writeable array sharing no memory with the inputs: it owns its memory (a
+    view has a base) and is none of them (a forward may return its input)."""
+    return res.__class__ is np.ndarray and res.base is None and res.flags.writeable and all(res is not a for a in ins)
 
 
 def build(node):
