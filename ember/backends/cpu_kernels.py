@@ -30,6 +30,7 @@ from . import cpu, cpu_pool
 
 _K = None          # the `_numba_kernels` module once imported
 _installed: dict[type, Callable] = {}    # Primitive class -> kernel, what `install` registered (for enable/disable)
+_F32 = np.dtype(np.float32)
 _EMPTY = np.empty(0, np.float32)
 _scratch_arrays = threading.local()   # _scratch
 
@@ -421,7 +422,7 @@ def layer_norm_grad(node, x, g, w=None):
     parts = np.zeros((nb, 2, d if with_w else 0), np.float32)
     g2, ws, eps = g2.reshape(-1, d), ws.reshape(-1), np.float32(node.eps)
     has_w = w is not None
-    if not cpu_pool.split("layer_norm_grad_job", x2.size, rows, d, x2.ctypes.data, g2.ctypes.data, ws.ctypes.data,
+    if x2.size < cpu_pool.MIN_SPLIT or not cpu_pool.split("layer_norm_grad_job", x2.size, rows, d, x2.ctypes.data, g2.ctypes.data, ws.ctypes.data,
                           out.ctypes.data, parts.ctypes.data, int(eps.view(np.int32)),
                           has_w | 2 * with_w | 4 * with_b):
         K.layer_norm_grad_blocks(x2, g2, ws, out[:rows], parts, eps, has_w, with_w, with_b, 0, nb)
@@ -438,9 +439,9 @@ def adam_step(node, p, g, m, v, *rest):
     """AdamStep in one pass over each element, bit for bit its forward (float32 parameters whose state
     is C-contiguous float32 of the same shape; the rest runs the forward)."""
     vmax = rest[0] if node.amsgrad else _EMPTY
-    f = np.float32
+    f = _F32    # `is` first: NumPy's float32 descriptor is one object (a 100-element step is ~1 us of kernel)
     shape = p.shape
-    ok = p.dtype == f and m.dtype == f and v.dtype == f and g.dtype == f and p.flags.c_contiguous \
+    ok = all(a.dtype is f or a.dtype == f for a in (p, g, m, v)) and p.flags.c_contiguous \
         and m.flags.c_contiguous and v.flags.c_contiguous and m.shape == shape and v.shape == shape \
         and g.shape == shape and (not node.amsgrad or (vmax.dtype == f and vmax.flags.c_contiguous
                                                        and vmax.shape == shape))
@@ -469,8 +470,9 @@ def adam_step(node, p, g, m, v, *rest):
     args, bits = args
     gf = g.reshape(-1) if g.flags.c_contiguous else np.ascontiguousarray(g).reshape(-1)
     flags = args[3] | 2 * node.decoupled | 4 * node.maximize | 8 * node.amsgrad
-    if not cpu_pool.split("adam_job", p.size, p.size, p.ctypes.data, gf.ctypes.data, m.ctypes.data, v.ctypes.data,
-                          vmax.ctypes.data, *bits, flags, min_work=ADAM_MIN_SPLIT):
+    if p.size < ADAM_MIN_SPLIT or not cpu_pool.split(   # (the check first: each .ctypes costs ~0.4 us)
+            "adam_job", p.size, p.size, p.ctypes.data, gf.ctypes.data, m.ctypes.data, v.ctypes.data,
+            vmax.ctypes.data, *bits, flags, min_work=ADAM_MIN_SPLIT):
         K.adam_step(p.reshape(-1), gf, m.reshape(-1), v.reshape(-1), vmax.reshape(-1), *args, node.decoupled,
                     node.maximize, node.amsgrad)
     return p
