@@ -154,20 +154,31 @@ class CompiledFunction:
         for i, m in enumerate(self.mods):
             n = f"m{i}" if len(self.mods) > 1 else type(m).__name__
             named = list(m.named_modules())
+            # one walk over the modules for what parameters() and named_buffers() would give (each value
+            # once, in module order) and the hooks: a guard key is computed on every call
+            params, bufs, seen_p, seen_b, hooks = [], [], set(), set(), []
+            for _, sm in named:
+                d = sm.__dict__
+                for v in d["_parameters"].values():
+                    if v is not None and id(v) not in seen_p:
+                        seen_p.add(id(v))
+                        params.append(v)
+                for v in d["_buffers"].values():
+                    if v is not None and id(v) not in seen_b:
+                        seen_b.add(id(v))
+                        bufs.append(v)
+                hooks.append((tuple(sm._forward_pre_hooks), tuple(sm._forward_hooks),
+                              tuple(sm._backward_pre_hooks), tuple(sm._backward_hooks)))
             # a submodule swapped for another (Tanh for Sigmoid): no parameter changes, the trace does
             key.append((f"{n}.modules", tuple((sub, type(sm)) for sub, sm in named)))
             key.append((f"{n}.training", tuple(sm.training for _, sm in named)))
-            params = list(m.parameters())
-            key.append((f"{n}.parameters", tuple(id(p) for p in params) +
-                        tuple(id(b) for _, b in m.named_buffers())))
+            key.append((f"{n}.parameters", tuple(id(p) for p in params) + tuple(id(b) for b in bufs)))
             key.append((f"{n}.grads", tuple(p.grad is None for p in params)))
             # a layer frozen (or unfrozen) between calls: the trace computed and applied its gradients
             key.append((f"{n}.requires_grad", tuple(p.requires_grad for p in params)))
             key.append((f"{n}.attributes", _cap.module_values(named)))
             # hooks added or removed between calls: a replay runs none of them, the trace ran those it saw
-            key.append((f"{n}.hooks", tuple((tuple(sm._forward_pre_hooks), tuple(sm._forward_hooks),
-                                             tuple(sm._backward_pre_hooks), tuple(sm._backward_hooks))
-                                            for _, sm in named) +
+            key.append((f"{n}.hooks", tuple(hooks) +
                         tuple((len(p._hooks or ()), len(p._post_acc_hooks or ())) for p in params)))
         for j, opt in enumerate(self.opts):
             n = f"opt{j}" if len(self.opts) > 1 else type(opt).__name__
