@@ -729,3 +729,30 @@ def test_an_update_region_under_dynamic_batch_sizes():
     assert f.cache_info().traces == 3, f.cache_info()      # grads None, steady state, a second size
     region, = [n for n in f.graph.nodes if n.mutates]
     assert region.attrs["ops"] == "Assign+Assign+Assign+Mul+Assign+Assign", str(f.graph)
+
+
+def test_an_update_region_on_a_gradient_the_step_creates_and_returns():
+    """Gradients set to None after each step: every call makes W.grad anew (a Clone the region writes in
+    place), returns it, and updates W; replays give eager's bits."""
+    def make():
+        rng = np.random.default_rng(0)
+        W = ember.from_numpy(rng.standard_normal((40, 30), dtype=np.float32)).requires_grad_()
+
+        def step(x):
+            (x @ W).relu().sum().backward()
+            with ember.no_grad():
+                W.grad.mul_(2.0)
+                W.sub_(0.01 * W.grad)
+            g, W.grad = W.grad, None
+            return g
+        return W, step
+    (We, se), (Wc, sc) = make(), make()
+    f = ember.compile(sc)
+    rng = np.random.default_rng(1)
+    for i in range(4):
+        x = ember.from_numpy(rng.standard_normal((8, 40), dtype=np.float32))
+        np.testing.assert_array_equal(f(x).numpy(), se(x).numpy(), err_msg=str(i))
+        np.testing.assert_array_equal(Wc.detach().numpy(), We.detach().numpy(), err_msg=str(i))
+        assert Wc.grad is None
+    assert f.cache_info().traces == 1
+    assert [n.attrs["ops"] for n in f.graph.nodes if n.mutates] == ["Assign+Mul+Assign"], str(f.graph)
