@@ -33,7 +33,7 @@ UFUNCS = {
 }
 
 
-def _owned(xp, res, ins):
+def _owned(res, ins):
     """Whether `res` is a fresh writeable array sharing no memory with the inputs: it owns its memory (a
     view has a base) and is none of them (a forward may return its input)."""
     return res.__class__ is np.ndarray and res.base is None and res.flags.writeable and all(res is not a for a in ins)
@@ -74,7 +74,7 @@ def build(node):
                 res = buf
             else:
                 res = _fix(fn(*ins), ins[0].dtype if dt_rule else None)
-                buf = res if chain and _owned(xp, res, ins) else None
+                buf = res if chain and _owned(res, ins) else None
             env[oid] = res
         return env[out_id] if len(out_ids) == 1 else tuple(env[i] for i in out_ids)
     return run
