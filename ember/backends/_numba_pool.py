@@ -134,6 +134,14 @@ def i64_ptr(typingctx, p):
 
 
 @intrinsic
+def i64_ptr_at(typingctx, addr):
+    """An int64 address as a pointer to int64."""
+    def cg(context, builder, sig, args):
+        return builder.inttoptr(args[0], _i64.as_pointer())
+    return types.CPointer(types.int64)(types.int64), cg
+
+
+@intrinsic
 def sgemm(typingctx, fn, ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
     """Row-major C = op(A) op(B) (alpha 1, beta 0) through the CBLAS sgemm at address fn, whose integers
     are 64-bit (NumPy's ILP64 OpenBLAS); A, B, C are float32 addresses."""
@@ -387,6 +395,41 @@ def layer_norm_grad_job(i, p, n):
                                  carray(f32_ptr(A[4]), (d if has_w else 0,)), carray(f32_ptr(A[5]), (rows, d)),
                                  carray(f32_ptr(A[6]), (nb, 2, d if with_w else 0)), K._f32_from_bits(A[7]),
                                  has_w, with_w, (fl & 4) != 0, lo, hi)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def max_pool_job(i, p, n):
+    """A = [N, H, W, C, OH, OW, x, out, kh, kw, sh, sw, dh, dw, ph, pw]: K.max_pool2d over a range of
+    images of the channels-last (N, H, W, C) x and (N, OH, OW, C) out."""
+    A = carray(i64_ptr(p), (16,))
+    lo, hi = _chunk(A[0], i, n, 1)
+    if hi > lo:
+        H, W, C, OH, OW = A[1], A[2], A[3], A[4], A[5]
+        K.max_pool2d(carray(f32_ptr(A[6] + 4 * lo * H * W * C), (hi - lo, H, W, C)),
+                     carray(f32_ptr(A[7] + 4 * lo * OH * OW * C), (hi - lo, OH, OW, C)),
+                     A[8], A[9], A[10], A[11], A[12], A[13], A[14], A[15])
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def max_pool_grad_job(i, p, n):
+    """A = [N, H, W, C, OH, OW, x, y, g, gx, left, nan, kh, kw, sh, sw, dh, dw, ph, pw, disjoint, zero]:
+    K.max_pool2d_grad over a range of images (gx zeroed there first when `zero`); job i uses row i of
+    the scratch `left` (threads, OW, C) and writes whether its windows hold NaN to nan[i]."""
+    A = carray(i64_ptr(p), (22,))
+    lo, hi = _chunk(A[0], i, n, 1)
+    flag = carray(i64_ptr_at(A[11] + 8 * i), (1,))
+    flag[0] = 0
+    if hi > lo:
+        H, W, C, OH, OW = A[1], A[2], A[3], A[4], A[5]
+        gx = carray(f32_ptr(A[9] + 4 * lo * H * W * C), (hi - lo, H, W, C))
+        if A[21] != 0:
+            gx[:] = 0
+        nan = K.max_pool2d_grad(carray(f32_ptr(A[6] + 4 * lo * H * W * C), (hi - lo, H, W, C)),
+                                carray(f32_ptr(A[7] + 4 * lo * OH * OW * C), (hi - lo, OH, OW, C)),
+                                carray(f32_ptr(A[8] + 4 * lo * OH * OW * C), (hi - lo, OH, OW, C)), gx,
+                                carray(f32_ptr(A[10] + 4 * i * OW * C), (OW, C)),
+                                A[12], A[13], A[14], A[15], A[16], A[17], A[18], A[19], A[20] != 0)
+        flag[0] = 1 if nan else 0
 
 
 @cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)

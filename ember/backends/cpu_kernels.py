@@ -603,8 +603,17 @@ def max_pool(node, x):
     if K is None:
         return node.forward(x)
     y, buf = _new_nhwc(node.infer(x)[0], x.dtype)
-    K.max_pool2d(_as_nhwc(x), buf, *_pool_attrs(node), *_leading_pads(node.padding))
+    xs, attrs = _as_nhwc(x), _pool_attrs(node) + _leading_pads(node.padding)
+    if not (_split_images(xs) and cpu_pool.split("max_pool_job", xs.size, *xs.shape, *buf.shape[1:3],
+                                                  xs.ctypes.data, buf.ctypes.data, *attrs)):
+        K.max_pool2d(xs, buf, *attrs)
     return y
+
+
+def _split_images(xs):
+    """Whether a pooling loop over the channels-last float32 xs may go to the CPU pool, a range of images
+    per thread (each image's values are computed as in one call): more than one image, enough elements."""
+    return xs.dtype == _F32 and xs.shape[0] > 1 and xs.size >= cpu_pool.MIN_SPLIT
 
 
 def max_pool_grad(node, x, y, g):
@@ -621,10 +630,20 @@ def max_pool_grad(node, x, y, g):
     # the one-pass loop writes every position a window covers: zero the rest only where there is any
     tiled = disjoint and dh == 1 and dw == 1 and sh == kh and sw == kw and ph == 0 and pw == 0 \
         and OH * sh == H and OW * sw == W
+    xs, gs = _as_nhwc(x), _as_nhwc(g.astype(x.dtype, copy=False))
+    C = xs.shape[3]
+    pl = cpu_pool.pool() if _split_images(xs) else None
+    if pl is not None and pl.size() > 1:   # a range of images per thread, gx zeroed there where needed
+        gx, buf = _new_nhwc(x.shape, x.dtype)
+        threads = pl.capacity + 1
+        left, nan = np.empty((threads, OW, C), x.dtype), np.zeros(threads, np.int64)
+        if cpu_pool.split("max_pool_grad_job", xs.size, *xs.shape, OH, OW, xs.ctypes.data, yl.ctypes.data,
+                          gs.ctypes.data, buf.ctypes.data, left.ctypes.data, nan.ctypes.data,
+                          kh, kw, sh, sw, dh, dw, ph, pw, int(disjoint), int(not tiled)):
+            return node.forward(x, y, g) if nan.any() else gx
     gx, buf = _new_nhwc(x.shape, x.dtype, zero=not tiled)
-    left = np.empty((OW, yl.shape[3]), x.dtype)
-    if K.max_pool2d_grad(_as_nhwc(x), yl, _as_nhwc(g.astype(x.dtype, copy=False)), buf, left,
-                         kh, kw, sh, sw, dh, dw, ph, pw, disjoint):
+    left = np.empty((OW, C), x.dtype)
+    if K.max_pool2d_grad(xs, yl, gs, buf, left, kh, kw, sh, sw, dh, dw, ph, pw, disjoint):
         return node.forward(x, y, g)   # a window holding NaN: its gradient goes to its last NaN
     return gx
 

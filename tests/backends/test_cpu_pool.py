@@ -319,6 +319,42 @@ def test_attention_with_values_of_another_width(pool, runs, causal):
     assert runs[0] == 2
 
 
+def _pool_node(cls, k, s, pad, dilation=1):
+    node = cls.__new__(cls)
+    node.__dict__.update(kernel=(k, k), stride=(s, s), dilation=(dilation, dilation),
+                         padding=None if not pad else ((pad, pad), (pad, pad)))
+    return node
+
+
+@pytest.mark.parametrize("N, C, H, W, k, s, pad, dil", [
+    (64, 16, 28, 28, 2, 2, 0, 1),     # W4's pools: windows tile x, gx needs no zeroing
+    (5, 16, 33, 31, 3, 2, 1, 1),      # overlapping windows with padding: gradients add
+    (3, 8, 101, 100, 2, 3, 0, 1),     # gaps between windows: the jobs zero gx there
+    (4, 24, 40, 40, 2, 2, 1, 2)])     # dilation
+def test_max_pool_splits_its_images_over_the_pool(pool, runs, N, C, H, W, k, s, pad, dil):
+    """MaxPool and its gradient, a range of images per thread: the values of one call (the windows of
+    one image never reach another), and a window holding NaN still goes to the NumPy forward."""
+    from ember.ops.layers import MaxPool, MaxPoolGrad
+    rng = np.random.default_rng(12)
+    x = np.ascontiguousarray(rng.standard_normal((N, H, W, C), dtype=np.float32)).transpose(0, 3, 1, 2)
+    fwd, bwd = _pool_node(MaxPool, k, s, pad, dil), _pool_node(MaxPoolGrad, k, s, pad, dil)
+    y = cpu_kernels.max_pool(fwd, x)
+    assert runs[0] == 1
+    assert np.array_equal(y, _serial_split(cpu_kernels.max_pool, fwd, x))
+    assert np.array_equal(y, fwd.forward(x))
+    g = rng.standard_normal(y.shape, dtype=np.float32)
+    for grad in (g, np.ascontiguousarray(g.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):   # NCHW and NHWC
+        gx = cpu_kernels.max_pool_grad(bwd, x, y, grad)
+        assert np.array_equal(gx, _serial_split(cpu_kernels.max_pool_grad, bwd, x, y, grad))
+        assert np.array_equal(gx, bwd.forward(x, y, grad))
+    assert runs[0] == 3
+    x[N - 1, 0, 1, 1] = np.nan          # in the last thread's images
+    y = cpu_kernels.max_pool(fwd, x)
+    assert np.isnan(y[N - 1, 0]).any()
+    gx = cpu_kernels.max_pool_grad(bwd, x, y, g)
+    assert np.array_equal(gx, bwd.forward(x, y, g), equal_nan=True)
+
+
 def test_more_threads_than_cores_after_the_pool_started(pool):
     """ember.set_num_threads above the core count: OpenBLAS then cuts its GEMMs into more jobs, and
     each must find a worker (else the region waits forever)."""
