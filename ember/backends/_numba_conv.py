@@ -174,3 +174,20 @@ def direct3x3_weight_grad(xp, g, OH, OW, acc, l0, l1):
                 a7[o] += x7 * gv
                 a8[o] += x8 * gv
             r += uint64(1)
+
+
+WG_LINES = 64   # lines per block of direct3x3_weight_grad_blocks
+
+
+@njit(**_OPTS)
+def direct3x3_weight_grad_blocks(xp, g, OH, OW, parts, b0, b1):
+    """parts[k] (9, O) = direct3x3_weight_grad's sum over block k of WG_LINES lines, for the blocks
+    [b0, b1) (g's rows counted from line 0). The caller adds the blocks in block order, so the gradient
+    has the same value whichever threads ran the blocks."""
+    L = xp.shape[0] * OH
+    for k in range(b0, b1):
+        acc = parts[k]
+        acc[:] = _ZERO
+        l0 = k * WG_LINES
+        l1 = min(L, l0 + WG_LINES)
+        direct3x3_weight_grad(xp, g[l0 * OW:l1 * OW], OH, OW, acc, l0, l1)

@@ -24,6 +24,7 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from . import _numba_conv as KC
 from . import _numba_kernels as K
 
 LINE = 64                        # bytes per mailbox
@@ -430,6 +431,76 @@ def max_pool_grad_job(i, p, n):
                                 carray(f32_ptr(A[10] + 4 * i * OW * C), (OW, C)),
                                 A[12], A[13], A[14], A[15], A[16], A[17], A[18], A[19], A[20] != 0)
         flag[0] = 1 if nan else 0
+
+
+# --- the small convolutions' loops (cpu_conv.py), a range of lines (image, output row) or images each --
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def conv_pad_job(i, p, n):
+    """A = [N, H, W, C, Hp, Wp, x, xp, pt, pl]: KC.pad_rows over a range of images."""
+    A = carray(i64_ptr(p), (10,))
+    lo, hi = _chunk(A[0], i, n, 1)
+    if hi > lo:
+        KC.pad_rows(carray(f32_ptr(A[6]), (A[0], A[1], A[2], A[3])), carray(f32_ptr(A[7]), (A[0], A[4], A[5], A[3])),
+                    A[8], A[9], lo, hi)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def im2col_job(i, p, n):
+    """A = [N, Hp, Wp, C, kh, kw, OH, OW, xp, cols]: KC.im2col over a range of lines."""
+    A = carray(i64_ptr(p), (10,))
+    N, Hp, Wp, C, kh, kw, OH, OW = A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7]
+    lo, hi = _chunk(N * OH, i, n, 1)
+    if hi > lo:
+        k = kh * kw * C
+        KC.im2col(carray(f32_ptr(A[8]), (N, Hp, Wp, C)), kh, kw, OH, OW,
+                  carray(f32_ptr(A[9] + 4 * lo * OW * k), ((hi - lo) * OW, k)), lo, hi)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def direct3x3_job(i, p, n):
+    """A = [N, Hp, Wp, O, OH, OW, xp, wk, b, nb, relu, y]: KC.direct3x3 over a range of lines."""
+    A = carray(i64_ptr(p), (12,))
+    N, Hp, Wp, O, OH, OW = A[0], A[1], A[2], A[3], A[4], A[5]
+    lo, hi = _chunk(N * OH, i, n, 1)
+    if hi > lo:
+        KC.direct3x3(carray(f32_ptr(A[6]), (N, Hp, Wp, 1)), carray(f32_ptr(A[7]), (9, O)), OH, OW,
+                     carray(f32_ptr(A[8]), (A[9],)), A[10] != 0,
+                     carray(f32_ptr(A[11] + 4 * lo * OW * O), ((hi - lo) * OW, O)), lo, hi)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def direct3x3_weight_grad_job(i, p, n):
+    """A = [N, Hp, Wp, O, OH, OW, xp, g, parts, blocks]: KC.direct3x3_weight_grad_blocks over a range of
+    blocks (g (N * OH * OW, O), parts (blocks, 9, O))."""
+    A = carray(i64_ptr(p), (10,))
+    N, Hp, Wp, O, OH, OW, nb = A[0], A[1], A[2], A[3], A[4], A[5], A[9]
+    lo, hi = _chunk(nb, i, n, 1)
+    if hi > lo:
+        KC.direct3x3_weight_grad_blocks(carray(f32_ptr(A[6]), (N, Hp, Wp, 1)), carray(f32_ptr(A[7]), (N * OH * OW, O)),
+                                        OH, OW, carray(f32_ptr(A[8]), (nb, 9, O)), lo, hi)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def bias_act_job(i, p, n):
+    """A = [M, O, y, b, nb, relu]: KC.bias_act over a range of rows."""
+    A = carray(i64_ptr(p), (6,))
+    lo, hi = _chunk(A[0], i, n, 1)
+    if hi > lo:
+        KC.bias_act(carray(f32_ptr(A[2] + 4 * lo * A[1]), (hi - lo, A[1])), carray(f32_ptr(A[3]), (A[4],)), A[5] != 0)
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def col2im_job(i, p, n):
+    """A = [N, Hp, Wp, C, kh, kw, OH, OW, dcols, gxp]: KC.col2im over a range of images (a window never
+    reaches into another image)."""
+    A = carray(i64_ptr(p), (10,))
+    N, Hp, Wp, C, kh, kw, OH, OW = A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7]
+    lo, hi = _chunk(N, i, n, 1)
+    if hi > lo:
+        k, rows = kh * kw * C, OH * OW
+        KC.col2im(carray(f32_ptr(A[8] + 4 * lo * rows * k), ((hi - lo) * rows, k)), kh, kw, OH, OW,
+                  carray(f32_ptr(A[9] + 4 * lo * Hp * Wp * C), (hi - lo, Hp, Wp, C)))
 
 
 @cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)

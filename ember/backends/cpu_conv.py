@@ -16,10 +16,12 @@ W4's layers (bench/RESULTS.md, session 16): forward 0.84 -> 0.33 and 1.02 -> 0.7
 forwards' up to float32 rounding (the order of the sums). Anything else returns None and the caller
 runs the primitive's forward.
 
-Only BLAS uses a second core. Splitting the loops over Python threads was tried (tiles of im2col + a
-single-threaded GEMM per thread): alone it ran W4's second layer in 0.70 ms, but after any threaded
-BLAS call OpenBLAS's idle threads spin on the second core for a while, and the split then took 1.27 ms
-(docs/design-cpu-threads.md).
+The loops run on the CPU pool's threads (cpu_pool.py, docs/design-cpu-threads.md), the GEMMs on
+OpenBLAS's jobs there: padding, im2col, the direct 3x3 loop and bias+ReLU over ranges of lines, col2im
+over ranges of images (each value computed as in one call), the one-channel weight gradient as sums per
+block of 64 lines added in block order (the same value on one thread or several). W4's compiled step
+went 3.98 -> 3.54 ms (paired A/B, session 19). (Splitting over Python threads, before the pool, lost
+to OpenBLAS's spinning threads: 0.70 ms alone, 1.27 ms after a threaded BLAS call.)
 """
 from __future__ import annotations
 
@@ -69,7 +71,10 @@ def _padded(K, x, pads):
         xp[:, :, :pl] = 0
         xp[:, :, W + pl:] = 0
     xl = x.transpose(0, 2, 3, 1)
-    (K.pad_rows if xl.flags.c_contiguous else K.pad)(xl, xp, pt, pl, 0, N)
+    if not xl.flags.c_contiguous:
+        K.pad(xl, xp, pt, pl, 0, N)
+    elif not _split("conv_pad_job", xl.size, N, H, W, C, xp.shape[1], xp.shape[2], xl, xp, pt, pl):
+        K.pad_rows(xl, xp, pt, pl, 0, N)
     return xp
 
 
@@ -77,8 +82,24 @@ def _cols(K, xp, kh, kw, OH, OW):
     """The im2col matrix (N * OH * OW, kh * kw * C) of the padded xp, one numba pass."""
     N, C = xp.shape[0], xp.shape[3]
     cols = np.empty((N * OH * OW, kh * kw * C), np.float32)
-    K.im2col(xp, kh, kw, OH, OW, cols, 0, N * OH)
+    if not _split("im2col_job", cols.size, N, *xp.shape[1:], kh, kw, OH, OW, xp, cols):
+        K.im2col(xp, kh, kw, OH, OW, cols, 0, N * OH)
     return cols
+
+
+def _kernels():
+    from . import _numba_kernels
+    return _numba_kernels
+
+
+def _split(job, work, *block):
+    """Run `_numba_pool.<job>` on the CPU pool over `block` (ints, and C-contiguous float32 arrays passed
+    by address); False where the caller runs the loop itself (one thread, or too little work). Every job
+    cuts on lines or images, so each value is computed as in one call."""
+    from . import cpu_pool
+    if work < cpu_pool.MIN_SPLIT:
+        return False
+    return cpu_pool.split(job, work, *(a.ctypes.data if isinstance(a, np.ndarray) else int(a) for a in block))
 
 
 def _forward(x, wmat, b, relu, pads, kh, kw):
@@ -88,13 +109,16 @@ def _forward(x, wmat, b, relu, pads, kh, kw):
     (pt, pb), (pl, pr) = pads
     OH, OW = H + pt + pb - kh + 1, W + pl + pr - kw + 1
     xp = _padded(K, x, pads)
-    bias = b if b is not None else np.empty(0, np.float32)
+    bias = np.ascontiguousarray(b) if b is not None else np.empty(0, np.float32)
+    O = wmat.shape[1]
     if C == 1 and kh == kw == 3:
-        y = np.empty((N * OH * OW, wmat.shape[1]), np.float32)
-        K.direct3x3(xp, wmat, OH, OW, bias, relu, y, 0, N * OH)
+        y = np.empty((N * OH * OW, O), np.float32)
+        if not _split("direct3x3_job", y.size, N, xp.shape[1], xp.shape[2], O, OH, OW, xp, wmat, bias,
+                      bias.size, relu, y):
+            K.direct3x3(xp, wmat, OH, OW, bias, relu, y, 0, N * OH)
     else:
         y = _cols(K, xp, kh, kw, OH, OW) @ wmat
-        if bias.size or relu:
+        if (bias.size or relu) and not _split("bias_act_job", y.size, y.shape[0], O, y, bias, bias.size, relu):
             K.bias_act(y, bias, relu)
     return y.reshape(N, OH, OW, wmat.shape[1])
 
@@ -127,7 +151,9 @@ def conv_input_grad(node, g, w):
     g2 = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(-1, O)   # rows (N * OH * OW, O)
     wrows = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * C)
     gxp = np.zeros((N, H + pt + pb, W + pl + pr, C), np.float32)
-    K.col2im(g2 @ wrows, kh, kw, OH, OW, gxp)
+    dcols = g2 @ wrows
+    if not _split("col2im_job", dcols.size, N, *gxp.shape[1:], kh, kw, OH, OW, dcols, gxp):
+        K.col2im(dcols, kh, kw, OH, OW, gxp)
     return gxp[:, pt:pt + H, pl:pl + W].transpose(0, 3, 1, 2)
 
 
@@ -141,9 +167,13 @@ def conv_weight_grad(node, x, g):
     N, OH, OW = g.shape[0], g.shape[2], g.shape[3]
     g2 = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(-1, O)   # rows (N * OH * OW, O)
     xp = _padded(K, x, _pads(node))
-    if C == 1 and kh == kw == 3:
+    if C == 1 and kh == kw == 3:   # sums per block of lines, added in block order (one thread or several)
+        nb = -(-N * OH // K.WG_LINES)
+        parts = np.empty((nb, 9, O), np.float32)
+        if not _split("direct3x3_weight_grad_job", g2.size, N, *xp.shape[1:3], O, OH, OW, xp, g2, parts, nb):
+            K.direct3x3_weight_grad_blocks(xp, g2, OH, OW, parts, 0, nb)
         gw = np.zeros((9, O), np.float32)
-        K.direct3x3_weight_grad(xp, g2, OH, OW, gw, 0, N * OH)
+        _kernels().add_blocks(parts.reshape(nb, 9 * O), gw.reshape(9 * O))
     elif O < 64:
         gw = _cols(K, xp, kh, kw, OH, OW).T @ g2                            # (kh * kw * C, O)
     else:

@@ -355,6 +355,55 @@ def test_max_pool_splits_its_images_over_the_pool(pool, runs, N, C, H, W, k, s, 
     assert np.array_equal(gx, bwd.forward(x, y, g), equal_nan=True)
 
 
+_CONV_JOBS = ("conv_pad_job", "im2col_job", "direct3x3_job", "direct3x3_weight_grad_job", "bias_act_job", "col2im_job")
+
+
+@pytest.mark.parametrize("N, C, H, W, O, k, pad", [
+    (64, 1, 28, 28, 16, 3, 1),     # W4's first layer: one channel, the direct 3x3 loops
+    (7, 1, 30, 33, 16, 3, 0),      # 196 lines: the weight gradient's last block is short
+    (64, 16, 14, 14, 32, 3, 1),    # W4's second layer: im2col, bias and ReLU, col2im
+    (7, 3, 33, 30, 16, 5, 2)])
+def test_small_convolutions_split_their_loops_over_the_pool(pool, monkeypatch, N, C, H, W, O, k, pad):
+    """The small convolutions' loops (cpu_conv.py: padding, im2col, the direct 3x3 loops, bias and ReLU,
+    col2im), a range of lines or images per thread: forward and all three gradients equal one thread's,
+    with and without the ReLU after the Conv; the one-channel weight gradient near float64's."""
+    import ember.nn.functional as F
+    rng = np.random.default_rng(13)
+    x = np.ascontiguousarray(rng.standard_normal((N, H, W, C), dtype=np.float32)).transpose(0, 3, 1, 2)
+    w = rng.standard_normal((O, C, k, k), dtype=np.float32)
+    b = rng.standard_normal(O, dtype=np.float32)
+    g = rng.standard_normal((N, O, H + 2 * pad - k + 1, W + 2 * pad - k + 1), dtype=np.float32)
+    real, jobs = cpu_pool.split, []
+
+    def run(split, relu):
+        monkeypatch.setattr(cpu_pool, "split", split)
+        ts = [ember.from_numpy(a).requires_grad_() for a in (x, w, b)]
+        y = F.conv2d(*ts, padding=pad)
+        y = F.relu(y) if relu else y
+        y.backward(ember.from_numpy(g))
+        return [y.detach().numpy()] + [t.grad.numpy() for t in ts]
+
+    def counted(job, *a, **kw):
+        ran = real(job, *a, **kw)
+        if ran and job in _CONV_JOBS:
+            jobs.append(job)
+        return ran
+    for relu in (True, False):
+        got, want = run(counted, relu), run(lambda *a, **kw: False, relu)
+        for name, a, e in zip(("y", "x.grad", "w.grad", "b.grad"), got, want):
+            assert np.array_equal(a, e), name
+    assert ("direct3x3_job" if C == 1 else "im2col_job") in jobs
+    assert C == 1 or "bias_act_job" in jobs
+    assert ("direct3x3_weight_grad_job" if C == 1 else "col2im_job" if C >= 8 else "im2col_job") in jobs
+    if C == 1:
+        x64, g64 = x.astype(np.float64), g.astype(np.float64)
+        xp = np.pad(x64, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        OH, OW = g.shape[2:]
+        ref = np.stack([np.einsum("nhw,nohw->o", xp[:, 0, i:i + OH, j:j + OW], g64)
+                        for i in range(3) for j in range(3)], 1).reshape(O, 1, 3, 3)
+        np.testing.assert_allclose(got[2], ref, rtol=1e-4, atol=1e-4 * np.sqrt(N * OH * OW))
+
+
 def test_more_threads_than_cores_after_the_pool_started(pool):
     """ember.set_num_threads above the core count: OpenBLAS then cuts its GEMMs into more jobs, and
     each must find a worker (else the region waits forever)."""
