@@ -121,8 +121,31 @@ def pool() -> Pool | None:
             return None
         if importlib.util.find_spec("numba") is None:   # the optional ember[jit] extra
             return None
+        drop_stale_cache(os.path.dirname(os.path.abspath(__file__)))
         _pool = Pool(*found)
         return _pool
+
+
+def drop_stale_cache(folder: str, deps=("_numba_kernels.py", "_numba_conv.py")) -> int:
+    """Delete numba's disk cache of `_numba_pool`'s jobs when a file they call into is newer than it.
+    numba keys a cached function on its own file only: after an edit of `_numba_kernels.py` (an
+    editable install, a hand-made mutant) the jobs would go on running the old loops. Looks where numba
+    caches (__pycache__ beside the source, or NUMBA_CACHE_DIR); returns the number of files deleted."""
+    import glob
+    newest = max((os.path.getmtime(os.path.join(folder, d)) for d in deps
+                  if os.path.exists(os.path.join(folder, d))), default=0.0)
+    where = [os.path.join(folder, "__pycache__", "_numba_pool.*.nb[ic]")]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        where.append(os.path.join(os.environ["NUMBA_CACHE_DIR"], "**", "_numba_pool.*.nb[ic]"))
+    files = [f for w in where for f in glob.glob(w, recursive=True)]
+    if not files or min(os.path.getmtime(f) for f in files) >= newest:
+        return 0
+    for f in files:
+        try:
+            os.remove(f)
+        except OSError:   # a read-only install: numba then compiles in memory (its own fallback)
+            pass
+    return len(files)
 
 
 def ensure_threads(n: int) -> None:

@@ -422,3 +422,27 @@ def test_more_threads_than_cores_after_the_pool_started(pool):
     finally:
         ember.set_num_threads(n)
     assert pool.size() == n
+
+
+def test_a_stale_cache_of_the_jobs_is_dropped(tmp_path, monkeypatch):
+    """numba keys a cached function on its own file: when a loop the pool's jobs call (in
+    _numba_kernels.py) changes, their cache entries must go, else the jobs keep running the old loop."""
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    (tmp_path / "__pycache__").mkdir()
+    kernels, cached = tmp_path / "_numba_kernels.py", tmp_path / "__pycache__" / "_numba_pool.gelu_job-1.py311.nbi"
+    other = tmp_path / "__pycache__" / "_numba_kernels.gelu-1.py311.nbi"
+    for f in (kernels, cached, other):
+        f.write_text("x")
+    os.utime(kernels, (1000, 1000))
+    os.utime(cached, (2000, 2000))
+    assert cpu_pool.drop_stale_cache(str(tmp_path)) == 0 and cached.exists()    # the cache is newer
+    os.utime(kernels, (3000, 3000))
+    assert cpu_pool.drop_stale_cache(str(tmp_path)) == 1
+    assert not cached.exists() and other.exists()     # numba follows _numba_kernels' own functions itself
+    cache_dir = tmp_path / "cache" / "deep"
+    cache_dir.mkdir(parents=True)
+    elsewhere = cache_dir / "_numba_pool.adam_job-9.py311.nbc"
+    elsewhere.write_text("x")
+    os.utime(elsewhere, (2000, 2000))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    assert cpu_pool.drop_stale_cache(str(tmp_path)) == 1 and not elsewhere.exists()
