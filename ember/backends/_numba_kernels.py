@@ -114,6 +114,14 @@ def _erf(x):
     return y
 
 
+# ---- a + b (one IEEE add per element: NumPy's values) ----------------------------------------------
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def add(a, b, out):
+    for i in range(a.size):
+        out[i] = a[i] + b[i]
+
+
 # ---- GELU (exact, erf form) ----------------------------------------------------------------------
 
 @njit(**_ELEM)

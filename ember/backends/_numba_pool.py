@@ -351,6 +351,16 @@ def _chunk(total, i, n, align):
 
 
 @cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
+def add_job(i, p, n):
+    """A = [size, a, b, out]"""
+    A = carray(i64_ptr(p), (4,))
+    lo, hi = _chunk(A[0], i, n, 16)
+    if hi > lo:
+        K.add(carray(f32_ptr(A[1] + 4 * lo), (hi - lo,)), carray(f32_ptr(A[2] + 4 * lo), (hi - lo,)),
+              carray(f32_ptr(A[3] + 4 * lo), (hi - lo,)))
+
+
+@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
 def gelu_job(i, p, n):
     """A = [size, x, out]"""
     A = carray(i64_ptr(p), (3,))

@@ -2,7 +2,8 @@
 (and Normalize), training-mode BatchNorm and their gradients, each one numba loop (BatchNorm: a pass per
 statistic) where the NumPy forward is 7-25 ufunc passes (bench/w5_parts.py, bench/RESULTS.md); and 2-D
 max pooling (MaxPool, MaxPoolGrad, MaxPoolIndex, float32 and float64, bit for bit the NumPy forwards: see
-the section below and docs/convolution.md).
+the section below and docs/convolution.md). Add and Linear's bias add have kernels only to split large
+float32 arrays over the CPU pool (cpu_pool.py), bit for bit NumPy's adds.
 
 `install` registers them in `cpu.kernels` (through `cpu.register_kernel`); `Primitive.apply` then calls
 `kernel(node, *arrays)` instead of `node.forward(*arrays)` for host arrays of those primitives only.
@@ -158,6 +159,31 @@ def _flat(a, perm):
     """`a`'s memory as a flat array when its axes in `perm` order are C-contiguous, else None."""
     t = a.transpose(perm)
     return t.reshape(-1) if t.flags.c_contiguous else None
+
+
+def add(node, a, b):
+    """a + b of two float32 C-contiguous arrays of one shape, from 64k elements: chunks over the CPU pool
+    (W5's residual adds; one IEEE add per element, NumPy's values). Anything else: NumPy."""
+    if a.size >= cpu_pool.MIN_SPLIT and a.__class__ is np.ndarray and b.__class__ is np.ndarray \
+            and a.dtype == _F32 and b.dtype == _F32 and a.shape == b.shape and a.flags.c_contiguous \
+            and b.flags.c_contiguous:
+        out = np.empty(a.shape, np.float32)
+        if cpu_pool.split("add_job", a.size, a.size, a.ctypes.data, b.ctypes.data, out.ctypes.data):
+            return out
+    return a + b
+
+
+def linear(node, x, w, b=None):
+    """Linear: the GEMM, then a float32 bias added over the CPU pool's threads by row chunks (NumPy's
+    `y += b` is one thread: 54 us of W5's 600 us 1024x128x512 layer)."""
+    y = x @ w.T
+    if b is not None:
+        if not (y.dtype == _F32 and b.dtype == _F32 and y.ndim == 2 and y.flags.c_contiguous
+                and b.flags.c_contiguous and y.size >= cpu_pool.MIN_SPLIT
+                and cpu_pool.split("bias_act_job", y.size, y.shape[0], y.shape[1], y.ctypes.data, b.ctypes.data,
+                                   b.size, 0)):
+            y += b
+    return y
 
 
 def gelu(node, x):

@@ -1121,4 +1121,4 @@ _cpu_kernels.install({Gelu: "gelu", GeluGrad: "gelu_grad", Softmax: "softmax", S
                       LayerNormGrad: "layer_norm_grad", BatchNorm: "batch_norm", BatchNormGrad: "batch_norm_grad"})
 _cpu_kernels.install({Conv: "conv", ConvInputGrad: "conv_input_grad", ConvWeightGrad: "conv_weight_grad"})
 _cpu_kernels.install({MaxPool: "max_pool", MaxPoolGrad: "max_pool_grad", MaxPoolIndex: "max_pool_index"})
-_cpu_kernels.install({EmbeddingGrad: "embedding_grad"})
+_cpu_kernels.install({EmbeddingGrad: "embedding_grad", Linear: "linear"})

@@ -1097,4 +1097,4 @@ class ClassTarget(Primitive):
 # A compiled select for Where on the CPU (numba; NumPy's where branches per element): cpu_kernels.py
 from ..backends import cpu_kernels as _cpu_kernels  # noqa: E402
 
-_cpu_kernels.install({Where: "where"})
+_cpu_kernels.install({Where: "where", Add: "add"})

@@ -44,9 +44,10 @@ def calls(monkeypatch):
 def test_registered_for_the_fused_layer_primitives():
     for cls in (layers.Gelu, layers.GeluGrad, layers.Softmax, layers.SoftmaxGrad, layers.LogSoftmax,
                 layers.Normalize, layers.LayerNorm, layers.LayerNormGrad, layers.BatchNorm, layers.BatchNormGrad,
-                layers.MaxPool, layers.MaxPoolGrad, layers.MaxPoolIndex, layers.EmbeddingGrad):
+                layers.MaxPool, layers.MaxPoolGrad, layers.MaxPoolIndex, layers.EmbeddingGrad, layers.Linear,
+                ember.ops.primitives.Add):
         assert cls in cpu.kernels and cls.cpu_kernel is not None
-    assert ember.ops.primitives.Add.cpu_kernel is None   # the rest keep the plain forward call
+    assert ember.ops.primitives.Mul.cpu_kernel is None   # the rest keep the plain forward call
 
 
 def test_the_kernel_path_is_taken(calls):

@@ -234,6 +234,28 @@ def test_elementwise_and_row_kernels_split_over_the_pool(pool, runs, shape):
     assert runs[0] == 3
 
 
+def test_add_and_linear_bias_split_over_the_pool(pool, runs):
+    """Add of two large float32 arrays and Linear's bias add, chunks per thread: NumPy's values bit for
+    bit (one IEEE add per element); other dtypes, broadcasting and small arrays stay NumPy's."""
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal((16, 64, 128), dtype=np.float32)
+    b = rng.standard_normal((16, 64, 128), dtype=np.float32)
+    assert np.array_equal(cpu_kernels.add(None, a, b), a + b) and runs[0] == 1
+    x = rng.standard_normal((1024, 128), dtype=np.float32)
+    w = rng.standard_normal((515, 128), dtype=np.float32)
+    bias = rng.standard_normal(515, dtype=np.float32)
+    want = x @ w.T
+    want += bias
+    assert np.array_equal(cpu_kernels.linear(None, x, w, bias), want) and runs[0] == 2
+    assert np.array_equal(cpu_kernels.linear(None, x, w), x @ w.T)
+    for p, q in ((a, b[0]), (a.astype(np.float64), b.astype(np.float64)), (a[:3], b[:3]), (a.transpose(1, 0, 2), b.transpose(1, 0, 2))):
+        assert np.array_equal(cpu_kernels.add(None, p, q), p + q)
+    assert runs[0] == 2
+    t = ember.from_numpy(a).requires_grad_()
+    (t + ember.from_numpy(b)).sum().backward()          # the kernel is the one eager mode runs
+    assert runs[0] == 3 and np.array_equal(t.grad.numpy(), np.ones_like(a))
+
+
 class _LNGrad:
     n, eps = 1, 1e-5
 
