@@ -40,6 +40,10 @@ MODULES = {
     "keras": (["ember/keras/*"], ["tests/keras"]),
     "amp": (["ember/amp/*"], ["tests/test_amp.py"]),
     "planner": (["ember/planner/*"], ["tests/planner"]),
+    # the CPU backend's Python side (the numba loops themselves cannot be mutated: mutmut's trampolines are
+    # Python, and numba compiles the loops from their source)
+    "backends": (["ember/backends/cpu_conv.py", "ember/backends/cpu_kernels.py", "ember/backends/cpu_pool.py"],
+                 ["tests/backends"]),
 }
 
 # tests that cannot pass under mutmut, left out of every run of their module: they check the user's

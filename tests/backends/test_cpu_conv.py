@@ -21,6 +21,7 @@ CASES = [
     ((4, 12, 5, 5), (7, 12, 3, 3), 2),    # padding k - 1: the input gradient's padding is 0
     ((2, 8, 6, 7), (3, 8, 2, 4), "same"),  # even kernel, 'same': padding (0, 1) and (1, 2), uneven
     ((2, 8, 4, 4), (3, 8, 3, 3), 3),      # padding as large as the kernel: border rows see only zeros
+    ((2, 3, 6, 5), (64, 3, 3, 3), 1),     # 64 output channels (a VGG's first layer): the weight gradient as g^T cols
     ((0, 8, 5, 5), (3, 8, 3, 3), 1),      # an empty batch
     ((0, 1, 5, 5), (3, 1, 3, 3), 1),
 ]
