@@ -350,33 +350,29 @@ def _chunk(total, i, n, align):
     return lo, min(total, lo + step)
 
 
-@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
-def add_job(i, p, n):
-    """A = [size, a, b, out]"""
-    A = carray(i64_ptr(p), (4,))
-    lo, hi = _chunk(A[0], i, n, 16)
-    if hi > lo:
-        K.add(carray(f32_ptr(A[1] + 4 * lo), (hi - lo,)), carray(f32_ptr(A[2] + 4 * lo), (hi - lo,)),
-              carray(f32_ptr(A[3] + 4 * lo), (hi - lo,)))
+ADD, GELU, GELU_GRAD = 0, 1, 2   # elementwise_job's loops
+
+
+@njit(inline="always", **_JIT)
+def _part(A, k, lo, hi):
+    """Elements [lo, hi) of the float32 array at address A[k]."""
+    return carray(f32_ptr(A[k] + 4 * lo), (hi - lo,))
 
 
 @cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
-def gelu_job(i, p, n):
-    """A = [size, x, out]"""
-    A = carray(i64_ptr(p), (3,))
-    lo, hi = _chunk(A[0], i, n, 16)
+def elementwise_job(i, p, n):
+    """A = [loop, size, x, y, out] (GELU reads no y: pass x's address): K.add(x, y, out), K.gelu(x, out) or
+    K.gelu_grad(x, y, out) over a chunk of the elements."""
+    A = carray(i64_ptr(p), (5,))
+    lo, hi = _chunk(A[1], i, n, 16)
     if hi > lo:
-        K.gelu(carray(f32_ptr(A[1] + 4 * lo), (hi - lo,)), carray(f32_ptr(A[2] + 4 * lo), (hi - lo,)))
-
-
-@cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)
-def gelu_grad_job(i, p, n):
-    """A = [size, x, g, out]"""
-    A = carray(i64_ptr(p), (4,))
-    lo, hi = _chunk(A[0], i, n, 16)
-    if hi > lo:
-        K.gelu_grad(carray(f32_ptr(A[1] + 4 * lo), (hi - lo,)), carray(f32_ptr(A[2] + 4 * lo), (hi - lo,)),
-                    carray(f32_ptr(A[3] + 4 * lo), (hi - lo,)))
+        x, y, out = _part(A, 2, lo, hi), _part(A, 3, lo, hi), _part(A, 4, lo, hi)
+        if A[0] == ADD:
+            K.add(x, y, out)
+        elif A[0] == GELU:
+            K.gelu(x, out)
+        else:
+            K.gelu_grad(x, y, out)
 
 
 @cfunc(types.void(types.int32, types.voidptr, types.int32), cache=True, nogil=True)

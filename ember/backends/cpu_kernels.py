@@ -34,6 +34,7 @@ _installed: dict[type, Callable] = {}    # Primitive class -> kernel, what `inst
 _F32 = np.dtype(np.float32)
 _EMPTY = np.empty(0, np.float32)
 _scratch_arrays = threading.local()   # _scratch
+ADD, GELU, GELU_GRAD = 0, 1, 2        # _numba_pool.elementwise_job's loops (that module imports numba)
 
 
 def _k():
@@ -168,7 +169,7 @@ def add(node, a, b):
             and a.dtype == _F32 and b.dtype == _F32 and a.shape == b.shape and a.flags.c_contiguous \
             and b.flags.c_contiguous:
         out = np.empty(a.shape, np.float32)
-        if cpu_pool.split("add_job", a.size, a.size, a.ctypes.data, b.ctypes.data, out.ctypes.data):
+        if cpu_pool.split("elementwise_job", a.size, ADD, a.size, a.ctypes.data, b.ctypes.data, out.ctypes.data):
             return out
     return a + b
 
@@ -192,7 +193,8 @@ def gelu(node, x):
     if K is None:
         return node.forward(x)
     out = np.empty(x.shape, np.float32)
-    if not cpu_pool.split("gelu_job", xs.size, xs.size, xs.ctypes.data, out.ctypes.data):
+    if not cpu_pool.split("elementwise_job", xs.size, GELU, xs.size, xs.ctypes.data, xs.ctypes.data,
+                          out.ctypes.data):
         K.gelu(xs.reshape(-1), out.reshape(-1))
     return out
 
@@ -203,7 +205,8 @@ def gelu_grad(node, x, g):
     if K is None:
         return node.forward(x, g)
     out = np.empty(x.shape, np.float32)
-    if not cpu_pool.split("gelu_grad_job", xs.size, xs.size, xs.ctypes.data, gs.ctypes.data, out.ctypes.data):
+    if not cpu_pool.split("elementwise_job", xs.size, GELU_GRAD, xs.size, xs.ctypes.data, gs.ctypes.data,
+                          out.ctypes.data):
         K.gelu_grad(xs.reshape(-1), gs.reshape(-1), out.reshape(-1))
     return out
 

@@ -222,6 +222,8 @@ class _LN:
 @pytest.mark.parametrize("shape", [(1024, 512), (333, 257), (70001,)])
 def test_elementwise_and_row_kernels_split_over_the_pool(pool, runs, shape):
     """GELU, its gradient and LayerNorm cut into one chunk per thread: the values of one call."""
+    NP = pool.NP
+    assert (cpu_kernels.ADD, cpu_kernels.GELU, cpu_kernels.GELU_GRAD) == (NP.ADD, NP.GELU, NP.GELU_GRAD)
     rng = np.random.default_rng(8)
     x = rng.standard_normal(shape, dtype=np.float32) * 3
     g = rng.standard_normal(shape, dtype=np.float32)
@@ -451,7 +453,7 @@ def test_a_stale_cache_of_the_jobs_is_dropped(tmp_path, monkeypatch):
     _numba_kernels.py) changes, their cache entries must go, else the jobs keep running the old loop."""
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     (tmp_path / "__pycache__").mkdir()
-    kernels, cached = tmp_path / "_numba_kernels.py", tmp_path / "__pycache__" / "_numba_pool.gelu_job-1.py311.nbi"
+    kernels, cached = tmp_path / "_numba_kernels.py", tmp_path / "__pycache__" / "_numba_pool.elementwise_job-1.py311.nbi"
     other = tmp_path / "__pycache__" / "_numba_kernels.gelu-1.py311.nbi"
     for f in (kernels, cached, other):
         f.write_text("x")
