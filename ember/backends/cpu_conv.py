@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import cpu_kernels, cpu_pool
+
 MAX_CHANNELS = 64         # input channels (the columns' width is 9x that at 3x3)
 _K = None
 
@@ -87,16 +89,10 @@ def _cols(K, xp, kh, kw, OH, OW):
     return cols
 
 
-def _kernels():
-    from . import _numba_kernels
-    return _numba_kernels
-
-
 def _split(job, work, *block):
     """Run `_numba_pool.<job>` on the CPU pool over `block` (ints, and C-contiguous float32 arrays passed
     by address); False where the caller runs the loop itself (one thread, or too little work). Every job
     cuts on lines or images, so each value is computed as in one call."""
-    from . import cpu_pool
     if work < cpu_pool.MIN_SPLIT:
         return False
     return cpu_pool.split(job, work, *(a.ctypes.data if isinstance(a, np.ndarray) else int(a) for a in block))
@@ -173,7 +169,7 @@ def conv_weight_grad(node, x, g):
         if not _split("direct3x3_weight_grad_job", g2.size, N, *xp.shape[1:3], O, OH, OW, xp, g2, parts, nb):
             K.direct3x3_weight_grad_blocks(xp, g2, OH, OW, parts, 0, nb)
         gw = np.zeros((9, O), np.float32)
-        _kernels().add_blocks(parts.reshape(nb, 9 * O), gw.reshape(9 * O))
+        cpu_kernels._k().add_blocks(parts.reshape(nb, 9 * O), gw.reshape(9 * O))
     elif O < 64:
         gw = _cols(K, xp, kh, kw, OH, OW).T @ g2                            # (kh * kw * C, O)
     else:
